@@ -1,0 +1,3 @@
+from rnndoctor.cli import main
+
+main()

@@ -1,0 +1,56 @@
+"""Environment probe: Python, TensorFlow, Keras, CUDA/cuDNN build info, devices, precision."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+
+from rnndoctor.facts import Device, Environment
+
+
+def collect_environment() -> Environment:
+    """Reads versions and devices from the running interpreter (imports TensorFlow)."""
+    import keras
+    import tensorflow as tf
+
+    build = {}
+    try:
+        build = dict(tf.sysconfig.get_build_info())
+    except Exception:
+        pass
+    devices = []
+    for dev in tf.config.list_physical_devices():
+        details = {}
+        if dev.device_type == "GPU":
+            try:
+                details = {
+                    k: (str(v) if not isinstance(v, (int, float, str)) else v)
+                    for k, v in tf.config.experimental.get_device_details(dev).items()
+                }
+            except Exception:
+                pass
+        devices.append(Device(name=dev.name, device_type=dev.device_type, details=details))
+    try:
+        policy = keras.config.dtype_policy().name
+    except Exception:
+        policy = None
+    try:
+        eager = bool(tf.config.functions_run_eagerly())
+    except Exception:
+        eager = None
+    return Environment(
+        python=sys.version.split()[0],
+        platform=platform.platform(),
+        keras=keras.__version__,
+        keras_backend=keras.backend.backend(),
+        tensorflow=tf.__version__,
+        cuda_build=build.get("cuda_version"),
+        cudnn_build=build.get("cudnn_version"),
+        is_cuda_build=build.get("is_cuda_build"),
+        devices=devices,
+        gpu_count=sum(d.device_type == "GPU" for d in devices),
+        cpu_count=os.cpu_count(),
+        precision_policy=policy,
+        run_functions_eagerly=eager,
+    )

@@ -1,0 +1,362 @@
+"""Model probe: the layer tree, every RNN layer's fast-path arguments, and the fast-path probe.
+
+The fast-path verdict comes from running the installed Keras code (see
+:class:`rnndoctor.facts.FastPathProbe`), so it follows whatever version is installed:
+``LSTM.inner_loop`` / ``GRU.inner_loop`` (``keras/src/layers/rnn/lstm.py``, ``gru.py``) decide
+whether the backend kernel is tried at all, and ``cudnn_ok`` in
+``keras/src/backend/tensorflow/rnn.py`` decides whether its arguments suit cuDNN.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+from typing import Any
+
+import keras
+
+from rnndoctor.capture import sites
+from rnndoctor.facts import FastPathProbe, LayerInfo, ModelFacts, RNNLayer
+
+# The values the cuDNN kernel needs, per `cudnn_ok` / `_do_lstm_arguments_support_cudnn` /
+# `_do_gru_arguments_support_cudnn` and `LSTM.inner_loop` / `GRU.inner_loop` in Keras 3. Used only
+# to build the compliant twin that the probe runs; the verdict itself comes from Keras' code.
+# `dropout` is listed so that the probe tells whether it blocks the fast path on this version.
+FAST_PATH_DEFAULTS: dict[str, Any] = {
+    "activation": "tanh",
+    "recurrent_activation": "sigmoid",
+    "recurrent_dropout": 0.0,
+    "dropout": 0.0,
+    "unroll": False,
+    "use_bias": True,
+    "reset_after": True,
+    "use_cudnn": "auto",
+}
+
+_RECORDED_ARGS = (
+    "units",
+    "activation",
+    "recurrent_activation",
+    "recurrent_dropout",
+    "dropout",
+    "unroll",
+    "use_bias",
+    "reset_after",
+    "use_cudnn",
+    "go_backwards",
+    "stateful",
+    "return_sequences",
+    "return_state",
+    "time_major",
+)
+
+_PROBE_SOURCE = (
+    "installed keras {version}: {cls}.inner_loop + "
+    "keras/src/backend/tensorflow/rnn.py:cudnn_ok (GPU availability assumed)"
+)
+
+
+def _activation_name(fn: Any) -> str:
+    try:
+        name = keras.activations.serialize(fn)
+    except Exception:
+        name = None
+    if isinstance(name, dict):
+        name = name.get("config", {}).get("name") or name.get("class_name")
+    return str(name or getattr(fn, "__name__", None) or repr(fn))
+
+
+def _children(layer: Any) -> list[Any]:
+    """Direct sub-layers, as Keras tracks them (wrappers, nested and subclassed models)."""
+    flatten = getattr(layer, "_flatten_layers", None)
+    if flatten is not None:
+        try:
+            return list(flatten(include_self=False, recursive=False))
+        except Exception:
+            pass
+    return list(getattr(layer, "layers", []) or [])
+
+
+def _is_keras_class(cls: type) -> bool:
+    return cls.__module__.startswith("keras.")
+
+
+def _rnn_kind(layer: Any) -> str:
+    lstm, gru, simple = keras.layers.LSTM, keras.layers.GRU, keras.layers.SimpleRNN
+    if isinstance(layer, lstm):
+        return "lstm"
+    if isinstance(layer, gru):
+        return "gru"
+    if isinstance(layer, simple):
+        return "simple_rnn"
+    cell = getattr(layer, "cell", None)
+    cells = getattr(cell, "cells", None) or ([cell] if cell is not None else [])
+    if type(layer) is keras.layers.RNN or not _is_keras_class(type(layer)):
+        if cells and all(_is_keras_class(type(c)) for c in cells):
+            return "generic_rnn"
+        return "custom_cell"
+    return "other_rnn"
+
+
+def _input_shape(layer: Any) -> list[int | None] | None:
+    try:
+        shape = layer.input.shape  # functional / sequential graphs
+    except Exception:
+        shape = getattr(layer, "_build_shapes_dict", None)
+        shape = next(iter(shape.values()), None) if isinstance(shape, dict) and shape else None
+    if shape is None:
+        return None
+    try:
+        return [None if d is None else int(d) for d in shape]
+    except TypeError:
+        return None
+
+
+def _rnn_args(layer: Any) -> dict[str, Any]:
+    cell = getattr(layer, "cell", None)
+    args: dict[str, Any] = {}
+    for name in _RECORDED_ARGS:
+        holder = layer if hasattr(layer, name) else cell
+        if holder is None or not hasattr(holder, name):
+            continue
+        value = getattr(holder, name)
+        if name in ("activation", "recurrent_activation"):
+            value = _activation_name(value)
+        elif hasattr(value, "item"):
+            value = value.item()
+        args[name] = value
+    return args
+
+
+@contextlib.contextmanager
+def _spy_backend_kernels(calls: list[bool]):
+    """Replaces ``keras.src.backend.lstm`` / ``gru`` with a spy that records, per call, whether
+    ``cudnn_ok`` accepts the arguments, then raises ``NotImplementedError`` so that Keras falls
+    back to its generic loop (exactly what it does when cuDNN is unavailable)."""
+    from keras.src import backend as kbackend
+
+    # The package re-exports a function named `rnn`, which shadows the module of that name.
+    tfrnn = importlib.import_module("keras.src.backend.tensorflow.rnn")
+
+    def spy(*args, reset_after=None, **kwargs):
+        saved = tfrnn._is_gpu_available
+        tfrnn._is_gpu_available = lambda: True
+        try:
+            ok = tfrnn.cudnn_ok(
+                kwargs["activation"],
+                kwargs["recurrent_activation"],
+                kwargs.get("unroll", False),
+                use_bias=kwargs.get("bias") is not None,
+                reset_after=reset_after,
+            )
+        finally:
+            tfrnn._is_gpu_available = saved
+        calls.append(bool(ok))
+        raise NotImplementedError
+
+    saved = kbackend.lstm, kbackend.gru
+    kbackend.lstm = kbackend.gru = spy
+    try:
+        yield
+    finally:
+        kbackend.lstm, kbackend.gru = saved
+
+
+def _attempts_cudnn(layer_cls: type, config: dict[str, Any], features: int, steps: int) -> bool:
+    """Builds ``layer_cls.from_config(config)`` and calls it once in training mode."""
+    import numpy as np
+
+    config = dict(config, name=f"rnndoctor_probe_{config.get('name', 'rnn')}", stateful=False)
+    calls: list[bool] = []
+    with _spy_backend_kernels(calls):
+        clone = layer_cls.from_config(config)
+        clone(np.zeros((2, steps, features), dtype="float32"), training=True)
+    return bool(calls) and all(calls)
+
+
+def _replacement(layer: Any, kind: str) -> tuple[type, dict[str, Any]] | None:
+    """The fused layer (class, config) that computes what a SimpleRNN / RNN(cell) computes.
+
+    ``RNN(LSTMCell(...))`` -> ``LSTM(...)`` and ``RNN(GRUCell(...))`` -> ``GRU(...)`` are the
+    same computation; ``SimpleRNN`` -> ``GRU`` is a different model, suggested for speed only.
+    """
+    cell = getattr(layer, "cell", None)
+    if kind == "generic_rnn" and isinstance(cell, keras.layers.LSTMCell):
+        cls = keras.layers.LSTM
+    elif kind == "generic_rnn" and isinstance(cell, keras.layers.GRUCell):
+        cls = keras.layers.GRU
+    elif kind == "simple_rnn":
+        cls = keras.layers.GRU
+    else:
+        return None
+    accepted = set(inspect.signature(cls.__init__).parameters)
+    config = {k: v for k, v in cell.get_config().items() if k in accepted}
+    outer = layer.get_config()
+    for key in ("return_sequences", "return_state", "go_backwards", "unroll", "name"):
+        if key in outer:
+            config[key] = outer[key]
+    return cls, config
+
+
+def _probe_config(cls: type, config: dict[str, Any], features: int) -> dict[str, Any]:
+    """Probes ``config`` and, one at a time, each argument that differs from the fast path."""
+    steps = 3
+    relevant = [k for k in FAST_PATH_DEFAULTS if k in config]
+    compliant = dict(config, **{k: FAST_PATH_DEFAULTS[k] for k in relevant})
+    takes = _attempts_cudnn(cls, config, features, steps)
+    blocking = [
+        k
+        for k in relevant
+        if config[k] != FAST_PATH_DEFAULTS[k]
+        and not _attempts_cudnn(cls, dict(compliant, **{k: config[k]}), features, steps)
+    ]
+    fixed = dict(config, **{k: FAST_PATH_DEFAULTS[k] for k in blocking})
+    return {
+        "takes": takes,
+        "blocking": blocking,
+        "fixed_takes": takes or _attempts_cudnn(cls, fixed, features, steps),
+        "dropout_ok": _attempts_cudnn(cls, dict(compliant, dropout=0.5), features, steps),
+    }
+
+
+def probe_fast_path(layer: Any, kind: str) -> FastPathProbe:
+    """Runs the installed Keras code to decide the cuDNN verdict of ``layer`` (see module doc).
+
+    Never raises: when the probe cannot run, ``probed`` is False and the reason is kept.
+    """
+    source = _PROBE_SOURCE.format(version=keras.__version__, cls=type(layer).__name__)
+    if kind not in ("lstm", "gru", "simple_rnn", "generic_rnn"):
+        return FastPathProbe(
+            probed=True,
+            takes_fast_path=False,
+            source="a user-defined cell always runs the generic backend.rnn loop "
+            "(keras/src/layers/rnn/rnn.py:RNN.inner_loop)",
+        )
+    if keras.backend.backend() != "tensorflow":
+        return FastPathProbe(probed=False, not_probed_reason="the Keras backend is not TensorFlow")
+    try:
+        kernel = getattr(layer.cell, "kernel", None)
+        if kernel is None:
+            return FastPathProbe(probed=False, not_probed_reason="the layer was never built")
+        features = int(kernel.shape[0])
+        if kind in ("lstm", "gru"):
+            config = layer.get_config()
+            if kind == "lstm":
+                config.pop("reset_after", None)
+            result = _probe_config(type(layer), config, features)
+            return FastPathProbe(
+                probed=True,
+                takes_fast_path=result["takes"],
+                blocking_args=result["blocking"],
+                fixed_takes_fast_path=result["fixed_takes"],
+                dropout_keeps_fast_path=result["dropout_ok"],
+                source=source,
+            )
+        replacement = _replacement(layer, kind)
+        generic = (
+            "SimpleRNN has no fused kernel"
+            if kind == "simple_rnn"
+            else "keras/src/layers/rnn/rnn.py:RNN.inner_loop always runs the generic backend.rnn"
+        )
+        if replacement is None:
+            return FastPathProbe(probed=True, takes_fast_path=False, source=generic)
+        cls, config = replacement
+        result = _probe_config(cls, config, features)
+        return FastPathProbe(
+            probed=True,
+            takes_fast_path=False,
+            blocking_args=result["blocking"],
+            fixed_takes_fast_path=result["fixed_takes"],
+            dropout_keeps_fast_path=result["dropout_ok"],
+            replacement_class=cls.__name__,
+            source=f"{generic}; replacement probed with "
+            + _PROBE_SOURCE.format(version=keras.__version__, cls=cls.__name__),
+        )
+    except Exception as exc:  # a custom subclass that cannot be cloned, say
+        return FastPathProbe(
+            probed=False, not_probed_reason=f"{type(exc).__name__}: {exc}"[:300], source=source
+        )
+
+
+def _model_type(model: Any) -> str:
+    if isinstance(model, keras.Sequential):
+        return "sequential"
+    from keras.src.models.functional import Functional
+
+    return "functional" if isinstance(model, Functional) else "subclassed"
+
+
+def collect_model(model: Any, probe: bool = True) -> ModelFacts:
+    """Walks ``model``'s layer tree (wrappers, nested and subclassed models) into ModelFacts.
+
+    Args:
+        model: a built ``keras.Model``.
+        probe: run the fast-path probe on each LSTM/GRU (a few tiny eager calls per layer).
+    """
+    try:
+        params = int(model.count_params())
+    except Exception:
+        params = None
+    facts = ModelFacts(
+        name=model.name,
+        class_name=type(model).__name__,
+        model_type=_model_type(model),
+        param_count=params,
+    )
+    seen: set[int] = set()
+
+    def visit(layer: Any, parent_path: str | None, depth: int, wrappers: list[str]) -> None:
+        if id(layer) in seen:
+            return
+        seen.add(id(layer))
+        path = f"{parent_path}/{layer.name}" if parent_path else layer.name
+        is_rnn = isinstance(layer, keras.layers.RNN)
+        location = sites.site_of(layer)
+        facts.layers.append(
+            LayerInfo(
+                path=path,
+                name=layer.name,
+                class_name=type(layer).__name__,
+                depth=depth,
+                parent=parent_path,
+                is_rnn=is_rnn,
+                location=location,
+            )
+        )
+        if is_rnn:
+            kind = _rnn_kind(layer)
+            cell = getattr(layer, "cell", None)
+            cells = getattr(cell, "cells", None) or ([cell] if cell is not None else [])
+            direction = None
+            if wrappers and wrappers[-1] == "Bidirectional":
+                direction = "backward" if getattr(layer, "go_backwards", False) else "forward"
+            facts.rnn_layers.append(
+                RNNLayer(
+                    path=path,
+                    name=layer.name,
+                    class_name=type(layer).__name__,
+                    kind=kind,
+                    cell_class=type(cell).__name__ if cell is not None else "",
+                    cell_classes=[f"{type(c).__module__}.{type(c).__name__}" for c in cells],
+                    args=_rnn_args(layer),
+                    wrappers=list(wrappers),
+                    direction=direction,
+                    input_shape=_input_shape(layer),
+                    dtype_policy=str(getattr(getattr(layer, "dtype_policy", None), "name", "")),
+                    location=location,
+                    fast_path=probe_fast_path(layer, kind) if probe else None,
+                )
+            )
+            return  # an RNN's cells are described by the RNN entry
+        child_wrappers = [*wrappers, type(layer).__name__] if _is_wrapper(layer) else wrappers
+        for child in _children(layer):
+            visit(child, path, depth + 1, child_wrappers)
+
+    for child in _children(model):
+        visit(child, model.name, 1, [])
+    return facts
+
+
+def _is_wrapper(layer: Any) -> bool:
+    return isinstance(layer, (keras.layers.Bidirectional, keras.layers.Wrapper))

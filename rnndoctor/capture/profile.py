@@ -1,0 +1,105 @@
+"""Profile summary: converts the captured XSpace with xprof and keeps what the rules need.
+
+xprof (``tensorboard-plugin-profile``) does the conversion: ``xspace_to_tool_data`` with the
+``overview_page`` and ``framework_op_stats`` tools, the same code TensorBoard's Profile tab runs.
+Nothing here parses protobufs by hand.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shlex
+from collections import defaultdict
+from typing import Any
+
+from rnndoctor.facts import OpStat, ProfileSummary
+
+_TOP_N = 10  # op rows kept in the facts
+_CUDNN_RNN_PREFIX = "CudnnRNN"  # CudnnRNN, CudnnRNNV2, CudnnRNNV3 and their Backprop ops
+
+
+def _tool_json(paths: list[str], tool: str) -> Any:
+    from xprof.convert import raw_to_tool_data
+
+    data, _ = raw_to_tool_data.xspace_to_tool_data(paths, tool, {})
+    if data is None:
+        raise RuntimeError(f"xprof returned no {tool} data")
+    return json.loads(data.decode() if isinstance(data, bytes) else data)
+
+
+def _rows(table: dict[str, Any]) -> list[dict[str, Any]]:
+    ids = [c["id"] for c in table.get("cols", [])]
+    return [dict(zip(ids, (cell.get("v") for cell in row["c"]))) for row in table.get("rows", [])]
+
+
+def summarize_profile(logdir: str, profiled_steps: int, gpu_count: int) -> ProfileSummary:
+    """Summarises the newest profile run under ``logdir`` (``<logdir>/plugins/profile/<run>/``).
+
+    Never raises: a conversion failure lands in ``ProfileSummary.error``.
+    """
+    summary = ProfileSummary(
+        logdir=os.path.abspath(logdir),
+        profiled_steps=profiled_steps,
+        tensorboard_command=f"tensorboard --logdir {shlex.quote(os.path.abspath(logdir))}",
+    )
+    runs = sorted(glob.glob(os.path.join(logdir, "plugins", "profile", "*")))
+    paths = sorted(glob.glob(os.path.join(runs[-1], "*.xplane.pb"))) if runs else []
+    summary.xspace_files = paths
+    if not paths:
+        summary.error = "the profiler wrote no .xplane.pb file"
+        return summary
+    try:
+        overview = _tool_json(paths, "overview_page")
+        for table in overview if isinstance(overview, list) else []:
+            props = table.get("p", {}) if isinstance(table, dict) else {}
+            if "hardware_type" in props:
+                summary.hardware_type = props["hardware_type"]
+            if "statement" in props and summary.xprof_verdict is None:
+                summary.xprof_verdict = props["statement"]
+        if summary.xprof_verdict is not None:
+            summary.xprof_step_time_measured = "No step time measured" not in summary.xprof_verdict
+
+        op_tables = _tool_json(paths, "framework_op_stats")
+        # xprof gives two tables: with and without IDLE. Use the first for the idle share.
+        all_rows = _rows(op_tables[0])
+        idle = sum(r["total_self_time"] for r in all_rows if r["type"] == "IDLE")
+        busy = [r for r in all_rows if r["type"] != "IDLE"]
+        side_total: dict[str, float] = defaultdict(float)
+        for r in busy:
+            side_total[r["host_or_device"]] += r["total_self_time"]
+        total_busy = sum(side_total.values())
+        summary.host_self_time_us = round(side_total.get("Host", 0.0), 3)
+        summary.device_self_time_us = round(side_total.get("Device", 0.0), 3)
+        summary.idle_share = idle / (idle + total_busy) if idle + total_busy else None
+
+        by_type: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0])
+        for r in busy:
+            acc = by_type[(r["type"], r["host_or_device"])]
+            acc[0] += r["total_self_time"]
+            acc[1] += int(r["occurrences"] or 0)
+        summary.top_op_types = [
+            OpStat(op_type=t, host_or_device=side, self_time_us=round(us, 3),
+                   share=us / total_busy if total_busy else 0.0, occurrences=n)
+            for (t, side), (us, n) in sorted(by_type.items(), key=lambda kv: -kv[1][0])[:_TOP_N]
+        ]
+        summary.top_ops = [
+            OpStat(op_type=r["type"], host_or_device=r["host_or_device"],
+                   self_time_us=round(r["total_self_time"], 3),
+                   share=r["total_self_time"] / total_busy if total_busy else 0.0,
+                   occurrences=int(r["occurrences"] or 0), name=r["operation"])
+            for r in sorted(busy, key=lambda r: -r["total_self_time"])[:_TOP_N]
+        ]
+        if gpu_count:
+            summary.cudnn_rnn_ops = sorted(
+                {r["type"] for r in busy if str(r["type"]).startswith(_CUDNN_RNN_PREFIX)}
+            )
+        else:
+            summary.cudnn_not_measured = (
+                "no GPU visible to TensorFlow: cuDNN kernels cannot run, so their presence in the "
+                "profile was not measured"
+            )
+    except Exception as exc:
+        summary.error = f"xprof conversion failed: {type(exc).__name__}: {exc}"[:500]
+    return summary

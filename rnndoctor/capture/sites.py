@@ -1,0 +1,156 @@
+"""Construction sites: the user's file:line where each Keras layer was built.
+
+``install()`` wraps ``keras.layers.Layer.__init__`` so that every layer remembers the innermost
+stack frame that belongs to the user's code. A frame is the user's when its file is the script
+being checked, or lies outside the standard library, site-packages and rnndoctor itself. So a
+layer that Keras builds for the user (``Bidirectional`` clones its LSTM with ``from_config``) points
+at the user's ``Bidirectional(LSTM(...))`` line, and a layer built in the user's own helper module
+points at that helper.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import linecache
+import os
+import sys
+import sysconfig
+import weakref
+from pathlib import Path
+
+from rnndoctor.facts import SourceLocation
+
+_CONTEXT_LINES = 3  # lines shown above and below a location in the report
+_PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
+_EXAMPLES_DIR = os.path.join(_PACKAGE_DIR, "examples")
+
+_sites: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_script: str | None = None
+_installed = False
+
+
+def _library_dirs() -> tuple[str, ...]:
+    dirs = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    dirs.add(_PACKAGE_DIR)
+    return tuple(os.path.realpath(d) + os.sep for d in dirs if d)
+
+
+_LIBRARY_DIRS = _library_dirs()
+
+
+def set_script(path: str | None) -> None:
+    """Marks ``path`` as the user's script: its frames count as user code wherever it lives."""
+    global _script
+    _script = os.path.realpath(path) if path else None
+
+
+def is_user_file(filename: str) -> bool:
+    """True when ``filename`` is the user's script or lies outside Python's and rnndoctor's dirs."""
+    if not filename or filename.startswith("<"):
+        return False
+    real = os.path.realpath(filename)
+    if _script is not None and real == _script:
+        return True
+    if real.startswith(_EXAMPLES_DIR + os.sep):
+        return True  # the bundled examples are user code, even when installed in site-packages
+    return not real.startswith(_LIBRARY_DIRS)
+
+
+def user_frame_location(skip: int = 1, call_names: tuple[str, ...] = ()) -> SourceLocation | None:
+    """The innermost user frame on the current stack, as a :class:`SourceLocation`.
+
+    Args:
+        skip: frames to skip from the caller's frame.
+        call_names: names of the callable to look for on that line (``("LSTM",)``), used to pick
+            the constructor call's source segment.
+    """
+    frame = sys._getframe(skip + 1)
+    while frame is not None:
+        if is_user_file(frame.f_code.co_filename):
+            return source_location(frame.f_code.co_filename, frame.f_lineno, call_names)
+        frame = frame.f_back
+    return None
+
+
+def source_location(filename: str, line: int, call_names: tuple[str, ...] = ()) -> SourceLocation:
+    """Builds a :class:`SourceLocation` with the line, its context and the call's source."""
+    path = os.path.abspath(filename)
+    lines = linecache.getlines(path)
+    code = lines[line - 1].strip() if 0 < line <= len(lines) else None
+    start = max(1, line - _CONTEXT_LINES)
+    context = [s.rstrip("\n") for s in lines[start - 1 : line + _CONTEXT_LINES]]
+    return SourceLocation(
+        file=path,
+        line=line,
+        code=code,
+        call_source=_call_source("".join(lines), line, call_names) if lines else None,
+        context_start=start if context else None,
+        context=context,
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _parse(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _call_name(node: ast.Call) -> str | None:
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return None
+
+
+def _call_source(source: str, line: int, call_names: tuple[str, ...]) -> str | None:
+    """The source of the innermost call to one of ``call_names`` that spans ``line``."""
+    tree = _parse(source)
+    if tree is None or not call_names:
+        return None
+    spans = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and _call_name(node) in call_names
+        and node.lineno <= line <= (node.end_lineno or node.lineno)
+    ]
+    # innermost: the shortest span, then the one that starts furthest right
+    best = min(spans, key=lambda n: ((n.end_lineno or n.lineno) - n.lineno, -n.col_offset),
+               default=None)
+    return ast.get_source_segment(source, best) if best is not None else None
+
+
+def site_of(layer: object) -> SourceLocation | None:
+    """The recorded construction site of ``layer``, or None if it was built before ``install``."""
+    try:
+        return _sites.get(layer)
+    except TypeError:
+        return None
+
+
+def install() -> None:
+    """Wraps ``keras.layers.Layer.__init__`` to record construction sites. Idempotent."""
+    global _installed
+    if _installed:
+        return
+    import keras
+
+    original = keras.layers.Layer.__init__
+
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):  # noqa: N807 - it replaces __init__
+        try:
+            if self not in _sites:
+                names = tuple({type(self).__name__, *(c.__name__ for c in type(self).__mro__[:3])})
+                _sites[self] = user_frame_location(skip=1, call_names=names)
+        except Exception:  # recording a site must never break the user's model
+            pass
+        return original(self, *args, **kwargs)
+
+    keras.layers.Layer.__init__ = __init__
+    _installed = True

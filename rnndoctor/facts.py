@@ -1,0 +1,348 @@
+"""Facts: everything rnndoctor measured or read in one run, as a typed, versioned, JSON schema.
+
+The capture layer (the only one that imports TensorFlow) fills a :class:`Facts` and writes it to
+``<out>/facts.json``; rules and reports only read it. ``Facts.from_dict(json.load(f))`` restores the
+typed tree, so ``rnndoctor`` can re-run the rules and re-render offline without TensorFlow.
+
+Schema version ``SCHEMA_VERSION`` (``MAJOR.MINOR``): a MINOR bump only adds optional fields; a
+MAJOR bump renames or removes fields. Readers refuse a different MAJOR version.
+
+Units live in field names: ``*_ms`` milliseconds, ``*_us`` microseconds, ``*_s`` seconds,
+``*_share`` a fraction in [0, 1]. A field that could not be measured is ``None`` and, where it
+matters, a sibling ``*_not_measured`` string says why.
+
+Top-level sections (each ``None`` when the run ended before it was gathered):
+
+- ``run``: :class:`RunInfo` — the script, its argv and cwd, and how the run ended.
+- ``environment``: :class:`Environment` — Python, TF, Keras, CUDA/cuDNN build info, devices.
+- ``model``: :class:`ModelFacts` — every layer (recursing through wrappers and nested models) and,
+  per RNN layer, every argument that decides the cuDNN fast path plus the fast-path probe.
+- ``fit``: :class:`FitConfig` — the arguments of the first ``fit`` call.
+- ``steps``: :class:`StepTimes` — per-step wall times of the diagnosis window.
+- ``profile``: :class:`ProfileSummary` — the TF profiler capture, summarised by xprof.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = "1.0"
+
+
+@dataclass
+class SourceLocation:
+    """Where the user's code did something (built a layer, called ``fit``).
+
+    Attributes:
+        file: absolute path of the user's source file.
+        line: 1-based line number.
+        code: the stripped source line, or None if the file could not be read.
+        call_source: the full source of the innermost constructor call on that line (may span
+            several lines), as ``ast.get_source_segment`` returns it; None if not found.
+        context_start: first line number of ``context``.
+        context: a few source lines around ``line`` (for the report).
+    """
+
+    file: str
+    line: int
+    code: str | None = None
+    call_source: str | None = None
+    context_start: int | None = None
+    context: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunInfo:
+    """The user's script and how the capture ended.
+
+    ``outcome`` is one of: ``running`` (the child is still working, or was killed),
+    ``completed`` (the diagnosis window finished), ``no_fit`` (the script ended without calling
+    ``Model.fit``), ``script_error`` (the script raised), ``capture_error`` (rnndoctor itself
+    failed), ``timeout`` (set by the parent when it killed the child).
+    """
+
+    script: str
+    argv: list[str]
+    cwd: str
+    outcome: str = "running"
+    phase: str = "starting"
+    message: str | None = None
+    error_type: str | None = None
+    error_location: SourceLocation | None = None
+    started_utc: str | None = None
+    wall_time_s: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Device:
+    """A device TensorFlow sees (``tf.config.list_physical_devices``)."""
+
+    name: str
+    device_type: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Environment:
+    """Software and hardware of the run (what TensorFlow's bug template asks for)."""
+
+    python: str
+    platform: str
+    keras: str
+    keras_backend: str
+    tensorflow: str | None = None
+    cuda_build: str | None = None
+    cudnn_build: str | None = None
+    is_cuda_build: bool | None = None
+    devices: list[Device] = field(default_factory=list)
+    gpu_count: int = 0
+    cpu_count: int | None = None
+    precision_policy: str | None = None
+    run_functions_eagerly: bool | None = None
+
+
+@dataclass
+class FastPathProbe:
+    """Whether the installed Keras would run this layer on the cuDNN kernel on a GPU.
+
+    Decided by exercising the installed Keras code path, not from a copy of its rules: a clone of
+    the layer (``from_config``) is called once on a tiny tensor while ``keras.src.backend.lstm`` /
+    ``gru`` are replaced by a spy. The layer's own ``inner_loop`` decides whether to call the
+    backend kernel at all (``recurrent_dropout``, ``use_cudnn``); the spy then evaluates the
+    backend's ``cudnn_ok`` (``keras/src/backend/tensorflow/rnn.py``) on exactly the arguments the
+    layer passed, with GPU availability assumed. Masks are data-dependent and not part of it.
+
+    Attributes:
+        probed: False when the probe could not run (``not_probed_reason`` says why).
+        takes_fast_path: the layer as configured would take the cuDNN kernel on a GPU.
+        blocking_args: fast-path arguments that, each on its own, make Keras skip cuDNN.
+        fixed_takes_fast_path: the layer with every blocking argument reset would take cuDNN.
+            For ``simple_rnn`` / ``generic_rnn`` it is the verdict for ``replacement_class``
+            built with the same arguments (and ``blocking_args`` are that layer's).
+        dropout_keeps_fast_path: whether ``dropout > 0`` (input dropout) leaves the fast path
+            open on this Keras version (probed on the compliant twin).
+        replacement_class: the fused layer that can replace a SimpleRNN or RNN(cell) layer.
+        source: the Keras functions that decided it.
+    """
+
+    probed: bool
+    takes_fast_path: bool | None = None
+    blocking_args: list[str] = field(default_factory=list)
+    fixed_takes_fast_path: bool | None = None
+    dropout_keeps_fast_path: bool | None = None
+    replacement_class: str | None = None
+    not_probed_reason: str | None = None
+    source: str = ""
+
+
+@dataclass
+class RNNLayer:
+    """One recurrent layer and every argument that decides the cuDNN fast path.
+
+    ``kind`` is ``lstm`` / ``gru`` (Keras ``LSTM`` / ``GRU`` or subclasses), ``simple_rnn``,
+    ``generic_rnn`` (``keras.layers.RNN`` around Keras' own ``LSTMCell`` / ``GRUCell`` /
+    ``StackedRNNCells``), ``custom_cell`` (``RNN`` around a user-defined cell) or ``other_rnn``.
+    ``args`` maps argument name to its value as the layer holds it (activations by name).
+    """
+
+    path: str
+    name: str
+    class_name: str
+    kind: str
+    cell_class: str
+    args: dict[str, Any] = field(default_factory=dict)
+    cell_classes: list[str] = field(default_factory=list)
+    wrappers: list[str] = field(default_factory=list)
+    direction: str | None = None
+    input_shape: list[int | None] | None = None
+    dtype_policy: str | None = None
+    location: SourceLocation | None = None
+    fast_path: FastPathProbe | None = None
+
+
+@dataclass
+class LayerInfo:
+    """One layer of the model tree (``path`` joins the names from the model down with ``/``)."""
+
+    path: str
+    name: str
+    class_name: str
+    depth: int
+    parent: str | None = None
+    is_rnn: bool = False
+    location: SourceLocation | None = None
+
+
+@dataclass
+class ModelFacts:
+    """The model tree. ``model_type`` is ``sequential``, ``functional`` or ``subclassed``."""
+
+    name: str
+    class_name: str
+    model_type: str
+    param_count: int | None = None
+    layers: list[LayerInfo] = field(default_factory=list)
+    rnn_layers: list[RNNLayer] = field(default_factory=list)
+
+
+@dataclass
+class FitConfig:
+    """The first ``Model.fit`` call, and the compile settings in force then."""
+
+    data_kind: str
+    batch_size: int | None = None
+    epochs: int | None = None
+    steps_per_epoch: int | None = None
+    steps_per_execution: int | None = None
+    run_eagerly: bool | None = None
+    jit_compile: Any = None
+    optimizer: str | None = None
+    loss: str | None = None
+    callbacks: list[str] = field(default_factory=list)
+    has_validation: bool = False
+    location: SourceLocation | None = None
+
+
+@dataclass
+class StepTimes:
+    """Wall time per training step in the diagnosis window (``time.perf_counter``).
+
+    A step's time runs from the end of the previous batch to the end of this one (Keras' batch
+    callbacks), so it holds input, compute and callback time; ``train_function_ms`` runs from
+    ``on_train_batch_begin`` to ``on_train_batch_end`` only. The first step of each epoch and the
+    warm-up steps are excluded. The loss is read back at each step end, so GPU work is finished.
+    """
+
+    warmup_steps: int
+    measured_steps: int
+    step_time_ms: list[float] = field(default_factory=list)
+    train_function_ms: list[float] = field(default_factory=list)
+    median_step_time_ms: float | None = None
+    p90_step_time_ms: float | None = None
+    median_train_function_ms: float | None = None
+    batch_size: int | None = None
+    samples_per_s: float | None = None
+    requested_steps: int | None = None
+
+
+@dataclass
+class OpStat:
+    """One row of xprof's ``framework_op_stats`` (IDLE excluded), or a per-type aggregate."""
+
+    op_type: str
+    host_or_device: str
+    self_time_us: float
+    share: float
+    occurrences: int = 0
+    name: str | None = None
+
+
+@dataclass
+class ProfileSummary:
+    """The ``tf.profiler.experimental`` capture of a few steps, converted by xprof.
+
+    ``host_self_time_us`` / ``device_self_time_us`` sum the self-time of all non-idle ops per side
+    (from ``framework_op_stats``); ``top_op_types`` aggregates self-time per op type;
+    ``cudnn_rnn_ops`` lists ops whose type starts with ``CudnnRNN`` (None: no GPU, not measured).
+    ``xprof_verdict`` is xprof's overview-page statement, kept verbatim.
+    """
+
+    logdir: str
+    profiled_steps: int = 0
+    xspace_files: list[str] = field(default_factory=list)
+    hardware_type: str | None = None
+    xprof_verdict: str | None = None
+    xprof_step_time_measured: bool | None = None
+    host_self_time_us: float | None = None
+    device_self_time_us: float | None = None
+    idle_share: float | None = None
+    top_op_types: list[OpStat] = field(default_factory=list)
+    top_ops: list[OpStat] = field(default_factory=list)
+    cudnn_rnn_ops: list[str] | None = None
+    cudnn_not_measured: str | None = None
+    error: str | None = None
+    tensorboard_command: str | None = None
+
+
+@dataclass
+class Facts:
+    """The root of ``facts.json``."""
+
+    run: RunInfo
+    schema_version: str = SCHEMA_VERSION
+    tool_version: str = ""
+    environment: Environment | None = None
+    model: ModelFacts | None = None
+    fit: FitConfig | None = None
+    steps: StepTimes | None = None
+    profile: ProfileSummary | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Returns the JSON-serialisable dict (dataclasses recursively converted)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Facts:
+        """Restores typed facts from ``to_dict`` output.
+
+        Raises:
+            ValueError: the schema's MAJOR version differs from ``SCHEMA_VERSION``'s, or the data
+                is not a facts document.
+        """
+        if not isinstance(data, dict) or "run" not in data:
+            raise ValueError("not an rnndoctor facts document (no 'run' section)")
+        version = str(data.get("schema_version", ""))
+        if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+            raise ValueError(
+                f"facts schema {version!r} is not readable by this rnndoctor "
+                f"(schema {SCHEMA_VERSION})"
+            )
+        return _build(cls, data)
+
+    def save(self, path: str | Path) -> None:
+        """Writes the facts as JSON, atomically (a reader never sees half a file)."""
+        path = Path(path)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=2, default=_json_default))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Facts:
+        """Reads ``facts.json``. Raises ``ValueError`` / ``OSError`` as ``from_dict`` / open do."""
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+
+def _json_default(value: Any) -> Any:
+    # numpy scalars and other odd values from Keras configs: keep them readable, never crash.
+    for attr in ("item", "tolist"):
+        if hasattr(value, attr):
+            return getattr(value, attr)()
+    return repr(value)
+
+
+def _build(tp: Any, value: Any) -> Any:
+    """Converts plain JSON data into the annotated type ``tp`` (dataclasses, lists, optionals)."""
+    if value is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        for arg in args:
+            if dataclasses.is_dataclass(arg) and isinstance(value, dict):
+                return _build(arg, value)
+        return _build(args[0], value) if len(args) == 1 else value
+    if origin is list:
+        (item,) = typing.get_args(tp) or (Any,)
+        return [_build(item, v) for v in value]
+    if dataclasses.is_dataclass(tp) and isinstance(value, dict):
+        hints = typing.get_type_hints(tp)
+        known = {f.name for f in dataclasses.fields(tp)}
+        return tp(**{k: _build(hints[k], v) for k, v in value.items() if k in known})
+    return value

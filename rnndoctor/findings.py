@@ -1,0 +1,97 @@
+"""Findings: what a rule concluded from the Facts, with its evidence, location and fix."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class Severity(enum.IntEnum):
+    """How bad a finding is (``../shared/RULES.md``).
+
+    ``ERROR``: the job will crash, or runs at least 2x slower than it needs to.
+    ``WARNING``: a measurable slowdown. ``INFO``: worth knowing.
+    """
+
+    INFO = 1
+    WARNING = 2
+    ERROR = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        """``"error"`` -> ``Severity.ERROR``. Raises ``ValueError`` on an unknown name."""
+        try:
+            return cls[text.upper()]
+        except KeyError:
+            raise ValueError(f"unknown severity {text!r}") from None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One measured or read value behind a finding. ``unit`` is empty for unitless values."""
+
+    label: str
+    value: Any
+    unit: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A concrete change. ``safety``: ``safe`` (same results, faster), ``unsafe`` (changes the
+    model's behaviour or results; review it) or ``display-only`` (a sketch to adapt)."""
+
+    title: str
+    code: str
+    safety: str = "unsafe"
+    before: str | None = None
+
+
+@dataclass(frozen=True)
+class Location:
+    """A place in the user's code."""
+
+    file: str
+    line: int
+    code: str | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule's conclusion about one place (a layer, the fit call, the dataset).
+
+    Attributes:
+        rule_id: stable ID from ``RULES.md`` (``RD101``).
+        name: the rule's kebab-case name (``recurrent-dropout``).
+        severity: see :class:`Severity`.
+        message: one sentence, naming the layer and the offending argument and value.
+        layer: the layer's path in the model tree, or None for model-wide findings.
+        location: the user's file:line, or None when it could not be recorded.
+        evidence: the facts the rule used, with units.
+        fix: the concrete change, as code.
+        gain: the estimated gain and the model behind it, or why it was not measured.
+        fast_path_after_fix: for RD1xx, whether the installed Keras would take the cuDNN kernel
+            on a GPU once this fix (and only the fixes listed with it) is applied; None elsewhere.
+    """
+
+    rule_id: str
+    name: str
+    severity: Severity
+    message: str
+    layer: str | None = None
+    location: Location | None = None
+    evidence: tuple[Evidence, ...] = field(default_factory=tuple)
+    fix: Fix | None = None
+    gain: str | None = None
+    fast_path_after_fix: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["severity"] = self.severity.label
+        data["evidence"] = [asdict(e) for e in self.evidence]
+        return data
