@@ -54,11 +54,14 @@ class Fix:
 
 @dataclass(frozen=True)
 class Location:
-    """A place in the user's code."""
+    """A place in the user's code: ``file`` (absolute path), 1-based ``line``, the stripped
+    source ``code`` of that line, and ``context`` lines starting at line ``context_start``."""
 
     file: str
     line: int
     code: str | None = None
+    context_start: int | None = None
+    context: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Runnable example training scripts (installed as ``rnndoctor.examples``; ``rnndoctor demo``)."""

@@ -1,0 +1,82 @@
+"""The single-file HTML report: jinja2 with autoescape on, inline CSS and SVG, no network loads."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jinja2
+
+from rnndoctor.engine import Report
+from rnndoctor.findings import Severity
+
+_env = jinja2.Environment(
+    loader=jinja2.PackageLoader("rnndoctor.reports", "templates"),
+    autoescape=True,  # every user-controlled string (layer names, paths, messages) is escaped
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+_CHART_W, _CHART_H = 600, 120  # step-time chart size, px
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.3f}".rstrip("0").rstrip(".") if abs(value) < 1e6 else f"{value:.4g}"
+    return "—" if value is None else str(value)
+
+
+def _short(path: str | None, base: str | None) -> str:
+    if not path:
+        return ""
+    if base:
+        try:
+            rel = os.path.relpath(path, base)
+            if not rel.startswith(".."):
+                return rel
+        except ValueError:
+            pass
+    return path
+
+
+def step_chart(step_ms: list[float]) -> dict[str, Any] | None:
+    """Bar geometry for the per-step times (a layout of measured values, nothing new)."""
+    if not step_ms:
+        return None
+    top = max(step_ms) or 1.0
+    width = _CHART_W / len(step_ms)
+    bars = [
+        {
+            "x": round(i * width, 2),
+            "w": round(max(width - 1, 1), 2),
+            "h": round(v / top * (_CHART_H - 14), 2),
+            "y": round(_CHART_H - v / top * (_CHART_H - 14), 2),
+            "ms": v,
+            "i": i + 1,
+        }
+        for i, v in enumerate(step_ms)
+    ]
+    return {"w": _CHART_W, "h": _CHART_H, "bars": bars, "top_ms": top}
+
+
+_env.filters["fmt"] = _fmt
+
+
+def render_html(report: Report) -> str:
+    """Renders ``report`` as one self-contained HTML document."""
+    facts = report.facts
+    base = os.path.dirname(facts.run.script) if facts.run.script else None
+    counts = {s.label: sum(f.severity == s for f in report.findings) for s in Severity}
+    fired = {o.rule.id for o in report.outcomes if o.status == "fired"}
+    return _env.get_template("report.html.j2").render(
+        report=report,
+        facts=facts,
+        findings=report.findings,
+        counts=counts,
+        outcomes=report.outcomes,
+        docs=[o.rule for o in report.outcomes if o.rule.id in fired]
+        + [o.rule for o in report.outcomes if o.rule.id not in fired],
+        chart=step_chart(facts.steps.step_time_ms) if facts.steps else None,
+        short=lambda p: _short(p, base),
+    )

@@ -1,0 +1,115 @@
+"""The rule registry (importable as ``rnndoctor.rules``).
+
+A rule is a pure function ``Facts -> list[Finding]`` in its own module, registered by ID with
+:func:`rule`. The module's docstring is the rule's documentation (sections: *What it detects /
+Why it slows training / Evidence / Example / Use instead / Fix safety / References*), printed by
+``rnndoctor rules ID`` and embedded in the HTML report.
+
+Third-party rules register the same way from a module named in the entry-point group
+``rnndoctor.rules``; importing the module registers its rules.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+
+from rnndoctor.facts import Facts
+from rnndoctor.findings import Finding
+
+ENTRY_POINT_GROUP = "rnndoctor.rules"
+
+_BUILTIN_MODULES = (
+    "rd101_recurrent_dropout",
+    "rd102_non_tanh_activation",
+    "rd103_non_sigmoid_recurrent_activation",
+    "rd104_unroll",
+    "rd105_no_bias",
+    "rd106_gru_reset_before",
+    "rd107_generic_rnn_wrapper",
+    "rd108_simple_rnn",
+    "rd109_cudnn_disabled",
+    "rd113_custom_cell",
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A registered rule.
+
+    Attributes:
+        id: stable ID (``RD101``).
+        name: kebab-case name (``recurrent-dropout``).
+        summary: one line, as in ``RULES.md``.
+        needs: the Facts sections the rule reads; if one is missing the rule is reported as
+            "not evaluated", never as a pass.
+        check: the pure function.
+        doc: the rule's documentation (its module's docstring).
+    """
+
+    id: str
+    name: str
+    summary: str
+    needs: tuple[str, ...]
+    check: Callable[[Facts], list[Finding]]
+    doc: str
+
+
+_REGISTRY: dict[str, Rule] = {}
+_loaded = False
+
+
+def rule(id: str, name: str, summary: str, needs: tuple[str, ...] = ("model",)):  # noqa: A002
+    """Registers the decorated ``check(facts) -> list[Finding]`` function as a rule.
+
+    Raises:
+        ValueError: the ID or name is already registered by another function.
+    """
+
+    def decorate(check: Callable[[Facts], list[Finding]]):
+        for existing in _REGISTRY.values():
+            if (existing.id == id or existing.name == name) and existing.check is not check:
+                raise ValueError(f"rule {id} ({name}) is already registered")
+        doc = inspect.getdoc(sys.modules[check.__module__]) or ""
+        _REGISTRY[id] = Rule(id=id, name=name, summary=summary, needs=needs, check=check, doc=doc)
+        return check
+
+    return decorate
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for module in _BUILTIN_MODULES:
+        importlib.import_module(f"{__name__}.{module}")
+    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            entry.load()
+        except Exception as exc:  # a broken plug-in must not take the built-in rules down
+            print(f"rnndoctor: could not load rule plug-in {entry.name}: {exc}", file=sys.stderr)
+
+
+def all_rules() -> list[Rule]:
+    """Every registered rule, ordered by ID."""
+    _load()
+    return sorted(_REGISTRY.values(), key=lambda r: r.id)
+
+
+def get_rule(key: str) -> Rule:
+    """Looks a rule up by ID (``RD101``, any case) or name (``recurrent-dropout``).
+
+    Raises:
+        KeyError: no such rule.
+    """
+    _load()
+    key_upper = key.upper()
+    for r in _REGISTRY.values():
+        if r.id == key_upper or r.name == key.lower():
+            return r
+    raise KeyError(key)

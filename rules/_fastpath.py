@@ -1,0 +1,295 @@
+"""Shared logic of the RD1xx (cuDNN fast path) rules. Pure: no TensorFlow, no I/O.
+
+The verdict that an argument blocks the fast path comes from ``RNNLayer.fast_path``, the probe
+that ran the installed Keras code in the capture (``rnndoctor/capture/model.py``). When the probe
+could not run, each rule falls back to its static criterion, copied from Keras 3's
+``keras/src/backend/tensorflow/rnn.py:_do_lstm_arguments_support_cudnn`` /
+``_do_gru_arguments_support_cudnn`` and ``LSTM.inner_loop`` / ``GRU.inner_loop``, and says so in
+the evidence.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from rnndoctor.facts import Facts, RNNLayer
+from rnndoctor.findings import Evidence, Finding, Fix, Location, Severity
+
+FUSED_KINDS = ("lstm", "gru")
+
+# For each argument: the value the cuDNN kernel needs and the RD rule that covers it.
+FAST_PATH_VALUES: dict[str, Any] = {
+    "activation": "tanh",
+    "recurrent_activation": "sigmoid",
+    "recurrent_dropout": 0.0,
+    "dropout": 0.0,
+    "unroll": False,
+    "use_bias": True,
+    "reset_after": True,
+    "use_cudnn": "auto",
+}
+RULE_OF_ARG = {
+    "recurrent_dropout": "RD101",
+    "dropout": "RD101",
+    "activation": "RD102",
+    "recurrent_activation": "RD103",
+    "unroll": "RD104",
+    "use_bias": "RD105",
+    "reset_after": "RD106",
+    "use_cudnn": "RD109",
+}
+
+
+def rnn_layers(facts: Facts, kinds: tuple[str, ...] = FUSED_KINDS) -> Iterator[RNNLayer]:
+    """RNN layers of the given kinds. The backward half of a ``Bidirectional`` is skipped when it
+    is the forward half's clone (same construction site and arguments): one finding covers both.
+    """
+    if facts.model is None:
+        return
+    forwards = {
+        (r.location.file, r.location.line, r.class_name)
+        for r in facts.model.rnn_layers
+        if r.direction == "forward" and r.location is not None
+    }
+    for layer in facts.model.rnn_layers:
+        if layer.kind not in kinds:
+            continue
+        if (
+            layer.direction == "backward"
+            and layer.location is not None
+            and (layer.location.file, layer.location.line, layer.class_name) in forwards
+        ):
+            continue
+        yield layer
+
+
+def layer_label(layer: RNNLayer) -> str:
+    both = " (both directions of its Bidirectional)" if layer.direction == "forward" else ""
+    return f"{layer.class_name} layer '{layer.path}'{both}"
+
+
+def location(layer: RNNLayer) -> Location | None:
+    if layer.location is None:
+        return None
+    loc = layer.location
+    return Location(
+        file=loc.file,
+        line=loc.line,
+        code=loc.code,
+        context_start=loc.context_start,
+        context=tuple(loc.context),
+    )
+
+
+def severity(facts: Facts) -> Severity:
+    """``error`` where a GPU is visible (the layer runs the slow kernel in this very job),
+    ``warning`` on a CPU-only run (cuDNN cannot run here; the slowdown hits the GPU job)."""
+    gpus = facts.environment.gpu_count if facts.environment else 0
+    return Severity.ERROR if gpus else Severity.WARNING
+
+
+def gain_text(facts: Facts) -> str:
+    gpus = facts.environment.gpu_count if facts.environment else 0
+    if gpus:
+        return (
+            "not measured: this run did not time the layer on both kernels. Keras runs it on "
+            "the generic while-loop kernel instead of the fused cuDNN kernel"
+        )
+    return (
+        "not measured: no GPU is visible to TensorFlow in this run, and cuDNN runs only on a "
+        "GPU. On a GPU, Keras runs this layer on the generic while-loop kernel instead of the "
+        "fused cuDNN kernel"
+    )
+
+
+def blocks(layer: RNNLayer, arg: str, static: Callable[[Any], bool]) -> tuple[bool, str]:
+    """Whether ``arg`` blocks the fast path of ``layer``, and the basis of that verdict."""
+    probe = layer.fast_path
+    if probe is not None and probe.probed:
+        return arg in probe.blocking_args, f"probed: {probe.source}"
+    if arg not in layer.args:
+        return False, "argument not present"
+    why = probe.not_probed_reason if probe is not None else "probe disabled"
+    return bool(static(layer.args[arg])), f"static criterion (probe not run: {why})"
+
+
+def _literal(value: Any) -> ast.expr:
+    return ast.parse(repr(value), mode="eval").body
+
+
+def rewrite_call(
+    call_source: str | None,
+    drop: tuple[str, ...] = (),
+    set_args: dict[str, Any] | None = None,
+    func_name: str | None = None,
+) -> str | None:
+    """Rewrites a constructor call's source: removes keywords, sets keywords, renames the class.
+
+    Returns None when the call cannot be parsed, or when an argument to drop or set is not a
+    keyword of the call (passed positionally or through ``**kwargs``): the caller then builds the
+    call from the layer's arguments instead.
+    """
+    if not call_source:
+        return None
+    try:
+        node = ast.parse(call_source.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(node, ast.Call):
+        return None
+    set_args = set_args or {}
+    names = {k.arg for k in node.keywords}
+    if None in names:  # a **kwargs splat: its keys are unknown here
+        return None
+    if any(k not in names for k in drop) or any(
+        k not in names and _positional_risk(node) for k in set_args
+    ):
+        return None
+    node.keywords = [k for k in node.keywords if k.arg not in drop and k.arg not in set_args]
+    node.keywords += [ast.keyword(arg=k, value=_literal(v)) for k, v in set_args.items()]
+    if func_name:
+        if isinstance(node.func, ast.Attribute):
+            node.func.attr = func_name
+        elif isinstance(node.func, ast.Name):
+            node.func.id = func_name
+    return ast.unparse(node)
+
+
+def _positional_risk(node: ast.Call) -> bool:
+    # More than `units` passed positionally: a keyword we add could collide with a positional.
+    return len(node.args) > 1 or any(isinstance(a, ast.Starred) for a in node.args)
+
+
+_SHOWN_ARGS = (
+    "activation",
+    "recurrent_activation",
+    "use_bias",
+    "dropout",
+    "recurrent_dropout",
+    "return_sequences",
+    "return_state",
+    "go_backwards",
+    "stateful",
+    "unroll",
+    "reset_after",
+    "use_cudnn",
+)
+_DEFAULTS = {**FAST_PATH_VALUES, "return_sequences": False, "return_state": False,
+             "go_backwards": False, "stateful": False}
+
+
+def build_call(class_name: str, args: dict[str, Any], overrides: dict[str, Any]) -> str:
+    """A constructor call from recorded arguments, e.g. ``keras.layers.LSTM(64, dropout=0.2)``.
+
+    Only arguments that differ from Keras' defaults are written; ``overrides`` wins (a value of
+    ``None`` removes the argument).
+    """
+    merged = {**args, **overrides}
+    parts = [repr(merged.get("units"))]
+    for key in _SHOWN_ARGS:
+        if key not in merged or merged[key] is None:
+            continue
+        if key == "reset_after" and class_name != "GRU":
+            continue
+        if merged[key] != _DEFAULTS.get(key):
+            parts.append(f"{key}={merged[key]!r}")
+    return f"keras.layers.{class_name}({', '.join(parts)})"
+
+
+def after_fix(layer: RNNLayer, fixed_args: tuple[str, ...]) -> tuple[bool | None, str]:
+    """Whether the layer would take cuDNN once ``fixed_args`` are reset, and a sentence saying so.
+    """
+    probe = layer.fast_path
+    if probe is None or not probe.probed:
+        return None, "Whether the layer then takes the cuDNN kernel was not probed."
+    others = [a for a in probe.blocking_args if a not in fixed_args]
+    if others:
+        listed = ", ".join(f"{a}={layer.args.get(a)!r} ({RULE_OF_ARG.get(a, '?')})" for a in others)
+        return False, f"Once fixed, the layer still misses the cuDNN kernel: also blocked by {listed}."
+    if probe.fixed_takes_fast_path:
+        return True, "Once fixed, the installed Keras takes the cuDNN kernel for this layer on a GPU."
+    return False, "Even once fixed, the probe did not see the installed Keras take the cuDNN kernel."
+
+
+def arg_finding(
+    facts: Facts,
+    layer: RNNLayer,
+    *,
+    rule_id: str,
+    name: str,
+    args: tuple[str, ...],
+    basis: str,
+    set_args: dict[str, Any] | None = None,
+    fix_title: str,
+    safety: str,
+    why: str,
+) -> Finding:
+    """A finding for fast-path arguments ``args`` of ``layer`` (removed, or set to ``set_args``).
+    """
+    set_args = set_args or {}
+    values = {a: layer.args.get(a) for a in args}
+    shown = ", ".join(f"{a}={v!r}" for a, v in values.items())
+    call = layer.location.call_source if layer.location else None
+    code = rewrite_call(call, drop=tuple(a for a in args if a not in set_args), set_args=set_args)
+    if code is None:
+        overrides: dict[str, Any] = {a: None for a in args}
+        overrides.update(set_args)
+        code = build_call(layer.class_name, layer.args, overrides)
+        call = None
+    eligible, after = after_fix(layer, args)
+    evidence = [Evidence(a, v, source="layer config") for a, v in values.items()]
+    evidence.append(Evidence("fast-path verdict", "blocks the cuDNN kernel", source=basis))
+    if layer.location is None:
+        evidence.append(
+            Evidence("construction site", "not recorded", source="layer built before the hook")
+        )
+    return Finding(
+        rule_id=rule_id,
+        name=name,
+        severity=severity(facts),
+        message=f"{layer_label(layer)} sets {shown}: {why} {after}",
+        layer=layer.path,
+        location=location(layer),
+        evidence=tuple(evidence),
+        fix=Fix(title=fix_title, code=code, safety=safety, before=call),
+        gain=gain_text(facts),
+        fast_path_after_fix=eligible,
+    )
+
+
+def single_arg_check(
+    facts: Facts,
+    *,
+    rule_id: str,
+    name: str,
+    arg: str,
+    static: Callable[[Any], bool],
+    fix_title: str,
+    safety: str,
+    why: str,
+    set_value: Any = None,
+    kinds: tuple[str, ...] = FUSED_KINDS,
+) -> list[Finding]:
+    """The common check of RD102-RD106 and RD109: one argument, one fix."""
+    findings = []
+    for layer in rnn_layers(facts, kinds):
+        blocked, basis = blocks(layer, arg, static)
+        if not blocked:
+            continue
+        findings.append(
+            arg_finding(
+                facts,
+                layer,
+                rule_id=rule_id,
+                name=name,
+                args=(arg,),
+                basis=basis,
+                set_args={arg: set_value} if set_value is not None else None,
+                fix_title=fix_title,
+                safety=safety,
+                why=why,
+            )
+        )
+    return findings

@@ -1,0 +1,48 @@
+"""RD103 non-sigmoid-recurrent-activation: a ``recurrent_activation`` other than sigmoid runs without cuDNN.
+
+What it detects:
+    An ``LSTM`` or ``GRU`` whose gate activation (``recurrent_activation``) is not sigmoid,
+    typically ``hard_sigmoid``, the Keras 1/2-era default kept in old code.
+
+Why it slows training:
+    cuDNN's fused RNN hard-codes sigmoid gates; cudnn_ok accepts only ``activations.sigmoid``,
+    ``tf.sigmoid`` or ``ops.sigmoid``. Anything else runs the generic while-loop.
+
+Evidence:
+    ``model.rnn_layers[].args.recurrent_activation``; ``fast_path.blocking_args`` (the probe of the installed
+    Keras); the layer's construction site.
+
+Example:
+    `keras.layers.LSTM(64, recurrent_activation="hard_sigmoid")`
+
+Use instead:
+    `keras.layers.LSTM(64)` (sigmoid is the default).
+
+Fix safety:
+    unsafe: the gates change numerically; retrain and compare (weights stay compatible).
+
+References:
+    keras/src/backend/tensorflow/rnn.py: cudnn_ok, _do_lstm_arguments_support_cudnn,
+    _do_gru_arguments_support_cudnn; keras/src/layers/rnn/lstm.py: LSTM.inner_loop.
+"""
+
+from __future__ import annotations
+
+from rnndoctor.facts import Facts
+from rnndoctor.findings import Finding
+from rnndoctor.rules import _fastpath as fp
+from rnndoctor.rules import rule
+
+
+@rule("RD103", "non-sigmoid-recurrent-activation", "recurrent_activation is not sigmoid, so cuDNN is skipped")
+def check(facts: Facts) -> list[Finding]:
+    return fp.single_arg_check(
+        facts,
+        rule_id="RD103",
+        name="non-sigmoid-recurrent-activation",
+        arg="recurrent_activation",
+        static=lambda v: v != "sigmoid",
+        fix_title="Drop recurrent_activation: the default sigmoid is what cuDNN computes",
+        safety="unsafe",
+        why="cuDNN's fused kernel computes sigmoid gates only (cudnn_ok in keras/src/backend/tensorflow/rnn.py).",
+    )

@@ -1,0 +1,46 @@
+"""RD105 no-bias: ``use_bias=False`` rules out the cuDNN kernel.
+
+What it detects:
+    An ``LSTM`` or ``GRU`` with ``use_bias=False``.
+
+Why it slows training:
+    cudnn_ok requires ``use_bias`` (the kernel's parameter layout includes biases).
+
+Evidence:
+    ``model.rnn_layers[].args.use_bias``; ``fast_path.blocking_args`` (the probe of the installed
+    Keras); the layer's construction site.
+
+Example:
+    `keras.layers.GRU(64, use_bias=False)`
+
+Use instead:
+    `keras.layers.GRU(64)`
+
+Fix safety:
+    unsafe: adds bias parameters (initialised to zeros); saved weights no longer load as they are.
+
+References:
+    keras/src/backend/tensorflow/rnn.py: cudnn_ok, _do_lstm_arguments_support_cudnn,
+    _do_gru_arguments_support_cudnn; keras/src/layers/rnn/lstm.py: LSTM.inner_loop.
+"""
+
+from __future__ import annotations
+
+from rnndoctor.facts import Facts
+from rnndoctor.findings import Finding
+from rnndoctor.rules import _fastpath as fp
+from rnndoctor.rules import rule
+
+
+@rule("RD105", "no-bias", "use_bias=False rules out the cuDNN kernel")
+def check(facts: Facts) -> list[Finding]:
+    return fp.single_arg_check(
+        facts,
+        rule_id="RD105",
+        name="no-bias",
+        arg="use_bias",
+        static=lambda v: not v,
+        fix_title="Drop use_bias=False (biases start at zero, so the initial model is unchanged)",
+        safety="unsafe",
+        why="cuDNN needs biases (cudnn_ok requires use_bias).",
+    )

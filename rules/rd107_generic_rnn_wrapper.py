@@ -1,0 +1,128 @@
+"""RD107 generic-rnn-wrapper: ``keras.layers.RNN(LSTMCell/GRUCell/StackedRNNCells)`` is never fused.
+
+What it detects:
+    A ``keras.layers.RNN`` layer around Keras' own ``LSTMCell``, ``GRUCell`` or
+    ``StackedRNNCells`` of them.
+
+Why it slows training:
+    Only the ``LSTM`` and ``GRU`` layers override ``inner_loop`` to try the cuDNN kernel. The
+    generic ``RNN.inner_loop`` (``keras/src/layers/rnn/rnn.py``) always runs ``backend.rnn``, a
+    while-loop that calls the cell once per timestep, even when the cell is a plain LSTMCell.
+
+Evidence:
+    ``model.rnn_layers[].kind == "generic_rnn"``, ``cell_classes``; the probe of the equivalent
+    ``LSTM``/``GRU`` layer built with the cell's arguments (``fast_path.replacement_class``,
+    ``fixed_takes_fast_path``, ``blocking_args``).
+
+Example:
+    ``keras.layers.RNN(keras.layers.LSTMCell(128), return_sequences=True)``
+
+Use instead:
+    ``keras.layers.LSTM(128, return_sequences=True)``; for ``StackedRNNCells``, one ``LSTM`` layer
+    per cell, each with ``return_sequences=True`` except where the stack's output is last-only.
+
+Fix safety:
+    safe for a single cell (the same computation and weights layout); display-only for a stack.
+
+References:
+    keras/src/layers/rnn/rnn.py: RNN.inner_loop; keras/src/layers/rnn/lstm.py: LSTM.inner_loop;
+    keras/src/layers/rnn/gru.py: GRU.inner_loop.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from rnndoctor.facts import Facts, RNNLayer
+from rnndoctor.findings import Evidence, Finding, Fix
+from rnndoctor.rules import _fastpath as fp
+from rnndoctor.rules import rule
+
+
+def _merged_call(call_source: str | None, replacement: str) -> str | None:
+    """``layers.RNN(layers.LSTMCell(64, a=1), b=2)`` -> ``layers.LSTM(64, a=1, b=2)``."""
+    if not call_source:
+        return None
+    try:
+        node = ast.parse(call_source.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Call)):
+        return None
+    cell = node.args[0]
+    if len(node.args) > 1:
+        return None
+    merged = ast.Call(func=node.func, args=cell.args, keywords=[*cell.keywords, *node.keywords])
+    merged.keywords = [k for k in merged.keywords if k.arg != "cell"]
+    if isinstance(merged.func, ast.Attribute):
+        merged.func.attr = replacement
+    elif isinstance(merged.func, ast.Name):
+        merged.func.id = replacement
+    else:
+        return None
+    return ast.unparse(merged)
+
+
+def _finding(facts: Facts, layer: RNNLayer) -> Finding:
+    probe = layer.fast_path
+    replacement = probe.replacement_class if probe else None
+    cells = ", ".join(c.rsplit(".", 1)[-1] for c in layer.cell_classes) or layer.cell_class
+    call = layer.location.call_source if layer.location else None
+    evidence = [
+        Evidence("layer class", "keras.layers.RNN", source="model"),
+        Evidence("cell", cells, source="model"),
+        Evidence("fast-path verdict", "never fused",
+                 source="keras/src/layers/rnn/rnn.py: RNN.inner_loop runs backend.rnn"),
+    ]
+    if replacement:
+        code = _merged_call(call, replacement) or fp.build_call(replacement, layer.args, {})
+        if probe.blocking_args:
+            code += (
+                f"\n# also fix {', '.join(probe.blocking_args)}: see "
+                + ", ".join(sorted({fp.RULE_OF_ARG.get(a, '?') for a in probe.blocking_args}))
+            )
+        fix = Fix(
+            title=f"Use the {replacement} layer, which computes the same as RNN({cells}) and "
+            "can take the cuDNN kernel",
+            code=code,
+            safety="safe",
+            before=call,
+        )
+        eligible = bool(probe.fixed_takes_fast_path) and not probe.blocking_args
+        after = (
+            f"The installed Keras takes the cuDNN kernel for the equivalent {replacement} layer "
+            "(probed)."
+            if eligible
+            else f"The equivalent {replacement} layer is itself blocked by "
+            f"{', '.join(probe.blocking_args) or 'its arguments'} (probed)."
+        )
+        evidence.append(Evidence(f"equivalent {replacement} takes cuDNN", eligible,
+                                 source=probe.source))
+    else:
+        fix = Fix(
+            title="Replace the stacked cells with one LSTM/GRU layer per cell",
+            code="x = keras.layers.LSTM(units_1, return_sequences=True)(x)\n"
+            "x = keras.layers.LSTM(units_2)(x)  # return_sequences as the RNN had it",
+            safety="display-only",
+            before=call,
+        )
+        eligible = None
+        after = "Each LSTM/GRU layer can then take the cuDNN kernel."
+    return Finding(
+        rule_id="RD107",
+        name="generic-rnn-wrapper",
+        severity=fp.severity(facts),
+        message=f"RNN layer '{layer.path}' wraps {cells}: keras.layers.RNN always runs the "
+        f"generic per-timestep loop and never the fused cuDNN kernel. {after}",
+        layer=layer.path,
+        location=fp.location(layer),
+        evidence=tuple(evidence),
+        fix=fix,
+        gain=fp.gain_text(facts),
+        fast_path_after_fix=eligible,
+    )
+
+
+@rule("RD107", "generic-rnn-wrapper", "keras.layers.RNN(LSTMCell/GRUCell) is never fused")
+def check(facts: Facts) -> list[Finding]:
+    return [_finding(facts, layer) for layer in fp.rnn_layers(facts, ("generic_rnn",))]
