@@ -244,6 +244,12 @@ def probe_fast_path(layer: Any, kind: str) -> FastPathProbe:
             config = layer.get_config()
             if kind == "lstm":
                 config.pop("reset_after", None)
+            # get_config() leaves some constructor arguments out (use_cudnn in Keras 3.15):
+            # carry them over, or the clone would silently probe the default.
+            accepted = inspect.signature(type(layer).__init__).parameters
+            for key in FAST_PATH_DEFAULTS:
+                if key not in config and key in accepted and hasattr(layer, key):
+                    config[key] = getattr(layer, key)
             result = _probe_config(type(layer), config, features)
             return FastPathProbe(
                 probed=True,

@@ -1,0 +1,116 @@
+"""The Python API: diagnose a model in the current process, with the same probes and rules.
+
+Example::
+
+    import rnndoctor
+    rnndoctor.record_construction_sites()   # before building the model: file:line per layer
+    model = build_model()
+    report = rnndoctor.diagnose(model, train_ds, epochs=1, out="rnndoctor-report")
+    for finding in report.findings:
+        print(finding.rule_id, finding.message)
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from rnndoctor import __version__
+from rnndoctor.engine import Report, evaluate
+from rnndoctor.facts import Facts, RunInfo
+
+
+def record_construction_sites() -> None:
+    """Records, from now on, the file:line where each Keras layer is built.
+
+    Call it before building the model; layers built earlier have no recorded site, and their
+    findings say "construction site not recorded". ``rnndoctor check`` does this for you.
+    """
+    from rnndoctor.capture import sites
+
+    sites.install()
+
+
+def diagnose(
+    model: Any,
+    data: Any = None,
+    *,
+    steps: int = 20,
+    warmup_steps: int = 3,
+    profile_steps: int = 3,
+    out: str | os.PathLike | None = None,
+    probe_fast_path: bool = True,
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    **fit_kwargs: Any,
+) -> Report:
+    """Runs the diagnosis window on ``model.fit(data, **fit_kwargs)`` and returns the Report.
+
+    The model really trains for ``warmup_steps + steps + profile_steps`` steps (at most one
+    ``fit`` call's worth), so its weights and optimizer state change, as in a short ``fit``.
+
+    Args:
+        model: a compiled ``keras.Model``.
+        data: what ``fit`` takes as ``x`` (a ``tf.data.Dataset``, arrays, a PyDataset...).
+        steps: measured steps (wall time per step, in ms, after warm-up).
+        warmup_steps: steps run first and not timed.
+        profile_steps: steps captured by the TF profiler (0: no profile).
+        out: directory for ``facts.json``, ``report.html``, ``report.json`` and the profile
+            logdir; None keeps the facts in memory and profiles into a temporary directory.
+        probe_fast_path: run the cuDNN fast-path probe on each LSTM/GRU layer.
+        select: rule IDs or names to run (default: all).
+        ignore: rule IDs or names to skip.
+        **fit_kwargs: passed to ``model.fit`` (``y``, ``batch_size``, ``epochs``, ``callbacks``...).
+
+    Returns:
+        The :class:`rnndoctor.engine.Report` (``report.findings``, ``report.facts``).
+
+    Raises:
+        Whatever the model's ``fit`` raises.
+    """
+    import keras
+
+    from rnndoctor.capture import sites
+    from rnndoctor.capture.env import collect_environment
+    from rnndoctor.capture.window import Capture, WindowOptions
+
+    location = sites.user_frame_location(skip=1, call_names=("diagnose",))
+    facts = Facts(
+        run=RunInfo(
+            script=location.file if location else "<python>",
+            argv=[],
+            cwd=os.getcwd(),
+            started_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        ),
+        tool_version=__version__,
+    )
+    facts.environment = collect_environment()
+    if out is not None:
+        Path(out).mkdir(parents=True, exist_ok=True)
+    profile_dir = (
+        os.path.join(os.path.abspath(out), "profile")
+        if out is not None
+        else tempfile.mkdtemp(prefix="rnndoctor-profile-")
+    )
+    options = WindowOptions(
+        warmup_steps=warmup_steps,
+        measured_steps=steps,
+        profile_steps=profile_steps,
+        profile_dir=profile_dir,
+        probe_fast_path=probe_fast_path,
+    )
+    facts_path = os.path.join(out, "facts.json") if out is not None else None
+    capture = Capture(facts, options, facts_path)
+    # Under `rnndoctor check`, Model.fit is hooked: call the original.
+    fit = getattr(keras.Model.fit, "__wrapped__", keras.Model.fit)
+    args = (data,) if data is not None else ()
+    capture.run_window(fit, model, args, dict(fit_kwargs), location)
+    report = evaluate(facts, select=select, ignore=ignore)
+    if out is not None:
+        from rnndoctor.reports import write_reports
+
+        write_reports(report, out, ["html", "json"])
+    return report
