@@ -177,8 +177,10 @@ def run_check(
         if timed_out:
             _error(f"timed out after {timeout:g} s before any fact was saved (log: {log_path})")
             return EXIT_TIMEOUT
-        _error(f"the capture process failed (status {child_status}) and saved no facts: {exc}; "
-               f"see {log_path}")
+        _error(
+            f"the capture process failed (status {child_status}) and saved no facts: {exc}; "
+            f"see {log_path}"
+        )
         return EXIT_INTERNAL
     if timed_out:
         facts.run.outcome = "timeout"

@@ -176,8 +176,13 @@ _SHOWN_ARGS = (
     "reset_after",
     "use_cudnn",
 )
-_DEFAULTS = {**FAST_PATH_VALUES, "return_sequences": False, "return_state": False,
-             "go_backwards": False, "stateful": False}
+_DEFAULTS = {
+    **FAST_PATH_VALUES,
+    "return_sequences": False,
+    "return_state": False,
+    "go_backwards": False,
+    "stateful": False,
+}
 
 
 def build_call(class_name: str, args: dict[str, Any], overrides: dict[str, Any]) -> str:
@@ -199,18 +204,17 @@ def build_call(class_name: str, args: dict[str, Any], overrides: dict[str, Any])
 
 
 def after_fix(layer: RNNLayer, fixed_args: tuple[str, ...]) -> tuple[bool | None, str]:
-    """Whether the layer would take cuDNN once ``fixed_args`` are reset, and a sentence saying so.
-    """
+    """Whether the layer would take cuDNN once ``fixed_args`` are reset, and why (a sentence)."""
     probe = layer.fast_path
     if probe is None or not probe.probed:
         return None, "Whether the layer then takes the cuDNN kernel was not probed."
     others = [a for a in probe.blocking_args if a not in fixed_args]
     if others:
         listed = ", ".join(f"{a}={layer.args.get(a)!r} ({RULE_OF_ARG.get(a, '?')})" for a in others)
-        return False, f"Once fixed, the layer still misses the cuDNN kernel: also blocked by {listed}."
+        return False, f"Once fixed, the layer still misses the cuDNN kernel: blocked by {listed}."
     if probe.fixed_takes_fast_path:
-        return True, "Once fixed, the installed Keras takes the cuDNN kernel for this layer on a GPU."
-    return False, "Even once fixed, the probe did not see the installed Keras take the cuDNN kernel."
+        return True, "Once fixed, the installed Keras takes the cuDNN kernel for this layer on GPU."
+    return False, "Even once fixed, the probe did not see Keras take the cuDNN kernel."
 
 
 def arg_finding(
@@ -226,8 +230,7 @@ def arg_finding(
     safety: str,
     why: str,
 ) -> Finding:
-    """A finding for fast-path arguments ``args`` of ``layer`` (removed, or set to ``set_args``).
-    """
+    """A finding for fast-path arguments ``args`` of ``layer`` (removed, or set to ``set_args``)."""
     set_args = set_args or {}
     values = {a: layer.args.get(a) for a in args}
     shown = ", ".join(f"{a}={v!r}" for a, v in values.items())

@@ -45,5 +45,6 @@ def check(facts: Facts) -> list[Finding]:
         static=lambda v: v != "tanh",
         fix_title="Drop the activation argument: the default tanh is what cuDNN computes",
         safety="unsafe",
-        why="cuDNN's fused kernel computes tanh only (cudnn_ok in keras/src/backend/tensorflow/rnn.py).",
+        why="cuDNN's fused kernel computes tanh only "
+        "(cudnn_ok in keras/src/backend/tensorflow/rnn.py).",
     )

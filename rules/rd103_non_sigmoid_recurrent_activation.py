@@ -1,4 +1,4 @@
-"""RD103 non-sigmoid-recurrent-activation: a ``recurrent_activation`` other than sigmoid runs without cuDNN.
+"""RD103 non-sigmoid-recurrent-activation: non-sigmoid gates run without cuDNN.
 
 What it detects:
     An ``LSTM`` or ``GRU`` whose gate activation (``recurrent_activation``) is not sigmoid,
@@ -9,8 +9,8 @@ Why it slows training:
     ``tf.sigmoid`` or ``ops.sigmoid``. Anything else runs the generic while-loop.
 
 Evidence:
-    ``model.rnn_layers[].args.recurrent_activation``; ``fast_path.blocking_args`` (the probe of the installed
-    Keras); the layer's construction site.
+    ``model.rnn_layers[].args.recurrent_activation``; ``fast_path.blocking_args`` (the probe of
+    the installed Keras); the layer's construction site.
 
 Example:
     `keras.layers.LSTM(64, recurrent_activation="hard_sigmoid")`
@@ -34,7 +34,11 @@ from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
 
-@rule("RD103", "non-sigmoid-recurrent-activation", "recurrent_activation is not sigmoid, so cuDNN is skipped")
+@rule(
+    "RD103",
+    "non-sigmoid-recurrent-activation",
+    "recurrent_activation is not sigmoid, so cuDNN is skipped",
+)
 def check(facts: Facts) -> list[Finding]:
     return fp.single_arg_check(
         facts,
@@ -44,5 +48,6 @@ def check(facts: Facts) -> list[Finding]:
         static=lambda v: v != "sigmoid",
         fix_title="Drop recurrent_activation: the default sigmoid is what cuDNN computes",
         safety="unsafe",
-        why="cuDNN's fused kernel computes sigmoid gates only (cudnn_ok in keras/src/backend/tensorflow/rnn.py).",
+        why="cuDNN's fused kernel computes sigmoid gates only "
+        "(cudnn_ok in keras/src/backend/tensorflow/rnn.py).",
     )

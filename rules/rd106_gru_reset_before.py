@@ -19,11 +19,12 @@ Use instead:
     `keras.layers.GRU(64)` (reset_after=True is the default).
 
 Fix safety:
-    unsafe: a different GRU formulation with a different bias shape; retrain, old weights do not load.
+    unsafe: a different GRU formulation with a different bias shape; retrain (old weights do not
+    load).
 
 References:
-    keras/src/backend/tensorflow/rnn.py: _do_gru_arguments_support_cudnn; keras/src/layers/rnn/gru.py:
-    GRU.inner_loop. Cho et al. (2014), arXiv:1406.1078 (both variants).
+    keras/src/backend/tensorflow/rnn.py: _do_gru_arguments_support_cudnn;
+    keras/src/layers/rnn/gru.py: GRU.inner_loop. Cho et al. (2014), arXiv:1406.1078 (both variants).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def check(facts: Facts) -> list[Finding]:
         name="gru-reset-before",
         arg="reset_after",
         static=lambda v: v is False,
-        fix_title="Drop reset_after=False (the default reset_after=True is the cuDNN-compatible GRU)",
+        fix_title="Drop reset_after=False (the default, reset_after=True, is cuDNN's GRU)",
         safety="unsafe",
-        why="cuDNN's GRU applies the reset gate after the matrix multiplication (reset_after=True).",
+        why="cuDNN's GRU applies the reset gate after the matrix multiplication "
+        "(reset_after=True).",
     )

@@ -71,15 +71,17 @@ def _finding(facts: Facts, layer: RNNLayer) -> Finding:
     evidence = [
         Evidence("layer class", "keras.layers.RNN", source="model"),
         Evidence("cell", cells, source="model"),
-        Evidence("fast-path verdict", "never fused",
-                 source="keras/src/layers/rnn/rnn.py: RNN.inner_loop runs backend.rnn"),
+        Evidence(
+            "fast-path verdict",
+            "never fused",
+            source="keras/src/layers/rnn/rnn.py: RNN.inner_loop runs backend.rnn",
+        ),
     ]
     if replacement:
         code = _merged_call(call, replacement) or fp.build_call(replacement, layer.args, {})
         if probe.blocking_args:
-            code += (
-                f"\n# also fix {', '.join(probe.blocking_args)}: see "
-                + ", ".join(sorted({fp.RULE_OF_ARG.get(a, '?') for a in probe.blocking_args}))
+            code += f"\n# also fix {', '.join(probe.blocking_args)}: see " + ", ".join(
+                sorted({fp.RULE_OF_ARG.get(a, "?") for a in probe.blocking_args})
             )
         fix = Fix(
             title=f"Use the {replacement} layer, which computes the same as RNN({cells}) and "
@@ -96,8 +98,9 @@ def _finding(facts: Facts, layer: RNNLayer) -> Finding:
             else f"The equivalent {replacement} layer is itself blocked by "
             f"{', '.join(probe.blocking_args) or 'its arguments'} (probed)."
         )
-        evidence.append(Evidence(f"equivalent {replacement} takes cuDNN", eligible,
-                                 source=probe.source))
+        evidence.append(
+            Evidence(f"equivalent {replacement} takes cuDNN", eligible, source=probe.source)
+        )
     else:
         fix = Fix(
             title="Replace the stacked cells with one LSTM/GRU layer per cell",

@@ -53,14 +53,16 @@ def check(facts: Facts) -> list[Finding]:
                 severity=Severity.INFO,
                 message=f"SimpleRNN layer '{layer.path}' always runs the generic per-timestep "
                 "loop; Keras has no fused kernel for it. A GRU of the same width can take the "
-                "cuDNN kernel"
-                + (f" once {', '.join(blocking)} is removed." if blocking else "."),
+                "cuDNN kernel" + (f" once {', '.join(blocking)} is removed." if blocking else "."),
                 layer=layer.path,
                 location=fp.location(layer),
                 evidence=(
                     Evidence("layer class", layer.class_name, source="model"),
-                    Evidence("equivalent GRU takes cuDNN", eligible,
-                             source=probe.source if probe else "not probed"),
+                    Evidence(
+                        "equivalent GRU takes cuDNN",
+                        eligible,
+                        source=probe.source if probe else "not probed",
+                    ),
                 ),
                 fix=Fix(
                     title="When speed matters, use a GRU (a different model: retrain)",

@@ -40,7 +40,7 @@ def check(facts: Facts) -> list[Finding]:
         name="cudnn-disabled",
         arg="use_cudnn",
         static=lambda v: v is False,
-        fix_title="Drop use_cudnn=False (the default \"auto\" uses cuDNN when it can)",
+        fix_title='Drop use_cudnn=False (the default "auto" uses cuDNN when it can)',
         safety="safe",
-        why="Keras only tries cuDNN when use_cudnn is \"auto\" or True (LSTM/GRU.inner_loop).",
+        why='Keras only tries cuDNN when use_cudnn is "auto" or True (LSTM/GRU.inner_loop).',
     )

@@ -31,7 +31,10 @@ def _tool_json(paths: list[str], tool: str) -> Any:
 
 def _rows(table: dict[str, Any]) -> list[dict[str, Any]]:
     ids = [c["id"] for c in table.get("cols", [])]
-    return [dict(zip(ids, (cell.get("v") for cell in row["c"]))) for row in table.get("rows", [])]
+    return [
+        dict(zip(ids, (cell.get("v") for cell in row["c"]), strict=False))
+        for row in table.get("rows", [])
+    ]
 
 
 def summarize_profile(logdir: str, profiled_steps: int, gpu_count: int) -> ProfileSummary:
@@ -80,15 +83,24 @@ def summarize_profile(logdir: str, profiled_steps: int, gpu_count: int) -> Profi
             acc[0] += r["total_self_time"]
             acc[1] += int(r["occurrences"] or 0)
         summary.top_op_types = [
-            OpStat(op_type=t, host_or_device=side, self_time_us=round(us, 3),
-                   share=us / total_busy if total_busy else 0.0, occurrences=n)
+            OpStat(
+                op_type=t,
+                host_or_device=side,
+                self_time_us=round(us, 3),
+                share=us / total_busy if total_busy else 0.0,
+                occurrences=n,
+            )
             for (t, side), (us, n) in sorted(by_type.items(), key=lambda kv: -kv[1][0])[:_TOP_N]
         ]
         summary.top_ops = [
-            OpStat(op_type=r["type"], host_or_device=r["host_or_device"],
-                   self_time_us=round(r["total_self_time"], 3),
-                   share=r["total_self_time"] / total_busy if total_busy else 0.0,
-                   occurrences=int(r["occurrences"] or 0), name=r["operation"])
+            OpStat(
+                op_type=r["type"],
+                host_or_device=r["host_or_device"],
+                self_time_us=round(r["total_self_time"], 3),
+                share=r["total_self_time"] / total_busy if total_busy else 0.0,
+                occurrences=int(r["occurrences"] or 0),
+                name=r["operation"],
+            )
             for r in sorted(busy, key=lambda r: -r["total_self_time"])[:_TOP_N]
         ]
         if gpu_count:

@@ -1,6 +1,6 @@
 """Construction sites: the user's file:line where each Keras layer was built.
 
-``install()`` wraps ``keras.layers.Layer.__init__`` so that every layer remembers the innermost
+``install()`` wraps ``keras.layers.Layer.__new__`` so that every layer remembers the innermost
 stack frame that belongs to the user's code. A frame is the user's when its file is the script
 being checked, or lies outside the standard library, site-packages and rnndoctor itself. So a
 layer that Keras builds for the user (``Bidirectional`` clones its LSTM with ``from_config``) points
@@ -120,8 +120,9 @@ def _call_source(source: str, line: int, call_names: tuple[str, ...]) -> str | N
         and node.lineno <= line <= (node.end_lineno or node.lineno)
     ]
     # innermost: the shortest span, then the one that starts furthest right
-    best = min(spans, key=lambda n: ((n.end_lineno or n.lineno) - n.lineno, -n.col_offset),
-               default=None)
+    best = min(
+        spans, key=lambda n: ((n.end_lineno or n.lineno) - n.lineno, -n.col_offset), default=None
+    )
     return ast.get_source_segment(source, best) if best is not None else None
 
 
@@ -134,23 +135,27 @@ def site_of(layer: object) -> SourceLocation | None:
 
 
 def install() -> None:
-    """Wraps ``keras.layers.Layer.__init__`` to record construction sites. Idempotent."""
+    """Wraps ``keras.layers.Layer.__new__`` to record construction sites. Idempotent.
+
+    ``__new__`` rather than ``__init__``: Keras inspects ``cls.__init__`` (``Operation.__new__``
+    builds each layer's auto-config from its signature), so ``__init__`` must stay untouched.
+    """
     global _installed
     if _installed:
         return
     import keras
 
-    original = keras.layers.Layer.__init__
+    original = keras.layers.Layer.__new__
 
-    @functools.wraps(original)
-    def __init__(self, *args, **kwargs):  # noqa: N807 - it replaces __init__
+    def __new__(cls, *args, **kwargs):  # noqa: N807 - it replaces __new__
+        obj = original(cls, *args, **kwargs)
         try:
-            if self not in _sites:
-                names = tuple({type(self).__name__, *(c.__name__ for c in type(self).__mro__[:3])})
-                _sites[self] = user_frame_location(skip=1, call_names=names)
+            if obj not in _sites:
+                names = tuple({cls.__name__, *(c.__name__ for c in cls.__mro__[:3])})
+                _sites[obj] = user_frame_location(skip=1, call_names=names)
         except Exception:  # recording a site must never break the user's model
             pass
-        return original(self, *args, **kwargs)
+        return obj
 
-    keras.layers.Layer.__init__ = __init__
+    keras.layers.Layer.__new__ = staticmethod(__new__)
     _installed = True

@@ -1,0 +1,116 @@
+"""RD1xx rules on saved real facts (tests/data/rules/*.json): pure, no TensorFlow needed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rnndoctor.engine import evaluate
+from rnndoctor.facts import Facts
+from rnndoctor.findings import Severity
+from rnndoctor.rules import _fastpath as fp
+from rnndoctor.rules import all_rules, get_rule
+
+FIXTURES = sorted((Path(__file__).parents[1] / "data" / "rules").glob("*.json"))
+
+
+def _load(path: Path) -> tuple[Facts, list[dict]]:
+    doc = json.loads(path.read_text())
+    return Facts.from_dict(doc["facts"]), doc["expected"]
+
+
+def test_there_is_an_offending_and_a_compliant_fixture_per_rd1_rule():
+    names = {p.stem for p in FIXTURES}
+    for rule in all_rules():
+        if rule.id.startswith("RD1"):
+            assert {f"{rule.id}-offending", f"{rule.id}-compliant"} <= names
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+def test_rules_give_exactly_the_expected_rd1_findings(path: Path):
+    facts, expected = _load(path)
+    report = evaluate(facts)
+    got = [{"rule_id": f.rule_id, "layer": f.layer} for f in report.findings if f.rule_id < "RD2"]
+    assert got == expected
+    for finding in report.findings:
+        assert finding.location is not None and finding.location.line > 0
+        assert finding.fix is not None and finding.fix.code
+        assert finding.evidence
+        assert finding.severity in (Severity.INFO, Severity.WARNING)  # CPU-only facts
+
+
+def test_severity_is_error_when_a_gpu_was_visible():
+    facts, _ = _load(FIXTURES[[p.stem for p in FIXTURES].index("RD101-offending")])
+    facts.environment.gpu_count = 1
+    (finding,) = evaluate(facts, select=["RD101"]).findings
+    assert finding.severity is Severity.ERROR
+
+
+def test_without_model_facts_the_rules_are_not_evaluated_never_passed():
+    facts, _ = _load(FIXTURES[0])
+    facts.model = None
+    facts.run.outcome = "script_error"
+    report = evaluate(facts)
+    statuses = {o.rule.id: o.status for o in report.outcomes}
+    assert statuses and set(statuses.values()) == {"not_evaluated"}
+    assert "'model'" in report.outcomes[0].reason
+
+
+def test_static_criterion_is_used_when_the_probe_did_not_run():
+    facts, _ = _load(FIXTURES[[p.stem for p in FIXTURES].index("RD104-offending")])
+    layer = facts.model.rnn_layers[0]
+    layer.fast_path.probed = False
+    layer.fast_path.not_probed_reason = "clone failed"
+    (finding,) = evaluate(facts, select=["unroll"]).findings
+    assert any("static criterion" in e.source for e in finding.evidence)
+    assert finding.fast_path_after_fix is None
+
+
+def test_select_and_ignore_take_ids_and_names():
+    facts, _ = _load(FIXTURES[[p.stem for p in FIXTURES].index("RD101-offending")])
+    assert [o.rule.id for o in evaluate(facts, select=["recurrent-dropout"]).outcomes] == ["RD101"]
+    assert "RD101" not in [o.rule.id for o in evaluate(facts, ignore=["rd101"]).outcomes]
+
+
+def test_get_rule_and_docs_have_the_style_sections():
+    assert get_rule("recurrent-dropout").id == "RD101"
+    for rule in all_rules():
+        for section in (
+            "What it detects",
+            "Why it slows training",
+            "Evidence",
+            "Example",
+            "Use instead",
+            "Fix safety",
+            "References",
+        ):
+            assert f"{section}:" in rule.doc, (rule.id, section)
+        assert "keras/src/" in rule.doc  # the criterion's source in the installed Keras
+
+
+@pytest.mark.parametrize(
+    ("source", "drop", "set_args", "expected"),
+    [
+        (
+            "layers.LSTM(8, recurrent_dropout=0.2)",
+            ("recurrent_dropout",),
+            {"dropout": 0.2},
+            "layers.LSTM(8, dropout=0.2)",
+        ),
+        ("LSTM(\n    8,\n    unroll=True,\n)", ("unroll",), None, "LSTM(8)"),
+        ("LSTM(8, 'relu')", ("activation",), None, None),  # positional: cannot rewrite
+        ("LSTM(8, **cfg)", ("unroll",), None, None),
+        ("not a call", ("unroll",), None, None),
+    ],
+)
+def test_rewrite_call(source, drop, set_args, expected):
+    assert fp.rewrite_call(source, drop=drop, set_args=set_args) == expected
+
+
+def test_build_call_writes_only_non_default_arguments():
+    args = {"units": 8, "activation": "tanh", "return_sequences": True, "unroll": True}
+    assert fp.build_call("LSTM", args, {"unroll": None}) == (
+        "keras.layers.LSTM(8, return_sequences=True)"
+    )
