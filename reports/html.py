@@ -23,7 +23,8 @@ _CHART_W, _CHART_H = 600, 120  # step-time chart size, px
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
-        return f"{value:,.3f}".rstrip("0").rstrip(".") if abs(value) < 1e6 else f"{value:.4g}"
+        text = f"{value:,.3f}" if abs(value) < 1e3 else f"{value:,.1f}"
+        return text.rstrip("0").rstrip(".")
     return "—" if value is None else str(value)
 
 

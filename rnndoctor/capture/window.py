@@ -301,9 +301,15 @@ class Capture:
             BaseException: whatever the user's ``fit`` raised (after saving partial facts).
         """
         self.fit_called = True
-        bound = inspect.signature(fit).bind(model, *args, **kwargs)
+        signature = inspect.signature(fit)
+        bound = signature.bind(model, *args, **kwargs)
         arguments = bound.arguments
-        self.facts.fit = fit_config(model, arguments, location)
+        defaults = {
+            name: p.default
+            for name, p in signature.parameters.items()
+            if p.default is not inspect.Parameter.empty
+        }
+        self.facts.fit = fit_config(model, {**defaults, **arguments}, location)
         window = DiagnosisWindow(self.options)
         arguments["callbacks"] = [*(arguments.get("callbacks") or []), window]
         self.set_phase("diagnosis window (warm-up, measured and profiled steps)")
