@@ -106,6 +106,7 @@ class Environment:
     cpu_count: int | None = None
     precision_policy: str | None = None
     run_functions_eagerly: bool | None = None
+    distribution_strategy: str | None = None
 
 
 @dataclass
@@ -150,6 +151,9 @@ class RNNLayer:
     ``generic_rnn`` (``keras.layers.RNN`` around Keras' own ``LSTMCell`` / ``GRUCell`` /
     ``StackedRNNCells``), ``custom_cell`` (``RNN`` around a user-defined cell) or ``other_rnn``.
     ``args`` maps argument name to its value as the layer holds it (activations by name).
+    ``receives_mask`` says whether the model graph passes a ``mask=`` to the layer (or to the
+    wrapper holding it); None where the graph is not known (subclassed models). ``fed_by`` lists
+    the paths of the layers or ops whose outputs the layer (or its wrapper) takes as input.
     """
 
     path: str
@@ -165,6 +169,20 @@ class RNNLayer:
     dtype_policy: str | None = None
     location: SourceLocation | None = None
     fast_path: FastPathProbe | None = None
+    receives_mask: bool | None = None
+    fed_by: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GraphEdge:
+    """An edge of the model graph. ``kind``: ``contains`` (a wrapper or model holds a layer),
+    ``feeds`` (a tensor flows from ``src`` to ``dst``) or ``mask`` (``src`` computes the mask that
+    ``dst`` receives as its ``mask=`` argument). Nodes are layer paths; ops that are not layers
+    (Keras records the mask as a ``NotEqual`` op) get a path under the model too."""
+
+    src: str
+    dst: str
+    kind: str
 
 
 @dataclass
@@ -182,7 +200,10 @@ class LayerInfo:
 
 @dataclass
 class ModelFacts:
-    """The model tree. ``model_type`` is ``sequential``, ``functional`` or ``subclassed``."""
+    """The model tree and graph. ``model_type`` is ``sequential``, ``functional`` or
+    ``subclassed``. ``graph_edges`` hold the containment tree and, for functional and sequential
+    models, the data flow between the top-level layers (a networkx DiGraph in the capture);
+    ``graph_known`` is False for subclassed models, whose data flow lives in Python code."""
 
     name: str
     class_name: str
@@ -190,6 +211,8 @@ class ModelFacts:
     param_count: int | None = None
     layers: list[LayerInfo] = field(default_factory=list)
     rnn_layers: list[RNNLayer] = field(default_factory=list)
+    graph_edges: list[GraphEdge] = field(default_factory=list)
+    graph_known: bool = False
 
 
 @dataclass

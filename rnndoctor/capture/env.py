@@ -39,6 +39,10 @@ def collect_environment() -> Environment:
         eager = bool(tf.config.functions_run_eagerly())
     except Exception:
         eager = None
+    try:
+        strategy = type(tf.distribute.get_strategy()).__name__
+    except Exception:
+        strategy = None
     return Environment(
         python=sys.version.split()[0],
         platform=platform.platform(),
@@ -53,4 +57,5 @@ def collect_environment() -> Environment:
         cpu_count=os.cpu_count(),
         precision_policy=policy,
         run_functions_eagerly=eager,
+        distribution_strategy=strategy,
     )

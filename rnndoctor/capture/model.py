@@ -15,9 +15,10 @@ import inspect
 from typing import Any
 
 import keras
+import networkx as nx
 
 from rnndoctor.capture import sites
-from rnndoctor.facts import FastPathProbe, LayerInfo, ModelFacts, RNNLayer
+from rnndoctor.facts import FastPathProbe, GraphEdge, LayerInfo, ModelFacts, RNNLayer
 
 # The values the cuDNN kernel needs, per `cudnn_ok` / `_do_lstm_arguments_support_cudnn` /
 # `_do_gru_arguments_support_cudnn` and `LSTM.inner_loop` / `GRU.inner_loop` in Keras 3. Used only
@@ -293,6 +294,63 @@ def _model_type(model: Any) -> str:
     return "functional" if isinstance(model, Functional) else "subclassed"
 
 
+def _dataflow(model: Any) -> list[tuple[Any, Any, str]] | None:
+    """(producer, consumer, kind) between the operations of a functional/sequential model's graph.
+
+    ``kind`` is ``mask`` when the producer's output is the consumer's ``mask=`` argument, else
+    ``feeds``. Returns None when the model has no functional graph (subclassed models).
+    """
+    graph = getattr(model, "_functional", None) or model
+    operations = getattr(graph, "_operations", None)
+    if not operations:
+        return None
+    members = set(map(id, operations))
+    edges = []
+    for op in operations:
+        for node in getattr(op, "_inbound_nodes", []):
+            arguments = getattr(node, "arguments", None)
+            mask = arguments.kwargs.get("mask") if arguments is not None else None
+            masks = {id(t) for t in keras.tree.flatten(mask)} if mask is not None else set()
+            for tensor in node.input_tensors:
+                history = getattr(tensor, "_keras_history", None)
+                if history is None or id(history.operation) not in members:
+                    continue
+                kind = "mask" if id(tensor) in masks else "feeds"
+                edges.append((history.operation, op, kind))
+    return edges
+
+
+def model_graph(model: Any, facts: ModelFacts) -> nx.DiGraph:
+    """The model as a networkx DiGraph over layer paths: containment and data-flow edges.
+
+    Fills ``facts.graph_edges``, ``facts.graph_known`` and each RNN layer's ``receives_mask`` and
+    ``fed_by`` (through the wrapper that holds it, for ``Bidirectional`` / ``TimeDistributed``).
+    """
+    graph = nx.DiGraph()
+    for info in facts.layers:
+        graph.add_node(info.path, class_name=info.class_name)
+        if info.parent is not None and info.parent != model.name:
+            graph.add_edge(info.parent, info.path, kind="contains")
+    flow = _dataflow(model)
+    facts.graph_known = flow is not None
+    for src, dst, kind in flow or []:
+        for op in (src, dst):
+            graph.add_node(f"{model.name}/{op.name}", class_name=type(op).__name__)
+        graph.add_edge(f"{model.name}/{src.name}", f"{model.name}/{dst.name}", kind=kind)
+    facts.graph_edges = [GraphEdge(s, d, data["kind"]) for s, d, data in graph.edges(data=True)]
+    for rnn in facts.rnn_layers:
+        top = rnn.path
+        while True:  # climb to the top-level layer through its wrappers
+            parents = [p for p, _, k in graph.in_edges(top, data="kind") if k == "contains"]
+            if not parents:
+                break
+            top = parents[0]
+        incoming = list(graph.in_edges(top, data="kind"))
+        rnn.fed_by = sorted(s for s, _, k in incoming if k == "feeds")
+        rnn.receives_mask = any(k == "mask" for _, _, k in incoming) if flow is not None else None
+    return graph
+
+
 def collect_model(model: Any, probe: bool = True) -> ModelFacts:
     """Walks ``model``'s layer tree (wrappers, nested and subclassed models) into ModelFacts.
 
@@ -361,6 +419,7 @@ def collect_model(model: Any, probe: bool = True) -> ModelFacts:
 
     for child in _children(model):
         visit(child, model.name, 1, [])
+    model_graph(model, facts)
     return facts
 
 
