@@ -52,7 +52,10 @@ def render_markdown(report: Report) -> str:
             unit = f" {_text(e.unit)}" if e.unit else ""
             out += [f"- {_text(e.label)}: {_code(e.value)}{unit} ({_text(e.source)})"]
         if f.fast_path_after_fix is not None:
-            out += [f"- cuDNN on a GPU once fixed: {'yes' if f.fast_path_after_fix else 'no'}"]
+            verdict = "yes" if f.fast_path_after_fix else "no"
+            if f.fast_path_caveat:
+                verdict += f", {_text(f.fast_path_caveat)}"
+            out += [f"- cuDNN on a GPU once fixed: {verdict}"]
         if f.gain:
             out += [f"- Estimated gain: {_text(f.gain)}"]
         if f.fix:

@@ -34,6 +34,23 @@ from typing import Any
 
 SCHEMA_VERSION = "1.0"
 
+# The fast-path arguments of LSTM/GRU and the value each takes by default, which is also the value
+# the cuDNN kernel needs (Keras 3: `cudnn_ok`, `_do_lstm_arguments_support_cudnn`,
+# `_do_gru_arguments_support_cudnn` in keras/src/backend/tensorflow/rnn.py, and
+# `LSTM.inner_loop` / `GRU.inner_loop`). The capture builds its compliant twin from these; the
+# verdict itself comes from running Keras' code. `dropout` is listed so that the probe tells
+# whether input dropout blocks the fast path on the installed version.
+FAST_PATH_DEFAULTS: dict[str, Any] = {
+    "activation": "tanh",
+    "recurrent_activation": "sigmoid",
+    "recurrent_dropout": 0.0,
+    "dropout": 0.0,
+    "unroll": False,
+    "use_bias": True,
+    "reset_after": True,
+    "use_cudnn": "auto",
+}
+
 
 @dataclass
 class SourceLocation:
@@ -154,6 +171,8 @@ class RNNLayer:
     ``receives_mask`` says whether the model graph passes a ``mask=`` to the layer (or to the
     wrapper holding it); None where the graph is not known (subclassed models). ``fed_by`` lists
     the paths of the layers or ops whose outputs the layer (or its wrapper) takes as input.
+    ``init_params`` are the constructor's positional parameter names, in order (for fixes that
+    rewrite a call with positional arguments).
     """
 
     path: str
@@ -171,6 +190,7 @@ class RNNLayer:
     fast_path: FastPathProbe | None = None
     receives_mask: bool | None = None
     fed_by: list[str] = field(default_factory=list)
+    init_params: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -80,6 +80,8 @@ class Finding:
         gain: the estimated gain and the model behind it, or why it was not measured.
         fast_path_after_fix: for RD1xx, whether the installed Keras would take the cuDNN kernel
             on a GPU once this fix (and only the fixes listed with it) is applied; None elsewhere.
+        fast_path_caveat: a condition that verdict depends on and this run did not check (the
+            layout of the masks the layer receives), or None.
     """
 
     rule_id: str
@@ -92,6 +94,7 @@ class Finding:
     fix: Fix | None = None
     gain: str | None = None
     fast_path_after_fix: bool | None = None
+    fast_path_caveat: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -14,22 +14,12 @@ import ast
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from rnndoctor.facts import Facts, RNNLayer
+from rnndoctor.facts import FAST_PATH_DEFAULTS, Facts, RNNLayer
 from rnndoctor.findings import Evidence, Finding, Fix, Location, Severity
 
 FUSED_KINDS = ("lstm", "gru")
 
-# For each argument: the value the cuDNN kernel needs and the RD rule that covers it.
-FAST_PATH_VALUES: dict[str, Any] = {
-    "activation": "tanh",
-    "recurrent_activation": "sigmoid",
-    "recurrent_dropout": 0.0,
-    "dropout": 0.0,
-    "unroll": False,
-    "use_bias": True,
-    "reset_after": True,
-    "use_cudnn": "auto",
-}
+# The RD rule that covers each fast-path argument (see FAST_PATH_DEFAULTS in rnndoctor.facts).
 RULE_OF_ARG = {
     "recurrent_dropout": "RD101",
     "dropout": "RD101",
@@ -115,6 +105,17 @@ def blocks(layer: RNNLayer, arg: str, static: Callable[[Any], bool]) -> tuple[bo
     return bool(static(layer.args[arg])), f"static criterion (probe not run: {why})"
 
 
+def parse_call(call_source: str | None) -> ast.Call | None:
+    """The ``ast.Call`` of a recorded constructor call's source, or None if it is not one."""
+    if not call_source:
+        return None
+    try:
+        node = ast.parse(call_source.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    return node if isinstance(node, ast.Call) else None
+
+
 def _literal(value: Any) -> ast.expr:
     return ast.parse(repr(value), mode="eval").body
 
@@ -124,30 +125,38 @@ def rewrite_call(
     drop: tuple[str, ...] = (),
     set_args: dict[str, Any] | None = None,
     func_name: str | None = None,
+    positional_names: tuple[str, ...] | list[str] = (),
 ) -> str | None:
     """Rewrites a constructor call's source: removes keywords, sets keywords, renames the class.
 
-    Returns None when the call cannot be parsed, or when an argument to drop or set is not a
-    keyword of the call (passed positionally or through ``**kwargs``): the caller then builds the
-    call from the layer's arguments instead.
+    Positional arguments after the first (``units``) become keywords when one of them is to be
+    dropped or set and ``positional_names`` (the constructor's parameter order) names them.
+    Returns None when the call cannot be parsed, when an argument to drop was not written in the
+    call (it came from ``**kwargs`` or a config), or when positional arguments cannot be named:
+    the caller then builds the call from the layer's recorded arguments instead.
     """
-    if not call_source:
+    node = parse_call(call_source)
+    if node is None or any(isinstance(a, ast.Starred) for a in node.args):
         return None
-    try:
-        node = ast.parse(call_source.strip(), mode="eval").body
-    except SyntaxError:
-        return None
-    if not isinstance(node, ast.Call):
+    if any(k.arg is None for k in node.keywords):  # a **kwargs splat: its keys are unknown here
         return None
     set_args = set_args or {}
+    touched = set(drop) | set(set_args)
+    if len(node.args) > 1:
+        if len(node.args) > len(positional_names):
+            return None
+        named = set(positional_names[1 : len(node.args)])
+        if named & touched:
+            keywords = [
+                ast.keyword(arg=name, value=value)
+                for name, value in zip(positional_names[1:], node.args[1:], strict=False)
+            ]
+            node.keywords = keywords + node.keywords
+            node.args = node.args[:1]
     names = {k.arg for k in node.keywords}
-    if None in names:  # a **kwargs splat: its keys are unknown here
+    if any(k not in names for k in drop):
         return None
-    if any(k not in names for k in drop) or any(
-        k not in names and _positional_risk(node) for k in set_args
-    ):
-        return None
-    node.keywords = [k for k in node.keywords if k.arg not in drop and k.arg not in set_args]
+    node.keywords = [k for k in node.keywords if k.arg not in touched]
     node.keywords += [ast.keyword(arg=k, value=_literal(v)) for k, v in set_args.items()]
     if func_name:
         if isinstance(node.func, ast.Attribute):
@@ -157,9 +166,13 @@ def rewrite_call(
     return ast.unparse(node)
 
 
-def _positional_risk(node: ast.Call) -> bool:
-    # More than `units` passed positionally: a keyword we add could collide with a positional.
-    return len(node.args) > 1 or any(isinstance(a, ast.Starred) for a in node.args)
+def func_text(call_source: str | None, class_name: str) -> str:
+    """How the user's call names the class (``layers.LSTM``), for a call rebuilt from facts."""
+    node = parse_call(call_source)
+    if node is not None and isinstance(node.func, ast.Attribute):
+        node.func.attr = class_name
+        return ast.unparse(node.func)
+    return class_name if node is not None else f"keras.layers.{class_name}"
 
 
 _SHOWN_ARGS = (
@@ -177,7 +190,7 @@ _SHOWN_ARGS = (
     "use_cudnn",
 )
 _DEFAULTS = {
-    **FAST_PATH_VALUES,
+    **FAST_PATH_DEFAULTS,
     "return_sequences": False,
     "return_state": False,
     "go_backwards": False,
@@ -185,11 +198,17 @@ _DEFAULTS = {
 }
 
 
-def build_call(class_name: str, args: dict[str, Any], overrides: dict[str, Any]) -> str:
+def build_call(
+    class_name: str,
+    args: dict[str, Any],
+    overrides: dict[str, Any],
+    call_source: str | None = None,
+) -> str:
     """A constructor call from recorded arguments, e.g. ``keras.layers.LSTM(64, dropout=0.2)``.
 
     Only arguments that differ from Keras' defaults are written; ``overrides`` wins (a value of
-    ``None`` removes the argument).
+    ``None`` removes the argument). The class is named as the user's call names it, when known.
+    Values are the layer's recorded values (a ``units`` the script computed appears as a number).
     """
     merged = {**args, **overrides}
     parts = [repr(merged.get("units"))]
@@ -200,7 +219,19 @@ def build_call(class_name: str, args: dict[str, Any], overrides: dict[str, Any])
             continue
         if merged[key] != _DEFAULTS.get(key):
             parts.append(f"{key}={merged[key]!r}")
-    return f"keras.layers.{class_name}({', '.join(parts)})"
+    return f"{func_text(call_source, class_name)}({', '.join(parts)})"
+
+
+MASK_CAVEAT = (
+    "provided every mask the layer receives is right-padded with no empty sequence, which cuDNN "
+    "also requires (keras/src/backend/tensorflow/rnn.py: _assert_valid_mask); this run did not "
+    "sample the masks"
+)
+
+
+def mask_caveat(layer: RNNLayer) -> str | None:
+    """The mask proviso for a layer that receives a mask (per the model graph), else None."""
+    return MASK_CAVEAT if layer.receives_mask else None
 
 
 def after_fix(layer: RNNLayer, fixed_args: tuple[str, ...]) -> tuple[bool | None, str]:
@@ -213,7 +244,8 @@ def after_fix(layer: RNNLayer, fixed_args: tuple[str, ...]) -> tuple[bool | None
         listed = ", ".join(f"{a}={layer.args.get(a)!r} ({RULE_OF_ARG.get(a, '?')})" for a in others)
         return False, f"Once fixed, the layer still misses the cuDNN kernel: blocked by {listed}."
     if probe.fixed_takes_fast_path:
-        return True, "Once fixed, the installed Keras takes the cuDNN kernel for this layer on GPU."
+        proviso = f", {MASK_CAVEAT}" if layer.receives_mask else ""
+        return True, f"Once fixed, the installed Keras takes the cuDNN kernel on a GPU{proviso}."
     return False, "Even once fixed, the probe did not see Keras take the cuDNN kernel."
 
 
@@ -235,12 +267,16 @@ def arg_finding(
     values = {a: layer.args.get(a) for a in args}
     shown = ", ".join(f"{a}={v!r}" for a, v in values.items())
     call = layer.location.call_source if layer.location else None
-    code = rewrite_call(call, drop=tuple(a for a in args if a not in set_args), set_args=set_args)
+    code = rewrite_call(
+        call,
+        drop=tuple(a for a in args if a not in set_args),
+        set_args=set_args,
+        positional_names=layer.init_params,
+    )
     if code is None:
         overrides: dict[str, Any] = {a: None for a in args}
         overrides.update(set_args)
-        code = build_call(layer.class_name, layer.args, overrides)
-        call = None
+        code = build_call(layer.class_name, layer.args, overrides, call)
     eligible, after = after_fix(layer, args)
     evidence = [Evidence(a, v, source="layer config") for a, v in values.items()]
     evidence.append(Evidence("fast-path verdict", "blocks the cuDNN kernel", source=basis))
@@ -259,6 +295,7 @@ def arg_finding(
         fix=Fix(title=fix_title, code=code, safety=safety, before=call),
         gain=gain_text(facts),
         fast_path_after_fix=eligible,
+        fast_path_caveat=mask_caveat(layer) if eligible else None,
     )
 
 

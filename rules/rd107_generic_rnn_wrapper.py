@@ -41,13 +41,8 @@ from rnndoctor.rules import rule
 
 def _merged_call(call_source: str | None, replacement: str) -> str | None:
     """``layers.RNN(layers.LSTMCell(64, a=1), b=2)`` -> ``layers.LSTM(64, a=1, b=2)``."""
-    if not call_source:
-        return None
-    try:
-        node = ast.parse(call_source.strip(), mode="eval").body
-    except SyntaxError:
-        return None
-    if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Call)):
+    node = fp.parse_call(call_source)
+    if node is None or not node.args or not isinstance(node.args[0], ast.Call):
         return None
     cell = node.args[0]
     if len(node.args) > 1:
@@ -78,7 +73,7 @@ def _finding(facts: Facts, layer: RNNLayer) -> Finding:
         ),
     ]
     if replacement:
-        code = _merged_call(call, replacement) or fp.build_call(replacement, layer.args, {})
+        code = _merged_call(call, replacement) or fp.build_call(replacement, layer.args, {}, call)
         if probe.blocking_args:
             code += f"\n# also fix {', '.join(probe.blocking_args)}: see " + ", ".join(
                 sorted({fp.RULE_OF_ARG.get(a, "?") for a in probe.blocking_args})
@@ -123,6 +118,7 @@ def _finding(facts: Facts, layer: RNNLayer) -> Finding:
         fix=fix,
         gain=fp.gain_text(facts),
         fast_path_after_fix=eligible,
+        fast_path_caveat=fp.mask_caveat(layer) if eligible else None,
     )
 
 

@@ -42,9 +42,9 @@ def check(facts: Facts) -> list[Finding]:
         probe = layer.fast_path
         blocking = list(probe.blocking_args) if probe else []
         call = layer.location.call_source if layer.location else None
-        code = fp.rewrite_call(call, drop=tuple(blocking), func_name="GRU") or fp.build_call(
-            "GRU", layer.args, {a: None for a in blocking}
-        )
+        code = fp.rewrite_call(
+            call, drop=tuple(blocking), func_name="GRU", positional_names=layer.init_params
+        ) or fp.build_call("GRU", layer.args, {a: None for a in blocking}, call)
         eligible = probe.fixed_takes_fast_path if probe and probe.probed else None
         findings.append(
             Finding(
@@ -72,6 +72,7 @@ def check(facts: Facts) -> list[Finding]:
                 ),
                 gain=fp.gain_text(facts),
                 fast_path_after_fix=eligible,
+                fast_path_caveat=fp.mask_caveat(layer) if eligible else None,
             )
         )
     return findings

@@ -256,3 +256,25 @@ SCENARIOS = [
     Scenario("RD113", "offending", rd113_bad, "seq/rnn"),
     Scenario("RD113", "compliant", rd113_good, None),
 ]
+
+
+def bidirectional_multiline():
+    """The LSTM on the line after its Bidirectional (the frame's line is the wrapper's)."""
+    import keras
+    from keras import layers
+
+    inputs = keras.Input((T, F))
+    x = layers.Bidirectional(
+        layers.LSTM(4, recurrent_dropout=0.2),  # site:RD101-bidi-multiline
+    )(inputs)
+    model = keras.Model(inputs, layers.Dense(1)(x), name="bidi")
+    model.compile(optimizer="sgd", loss="mse")
+    return model
+
+
+def positional_activation():
+    """RD102 with the activation passed positionally."""
+    from keras import layers
+
+    units = 4
+    return _seq(layers.GRU(units, "relu", use_bias=True))  # site:RD102-positional

@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         runpy.run_path(script, run_name="__main__")
     except StopScript:
-        pass
+        sys.settrace(None)
     except SystemExit as exc:
         if not capture.window_finished:
             facts.run.outcome = "no_fit" if not capture.fit_called else "script_error"

@@ -18,22 +18,14 @@ import keras
 import networkx as nx
 
 from rnndoctor.capture import sites
-from rnndoctor.facts import FastPathProbe, GraphEdge, LayerInfo, ModelFacts, RNNLayer
-
-# The values the cuDNN kernel needs, per `cudnn_ok` / `_do_lstm_arguments_support_cudnn` /
-# `_do_gru_arguments_support_cudnn` and `LSTM.inner_loop` / `GRU.inner_loop` in Keras 3. Used only
-# to build the compliant twin that the probe runs; the verdict itself comes from Keras' code.
-# `dropout` is listed so that the probe tells whether it blocks the fast path on this version.
-FAST_PATH_DEFAULTS: dict[str, Any] = {
-    "activation": "tanh",
-    "recurrent_activation": "sigmoid",
-    "recurrent_dropout": 0.0,
-    "dropout": 0.0,
-    "unroll": False,
-    "use_bias": True,
-    "reset_after": True,
-    "use_cudnn": "auto",
-}
+from rnndoctor.facts import (
+    FAST_PATH_DEFAULTS,
+    FastPathProbe,
+    GraphEdge,
+    LayerInfo,
+    ModelFacts,
+    RNNLayer,
+)
 
 _RECORDED_ARGS = (
     "units",
@@ -410,6 +402,7 @@ def collect_model(model: Any, probe: bool = True) -> ModelFacts:
                     dtype_policy=str(getattr(getattr(layer, "dtype_policy", None), "name", "")),
                     location=location,
                     fast_path=probe_fast_path(layer, kind) if probe else None,
+                    init_params=_positional_params(type(layer)),
                 )
             )
             return  # an RNN's cells are described by the RNN entry
@@ -421,6 +414,15 @@ def collect_model(model: Any, probe: bool = True) -> ModelFacts:
         visit(child, model.name, 1, [])
     model_graph(model, facts)
     return facts
+
+
+def _positional_params(cls: type) -> list[str]:
+    try:
+        params = inspect.signature(cls.__init__).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in params if p.kind in kinds][1:]  # without self
 
 
 def _is_wrapper(layer: Any) -> bool:

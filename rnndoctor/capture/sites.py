@@ -74,9 +74,17 @@ def user_frame_location(skip: int = 1, call_names: tuple[str, ...] = ()) -> Sour
 
 
 def source_location(filename: str, line: int, call_names: tuple[str, ...] = ()) -> SourceLocation:
-    """Builds a :class:`SourceLocation` with the line, its context and the call's source."""
+    """Builds a :class:`SourceLocation` with the line, its context and the call's source.
+
+    When ``call_names`` are given and the statement at ``line`` holds a call to one of them that
+    starts on another line (``Bidirectional(`` on one line, ``LSTM(...)`` on the next), the
+    location moves to the line where that call starts.
+    """
     path = os.path.abspath(filename)
     lines = linecache.getlines(path)
+    node = _call_node("".join(lines), line, call_names) if lines and call_names else None
+    if node is not None:
+        line = node.lineno
     code = lines[line - 1].strip() if 0 < line <= len(lines) else None
     start = max(1, line - _CONTEXT_LINES)
     context = [s.rstrip("\n") for s in lines[start - 1 : line + _CONTEXT_LINES]]
@@ -84,7 +92,7 @@ def source_location(filename: str, line: int, call_names: tuple[str, ...] = ()) 
         file=path,
         line=line,
         code=code,
-        call_source=_call_source("".join(lines), line, call_names) if lines else None,
+        call_source=ast.get_source_segment("".join(lines), node) if node is not None else None,
         context_start=start if context else None,
         context=context,
     )
@@ -107,23 +115,32 @@ def _call_name(node: ast.Call) -> str | None:
     return None
 
 
-def _call_source(source: str, line: int, call_names: tuple[str, ...]) -> str | None:
-    """The source of the innermost call to one of ``call_names`` that spans ``line``."""
+def _span(node: ast.AST) -> int:
+    return (getattr(node, "end_lineno", None) or node.lineno) - node.lineno
+
+
+def _call_node(source: str, line: int, call_names: tuple[str, ...]) -> ast.Call | None:
+    """The innermost call to one of ``call_names`` in the innermost statement at ``line``.
+
+    Calls that span ``line`` win; otherwise any such call of that statement is taken (the frame's
+    line is where the enclosing call started, as for a wrapper's argument on the next line).
+    """
     tree = _parse(source)
-    if tree is None or not call_names:
+    if tree is None:
         return None
-    spans = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and _call_name(node) in call_names
-        and node.lineno <= line <= (node.end_lineno or node.lineno)
+    statements = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.stmt) and n.lineno <= line <= (n.end_lineno or n.lineno)
     ]
-    # innermost: the shortest span, then the one that starts furthest right
-    best = min(
-        spans, key=lambda n: ((n.end_lineno or n.lineno) - n.lineno, -n.col_offset), default=None
-    )
-    return ast.get_source_segment(source, best) if best is not None else None
+    if not statements:
+        return None
+    statement = min(statements, key=_span)
+    calls = [
+        n for n in ast.walk(statement) if isinstance(n, ast.Call) and _call_name(n) in call_names
+    ]
+    spanning = [n for n in calls if n.lineno <= line <= (n.end_lineno or n.lineno)]
+    return min(spanning or calls, key=lambda n: (_span(n), -n.col_offset), default=None)
 
 
 def site_of(layer: object) -> SourceLocation | None:

@@ -10,15 +10,18 @@ user's script by raising :class:`StopScript`. Both derive from ``BaseException``
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
+import linecache
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import keras
 
@@ -283,7 +286,7 @@ class Capture:
                 return original(model, *args, **kwargs)
             location = sites.user_frame_location(skip=1, call_names=("fit",))
             capture.run_window(original, model, args, kwargs, location)
-            raise StopScript
+            capture.end_script()
 
         keras.Model.fit = fit
 
@@ -343,11 +346,65 @@ class Capture:
         self.facts.run.outcome = "completed"
         self.set_phase("done")
 
+    def end_script(self) -> NoReturn:
+        """Raises :class:`StopScript` to end the user's script after the window.
+
+        A bare ``except:`` or ``except BaseException`` can still catch it, and ``finally``
+        clauses run while it unwinds. So that no user code runs after the window (a
+        ``model.save`` over the user's checkpoint, say), a trace function watches the user's
+        frames while the exception unwinds: the first line of user code it would run, other
+        than an ``except`` test or a ``with`` exit, ends the process there (the facts are saved).
+        """
+        capture = self
+
+        def tracer(frame, event, arg):
+            filename = frame.f_code.co_filename
+            if (
+                event == "line"
+                and sites.is_user_file(filename)
+                and frame.f_lineno not in _unwinding_lines(filename)
+            ):
+                sys.settrace(None)
+                code = linecache.getline(filename, frame.f_lineno).strip()
+                capture.facts.run.notes.append(
+                    f"the script's own code was about to run after rnndoctor's stop, at "
+                    f"{filename}:{frame.f_lineno} ({code}), in an except or finally clause; "
+                    "rnndoctor ended the process there so that nothing after fit runs"
+                )
+                capture.save()
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(0)
+            return tracer
+
+        frame = sys._getframe(1)
+        while frame is not None:
+            if sites.is_user_file(frame.f_code.co_filename):
+                frame.f_trace = tracer
+            frame = frame.f_back
+        sys.settrace(tracer)
+        raise StopScript
+
     def _collect_model(self, model: Any) -> None:
         try:
             self.facts.model = collect_model(model, probe=self.options.probe_fast_path)
         except Exception as exc:
             self.facts.run.notes.append(f"model inspection failed: {type(exc).__name__}: {exc}")
+
+
+@functools.lru_cache(maxsize=32)
+def _unwinding_lines(filename: str) -> frozenset[int]:
+    """Lines where Python reports a line event while an exception merely passes through: the
+    headers of ``except`` clauses (their test runs) and of ``with`` statements (``__exit__``)."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)))
+    except (SyntaxError, ValueError):
+        return frozenset()
+    return frozenset(
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.ExceptHandler, ast.With, ast.AsyncWith))
+    )
 
 
 def default_profile_dir(out: str | Path) -> str:

@@ -94,3 +94,48 @@ def test_step_times_are_measured_in_ms():
     assert len(steps.step_time_ms) == 2 and all(t > 0 for t in steps.step_time_ms)
     assert steps.median_step_time_ms > 0
     assert steps.batch_size == 16 and steps.samples_per_s > 0
+
+
+def test_lstm_on_the_line_after_its_bidirectional_is_located_at_its_own_line():
+    report = _diagnose(scenarios.bidirectional_multiline)
+    (finding,) = _rd1(report, "RD101")
+    assert finding.location.line == line_of("site:RD101-bidi-multiline")
+    assert finding.fix.before == "layers.LSTM(4, recurrent_dropout=0.2)"
+    assert finding.fix.code == "layers.LSTM(4, dropout=0.2)"
+
+
+def test_positional_activation_is_rewritten_in_the_users_own_call():
+    report = _diagnose(scenarios.positional_activation)
+    (finding,) = _rd1(report, "RD102")
+    assert finding.location.line == line_of("site:RD102-positional")
+    assert finding.fix.before == 'layers.GRU(units, "relu", use_bias=True)'
+    assert finding.fix.code == "layers.GRU(units, use_bias=True)"
+
+
+def test_a_layer_that_receives_a_mask_gets_the_mask_caveat():
+    def build():
+        import keras
+        from keras import layers
+
+        model = keras.Sequential(
+            [
+                keras.Input((scenarios.T,), dtype="int32"),
+                layers.Embedding(10, 3, mask_zero=True),
+                layers.LSTM(4, recurrent_dropout=0.1),
+                layers.Dense(1),
+            ]
+        )
+        model.compile(optimizer="sgd", loss="mse")
+        return model
+
+    keras.utils.clear_session()
+    model = build()
+    import numpy as np
+
+    x = np.random.default_rng(0).integers(0, 10, size=(64, scenarios.T))
+    y = np.zeros((64, 1), dtype="float32")
+    report = rnndoctor.diagnose(model, x, y=y, **FAST)
+    (finding,) = _rd1(report, "RD101")
+    assert report.facts.model.rnn_layers[0].receives_mask is True
+    assert finding.fast_path_after_fix is True
+    assert "right-padded" in finding.fast_path_caveat and "right-padded" in finding.message

@@ -90,9 +90,24 @@ def test_get_rule_and_docs_have_the_style_sections():
         assert "keras/src/" in rule.doc  # the criterion's source in the installed Keras
 
 
+LSTM_PARAMS = ("units", "activation", "recurrent_activation", "use_bias")
+
+
 @pytest.mark.parametrize(
     ("source", "drop", "set_args", "expected"),
     [
+        (
+            "LSTM(a.units, a.act, use_bias=False)",
+            ("activation",),
+            None,
+            "LSTM(a.units, use_bias=False)",
+        ),
+        (
+            "layers.LSTM(n, 'relu', 'hard_sigmoid')",
+            ("activation",),
+            None,
+            "layers.LSTM(n, recurrent_activation='hard_sigmoid')",
+        ),
         (
             "layers.LSTM(8, recurrent_dropout=0.2)",
             ("recurrent_dropout",),
@@ -106,7 +121,16 @@ def test_get_rule_and_docs_have_the_style_sections():
     ],
 )
 def test_rewrite_call(source, drop, set_args, expected):
-    assert fp.rewrite_call(source, drop=drop, set_args=set_args) == expected
+    positional = LSTM_PARAMS if "a.units" in source or "(n," in source else ()
+    rewritten = fp.rewrite_call(source, drop=drop, set_args=set_args, positional_names=positional)
+    assert rewritten == expected
+
+
+def test_rebuilt_call_names_the_class_as_the_user_did():
+    args = {"units": 8, "unroll": True}
+    assert fp.build_call("LSTM", args, {}, "L.LSTM(n, **cfg)") == "L.LSTM(8, unroll=True)"
+    assert fp.build_call("LSTM", args, {}, "LSTM(n, **cfg)") == "LSTM(8, unroll=True)"
+    assert fp.build_call("LSTM", args, {}, None) == "keras.layers.LSTM(8, unroll=True)"
 
 
 def test_build_call_writes_only_non_default_arguments():
