@@ -43,7 +43,7 @@ def render_markdown(report: Report) -> str:
             "",
         ]
     findings = report.findings
-    out += [f"**{len(findings)} findings**", ""]
+    out += [f"**{len(findings)} finding{'' if len(findings) == 1 else 's'}**", ""]
     for f in findings:
         where = f"{_code(f'{f.location.file}:{f.location.line}')}" if f.location else "not recorded"
         out += [f"## {f.severity.label.upper()} {f.rule_id} {f.name}", "", _text(f.message), ""]

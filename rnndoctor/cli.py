@@ -26,6 +26,7 @@ EXIT_USAGE = 2
 EXIT_SCRIPT_FAILED = 3
 EXIT_TIMEOUT = 4
 EXIT_INTERNAL = 5
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 EXIT_CODES_HELP = """Exit codes:
 
@@ -41,6 +42,8 @@ EXIT_CODES_HELP = """Exit codes:
   4  timeout (--timeout); a partial report is still written
 
   5  internal error in rnndoctor (see <out>/script.log)
+
+  130  interrupted (Ctrl-C); a partial report is still written
 """
 
 _KILL_GRACE_S = 5.0  # SIGTERM, then SIGKILL after this long
@@ -117,24 +120,39 @@ def run_check(
     profile_steps: int,
     timeout: float,
     fail_on: FailOn,
-    formats: list[Format],
+    formats: list[str] | None,
 ) -> int:
-    """Runs the whole check and returns the exit code (see ``EXIT_CODES_HELP``)."""
+    """Runs the whole check and returns the exit code (see ``EXIT_CODES_HELP``).
+
+    ``formats``: report formats as given on the command line (``--format md --format html`` or
+    ``--format md,html``); None or empty means html and json.
+    """
     from rnndoctor.engine import evaluate
     from rnndoctor.facts import Facts
     from rnndoctor.findings import Severity
     from rnndoctor.reports import write_reports
     from rnndoctor.reports.terminal import summary_lines
 
+    chosen = [f.strip() for item in formats or ["html,json"] for f in item.split(",") if f.strip()]
+    unknown = sorted(set(chosen) - {f.value for f in Format})
+    if unknown or not chosen:
+        _error(f"unknown --format {', '.join(unknown)!s}: choose from html, json, md")
+        return EXIT_USAGE
     if not script.exists():
         _error(f"script not found: {script}")
         return EXIT_USAGE
     if not script.is_file():
         _error(f"not a file: {script} (give the training script's .py file)")
         return EXIT_USAGE
-    if steps < 1 or warmup < 0 or profile_steps < 0 or timeout <= 0:
-        _error("--steps must be >= 1, --warmup and --profile-steps >= 0, --timeout > 0")
-        return EXIT_USAGE
+    for bad, message in (
+        (steps < 1, f"--steps must be at least 1 (got {steps})"),
+        (warmup < 0, f"--warmup must be 0 or more (got {warmup})"),
+        (profile_steps < 0, f"--profile-steps must be 0 or more (got {profile_steps})"),
+        (timeout <= 0, f"--timeout must be more than 0 seconds (got {timeout:g})"),
+    ):
+        if bad:
+            _error(message)
+            return EXIT_USAGE
     out = out.resolve()
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -155,7 +173,7 @@ def run_check(
     log_path = out / _LOG_NAME
     typer.echo(f"rnndoctor: running {script} (script output: {log_path})", err=True)
     started = time.monotonic()
-    timed_out = False
+    timed_out = interrupted = False
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
@@ -168,12 +186,16 @@ def run_check(
             _kill_group(proc)
             child_status = None
         except KeyboardInterrupt:
+            interrupted = True
             _kill_group(proc)
-            raise
+            child_status = None
 
     try:
         facts = Facts.load(facts_path)
     except (OSError, ValueError) as exc:
+        if interrupted:
+            _error("interrupted before any fact was saved")
+            return EXIT_INTERRUPTED
         if timed_out:
             _error(f"timed out after {timeout:g} s before any fact was saved (log: {log_path})")
             return EXIT_TIMEOUT
@@ -189,16 +211,19 @@ def run_check(
             "stopped"
         )
         facts.run.wall_time_s = round(time.monotonic() - started, 3)
+    if interrupted:
+        facts.run.outcome = "interrupted"
+        facts.run.message = f"interrupted (Ctrl-C) during phase '{facts.run.phase}'"
     facts.save(facts_path)
 
     report = evaluate(facts)
-    written = write_reports(report, out, [f.value for f in formats])
+    written = write_reports(report, out, chosen)
     for line in summary_lines(report, written):
         typer.echo(line)
 
-    if timed_out:
-        _error(facts.run.message or "timeout")
-        return EXIT_TIMEOUT
+    if timed_out or interrupted:
+        _error(facts.run.message or "stopped")
+        return EXIT_TIMEOUT if timed_out else EXIT_INTERRUPTED
     if facts.run.outcome in ("script_error", "no_fit", "capture_error"):
         where = ""
         if facts.run.error_location:
@@ -219,7 +244,10 @@ _WARMUP = typer.Option(3, "--warmup", help="Warm-up steps, run first and not tim
 _PROFILE = typer.Option(3, "--profile-steps", help="Steps captured by the TF profiler.")
 _TIMEOUT = typer.Option(600.0, "--timeout", help="Seconds before the script is killed.")
 _FORMAT = typer.Option(
-    None, "--format", help="Report format; repeat for several. Default: html and json."
+    None,
+    "--format",
+    help="Report format: html, json or md; repeat it or separate with commas. "
+    "Default: html and json.",
 )
 
 
@@ -235,12 +263,12 @@ def check(
     fail_on: FailOn = typer.Option(
         FailOn.error, "--fail-on", help="Exit 1 when a finding is at or above this severity."
     ),
-    formats: list[Format] = _FORMAT,
+    formats: list[str] = _FORMAT,
 ) -> None:
     """Run SCRIPT for a short diagnosis window and report why its RNN training is slow."""
     raise typer.Exit(
         run_check(script, list(script_args or []), out, steps, warmup, profile_steps, timeout,
-                  fail_on, formats or [Format.html, Format.json])
+                  fail_on, formats)
     )  # fmt: skip
 
 
@@ -259,13 +287,12 @@ def demo(
     fail_on: FailOn = typer.Option(
         FailOn.never, "--fail-on", help="Exit 1 at or above this severity (demo: never)."
     ),
-    formats: list[Format] = _FORMAT,
+    formats: list[str] = _FORMAT,
 ) -> None:
     """Check the bundled example: a character-level LSTM trained on the standard library's
     source lines."""
     raise typer.Exit(
-        run_check(example_path(fixed), [], out, steps, 3, 3, timeout, fail_on,
-                  formats or [Format.html, Format.json])
+        run_check(example_path(fixed), [], out, steps, 3, 3, timeout, fail_on, formats)
     )  # fmt: skip
 
 

@@ -81,7 +81,7 @@ class RunInfo:
     ``outcome`` is one of: ``running`` (the child is still working, or was killed),
     ``completed`` (the diagnosis window finished), ``no_fit`` (the script ended without calling
     ``Model.fit``), ``script_error`` (the script raised), ``capture_error`` (rnndoctor itself
-    failed), ``timeout`` (set by the parent when it killed the child).
+    failed), ``timeout`` (set by the parent when it killed the child), ``interrupted`` (Ctrl-C).
     """
 
     script: str

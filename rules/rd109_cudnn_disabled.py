@@ -5,7 +5,8 @@ What it detects:
 
 Why it slows training:
     LSTM/GRU.inner_loop try the fused kernel only when ``use_cudnn`` is ``"auto"`` or True.
-    Often a leftover from debugging a mask assertion (see RD110): fix the mask instead.
+    Often a leftover from working around cuDNN's mask assertion (left-padded masks): pad on the
+    right instead, and keep the fused kernel.
 
 Evidence:
     ``model.rnn_layers[].args.use_cudnn``; ``fast_path.blocking_args`` (the probe of the installed

@@ -54,3 +54,14 @@ def test_help_documents_the_exit_codes():
 
 def test_the_bundled_example_is_installed():
     assert example_path().is_file() and example_path(fixed=True).is_file()
+
+
+def test_unknown_format_and_bad_numbers_name_the_option(tmp_path):
+    script = tmp_path / "t.py"
+    script.write_text("")
+    result = runner.invoke(app, ["check", str(script), "--format", "html,pdf"])
+    assert result.exit_code == EXIT_USAGE
+    assert "rnndoctor: error: unknown --format pdf" in result.output
+    result = runner.invoke(app, ["check", str(script), "--steps", "0"])
+    assert result.exit_code == EXIT_USAGE
+    assert "--steps must be at least 1 (got 0)" in result.output
