@@ -244,7 +244,11 @@ def after_fix(layer: RNNLayer, fixed_args: tuple[str, ...]) -> tuple[bool | None
         listed = ", ".join(f"{a}={layer.args.get(a)!r} ({RULE_OF_ARG.get(a, '?')})" for a in others)
         return False, f"Once fixed, the layer still misses the cuDNN kernel: blocked by {listed}."
     if probe.fixed_takes_fast_path:
-        proviso = f", {MASK_CAVEAT}" if layer.receives_mask else ""
+        proviso = (
+            ", provided its masks are right-padded (not sampled in this run)"
+            if layer.receives_mask
+            else ""
+        )
         return True, f"Once fixed, the installed Keras takes the cuDNN kernel on a GPU{proviso}."
     return False, "Even once fixed, the probe did not see Keras take the cuDNN kernel."
 
