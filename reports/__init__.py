@@ -12,6 +12,7 @@ from pathlib import Path
 from rnndoctor.engine import Report
 from rnndoctor.reports.html import render_html
 from rnndoctor.reports.markdown import render_markdown
+from rnndoctor.reports.sarif import render_sarif
 
 
 def render_json(report: Report) -> str:
@@ -25,8 +26,9 @@ RENDERERS: dict[str, Callable[[Report], str]] = {
     "html": render_html,
     "json": render_json,
     "md": render_markdown,
+    "sarif": render_sarif,
 }
-FILENAMES = {"html": "report.html", "json": "report.json", "md": "report.md"}
+FILENAMES = {fmt: f"report.{fmt}" for fmt in RENDERERS}
 
 
 def write_reports(report: Report, out_dir: str | Path, formats: list[str]) -> dict[str, Path]:

@@ -41,6 +41,15 @@ def _short(path: str | None, base: str | None) -> str:
     return path
 
 
+def duration(seconds: float) -> str:
+    """``5400.0`` -> ``1 h 30 min``; ``95.0`` -> ``1 min 35 s``; ``3.2`` -> ``3.2 s``."""
+    if seconds >= 3600:
+        return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
+    if seconds >= 60:
+        return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+    return f"{seconds:.1f} s"
+
+
 def step_chart(step_ms: list[float]) -> dict[str, Any] | None:
     """Bar geometry for the per-step times (a layout of measured values, nothing new)."""
     if not step_ms:
@@ -80,4 +89,5 @@ def render_html(report: Report) -> str:
         + [o.rule for o in report.outcomes if o.rule.id not in fired],
         chart=step_chart(facts.steps.step_time_ms) if facts.steps else None,
         short=lambda p: _short(p, base),
+        duration=duration,
     )

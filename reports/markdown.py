@@ -10,6 +10,7 @@ import html
 import json
 
 from rnndoctor.engine import Report
+from rnndoctor.reports.html import duration
 
 
 def _text(value: object) -> str:
@@ -43,6 +44,21 @@ def render_markdown(report: Report) -> str:
             "",
         ]
     findings = report.findings
+    out += [f"**Verdict:** {_text(report.verdict)}", ""]
+    forecast = report.forecast
+    if forecast is not None:
+        after = (
+            f"{duration(forecast.after_s)} ({_text(forecast.after_model)})"
+            if forecast.after_s is not None
+            else f"not estimated: {_text(forecast.after_not_estimated)}"
+        )
+        out += [
+            f"**Job forecast:** {duration(forecast.now_s)} now = "
+            f"{forecast.step_time_ms:.1f} ms/step x "
+            f"{forecast.steps_per_epoch} steps/epoch x {forecast.epochs} epochs (training steps "
+            f"only); after the fixes: {after}",
+            "",
+        ]
     out += [f"**{len(findings)} finding{'' if len(findings) == 1 else 's'}**", ""]
     for f in findings:
         where = f"{_code(f'{f.location.file}:{f.location.line}')}" if f.location else "not recorded"

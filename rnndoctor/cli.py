@@ -8,6 +8,7 @@ the child saved and writes the reports. The CLI itself never imports TensorFlow.
 from __future__ import annotations
 
 import enum
+import json
 import os
 import signal
 import subprocess
@@ -15,6 +16,7 @@ import sys
 import time
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -57,10 +59,7 @@ class FailOn(str, enum.Enum):
     never = "never"
 
 
-class Format(str, enum.Enum):
-    html = "html"
-    json = "json"
-    md = "md"
+FORMATS = ("html", "json", "md", "sarif")
 
 
 app = typer.Typer(
@@ -111,39 +110,116 @@ def _kill_group(proc: subprocess.Popen) -> None:
             return
 
 
-def run_check(
-    script: Path,
-    script_args: list[str],
-    out: Path,
-    steps: int,
-    warmup: int,
-    profile_steps: int,
-    timeout: float,
-    fail_on: FailOn,
-    formats: list[str] | None,
-) -> int:
+_FAILED_OUTCOMES = ("script_error", "no_fit", "capture_error")
+
+
+def _options(cli: dict[str, Any], start: Path) -> dict[str, Any] | None:
+    """Resolves options (command line > [tool.rnndoctor] > defaults); None after a usage error."""
+    from rnndoctor import config
+
+    try:
+        table, source = config.load(start)
+    except config.ConfigError as exc:
+        _error(str(exc))
+        return None
+    opts = config.resolve(cli, table)
+    opts["config_file"] = source
+    unknown = sorted(set(opts["format"]) - set(FORMATS))
+    if unknown or not opts["format"]:
+        _error(f"unknown --format {', '.join(unknown)}: choose from {', '.join(FORMATS)}")
+        return None
+    if opts["fail_on"] not in {f.value for f in FailOn}:
+        _error(f"unknown --fail-on {opts['fail_on']!r}: choose from error, warning, info, never")
+        return None
+    from rnndoctor.rules import get_rule
+
+    for key in ("select", "ignore"):
+        for name in opts[key]:
+            try:
+                get_rule(name)
+            except KeyError:
+                _error(f"unknown rule {name!r} in --{key} (see `rnndoctor rules`)")
+                return None
+    return opts
+
+
+def _render(facts, opts: dict[str, Any], out: Path) -> tuple[Any, dict[str, Path]]:
+    """Runs the rules and writes the reports; returns the Report and the written paths."""
+    from rnndoctor.engine import evaluate
+    from rnndoctor.reports import write_reports
+
+    report = evaluate(facts, select=opts["select"] or None, ignore=opts["ignore"] or None)
+    if opts["redact"]:
+        from rnndoctor.redact import redact_report
+
+        report = redact_report(report)
+    return report, write_reports(report, out, opts["format"])
+
+
+def _fails(report, fail_on: str) -> bool:
+    from rnndoctor.findings import Severity
+
+    return report.fails(None if fail_on == FailOn.never.value else Severity.parse(fail_on))
+
+
+def _phases(facts_path: Path) -> list[tuple[str, float]] | None:
+    try:
+        run = json.loads(facts_path.read_text())["run"]
+        return [(p["name"], float(p["started_s"])) for p in run.get("phases", [])]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # not written yet, or being replaced
+
+
+def _wait_with_progress(proc: subprocess.Popen, facts_path: Path, timeout: float) -> int:
+    """Waits for the child, showing its phases with their elapsed times on stderr.
+
+    Raises:
+        subprocess.TimeoutExpired: after ``timeout`` seconds (the display notes the phase cut).
+    """
+    from rnndoctor.reports.terminal import PhaseDisplay
+
+    start = time.monotonic()
+    deadline = start + timeout
+    phases: list[tuple[str, float]] = []
+    with PhaseDisplay() as display:
+        status = None
+        try:
+            while status is None:
+                try:
+                    status = proc.wait(timeout=min(0.25, max(0.01, deadline - time.monotonic())))
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() >= deadline:
+                        raise
+                phases = _phases(facts_path) or phases
+                display.update(phases, time.monotonic() - start)
+            return status
+        finally:
+            display.close(_phases(facts_path) or phases, time.monotonic() - start, status == 0)
+
+
+def run_check(script: Path, script_args: list[str], cli: dict[str, Any]) -> int:
     """Runs the whole check and returns the exit code (see ``EXIT_CODES_HELP``).
 
-    ``formats``: report formats as given on the command line (``--format md --format html`` or
-    ``--format md,html``); None or empty means html and json.
+    Args:
+        script: the user's training script.
+        script_args: its arguments (after ``--``).
+        cli: option values from the command line (None where not given).
     """
-    from rnndoctor.engine import evaluate
     from rnndoctor.facts import Facts
-    from rnndoctor.findings import Severity
-    from rnndoctor.reports import write_reports
     from rnndoctor.reports.terminal import summary_lines
 
-    chosen = [f.strip() for item in formats or ["html,json"] for f in item.split(",") if f.strip()]
-    unknown = sorted(set(chosen) - {f.value for f in Format})
-    if unknown or not chosen:
-        _error(f"unknown --format {', '.join(unknown)!s}: choose from html, json, md")
-        return EXIT_USAGE
     if not script.exists():
         _error(f"script not found: {script}")
         return EXIT_USAGE
     if not script.is_file():
         _error(f"not a file: {script} (give the training script's .py file)")
         return EXIT_USAGE
+    opts = _options(cli, script.resolve().parent)
+    if opts is None:
+        return EXIT_USAGE
+    steps, warmup, profile_steps, timeout = (
+        opts["steps"], opts["warmup"], opts["profile_steps"], float(opts["timeout"])
+    )  # fmt: skip
     for bad, message in (
         (steps < 1, f"--steps must be at least 1 (got {steps})"),
         (warmup < 0, f"--warmup must be 0 or more (got {warmup})"),
@@ -153,14 +229,14 @@ def run_check(
         if bad:
             _error(message)
             return EXIT_USAGE
-    out = out.resolve()
+    out = Path(opts["out"]).resolve()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         _error(f"cannot create the output directory {out}: {exc.strerror}")
         return EXIT_USAGE
     facts_path = out / "facts.json"
-    for stale in ("facts.json", "report.html", "report.json", "report.md"):
+    for stale in ("facts.json", "report.html", "report.json", "report.md", "report.sarif"):
         (out / stale).unlink(missing_ok=True)
 
     command = [
@@ -172,6 +248,8 @@ def run_check(
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     log_path = out / _LOG_NAME
     typer.echo(f"rnndoctor: running {script} (script output: {log_path})", err=True)
+    if opts["config_file"]:
+        typer.echo(f"rnndoctor: options from {opts['config_file']} [tool.rnndoctor]", err=True)
     started = time.monotonic()
     timed_out = interrupted = False
     with open(log_path, "wb") as log:
@@ -180,7 +258,7 @@ def run_check(
             start_new_session=True,
         )  # fmt: skip
         try:
-            child_status = proc.wait(timeout=timeout)
+            child_status = _wait_with_progress(proc, facts_path, timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(proc)
@@ -216,15 +294,20 @@ def run_check(
         facts.run.message = f"interrupted (Ctrl-C) during phase '{facts.run.phase}'"
     facts.save(facts_path)
 
-    report = evaluate(facts)
-    written = write_reports(report, out, chosen)
+    render_started = time.monotonic()
+    report, written = _render(facts, opts, out)
+    if opts["redact"]:
+        report.facts.save(facts_path)  # the folder gets attached to tickets: redact it too
+    typer.echo(
+        f"done  {'rendering the reports':<52} {time.monotonic() - render_started:6.1f} s", err=True
+    )
     for line in summary_lines(report, written):
         typer.echo(line)
 
     if timed_out or interrupted:
         _error(facts.run.message or "stopped")
         return EXIT_TIMEOUT if timed_out else EXIT_INTERRUPTED
-    if facts.run.outcome in ("script_error", "no_fit", "capture_error"):
+    if facts.run.outcome in _FAILED_OUTCOMES:
         where = ""
         if facts.run.error_location:
             loc = facts.run.error_location
@@ -234,20 +317,28 @@ def run_check(
     if child_status not in (0, None) or facts.run.outcome != "completed":
         _error(f"the capture process failed (status {child_status}); see {log_path}")
         return EXIT_INTERNAL
-    threshold = None if fail_on is FailOn.never else Severity.parse(fail_on.value)
-    return EXIT_FINDINGS if report.fails(threshold) else EXIT_OK
+    return EXIT_FINDINGS if _fails(report, opts["fail_on"]) else EXIT_OK
 
 
-_OUT = typer.Option(Path("rnndoctor-report"), "--out", help="Directory for the reports.")
-_STEPS = typer.Option(20, "--steps", help="Measured training steps (after the warm-up).")
-_WARMUP = typer.Option(3, "--warmup", help="Warm-up steps, run first and not timed.")
-_PROFILE = typer.Option(3, "--profile-steps", help="Steps captured by the TF profiler.")
-_TIMEOUT = typer.Option(600.0, "--timeout", help="Seconds before the script is killed.")
+_OUT = typer.Option(None, "--out", help="Directory for the reports [default: rnndoctor-report].")
+_STEPS = typer.Option(None, "--steps", help="Measured training steps, after the warm-up [20].")
+_WARMUP = typer.Option(None, "--warmup", help="Warm-up steps, run first and not timed [3].")
+_PROFILE = typer.Option(None, "--profile-steps", help="Steps captured by the TF profiler [3].")
+_TIMEOUT = typer.Option(None, "--timeout", help="Seconds before the script is killed [600].")
+_FAIL_ON = typer.Option(
+    None, "--fail-on", help="Exit 1 at or above this severity: error, warning, info, never [error]."
+)
 _FORMAT = typer.Option(
     None,
     "--format",
-    help="Report format: html, json or md; repeat it or separate with commas. "
-    "Default: html and json.",
+    help="Report format: html, json, md or sarif; repeat it or separate with commas [html,json].",
+)
+_SELECT = typer.Option(None, "--select", help="Run only these rules (IDs or names).")
+_IGNORE = typer.Option(None, "--ignore", help="Skip these rules (IDs or names).")
+_REDACT = typer.Option(
+    None,
+    "--redact/--no-redact",
+    help="Remove home paths, user and host names and secret values from every report.",
 )
 
 
@@ -255,21 +346,27 @@ _FORMAT = typer.Option(
 def check(
     script: Path = typer.Argument(..., help="The training script, run as `python SCRIPT`."),
     script_args: list[str] = typer.Argument(None, help="Arguments for the script, after --."),
-    out: Path = _OUT,
+    out: str = _OUT,
     steps: int = _STEPS,
     warmup: int = _WARMUP,
     profile_steps: int = _PROFILE,
     timeout: float = _TIMEOUT,
-    fail_on: FailOn = typer.Option(
-        FailOn.error, "--fail-on", help="Exit 1 when a finding is at or above this severity."
-    ),
+    fail_on: str = _FAIL_ON,
     formats: list[str] = _FORMAT,
+    select: list[str] = _SELECT,
+    ignore: list[str] = _IGNORE,
+    redact: bool = _REDACT,
 ) -> None:
-    """Run SCRIPT for a short diagnosis window and report why its RNN training is slow."""
-    raise typer.Exit(
-        run_check(script, list(script_args or []), out, steps, warmup, profile_steps, timeout,
-                  fail_on, formats)
+    """Run SCRIPT for a short diagnosis window and report why its RNN training is slow.
+
+    Defaults can be set in a [tool.rnndoctor] table of the pyproject.toml at or above the
+    script's folder.
+    """
+    cli = dict(
+        out=out, steps=steps, warmup=warmup, profile_steps=profile_steps, timeout=timeout,
+        fail_on=fail_on, format=formats, select=select, ignore=ignore, redact=redact,
     )  # fmt: skip
+    raise typer.Exit(run_check(script, list(script_args or []), cli))
 
 
 def example_path(fixed: bool = False) -> Path:
@@ -281,19 +378,112 @@ def example_path(fixed: bool = False) -> Path:
 @app.command(epilog=EXIT_CODES_HELP)
 def demo(
     fixed: bool = typer.Option(False, "--fixed", help="Run the variant with the fixes applied."),
-    out: Path = _OUT,
+    out: str = _OUT,
     steps: int = _STEPS,
     timeout: float = _TIMEOUT,
-    fail_on: FailOn = typer.Option(
-        FailOn.never, "--fail-on", help="Exit 1 at or above this severity (demo: never)."
+    fail_on: str = typer.Option(
+        "never", "--fail-on", help="Exit 1 at or above this severity [never, for the demo]."
     ),
     formats: list[str] = _FORMAT,
+    redact: bool = _REDACT,
 ) -> None:
     """Check the bundled example: a character-level LSTM trained on the standard library's
     source lines."""
-    raise typer.Exit(
-        run_check(example_path(fixed), [], out, steps, 3, 3, timeout, fail_on, formats)
-    )  # fmt: skip
+    cli = dict(out=out, steps=steps, timeout=timeout, fail_on=fail_on, format=formats,
+               redact=redact)  # fmt: skip
+    raise typer.Exit(run_check(example_path(fixed), [], cli))
+
+
+def _load_report_facts(path: Path):
+    """Facts from a ``facts.json`` or a ``report.json`` (its ``facts``). Raises ValueError."""
+    from rnndoctor.facts import Facts
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not JSON: {exc}") from None
+    if isinstance(data, dict) and "facts" in data and "run" not in data:
+        data = data["facts"]
+    return Facts.from_dict(data)
+
+
+@app.command(epilog=EXIT_CODES_HELP)
+def report(
+    facts_file: Path = typer.Argument(..., help="A facts.json (or report.json) from a check."),
+    out: str = typer.Option(None, "--out", help="Output directory [the facts file's folder]."),
+    fail_on: str = _FAIL_ON,
+    formats: list[str] = _FORMAT,
+    select: list[str] = _SELECT,
+    ignore: list[str] = _IGNORE,
+    redact: bool = _REDACT,
+) -> None:
+    """Re-run the rules on saved facts and render the reports again, offline.
+
+    Imports no TensorFlow: works on any machine with rnndoctor installed.
+    """
+    from rnndoctor.reports.terminal import summary_lines
+
+    try:
+        facts = _load_report_facts(facts_file)
+    except ValueError as exc:
+        _error(str(exc))
+        raise typer.Exit(EXIT_USAGE) from None
+    cli = dict(out=out or str(facts_file.resolve().parent), fail_on=fail_on, format=formats,
+               select=select, ignore=ignore, redact=redact)  # fmt: skip
+    opts = _options(cli, facts_file.resolve().parent)
+    if opts is None:
+        raise typer.Exit(EXIT_USAGE)
+    report_, written = _render(facts, opts, Path(opts["out"]))
+    for line in summary_lines(report_, written):
+        typer.echo(line)
+    if facts.run.outcome in _FAILED_OUTCOMES:
+        raise typer.Exit(EXIT_SCRIPT_FAILED)
+    if facts.run.outcome == "timeout":
+        raise typer.Exit(EXIT_TIMEOUT)
+    raise typer.Exit(EXIT_FINDINGS if _fails(report_, opts["fail_on"]) else EXIT_OK)
+
+
+@app.command()
+def compare(
+    before: Path = typer.Argument(..., help="report.json or facts.json of the first run."),
+    after: Path = typer.Argument(..., help="report.json or facts.json of the second run."),
+    html: Path = typer.Option(
+        Path("rnndoctor-compare.html"), "--html", help="Where to write the HTML comparison."
+    ),
+) -> None:
+    """Compare two runs: the measured step-time ratio, the findings fixed and the findings new."""
+    from rnndoctor.compare import compare_facts
+    from rnndoctor.reports.compare import print_comparison, render_comparison_html
+
+    try:
+        comparison = compare_facts(_load_report_facts(before), _load_report_facts(after))
+    except ValueError as exc:
+        _error(str(exc))
+        raise typer.Exit(EXIT_USAGE) from None
+    print_comparison(comparison, str(before), str(after))
+    html.write_text(render_comparison_html(comparison, str(before), str(after)), encoding="utf-8")
+    typer.echo(f"html comparison: {html}")
+
+
+@app.command()
+def rules(
+    rule_id: str = typer.Argument(None, help="A rule ID or name: print its documentation."),
+) -> None:
+    """List the rules, or print one rule's documentation."""
+    from rnndoctor.rules import all_rules, get_rule
+
+    if rule_id is None:
+        for rule in all_rules():
+            typer.echo(f"{rule.id}  {rule.name:<34} {rule.summary}")
+        return
+    try:
+        rule = get_rule(rule_id)
+    except KeyError:
+        _error(f"no rule {rule_id!r} (see `rnndoctor rules`)")
+        raise typer.Exit(EXIT_USAGE) from None
+    typer.echo(rule.doc)
 
 
 def main() -> None:

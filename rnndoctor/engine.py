@@ -36,10 +36,31 @@ class RuleOutcome:
 
 
 @dataclass
+class Forecast:
+    """The full job's training time, from the measured median step time.
+
+    ``now_s`` = median step time x steps per epoch x epochs. It counts training steps only:
+    validation, epoch-end callbacks and start-up are not measured and not included.
+    ``after_s`` divides it by the largest single estimated speedup among the findings (gains of
+    different findings are not assumed to compound); None with ``after_not_estimated`` saying
+    why when no finding carries an estimate.
+    """
+
+    step_time_ms: float
+    steps_per_epoch: int
+    epochs: int
+    now_s: float
+    after_s: float | None = None
+    after_model: str | None = None
+    after_not_estimated: str | None = None
+
+
+@dataclass
 class Report:
     """Facts plus the rules' outcomes; what every renderer renders.
 
-    ``findings`` are ordered worst first (severity, then rule ID, then location).
+    ``findings`` are ordered by estimated speedup (largest first; none last), then severity
+    (worst first), then rule ID and location.
     """
 
     facts: Facts
@@ -51,12 +72,62 @@ class Report:
         return sorted(
             found,
             key=lambda f: (
+                -(f.speedup or 0.0),
                 -int(f.severity),
                 f.rule_id,
                 f.location.file if f.location else "",
                 f.location.line if f.location else 0,
             ),
         )
+
+    @property
+    def forecast(self) -> Forecast | None:
+        """The job forecast, or None when the step time, steps per epoch or epochs are unknown."""
+        steps, fit = self.facts.steps, self.facts.fit
+        if not steps or steps.median_step_time_ms is None or fit is None:
+            return None
+        per_epoch = fit.steps_per_epoch or fit.batches_per_epoch
+        if not per_epoch or not fit.epochs:
+            return None
+        now_s = steps.median_step_time_ms / 1000.0 * per_epoch * fit.epochs
+        forecast = Forecast(steps.median_step_time_ms, int(per_epoch), int(fit.epochs), now_s)
+        gains = [f for f in self.findings if f.speedup and f.speedup > 1]
+        if gains:
+            best = max(gains, key=lambda f: f.speedup or 0)
+            forecast.after_s = now_s / (best.speedup or 1)
+            forecast.after_model = f"{best.rule_id}: {best.gain}"
+        else:
+            forecast.after_not_estimated = "no finding in this run carries a measured gain" + (
+                " (the cuDNN fast-path gains can only be measured on a GPU)"
+                if any(f.rule_id.startswith("RD1") for f in self.findings)
+                else ""
+            )
+        return forecast
+
+    @property
+    def verdict(self) -> str:
+        """The report's one-sentence headline, from the run's outcome, findings and profile."""
+        run = self.facts.run
+        if run.outcome != "completed":
+            return f"The run ended early ({run.outcome}, during {run.phase}): {run.message or ''}"
+        profile = self.facts.profile
+        top = profile.top_op_types[0] if profile and profile.top_op_types else None
+        measured = (
+            f" In the profiled steps, {top.op_type} took {top.share * 100:.0f}% of the "
+            f"{top.host_or_device.lower()} op time."
+            if top
+            else ""
+        )
+        if not self.findings:
+            return "No finding." + measured
+        first = self.findings[0]
+        where = (
+            f" at {first.location.file.rsplit('/', 1)[-1]}:{first.location.line}"
+            if (first.location)
+            else ""
+        )
+        speed = f", an estimated {first.speedup:.1f}x faster step" if first.speedup else ""
+        return f"Main issue: {first.rule_id} {first.name}{where}{speed}." + measured
 
     @property
     def worst(self) -> Severity | None:

@@ -75,6 +75,14 @@ class SourceLocation:
 
 
 @dataclass
+class PhaseTime:
+    """A phase of the capture and when it started, in seconds since the capture started."""
+
+    name: str
+    started_s: float
+
+
+@dataclass
 class RunInfo:
     """The user's script and how the capture ended.
 
@@ -95,6 +103,12 @@ class RunInfo:
     started_utc: str | None = None
     wall_time_s: float | None = None
     notes: list[str] = field(default_factory=list)
+    phases: list[PhaseTime] = field(default_factory=list)
+
+    def enter_phase(self, name: str, elapsed_s: float) -> None:
+        """Sets the current ``phase`` and records when it started (``phases``)."""
+        self.phase = name
+        self.phases.append(PhaseTime(name, round(elapsed_s, 3)))
 
 
 @dataclass
@@ -120,7 +134,10 @@ class Environment:
     is_cuda_build: bool | None = None
     devices: list[Device] = field(default_factory=list)
     gpu_count: int = 0
+    gpu_memory_mib: list[int] = field(default_factory=list)
+    gpu_memory_not_measured: str | None = None
     cpu_count: int | None = None
+    cpu_model: str | None = None
     precision_policy: str | None = None
     run_functions_eagerly: bool | None = None
     distribution_strategy: str | None = None
@@ -237,12 +254,18 @@ class ModelFacts:
 
 @dataclass
 class FitConfig:
-    """The first ``Model.fit`` call, and the compile settings in force then."""
+    """The first ``Model.fit`` call, and the compile settings in force then.
+
+    ``steps_per_epoch`` is the argument as given; ``batches_per_epoch`` is the number of training
+    steps per epoch Keras computed for ``fit`` (its ``params["steps"]``; None when unknown, as for
+    a dataset of unknown length).
+    """
 
     data_kind: str
     batch_size: int | None = None
     epochs: int | None = None
     steps_per_epoch: int | None = None
+    batches_per_epoch: int | None = None
     steps_per_execution: int | None = None
     run_eagerly: bool | None = None
     jit_compile: Any = None

@@ -78,6 +78,8 @@ class Finding:
         evidence: the facts the rule used, with units.
         fix: the concrete change, as code.
         gain: the estimated gain and the model behind it, or why it was not measured.
+        speedup: the estimated step-time speedup factor once fixed (2.6 = 2.6x faster steps),
+            from the model in ``gain``; None when not estimated.
         fast_path_after_fix: for RD1xx, whether the installed Keras would take the cuDNN kernel
             on a GPU once this fix (and only the fixes listed with it) is applied; None elsewhere.
         fast_path_caveat: a condition that verdict depends on and this run did not check (the
@@ -93,6 +95,7 @@ class Finding:
     evidence: tuple[Evidence, ...] = field(default_factory=tuple)
     fix: Fix | None = None
     gain: str | None = None
+    speedup: float | None = None
     fast_path_after_fix: bool | None = None
     fast_path_caveat: str | None = None
 

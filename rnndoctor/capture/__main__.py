@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         ),
         tool_version=__version__,
     )
-    facts.run.phase = "importing TensorFlow and Keras"
+    facts.run.enter_phase("importing TensorFlow and Keras", time.monotonic() - started)
     facts.save(facts_path)
 
     from rnndoctor.capture import sites
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         profile_dir=default_profile_dir(args.out),
         probe_fast_path=not args.no_probe,
     )
-    capture = Capture(facts, options, facts_path)
+    capture = Capture(facts, options, facts_path, started)
     if facts.environment.keras_backend != "tensorflow":
         facts.run.outcome = "capture_error"
         facts.run.message = (

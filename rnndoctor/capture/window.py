@@ -73,10 +73,17 @@ class DiagnosisWindow(keras.callbacks.Callback):
     back first, so asynchronous GPU work has finished.
     """
 
-    def __init__(self, options: WindowOptions, clock: Callable[[], float] = time.perf_counter):
+    def __init__(
+        self,
+        options: WindowOptions,
+        clock: Callable[[], float] = time.perf_counter,
+        on_phase: Callable[[str], None] | None = None,
+    ):
         super().__init__()
         self.options = options
         self.clock = clock
+        self.on_phase = on_phase
+        self._phase: str | None = None
         self.steps_done = 0
         self.step_ms: list[float] = []
         self.train_function_ms: list[float] = []
@@ -107,8 +114,21 @@ class DiagnosisWindow(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         self._last_end = None  # the first step of an epoch also starts the iterator
 
+    def _announce(self) -> None:
+        if self.steps_done < self.options.warmup_steps:
+            phase = "warm-up steps"
+        elif self._measuring():
+            phase = "measured steps"
+        else:
+            phase = "profiled steps"
+        if phase != self._phase:
+            self._phase = phase
+            if self.on_phase is not None:
+                self.on_phase(phase)
+
     def on_train_batch_begin(self, batch, logs=None):
         self._begin_step = batch
+        self._announce()
         if self._profile_due():
             import tensorflow as tf
 
@@ -256,10 +276,18 @@ class Capture:
         facts: the facts to fill (``run`` already set).
         options: the window options.
         facts_path: where to save partial facts after each phase (None: keep in memory).
+        started: ``time.monotonic()`` when the capture started (phase times count from it).
     """
 
-    def __init__(self, facts: Facts, options: WindowOptions, facts_path: str | Path | None):
+    def __init__(
+        self,
+        facts: Facts,
+        options: WindowOptions,
+        facts_path: str | Path | None,
+        started: float | None = None,
+    ):
         self.facts = facts
+        self.started = time.monotonic() if started is None else started
         self.options = options
         self.facts_path = facts_path
         self.fit_called = False
@@ -271,7 +299,7 @@ class Capture:
             self.facts.save(self.facts_path)
 
     def set_phase(self, phase: str) -> None:
-        self.facts.run.phase = phase
+        self.facts.run.enter_phase(phase, time.monotonic() - self.started)
         self.save()
 
     def install_fit_hook(self) -> None:
@@ -313,9 +341,9 @@ class Capture:
             if p.default is not inspect.Parameter.empty
         }
         self.facts.fit = fit_config(model, {**defaults, **arguments}, location)
-        window = DiagnosisWindow(self.options)
+        window = DiagnosisWindow(self.options, on_phase=self.set_phase)
         arguments["callbacks"] = [*(arguments.get("callbacks") or []), window]
-        self.set_phase("diagnosis window (warm-up, measured and profiled steps)")
+        self.set_phase("starting fit (data adapter, model build)")
         finished = False
         try:
             fit(*bound.args, **bound.kwargs)
@@ -325,6 +353,8 @@ class Capture:
         finally:
             window.stop_profiler()
             self.facts.steps = window.step_times(self.facts.fit.batch_size)
+            steps = (window.params or {}).get("steps")
+            self.facts.fit.batches_per_epoch = int(steps) if steps else None
             if not finished:
                 self._collect_model(model)  # partial facts for the report
                 self.save()

@@ -1,0 +1,105 @@
+"""SARIF 2.1.0 output (``--format sarif``), so that CI code scanning annotates the user's lines.
+
+One run, one result per finding, each with its rule, level and the physical location of the
+user's file:line. Paths under the script's folder are relative to the ``%SRCROOT%`` base (the
+script's folder); others are absolute ``file://`` URIs. The fix, the evidence and the estimated
+gain go into each result's property bag. ``<``, ``>`` and ``&`` are written as JSON ``\\u``
+escapes, so that no raw HTML from layer names or paths appears in the file.
+
+Reference: OASIS, *Static Analysis Results Interchange Format (SARIF) Version 2.1.0*.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from rnndoctor.engine import Report
+from rnndoctor.findings import Finding, Severity
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+def _artifact(path: str, base: str | None) -> dict[str, Any]:
+    if base and not os.path.isabs(path):
+        return {"uri": Path(path).as_posix(), "uriBaseId": "%SRCROOT%"}
+    if base and os.path.isabs(path):
+        rel = os.path.relpath(path, base)
+        if not rel.startswith(".."):
+            return {"uri": Path(rel).as_posix(), "uriBaseId": "%SRCROOT%"}
+    if os.path.isabs(path):
+        return {"uri": Path(path).as_uri()}
+    return {"uri": Path(path).as_posix()}
+
+
+def _result(finding: Finding, index: int, base: str | None) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "ruleId": finding.rule_id,
+        "ruleIndex": index,
+        "level": _LEVEL[finding.severity],
+        "message": {"text": finding.message},
+        "properties": {
+            "layer": finding.layer,
+            "evidence": [dataclasses.asdict(e) for e in finding.evidence],
+            "fix": dataclasses.asdict(finding.fix) if finding.fix else None,
+            "estimatedGain": finding.gain,
+            "fastPathAfterFix": finding.fast_path_after_fix,
+        },
+    }
+    if finding.location is not None:
+        region: dict[str, Any] = {"startLine": finding.location.line}
+        if finding.location.code:
+            region["snippet"] = {"text": finding.location.code}
+        result["locations"] = [
+            {
+                "physicalLocation": {
+                    "artifactLocation": _artifact(finding.location.file, base),
+                    "region": region,
+                }
+            }
+        ]
+    return result
+
+
+def render_sarif(report: Report) -> str:
+    """Renders ``report`` as a SARIF 2.1.0 log (JSON text)."""
+    facts = report.facts
+    script = facts.run.script
+    base = os.path.dirname(script) if script and os.path.isabs(script) else None
+    rules = [o.rule for o in report.outcomes]
+    index = {rule.id: i for i, rule in enumerate(rules)}
+    run: dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": "rnndoctor",
+                "version": facts.tool_version or "0",
+                "informationUri": "https://pypi.org/project/rnndoctor/",
+                "rules": [
+                    {
+                        "id": rule.id,
+                        "name": rule.name,
+                        "shortDescription": {"text": rule.summary},
+                        "fullDescription": {"text": rule.doc.split("\n\n")[0]},
+                        "help": {"text": rule.doc},
+                    }
+                    for rule in rules
+                ],
+            }
+        },
+        "results": [_result(f, index[f.rule_id], base) for f in report.findings],
+        "invocations": [
+            {
+                "executionSuccessful": facts.run.outcome == "completed",
+                "properties": {"outcome": facts.run.outcome, "phase": facts.run.phase},
+            }
+        ],
+    }
+    if base:
+        run["originalUriBaseIds"] = {"%SRCROOT%": {"uri": Path(base).as_uri() + "/"}}
+    log = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+    text = json.dumps(log, indent=2, default=repr)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

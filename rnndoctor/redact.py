@@ -1,0 +1,102 @@
+"""``--redact``: removes the home path, user name, host name and secret-looking environment values
+from a Report before any format is rendered, and shows paths relative to the script's folder.
+
+Works on the data, not on the rendered text, so every format (html, json, md, sarif) gets the same
+redaction and no escaping gets in the way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import getpass
+import os
+import re
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rnndoctor.engine import Report, RuleOutcome
+
+# Environment variables whose values are removed wherever they appear.
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|AUTH|CREDENTIAL|PRIVATE", re.I)
+_MIN_SECRET_LEN = 6  # shorter values would match ordinary words
+
+
+def _names() -> list[tuple[str, str]]:
+    """(value, label) for the user name and the host names of this machine."""
+    names = []
+    try:
+        names.append((getpass.getuser(), "<user>"))
+    except Exception:  # no user name in this environment
+        pass
+    host = socket.gethostname()
+    names += [(h, "<host>") for h in {host, host.split(".")[0]} if h]
+    return names
+
+
+def make_scrubber(base_dir: str | None) -> Callable[[str], str]:
+    """A function that redacts one string (see module doc).
+
+    Args:
+        base_dir: the script's folder; paths under it become relative to it.
+    """
+    home = str(Path.home())
+    secrets = [
+        (value, f"<redacted:{name}>")
+        for name, value in os.environ.items()
+        if _SECRET_NAME.search(name) and len(value) >= _MIN_SECRET_LEN
+    ]
+    # whole words only: a host named "vm" must not turn "kvm" into "k<host>"
+    words = [
+        (re.compile(rf"(?<![\w-]){re.escape(value)}(?![\w-])"), label)
+        for value, label in sorted(_names(), key=lambda n: -len(n[0]))
+    ]
+    base = base_dir.rstrip("/") + "/" if base_dir else None
+
+    def scrub(text: str) -> str:
+        for value, label in secrets:
+            text = text.replace(value, label)
+        if base:
+            text = text.replace(base, "")
+            text = text.replace(base.rstrip("/"), ".")
+        if home and home != "/":
+            text = re.sub(rf"{re.escape(home)}(?=/|\b|$)", "~", text)
+        for pattern, label in words:
+            text = pattern.sub(label, text)
+        return text
+
+    return scrub
+
+
+def _walk(value: Any, scrub: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: _walk(getattr(value, f.name), scrub) for f in dataclasses.fields(value)}
+        return dataclasses.replace(value, **changes)
+    if isinstance(value, list):
+        return [_walk(v, scrub) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_walk(v, scrub) for v in value)
+    if isinstance(value, dict):
+        return {scrub(k) if isinstance(k, str) else k: _walk(v, scrub) for k, v in value.items()}
+    return value
+
+
+def redact_report(report: Report) -> Report:
+    """A redacted copy of ``report``: facts, findings and rule reasons (rule docs are static)."""
+    script = report.facts.run.script
+    scrub = make_scrubber(os.path.dirname(script) if script and script.startswith("/") else None)
+    facts = _walk(report.facts, scrub)
+    facts.run.notes.append("redacted: home path, user name, host name and secret values removed")
+    outcomes = [
+        RuleOutcome(
+            rule=o.rule,
+            status=o.status,
+            reason=scrub(o.reason) if o.reason else o.reason,
+            findings=[_walk(f, scrub) for f in o.findings],
+        )
+        for o in report.outcomes
+    ]
+    return Report(facts=facts, outcomes=outcomes)
