@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +83,7 @@ def diagnose(
             script=location.file if location else "<python>",
             argv=[],
             cwd=os.getcwd(),
-            started_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            started_utc=datetime.now(UTC).isoformat(timespec="seconds"),
         ),
         tool_version=__version__,
     )

@@ -52,7 +52,7 @@ _KILL_GRACE_S = 5.0  # SIGTERM, then SIGKILL after this long
 _LOG_NAME = "script.log"
 
 
-class FailOn(str, enum.Enum):
+class FailOn(enum.StrEnum):
     error = "error"
     warning = "warning"
     info = "info"

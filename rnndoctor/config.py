@@ -13,14 +13,9 @@ default. Keys use the option names, with dashes or underscores::
 
 from __future__ import annotations
 
-import sys
+import tomllib
 from pathlib import Path
 from typing import Any
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 DEFAULTS: dict[str, Any] = {
     "out": "rnndoctor-report",

@@ -15,7 +15,7 @@ import runpy
 import sys
 import time
 import traceback
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from rnndoctor import __version__
 from rnndoctor.facts import Facts, RunInfo
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
             script=script,
             argv=[args.script, *args.script_args],
             cwd=os.getcwd(),
-            started_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            started_utc=datetime.now(UTC).isoformat(timespec="seconds"),
         ),
         tool_version=__version__,
     )

@@ -77,7 +77,10 @@ def test_report_imports_no_tensorflow(facts_file, tmp_path):
         "except SystemExit:\n    pass\n"
         "print('TF' if {'tensorflow', 'keras'} & set(sys.modules) else 'NO-TF')\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    # -P and another folder: import the installed rnndoctor, not the source tree beside the tests
+    result = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, cwd=tmp_path
+    )
     assert result.stdout.strip().splitlines()[-1] == "NO-TF", result.stderr
     assert (tmp_path / "o" / "report.html").is_file()
 
