@@ -1,8 +1,9 @@
 """SARIF 2.1.0 output (``--format sarif``), so that CI code scanning annotates the user's lines.
 
 One run, one result per finding, each with its rule, level and the physical location of the
-user's file:line. Paths under the script's folder are relative to the ``%SRCROOT%`` base (the
-script's folder); others are absolute ``file://`` URIs. The fix, the evidence and the estimated
+user's file:line. Paths are relative to the ``%SRCROOT%`` base: the git work tree holding the
+script (else the working directory), which is how code scanning resolves them; paths outside it
+are absolute ``file://`` URIs. The fix, the evidence and the estimated
 gain go into each result's property bag. ``<``, ``>`` and ``&`` are written as JSON ``\\u``
 escapes, so that no raw HTML from layer names or paths appears in the file.
 
@@ -24,19 +25,25 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
-def _artifact(path: str, base: str | None) -> dict[str, Any]:
-    if base and not os.path.isabs(path):
-        return {"uri": Path(path).as_posix(), "uriBaseId": "%SRCROOT%"}
-    if base and os.path.isabs(path):
-        rel = os.path.relpath(path, base)
+def _artifact(path: str, root: str | None, script_dir: str | None) -> dict[str, Any]:
+    """The artifact location of ``path``, relative to the source root where possible.
+
+    A relative ``path`` is relative to the script's folder (as ``--redact`` writes them), which
+    lies at ``script_dir`` under the root.
+    """
+    if not os.path.isabs(path):
+        rel = os.path.normpath(os.path.join(script_dir or ".", path))
         if not rel.startswith(".."):
             return {"uri": Path(rel).as_posix(), "uriBaseId": "%SRCROOT%"}
-    if os.path.isabs(path):
-        return {"uri": Path(path).as_uri()}
-    return {"uri": Path(path).as_posix()}
+        return {"uri": Path(path).as_posix()}
+    if root and os.path.isabs(root):
+        rel = os.path.relpath(path, root)
+        if not rel.startswith(".."):
+            return {"uri": Path(rel).as_posix(), "uriBaseId": "%SRCROOT%"}
+    return {"uri": Path(path).as_uri()}
 
 
-def _result(finding: Finding, index: int, base: str | None) -> dict[str, Any]:
+def _result(finding: Finding, index: int, root: str | None, script_dir: str | None) -> dict:
     result: dict[str, Any] = {
         "ruleId": finding.rule_id,
         "ruleIndex": index,
@@ -57,7 +64,7 @@ def _result(finding: Finding, index: int, base: str | None) -> dict[str, Any]:
         result["locations"] = [
             {
                 "physicalLocation": {
-                    "artifactLocation": _artifact(finding.location.file, base),
+                    "artifactLocation": _artifact(finding.location.file, root, script_dir),
                     "region": region,
                 }
             }
@@ -68,8 +75,10 @@ def _result(finding: Finding, index: int, base: str | None) -> dict[str, Any]:
 def render_sarif(report: Report) -> str:
     """Renders ``report`` as a SARIF 2.1.0 log (JSON text)."""
     facts = report.facts
-    script = facts.run.script
-    base = os.path.dirname(script) if script and os.path.isabs(script) else None
+    root = facts.run.source_root
+    if root is None and facts.run.script and os.path.isabs(facts.run.script):
+        root = os.path.dirname(facts.run.script)  # facts from before source_root existed
+    script_dir = facts.run.script_dir_in_source_root
     rules = [o.rule for o in report.outcomes]
     index = {rule.id: i for i, rule in enumerate(rules)}
     run: dict[str, Any] = {
@@ -90,7 +99,7 @@ def render_sarif(report: Report) -> str:
                 ],
             }
         },
-        "results": [_result(f, index[f.rule_id], base) for f in report.findings],
+        "results": [_result(f, index[f.rule_id], root, script_dir) for f in report.findings],
         "invocations": [
             {
                 "executionSuccessful": facts.run.outcome == "completed",
@@ -98,8 +107,8 @@ def render_sarif(report: Report) -> str:
             }
         ],
     }
-    if base:
-        run["originalUriBaseIds"] = {"%SRCROOT%": {"uri": Path(base).as_uri() + "/"}}
+    if root and os.path.isabs(root):
+        run["originalUriBaseIds"] = {"%SRCROOT%": {"uri": Path(root).as_uri() + "/"}}
     log = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
     text = json.dumps(log, indent=2, default=repr)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

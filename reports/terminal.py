@@ -25,9 +25,12 @@ def summary_lines(report: Report, written: dict[str, os.PathLike] | None = None)
         where = f"{_rel(f.location.file)}:{f.location.line}" if f.location else "-"
         lines.append(f"{f.rule_id} {f.severity.label:<7} {where}  {f.message}")
     not_evaluated = [o.rule.id for o in report.outcomes if o.status in ("not_evaluated", "failed")]
-    evaluated = len(report.outcomes) - len(not_evaluated)
+    skipped = [o.rule.id for o in report.outcomes if o.status == "skipped"]
+    evaluated = len(report.outcomes) - len(not_evaluated) - len(skipped)
     if not_evaluated:
         lines.append(f"not evaluated: {', '.join(not_evaluated)} (facts missing; see the report)")
+    if skipped:
+        lines.append(f"skipped: {', '.join(skipped)} (--select / --ignore)")
     if not report.findings:
         lines.append(
             "no findings"

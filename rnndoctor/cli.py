@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -87,8 +88,25 @@ def _main(
     """Diagnose slow RNN (LSTM/GRU) training in TensorFlow/Keras."""
 
 
+_scrub: Callable[[str], str] = str  # --redact replaces it: terminal output is redacted too
+
+
+def _redact_terminal(enabled: bool, cwd: str | None = None) -> None:
+    global _scrub
+    if enabled:
+        from rnndoctor.redact import make_scrubber
+
+        _scrub = make_scrubber(cwd)
+    else:
+        _scrub = str
+
+
+def _say(message: str, err: bool = False) -> None:
+    typer.echo(_scrub(message), err=err)
+
+
 def _error(message: str) -> None:
-    typer.echo(f"rnndoctor: error: {message}", err=True)
+    _say(f"rnndoctor: error: {message}", err=True)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -214,9 +232,11 @@ def run_check(script: Path, script_args: list[str], cli: dict[str, Any]) -> int:
     if not script.is_file():
         _error(f"not a file: {script} (give the training script's .py file)")
         return EXIT_USAGE
+    _redact_terminal(False)
     opts = _options(cli, script.resolve().parent)
     if opts is None:
         return EXIT_USAGE
+    _redact_terminal(opts["redact"], os.getcwd())  # terminal paths: relative to where you are
     steps, warmup, profile_steps, timeout = (
         opts["steps"], opts["warmup"], opts["profile_steps"], float(opts["timeout"])
     )  # fmt: skip
@@ -247,9 +267,9 @@ def run_check(script: Path, script_args: list[str], cli: dict[str, Any]) -> int:
     ]  # fmt: skip
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     log_path = out / _LOG_NAME
-    typer.echo(f"rnndoctor: running {script} (script output: {log_path})", err=True)
+    _say(f"rnndoctor: running {script} (script output: {log_path})", err=True)
     if opts["config_file"]:
-        typer.echo(f"rnndoctor: options from {opts['config_file']} [tool.rnndoctor]", err=True)
+        _say(f"rnndoctor: options from {opts['config_file']} [tool.rnndoctor]", err=True)
     started = time.monotonic()
     timed_out = interrupted = False
     with open(log_path, "wb") as log:
@@ -302,7 +322,7 @@ def run_check(script: Path, script_args: list[str], cli: dict[str, Any]) -> int:
         f"done  {'rendering the reports':<52} {time.monotonic() - render_started:6.1f} s", err=True
     )
     for line in summary_lines(report, written):
-        typer.echo(line)
+        _say(line)
 
     if timed_out or interrupted:
         _error(facts.run.message or "stopped")
@@ -421,10 +441,12 @@ def report(
 ) -> None:
     """Re-run the rules on saved facts and render the reports again, offline.
 
-    Imports no TensorFlow: works on any machine with rnndoctor installed.
+    Imports no TensorFlow: works on any machine with rnndoctor installed. The reports go next to
+    the facts file unless --out says otherwise.
     """
     from rnndoctor.reports.terminal import summary_lines
 
+    _redact_terminal(False)
     try:
         facts = _load_report_facts(facts_file)
     except ValueError as exc:
@@ -435,9 +457,10 @@ def report(
     opts = _options(cli, facts_file.resolve().parent)
     if opts is None:
         raise typer.Exit(EXIT_USAGE)
+    _redact_terminal(opts["redact"], os.getcwd())
     report_, written = _render(facts, opts, Path(opts["out"]))
     for line in summary_lines(report_, written):
-        typer.echo(line)
+        _say(line)
     if facts.run.outcome in _FAILED_OUTCOMES:
         raise typer.Exit(EXIT_SCRIPT_FAILED)
     if facts.run.outcome == "timeout":
@@ -452,16 +475,27 @@ def compare(
     html: Path = typer.Option(
         Path("rnndoctor-compare.html"), "--html", help="Where to write the HTML comparison."
     ),
+    select: list[str] = _SELECT,
+    ignore: list[str] = _IGNORE,
 ) -> None:
-    """Compare two runs: the measured step-time ratio, the findings fixed and the findings new."""
+    """Compare two runs: the measured step-time ratio, the findings fixed and the findings new.
+
+    The current rules run on both runs' facts, with the same --select / --ignore.
+    """
     from rnndoctor.compare import compare_facts
     from rnndoctor.reports.compare import print_comparison, render_comparison_html
 
     try:
-        comparison = compare_facts(_load_report_facts(before), _load_report_facts(after))
+        before_facts, after_facts = _load_report_facts(before), _load_report_facts(after)
     except ValueError as exc:
         _error(str(exc))
         raise typer.Exit(EXIT_USAGE) from None
+    opts = _options(dict(select=select, ignore=ignore), before.resolve().parent)
+    if opts is None:
+        raise typer.Exit(EXIT_USAGE)
+    comparison = compare_facts(
+        before_facts, after_facts, opts["select"] or None, opts["ignore"] or None
+    )
     print_comparison(comparison, str(before), str(after))
     html.write_text(render_comparison_html(comparison, str(before), str(after)), encoding="utf-8")
     typer.echo(f"html comparison: {html}")
@@ -487,5 +521,17 @@ def rules(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point.
+
+    An unexpected error in rnndoctor itself exits 5 with one line (set ``RNNDOCTOR_DEBUG=1`` for
+    the traceback), never 1, which CI gates read as "findings".
+    """
+    try:
+        app()
+    except Exception as exc:
+        if os.environ.get("RNNDOCTOR_DEBUG"):
+            raise
+        _error(
+            f"internal error: {type(exc).__name__}: {exc} (RNNDOCTOR_DEBUG=1 shows the traceback)"
+        )
+        sys.exit(EXIT_INTERNAL)

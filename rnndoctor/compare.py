@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from rnndoctor.engine import evaluate
+from rnndoctor.engine import Report, evaluate
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Finding
 
@@ -15,7 +17,10 @@ class Comparison:
 
     ``step_time_ratio`` is before / after of the median step time (> 1: the second run is
     faster), or None when either run measured no step. Findings match on (rule ID, layer path):
-    the same layer in both runs, even when the scripts differ.
+    the same layer in both runs, even when the scripts differ. A finding of the first run counts
+    as ``fixed`` only when its rule ran on the second run and found nothing there; when the rule
+    could not run (missing facts, skipped), the finding is ``unverified``. ``notes`` say what
+    makes the two runs hard to compare (outcome, script, environment).
     """
 
     before: Facts
@@ -24,29 +29,74 @@ class Comparison:
     after_step_ms: float | None
     step_time_ratio: float | None
     fixed: list[Finding] = field(default_factory=list)
+    unverified: list[Finding] = field(default_factory=list)
     new: list[Finding] = field(default_factory=list)
     remaining: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def _key(finding: Finding) -> tuple[str, str | None]:
     return finding.rule_id, finding.layer
 
 
-def compare_facts(before: Facts, after: Facts) -> Comparison:
-    """Runs the current rules on both runs' facts and pairs their findings."""
-    old = evaluate(before).findings
-    new = evaluate(after).findings
+def _notes(before: Facts, after: Facts, fixed: list[Finding]) -> list[str]:
+    notes = []
+    for label, facts in (("first", before), ("second", after)):
+        if facts.run.outcome != "completed":
+            notes.append(
+                f"the {label} run ended with outcome '{facts.run.outcome}' during phase "
+                f"'{facts.run.phase}': rules without their facts were not evaluated"
+            )
+    if before.run.script != after.run.script:
+        names = (os.path.basename(before.run.script), os.path.basename(after.run.script))
+        notes.append(f"the runs checked different scripts: {names[0]} and {names[1]}")
+    env_b, env_a = before.environment, after.environment
+    if env_b and env_a:
+        for name in ("tensorflow", "keras", "gpu_count", "precision_policy"):
+            if getattr(env_b, name) != getattr(env_a, name):
+                notes.append(f"different {name}: {getattr(env_b, name)} and {getattr(env_a, name)}")
+        if any(f.rule_id.startswith("RD1") for f in fixed) and not (
+            env_b.gpu_count or env_a.gpu_count
+        ):
+            notes.append(
+                "the fixed cuDNN findings (RD1xx) pay off on a GPU only; both runs ran without "
+                "one, so the step-time ratio does not show their gain"
+            )
+    return notes
+
+
+def compare_reports(before: Report, after: Report) -> Comparison:
+    """Pairs the findings of two evaluated reports."""
+    evaluated_after = {o.rule.id for o in after.outcomes if o.status in ("fired", "passed")}
+    old, new = before.findings, after.findings
     old_keys = {_key(f) for f in old}
     new_keys = {_key(f) for f in new}
-    b = before.steps.median_step_time_ms if before.steps else None
-    a = after.steps.median_step_time_ms if after.steps else None
+    gone = [f for f in old if _key(f) not in new_keys]
+    b = before.facts.steps.median_step_time_ms if before.facts.steps else None
+    a = after.facts.steps.median_step_time_ms if after.facts.steps else None
+    fixed = [f for f in gone if f.rule_id in evaluated_after]
     return Comparison(
-        before=before,
-        after=after,
+        before=before.facts,
+        after=after.facts,
         before_step_ms=b,
         after_step_ms=a,
         step_time_ratio=round(b / a, 3) if a and b else None,
-        fixed=[f for f in old if _key(f) not in new_keys],
+        fixed=fixed,
+        unverified=[f for f in gone if f.rule_id not in evaluated_after],
         new=[f for f in new if _key(f) not in old_keys],
         remaining=[f for f in new if _key(f) in old_keys],
+        notes=_notes(before.facts, after.facts, fixed),
+    )
+
+
+def compare_facts(
+    before: Facts,
+    after: Facts,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+) -> Comparison:
+    """Runs the current rules (the same selection on both) on both runs' facts and pairs them."""
+    return compare_reports(
+        evaluate(before, select=select, ignore=ignore),
+        evaluate(after, select=select, ignore=ignore),
     )

@@ -18,7 +18,8 @@ from rnndoctor.rules import Rule, all_rules
 
 @dataclass
 class RuleOutcome:
-    """What one rule did: ``status`` is ``fired``, ``passed``, ``not_evaluated`` or ``failed``."""
+    """What one rule did: ``status`` is ``fired``, ``passed``, ``not_evaluated`` (its facts are
+    missing), ``failed`` (the rule raised) or ``skipped`` (``--select`` / ``--ignore``)."""
 
     rule: Rule
     status: str
@@ -170,6 +171,9 @@ def evaluate(
 ) -> Report:
     """Runs every registered rule (or the ``select``ed ones, minus ``ignore``d) over ``facts``.
 
+    Rules left out by ``select`` / ``ignore`` are still listed, as ``skipped``, so that a report
+    never looks clean only because a rule was turned off.
+
     Args:
         facts: the gathered facts.
         select: rule IDs or names to run; None runs all.
@@ -178,8 +182,10 @@ def evaluate(
     outcomes = []
     for rule in all_rules():
         if select and not _matches(rule, select):
+            outcomes.append(RuleOutcome(rule, "skipped", "not selected (--select)"))
             continue
         if ignore and _matches(rule, ignore):
+            outcomes.append(RuleOutcome(rule, "skipped", "ignored (--ignore)"))
             continue
         missing = _missing(facts, rule.needs)
         if missing:

@@ -90,6 +90,9 @@ class RunInfo:
     ``completed`` (the diagnosis window finished), ``no_fit`` (the script ended without calling
     ``Model.fit``), ``script_error`` (the script raised), ``capture_error`` (rnndoctor itself
     failed), ``timeout`` (set by the parent when it killed the child), ``interrupted`` (Ctrl-C).
+    ``source_root`` is the git work tree holding the script (else the working directory), and
+    ``script_dir_in_source_root`` the script's folder relative to it: SARIF locations are
+    relative to that root, as code-scanning tools resolve them, even after ``--redact``.
     """
 
     script: str
@@ -104,6 +107,8 @@ class RunInfo:
     wall_time_s: float | None = None
     notes: list[str] = field(default_factory=list)
     phases: list[PhaseTime] = field(default_factory=list)
+    source_root: str | None = None
+    script_dir_in_source_root: str | None = None
 
     def enter_phase(self, name: str, elapsed_s: float) -> None:
         """Sets the current ``phase`` and records when it started (``phases``)."""
@@ -362,7 +367,7 @@ class Facts:
             ValueError: the schema's MAJOR version differs from ``SCHEMA_VERSION``'s, or the data
                 is not a facts document.
         """
-        if not isinstance(data, dict) or "run" not in data:
+        if not isinstance(data, dict) or not isinstance(data.get("run"), dict):
             raise ValueError("not an rnndoctor facts document (no 'run' section)")
         version = str(data.get("schema_version", ""))
         if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
@@ -370,7 +375,10 @@ class Facts:
                 f"facts schema {version!r} is not readable by this rnndoctor "
                 f"(schema {SCHEMA_VERSION})"
             )
-        return _build(cls, data)
+        try:
+            return _build(cls, data)
+        except ValueError as exc:
+            raise ValueError(f"not a valid facts document: {exc}") from None
 
     def save(self, path: str | Path) -> None:
         """Writes the facts as JSON, atomically (a reader never sees half a file)."""
@@ -393,22 +401,47 @@ def _json_default(value: Any) -> Any:
     return repr(value)
 
 
-def _build(tp: Any, value: Any) -> Any:
-    """Converts plain JSON data into the annotated type ``tp`` (dataclasses, lists, optionals)."""
+_KIND = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
+
+
+def _build(tp: Any, value: Any, path: str = "facts") -> Any:
+    """Converts plain JSON data into the annotated type ``tp`` (dataclasses, lists, optionals).
+
+    Raises:
+        ValueError: a value does not have its field's type; the message names the field's path.
+    """
     if value is None:
         return None
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
-        for arg in args:
-            if dataclasses.is_dataclass(arg) and isinstance(value, dict):
-                return _build(arg, value)
-        return _build(args[0], value) if len(args) == 1 else value
+        if len(args) == 1:
+            return _build(args[0], value, path)
+        return value  # a union of several types (dict[str, Any] values, say): kept as read
     if origin is list:
+        if not isinstance(value, list):
+            raise ValueError(f"{path} must be a list")
         (item,) = typing.get_args(tp) or (Any,)
-        return [_build(item, v) for v in value]
-    if dataclasses.is_dataclass(tp) and isinstance(value, dict):
+        return [_build(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ValueError(f"{path} must be an object")
+        return value
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ValueError(f"{path} must be an object")
         hints = typing.get_type_hints(tp)
         known = {f.name for f in dataclasses.fields(tp)}
-        return tp(**{k: _build(hints[k], v) for k, v in value.items() if k in known})
+        try:
+            return tp(
+                **{k: _build(hints[k], v, f"{path}.{k}") for k, v in value.items() if k in known}
+            )
+        except TypeError as exc:  # a required field is missing
+            raise ValueError(f"{path}: {exc}") from None
+    if tp in _KIND:
+        ok = isinstance(value, tp) and (tp is bool or not isinstance(value, bool))
+        if tp is float:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not ok:
+            raise ValueError(f"{path} must be {_KIND[tp]}, not {value!r}"[:200])
     return value

@@ -19,8 +19,8 @@ from typing import Any
 from rnndoctor.engine import Report, RuleOutcome
 
 # Environment variables whose values are removed wherever they appear.
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|AUTH|CREDENTIAL|PRIVATE", re.I)
-_MIN_SECRET_LEN = 6  # shorter values would match ordinary words
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|KEY|AUTH|CREDENTIAL|PRIVATE", re.I)
+_MIN_SECRET_LEN = 6  # shorter values would match ordinary words (documented in the README)
 
 
 def _names() -> list[tuple[str, str]]:
@@ -35,11 +35,13 @@ def _names() -> list[tuple[str, str]]:
     return names
 
 
-def make_scrubber(base_dir: str | None) -> Callable[[str], str]:
+def make_scrubber(base_dir: str | None, cwd: str | None = None) -> Callable[[str], str]:
     """A function that redacts one string (see module doc).
 
     Args:
         base_dir: the script's folder; paths under it become relative to it.
+        cwd: the folder the check ran in; paths under it become relative to the script's folder
+            too (``../lib/helpers.py``).
     """
     home = str(Path.home())
     secrets = [
@@ -47,19 +49,25 @@ def make_scrubber(base_dir: str | None) -> Callable[[str], str]:
         for name, value in os.environ.items()
         if _SECRET_NAME.search(name) and len(value) >= _MIN_SECRET_LEN
     ]
-    # whole words only: a host named "vm" must not turn "kvm" into "k<host>"
+    # Not inside a longer run of letters and digits: a host named "vm" must not turn "kvm" into
+    # "k<host>", but "alice-exp" and "alice_runs" in a path do lose "alice".
     words = [
-        (re.compile(rf"(?<![\w-]){re.escape(value)}(?![\w-])"), label)
+        (re.compile(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])"), label)
         for value, label in sorted(_names(), key=lambda n: -len(n[0]))
     ]
-    base = base_dir.rstrip("/") + "/" if base_dir else None
+    # (folder, what it becomes): every path ends up relative to the script's folder
+    folders = []
+    if base_dir and base_dir.rstrip("/"):
+        folders.append((base_dir.rstrip("/"), "."))
+        if cwd and cwd.rstrip("/") and cwd.rstrip("/") != base_dir.rstrip("/"):
+            folders.append((cwd.rstrip("/"), os.path.relpath(cwd, base_dir)))
 
     def scrub(text: str) -> str:
         for value, label in secrets:
             text = text.replace(value, label)
-        if base:
-            text = text.replace(base, "")
-            text = text.replace(base.rstrip("/"), ".")
+        for folder, relative in folders:
+            text = text.replace(folder + "/", "" if relative == "." else relative + "/")
+            text = re.sub(rf"{re.escape(folder)}(?![\w.-])", relative, text)
         if home and home != "/":
             text = re.sub(rf"{re.escape(home)}(?=/|\b|$)", "~", text)
         for pattern, label in words:
@@ -87,7 +95,10 @@ def _walk(value: Any, scrub: Callable[[str], str]) -> Any:
 def redact_report(report: Report) -> Report:
     """A redacted copy of ``report``: facts, findings and rule reasons (rule docs are static)."""
     script = report.facts.run.script
-    scrub = make_scrubber(os.path.dirname(script) if script and script.startswith("/") else None)
+    scrub = make_scrubber(
+        os.path.dirname(script) if script and script.startswith("/") else None,
+        report.facts.run.cwd or None,
+    )
     facts = _walk(report.facts, scrub)
     facts.run.notes.append("redacted: home path, user name, host name and secret values removed")
     outcomes = [

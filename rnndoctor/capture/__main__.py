@@ -44,6 +44,18 @@ def _error_location(exc: BaseException):
     return None
 
 
+def _source_root(script: str) -> str:
+    """The git work tree that holds ``script`` (a folder with ``.git``), else the cwd."""
+    folder = os.path.dirname(script)
+    while True:
+        if os.path.exists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return os.getcwd()
+        folder = parent
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
     script = os.path.abspath(args.script)
@@ -59,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         ),
         tool_version=__version__,
     )
+    root = _source_root(script)
+    facts.run.source_root = root
+    facts.run.script_dir_in_source_root = os.path.relpath(os.path.dirname(script), root)
     facts.run.enter_phase("importing TensorFlow and Keras", time.monotonic() - started)
     facts.save(facts_path)
 

@@ -52,10 +52,14 @@ def test_report_select_and_ignore_take_ids_and_names(facts_file, tmp_path):
         result = runner.invoke(app, ["report", str(facts_file), "--out", str(out),
                                      "--format", "json", *extra])  # fmt: skip
         assert result.exit_code == EXIT_OK, result.output
-        return [r["rule_id"] for r in json.loads((out / "report.json").read_text())["rules"]]
+        rules = json.loads((out / "report.json").read_text())["rules"]
+        return sorted(r["rule_id"] for r in rules if r["status"] != "skipped")
 
     assert rules_run("--select", "recurrent-dropout,RD104") == ["RD101", "RD104"]
     assert "RD101" not in rules_run("--ignore", "rd101")
+    doc = json.loads((tmp_path / "sel" / "report.json").read_text())
+    assert {"rule_id": "RD101", "name": "recurrent-dropout", "status": "skipped",
+            "reason": "ignored (--ignore)", "findings": 0} in doc["rules"]  # fmt: skip
     bad = runner.invoke(app, ["report", str(facts_file), "--select", "RD999"])
     assert bad.exit_code == EXIT_USAGE and "unknown rule 'RD999'" in bad.output
 
@@ -135,12 +139,19 @@ def test_redaction_scrubs_home_user_host_and_secrets(monkeypatch, tmp_path):
     monkeypatch.setattr(
         "rnndoctor.redact._names", lambda: [("alice", "<user>"), ("gpu-box7", "<host>")]
     )
-    scrub = make_scrubber("/home/alice/proj")
-    assert scrub("/home/alice/proj/train.py:3") == "train.py:3"
+    scrub = make_scrubber("/home/alice/proj/train", cwd="/home/alice/proj")
+    assert scrub("/home/alice/proj/train/train.py:3") == "train.py:3"
+    assert scrub("cwd /home/alice/proj, out /home/alice/proj/report") == "cwd .., out ../report"
+    assert (
+        scrub("/data/alice-exp/x and /data/alice_runs")
+        == "/data/<user>-exp/x and /data/<user>_runs"
+    )
     assert scrub("/home/alice/venv/lib/keras") == "~/venv/lib/keras"
     assert scrub("gpu-box7.xplane.pb by alice") == "<host>.xplane.pb by <user>"
     assert scrub("kalice gpu-box77") == "kalice gpu-box77"  # whole words only
     assert scrub("--token s3cr3t-value-42") == "--token <redacted:MY_API_TOKEN>"
+    monkeypatch.setenv("WANDB_KEY", "wk_9f8e7d6c5b4a")
+    assert make_scrubber(None)("--wandb wk_9f8e7d6c5b4a") == "--wandb <redacted:WANDB_KEY>"
 
 
 def test_compare_pairs_findings_by_rule_and_layer():

@@ -70,8 +70,12 @@ def test_static_criterion_is_used_when_the_probe_did_not_run():
 
 def test_select_and_ignore_take_ids_and_names():
     facts, _ = _load(FIXTURES[[p.stem for p in FIXTURES].index("RD101-offending")])
-    assert [o.rule.id for o in evaluate(facts, select=["recurrent-dropout"]).outcomes] == ["RD101"]
-    assert "RD101" not in [o.rule.id for o in evaluate(facts, ignore=["rd101"]).outcomes]
+    selected = {o.rule.id: o for o in evaluate(facts, select=["recurrent-dropout"]).outcomes}
+    assert selected.pop("RD101").status == "fired"
+    assert {o.status for o in selected.values()} == {"skipped"}  # listed, never silently gone
+    ignored = {o.rule.id: o for o in evaluate(facts, ignore=["rd101"]).outcomes}
+    assert (ignored["RD101"].status, ignored["RD101"].reason) == ("skipped", "ignored (--ignore)")
+    assert ignored["RD101"].findings == []
 
 
 def test_get_rule_and_docs_have_the_style_sections():
