@@ -42,12 +42,15 @@ def _short(path: str | None, base: str | None) -> str:
 
 
 def duration(seconds: float) -> str:
-    """``5400.0`` -> ``1 h 30 min``; ``95.0`` -> ``1 min 35 s``; ``3.2`` -> ``3.2 s``."""
+    """``5400.0`` -> ``1 h 30 min``; ``95.0`` -> ``1 min 35 s``; ``3.2`` -> ``3.2 s``;
+    ``0.032`` -> ``32 ms``."""
     if seconds >= 3600:
         return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
     if seconds >= 60:
         return f"{int(seconds // 60)} min {int(seconds % 60)} s"
-    return f"{seconds:.1f} s"
+    if seconds >= 1:
+        return f"{seconds:.1f} s"
+    return f"{seconds * 1000:.0f} ms"
 
 
 def step_chart(step_ms: list[float]) -> dict[str, Any] | None:

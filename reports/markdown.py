@@ -33,6 +33,52 @@ def _block(text: str, lang: str = "") -> str:
     return f"{fence}{lang}\n{text}\n{fence}"
 
 
+def _environment(report: Report) -> list[str]:
+    env = report.facts.environment
+    if env is None:
+        return []
+    gpus = ", ".join(
+        _text(f"{d.name} {d.details.get('device_name', '')}".strip())
+        for d in env.devices
+        if d.device_type == "GPU"
+    )
+    cuda = f"{env.cuda_build} / {env.cudnn_build}" if env.is_cuda_build else "not a CUDA build"
+    rows = [
+        ("TensorFlow", env.tensorflow), ("Keras", f"{env.keras} ({env.keras_backend})"),
+        ("Python", env.python), ("OS", env.platform), ("CUDA / cuDNN (build)", cuda),
+        ("GPUs", gpus or "none visible"),
+        ("GPU memory (MiB)", ", ".join(map(str, env.gpu_memory_mib)) or "not measured"),
+        ("CPU", f"{env.cpu_model or '?'}, {env.cpu_count} logical cores"),
+        ("precision policy", env.precision_policy),
+    ]  # fmt: skip
+    return (
+        ["## Environment", "", "| | |", "|---|---|"]
+        + [f"| {name} | {_text(value)} |" for name, value in rows]
+        + [""]
+    )
+
+
+def _layers(report: Report) -> list[str]:
+    model = report.facts.model
+    if model is None or not model.rnn_layers:
+        return []
+    out = [
+        "## RNN layers",
+        "",
+        "| layer | built at | cuDNN on a GPU | blocked by |",
+        "|---|---|---|---|",
+    ]
+    for r in model.rnn_layers:
+        site = _code(f"{r.location.file}:{r.location.line}") if r.location else "not recorded"
+        probe = r.fast_path
+        verdict = (
+            ("yes" if probe.takes_fast_path else "no") if probe and probe.probed else "not probed"
+        )
+        blocked = ", ".join(probe.blocking_args) if probe else ""
+        out += [f"| {_code(r.path)} ({r.class_name}) | {site} | {verdict} | {blocked} |"]
+    return out + [""]
+
+
 def render_markdown(report: Report) -> str:
     """Renders ``report`` as GitHub-flavoured Markdown."""
     facts = report.facts
@@ -64,6 +110,13 @@ def render_markdown(report: Report) -> str:
         where = f"{_code(f'{f.location.file}:{f.location.line}')}" if f.location else "not recorded"
         out += [f"## {f.severity.label.upper()} {f.rule_id} {f.name}", "", _text(f.message), ""]
         out += [f"- Where: {where}" + (f" (layer {_code(f.layer)})" if f.layer else "")]
+        if f.location and f.location.context and f.location.context_start:
+            width = len(str(f.location.context_start + len(f.location.context)))
+            numbered = "\n".join(
+                f"{'>' if n == f.location.line else ' '} {n:>{width}} {text}"
+                for n, text in enumerate(f.location.context, start=f.location.context_start)
+            )
+            out += ["", _block(numbered, "text"), ""]
         for e in f.evidence:
             unit = f" {_text(e.unit)}" if e.unit else ""
             out += [f"- {_text(e.label)}: {_code(e.value)}{unit} ({_text(e.source)})"]
@@ -92,6 +145,14 @@ def render_markdown(report: Report) -> str:
         ]
     if facts.profile and facts.profile.tensorboard_command:
         out += ["## Profile", "", _block(facts.profile.tensorboard_command, "sh"), ""]
+    out += _environment(report)
+    out += _layers(report)
+    out += ["## Rules", "", "| rule | status | note |", "|---|---|---|"]
+    for o in report.outcomes:
+        status = f"fired ({len(o.findings)})" if o.status == "fired" else o.status
+        out += [f"| {o.rule.id} {o.rule.name} | {status.replace('_', ' ')} | "
+                f"{_text(o.reason or '')} |"]  # fmt: skip
+    out += [""]
     out += [
         "<details><summary>Facts (JSON)</summary>",
         "",

@@ -142,12 +142,16 @@ def _options(cli: dict[str, Any], start: Path) -> dict[str, Any] | None:
         return None
     opts = config.resolve(cli, table)
     opts["config_file"] = source
+    if source is not None and "out" in opts["from_config"]:
+        opts["out"] = str(source.parent / opts["out"])  # relative to the pyproject's folder
     unknown = sorted(set(opts["format"]) - set(FORMATS))
     if unknown or not opts["format"]:
-        _error(f"unknown --format {', '.join(unknown)}: choose from {', '.join(FORMATS)}")
+        _error(f"unknown {_label(opts, 'format')} {', '.join(unknown)}: "
+               f"choose from {', '.join(FORMATS)}")  # fmt: skip
         return None
     if opts["fail_on"] not in {f.value for f in FailOn}:
-        _error(f"unknown --fail-on {opts['fail_on']!r}: choose from error, warning, info, never")
+        _error(f"unknown {_label(opts, 'fail_on')} {opts['fail_on']!r}: "
+               "choose from error, warning, info, never")  # fmt: skip
         return None
     from rnndoctor.rules import get_rule
 
@@ -156,9 +160,17 @@ def _options(cli: dict[str, Any], start: Path) -> dict[str, Any] | None:
             try:
                 get_rule(name)
             except KeyError:
-                _error(f"unknown rule {name!r} in --{key} (see `rnndoctor rules`)")
+                _error(f"unknown rule {name!r} in {_label(opts, key)} (see `rnndoctor rules`)")
                 return None
     return opts
+
+
+def _label(opts: dict[str, Any], key: str) -> str:
+    """How to name an option in an error: ``--fail-on`` or ``fail-on in /p/pyproject.toml``."""
+    name = key.replace("_", "-")
+    if key in opts.get("from_config", ()):
+        return f"{name} in {opts['config_file']} [tool.rnndoctor]"
+    return f"--{name}"
 
 
 def _render(facts, opts: dict[str, Any], out: Path) -> tuple[Any, dict[str, Path]]:
@@ -241,11 +253,13 @@ def run_check(script: Path, script_args: list[str], cli: dict[str, Any]) -> int:
         opts["steps"], opts["warmup"], opts["profile_steps"], float(opts["timeout"])
     )  # fmt: skip
     for bad, message in (
-        (steps < 1, f"--steps must be at least 1 (got {steps})"),
-        (warmup < 0, f"--warmup must be 0 or more (got {warmup})"),
-        (profile_steps < 0, f"--profile-steps must be 0 or more (got {profile_steps})"),
-        (timeout <= 0, f"--timeout must be more than 0 seconds (got {timeout:g})"),
-    ):
+        (steps < 1, f"{_label(opts, 'steps')} must be at least 1 (got {steps})"),
+        (warmup < 0, f"{_label(opts, 'warmup')} must be 0 or more (got {warmup})"),
+        (profile_steps < 0, f"{_label(opts, 'profile_steps')} must be 0 or more "
+                            f"(got {profile_steps})"),
+        (timeout <= 0, f"{_label(opts, 'timeout')} must be more than 0 seconds "
+                       f"(got {timeout:g})"),
+    ):  # fmt: skip
         if bad:
             _error(message)
             return EXIT_USAGE

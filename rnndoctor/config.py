@@ -43,6 +43,15 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+_TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+    list: "a list",
+}
+
+
 class ConfigError(ValueError):
     """The ``[tool.rnndoctor]`` table is malformed (unknown key or wrong type)."""
 
@@ -86,7 +95,10 @@ def load(start: Path) -> tuple[dict[str, Any], Path | None]:
         if isinstance(value, bool) and bool not in _TYPES[name]:
             raise ConfigError(f"{path}: [tool.rnndoctor] {key} must not be a boolean")
         if not isinstance(value, _TYPES[name]):
-            raise ConfigError(f"{path}: [tool.rnndoctor] {key} has the wrong type")
+            expected = " or ".join(_TYPE_NAMES[t] for t in _TYPES[name])
+            raise ConfigError(
+                f"{path}: [tool.rnndoctor] {key} must be {expected}, not {value!r}"[:300]
+            )
         config[name] = value
     return config, path
 
@@ -95,11 +107,14 @@ def resolve(cli: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     """Merges command-line values (None: not given) over the config over the defaults.
 
     List options (``format``, ``select``, ``ignore``) accept lists or comma-separated strings.
+    ``merged["from_config"]`` is the set of keys whose value came from the config.
     """
-    merged = {}
+    merged: dict[str, Any] = {"from_config": set()}
     for key, default in DEFAULTS.items():
         value = cli.get(key)
         if value is None or value == []:
+            if key in config:
+                merged["from_config"].add(key)
             value = config.get(key, default)
         if key in ("format", "select", "ignore"):
             items = [value] if isinstance(value, str) else list(value)

@@ -137,7 +137,10 @@ def test_sarif_of_the_demo_validates_and_points_at_the_lstm_line(demo):
     (rd101,) = [r for r in doc["runs"][0]["results"] if r["ruleId"] == "RD101"]
     (expected,) = [f for f in report["findings"] if f["rule_id"] == "RD101"]
     location = rd101["locations"][0]["physicalLocation"]
-    assert location["artifactLocation"]["uri"] == "charlm_stdlib.py"
+    root = report["facts"]["run"]["source_root"]  # the git work tree holding the example
+    expected_uri = os.path.relpath(expected["location"]["file"], root)
+    assert location["artifactLocation"] == {"uri": expected_uri, "uriBaseId": "%SRCROOT%"}
+    assert doc["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"] == Path(root).as_uri() + "/"
     assert location["region"]["startLine"] == expected["location"]["line"]
 
 

@@ -177,3 +177,24 @@ def test_html_has_verdict_and_forecast_sections(tmp_path):
     html = RENDERERS["html"](evaluate(_facts("RD101-offending")))
     assert "Verdict:" in html and "Main issue: RD101" in html
     assert 'id="forecast"' in html
+
+
+def test_config_errors_name_the_pyproject_and_the_expected_type(facts_file, tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.rnndoctor]\nfail-on = "warn"\n')
+    bad = runner.invoke(app, ["report", str(facts_file)])
+    assert bad.exit_code == EXIT_USAGE
+    assert "unknown fail-on in" in bad.output and "pyproject.toml" in bad.output
+    (tmp_path / "pyproject.toml").write_text('[tool.rnndoctor]\nsteps = "ten"\n')
+    bad = runner.invoke(app, ["report", str(facts_file)])
+    assert "steps must be an integer, not 'ten'" in bad.output
+
+
+def test_a_facts_file_with_a_wrong_type_is_a_one_line_usage_error(facts_file, tmp_path):
+    data = json.loads(facts_file.read_text())
+    data["steps"]["median_step_time_ms"] = "fast"
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps(data))
+    result = runner.invoke(app, ["report", str(broken)])
+    assert result.exit_code == EXIT_USAGE
+    assert "facts.steps.median_step_time_ms must be a number" in result.output
+    assert "Traceback" not in result.output
