@@ -2,17 +2,8 @@
 
 from __future__ import annotations
 
-import jinja2
-
 from rnndoctor.compare import Comparison
-
-_env = jinja2.Environment(
-    loader=jinja2.PackageLoader("rnndoctor.reports", "templates"),
-    autoescape=True,
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
+from rnndoctor.reports.html import ENV
 
 
 def _ms(value: float | None) -> str:
@@ -67,7 +58,7 @@ def print_comparison(comparison: Comparison, before: str, after: str) -> None:
 
 def render_comparison_html(comparison: Comparison, before: str, after: str) -> str:
     """The comparison as one self-contained HTML page (autoescaped, no network loads)."""
-    return _env.get_template("compare.html.j2").render(
+    return ENV.get_template("compare.html.j2").render(
         c=comparison,
         before=before,
         after=after,

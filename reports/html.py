@@ -10,7 +10,8 @@ import jinja2
 from rnndoctor.engine import Report
 from rnndoctor.findings import Severity
 
-_env = jinja2.Environment(
+# The one template environment of the reports (the comparison page uses it too).
+ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("rnndoctor.reports", "templates"),
     autoescape=True,  # every user-controlled string (layer names, paths, messages) is escaped
     undefined=jinja2.StrictUndefined,
@@ -73,7 +74,7 @@ def step_chart(step_ms: list[float]) -> dict[str, Any] | None:
     return {"w": _CHART_W, "h": _CHART_H, "bars": bars, "top_ms": top}
 
 
-_env.filters["fmt"] = _fmt
+ENV.filters["fmt"] = _fmt
 
 
 def render_html(report: Report) -> str:
@@ -82,7 +83,7 @@ def render_html(report: Report) -> str:
     base = os.path.dirname(facts.run.script) if facts.run.script else None
     counts = {s.label: sum(f.severity == s for f in report.findings) for s in Severity}
     fired = {o.rule.id for o in report.outcomes if o.status == "fired"}
-    return _env.get_template("report.html.j2").render(
+    return ENV.get_template("report.html.j2").render(
         report=report,
         facts=facts,
         findings=report.findings,
