@@ -59,8 +59,9 @@ def _notes(before: Facts, after: Facts, fixed: list[Finding]) -> list[str]:
             env_b.gpu_count or env_a.gpu_count
         ):
             notes.append(
-                "the fixed cuDNN findings (RD1xx) pay off on a GPU only; both runs ran without "
-                "one, so the step-time ratio does not show their gain"
+                "the cuDNN fast path that the fixed RD1xx findings open exists on a GPU only; "
+                "both runs ran without one, so the step-time ratio shows only the fixes' effect "
+                "on this CPU"
             )
     return notes
 
@@ -80,7 +81,7 @@ def compare_reports(before: Report, after: Report) -> Comparison:
         after=after.facts,
         before_step_ms=b,
         after_step_ms=a,
-        step_time_ratio=round(b / a, 3) if a and b else None,
+        step_time_ratio=b / a if a and b else None,  # unrounded: displays round once
         fixed=fixed,
         unverified=[f for f in gone if f.rule_id not in evaluated_after],
         new=[f for f in new if _key(f) not in old_keys],
