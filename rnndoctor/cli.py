@@ -236,7 +236,7 @@ def run_check(script: Path, script_args: list[str], cli: dict[str, Any]) -> int:
         cli: option values from the command line (None where not given).
     """
     from rnndoctor.facts import Facts
-    from rnndoctor.reports.terminal import summary_lines
+    from rnndoctor.reports.terminal import PhaseDisplay, summary_lines
 
     if not script.exists():
         _error(f"script not found: {script}")
@@ -270,7 +270,9 @@ def run_check(script: Path, script_args: list[str], cli: dict[str, Any]) -> int:
         _error(f"cannot create the output directory {out}: {exc.strerror}")
         return EXIT_USAGE
     facts_path = out / "facts.json"
-    for stale in ("facts.json", "report.html", "report.json", "report.md", "report.sarif"):
+    from rnndoctor.reports import FILENAMES
+
+    for stale in ("facts.json", *FILENAMES.values()):  # our own files only, never the user's
         (out / stale).unlink(missing_ok=True)
 
     command = [
@@ -332,9 +334,7 @@ def run_check(script: Path, script_args: list[str], cli: dict[str, Any]) -> int:
     report, written = _render(facts, opts, out)
     if opts["redact"]:
         report.facts.save(facts_path)  # the folder gets attached to tickets: redact it too
-    typer.echo(
-        f"done  {'rendering the reports':<52} {time.monotonic() - render_started:6.1f} s", err=True
-    )
+    PhaseDisplay().line("rendering the reports", time.monotonic() - render_started)
     for line in summary_lines(report, written):
         _say(line)
 

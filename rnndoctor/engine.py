@@ -130,10 +130,6 @@ class Report:
         speed = f", an estimated {first.speedup:.1f}x faster step" if first.speedup else ""
         return f"Main issue: {first.rule_id} {first.name}{where}{speed}." + measured
 
-    @property
-    def worst(self) -> Severity | None:
-        return max((f.severity for f in self.findings), default=None)
-
     def fails(self, fail_on: Severity | None) -> bool:
         """True when a finding is at or above ``fail_on`` (None: never fails)."""
         return fail_on is not None and any(f.severity >= fail_on for f in self.findings)
