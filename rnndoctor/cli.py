@@ -278,7 +278,7 @@ def run_check(script: Path, script_args: list[str], cli: dict[str, Any]) -> int:
     command = [
         sys.executable, "-P", "-m", "rnndoctor.capture",
         "--out", str(out), "--steps", str(steps), "--warmup", str(warmup),
-        "--profile-steps", str(profile_steps),
+        "--profile-steps", str(profile_steps), "--timeout", str(timeout),
         str(script.resolve()), *script_args,
     ]  # fmt: skip
     env = dict(os.environ, PYTHONUNBUFFERED="1")

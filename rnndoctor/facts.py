@@ -20,6 +20,14 @@ Top-level sections (each ``None`` when the run ended before it was gathered):
 - ``fit``: :class:`FitConfig` — the arguments of the first ``fit`` call.
 - ``steps``: :class:`StepTimes` — per-step wall times of the diagnosis window.
 - ``profile``: :class:`ProfileSummary` — the TF profiler capture, summarised by xprof.
+- ``data``: :class:`DataFacts` — how the data reaches training: its kind and, for tf.data, the
+  pipeline graph (since 1.1).
+- ``probes``: :class:`ProbeFacts` — input-only, compute-only, batch-size and steps_per_execution
+  probes, callback and tracing costs, and the step-time breakdown they give (since 1.1).
+- ``loop``: :class:`CustomLoopFacts` — a custom training loop (no ``fit``), found through the
+  optimizer's gradient application (since 1.1).
+- ``sequences``: :class:`SequenceFacts` — sampled sequence lengths, padding and masks per RNN
+  input (since 1.1).
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 # The fast-path arguments of LSTM/GRU and the value each takes by default, which is also the value
 # the cuDNN kernel needs (Keras 3: `cudnn_ok`, `_do_lstm_arguments_support_cudnn`,
@@ -83,6 +91,27 @@ class PhaseTime:
 
 
 @dataclass
+class Neutralised:
+    """Something of the user's that would write user state, and that rnndoctor turned off during
+    the check: ``what`` (``ModelCheckpoint``, ``model.save``, ...), ``detail`` (the path it would
+    have written, where known) and where the user's code set it up or called it."""
+
+    what: str
+    detail: str | None = None
+    location: SourceLocation | None = None
+
+
+@dataclass
+class CutShort:
+    """A capture phase that ran out of its time budget (or failed) and was cut short.
+    ``budget_s`` is the phase's own budget in seconds; ``reason`` says what was left undone."""
+
+    phase: str
+    reason: str
+    budget_s: float | None = None
+
+
+@dataclass
 class RunInfo:
     """The user's script and how the capture ended.
 
@@ -109,6 +138,8 @@ class RunInfo:
     phases: list[PhaseTime] = field(default_factory=list)
     source_root: str | None = None
     script_dir_in_source_root: str | None = None
+    neutralised: list[Neutralised] = field(default_factory=list)
+    cut_short: list[CutShort] = field(default_factory=list)
 
     def enter_phase(self, name: str, elapsed_s: float) -> None:
         """Sets the current ``phase`` and records when it started (``phases``)."""
@@ -289,6 +320,8 @@ class StepTimes:
     callbacks), so it holds input, compute and callback time; ``train_function_ms`` runs from
     ``on_train_batch_begin`` to ``on_train_batch_end`` only. The first step of each epoch and the
     warm-up steps are excluded. The loss is read back at each step end, so GPU work is finished.
+    ``source`` is ``fit``, or ``custom loop`` when the steps are a custom loop's (the time between
+    consecutive gradient applications).
     """
 
     warmup_steps: int
@@ -301,6 +334,7 @@ class StepTimes:
     batch_size: int | None = None
     samples_per_s: float | None = None
     requested_steps: int | None = None
+    source: str = "fit"
 
 
 @dataclass
@@ -340,6 +374,255 @@ class ProfileSummary:
     cudnn_not_measured: str | None = None
     error: str | None = None
     tensorboard_command: str | None = None
+    input_pipeline: InputPipelineSummary | None = None
+
+
+@dataclass
+class InputPipelineSummary:
+    """xprof's ``input_pipeline_analyzer`` for the profiled steps, where it gives one.
+
+    ``input_share`` is xprof's share of the step time spent waiting for input (device side);
+    ``slowest_ops`` are the tf.data ops with the most self-time, as xprof lists them. On CPU-only
+    runs xprof gives no step-time analysis: then ``not_measured`` says so, verbatim where xprof
+    said it, and rnndoctor's own probes (:class:`ProbeFacts`) carry the breakdown.
+    """
+
+    input_share: float | None = None
+    verdict: str | None = None
+    slowest_ops: list[OpStat] = field(default_factory=list)
+    not_measured: str | None = None
+
+
+@dataclass
+class DataNode:
+    """One node of the tf.data pipeline graph (the dataset's serialised GraphDef).
+
+    ``op`` is the GraphDef op (``ParallelMapDatasetV2``), ``kind`` a normalised kind:
+    ``source``, ``map``, ``batch``, ``padded_batch``, ``bucket``, ``prefetch``, ``cache``,
+    ``shuffle``, ``repeat``, ``filter``, ``interleave``, ``take``, ``other``.
+    ``num_parallel_calls``: the value in the graph (-1 is AUTOTUNE; None: not a parallel op).
+    ``python``: the op runs Python (``from_generator``, ``py_function``, ``numpy_function``).
+    ``source_kind`` (sources only): ``tensor_slices``, ``tensors``, ``generator``, ``files``,
+    ``range``, ``other``. ``location``: the user's line that built it, where it was recorded.
+    """
+
+    name: str
+    op: str
+    kind: str
+    num_parallel_calls: int | None = None
+    python: bool = False
+    source_kind: str | None = None
+    location: SourceLocation | None = None
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DataFacts:
+    """How the training data reaches ``fit`` (or the custom loop).
+
+    ``kind``: ``tf.data``, ``numpy``, ``numpy (multi-input)``, ``tensor``, ``python_generator``,
+    ``keras.PyDataset`` or the type name. ``reiterable``: a fresh iterator can be made without
+    consuming the user's one (False for a Python generator). ``location``: the user's line that
+    built the object passed to ``fit`` (for tf.data: the last pipeline call, e.g. ``.batch``).
+
+    tf.data only: ``nodes`` / ``edges`` are the pipeline's GraphDef as a DAG (edge ``src`` feeds
+    ``dst``; nodes in dataflow order, the last is the one ``fit`` iterates); ``source_kinds``,
+    ``sequential_maps`` / ``parallel_maps`` (counts), ``batch_kind`` (``batch``,
+    ``padded_batch``, ``bucket``, None), ``has_cache``, ``has_shuffle``, ``prefetch_last``
+    (the last op before the iterator is a ``prefetch``), ``python_ops`` (nodes running Python),
+    ``cardinality`` (``tf.data.experimental.cardinality``: -1 infinite, -2 unknown).
+
+    PyDataset only: ``workers``, ``use_multiprocessing``, ``max_queue_size`` as the object holds
+    them (Keras 3 ``PyDataset.__init__``).
+    """
+
+    kind: str
+    reiterable: bool | None = None
+    location: SourceLocation | None = None
+    nodes: list[DataNode] = field(default_factory=list)
+    edges: list[GraphEdge] = field(default_factory=list)
+    source_kinds: list[str] = field(default_factory=list)
+    sequential_maps: int = 0
+    parallel_maps: int = 0
+    batch_kind: str | None = None
+    has_cache: bool = False
+    has_shuffle: bool = False
+    prefetch_last: bool | None = None
+    python_ops: list[str] = field(default_factory=list)
+    cardinality: int | None = None
+    workers: int | None = None
+    use_multiprocessing: bool | None = None
+    max_queue_size: int | None = None
+    graph_not_measured: str | None = None
+
+
+@dataclass
+class ProbePoint:
+    """One point of a compute-only probe: ``value`` is the batch size (batch-size probe) or the
+    ``steps_per_execution`` (steps_per_execution probe); times are medians after warm-up.
+    ``stopped`` says why this point has no time (out of memory, out of its time budget)."""
+
+    value: int
+    step_time_ms: float | None = None
+    samples_per_s: float | None = None
+    steps: int = 0
+    stopped: str | None = None
+
+
+@dataclass
+class CallbackTime:
+    """A user callback's batch hooks (``on_train_batch_begin`` + ``on_train_batch_end``):
+    median wall time per training step, in milliseconds."""
+
+    name: str
+    per_step_ms: float
+    location: SourceLocation | None = None
+
+
+@dataclass
+class TraceCount:
+    """A ``tf.function`` and how often it was traced during the window.
+
+    ``role``: ``train_function`` (Keras' ``fit`` step), ``custom_step`` (a user function that
+    applies gradients) or ``other``. ``calls``: calls seen; ``shapes`` distinct input shapes seen,
+    as strings (at most a few)."""
+
+    name: str
+    traces: int
+    calls: int = 0
+    role: str = "other"
+    location: SourceLocation | None = None
+    shapes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class StepBreakdown:
+    """The median step split into input, compute and host overhead, in milliseconds.
+
+    ``compute_ms``: the compute-only probe (training steps on batches cached in memory).
+    ``host_ms``: the measured per-step time of the user's callbacks' batch hooks.
+    ``input_ms``: what remains, ``max(0, step_ms - compute_ms - host_ms)``: waiting for the
+    next batch. ``other_ms`` is the (small) negative remainder when the probes add up to more than
+    the step, kept so the parts always sum to ``step_ms``.
+    """
+
+    step_ms: float
+    input_ms: float
+    compute_ms: float
+    host_ms: float
+    other_ms: float = 0.0
+
+
+@dataclass
+class ProbeFacts:
+    """rnndoctor's own probes (DESIGN.md, Measurement). Every time is a median after warm-up.
+
+    ``input_only_ms``: time per batch of a fresh iterator over the user's own data with no model
+    (``input_only_method`` says how: ``fresh iterator``, or ``timed as it flowed`` for inputs
+    that cannot be re-iterated). ``compute_only_ms``: a training step on ``compute_only_batches``
+    batches cached in memory (same shapes), so input costs nothing. ``input_bound_share``:
+    ``(step - compute_only - callbacks) / step`` in [0, 1]; ``input_share_check``:
+    ``input_only / step``, the cross-check. ``batch_probe``: compute-only samples/s at b, 2b, 4b.
+    ``spe_probe``: compute-only step time at steps_per_execution 1 and 16. ``callbacks``: per
+    user callback. ``traces``: tracing counts. Each ``*_not_measured`` says why a probe is absent.
+    """
+
+    input_only_ms: float | None = None
+    input_only_batches: int = 0
+    input_only_method: str | None = None
+    input_only_not_measured: str | None = None
+    compute_only_ms: float | None = None
+    compute_only_batches: int = 0
+    compute_only_not_measured: str | None = None
+    callback_ms: float | None = None
+    callbacks: list[CallbackTime] = field(default_factory=list)
+    input_bound_share: float | None = None
+    input_share_check: float | None = None
+    breakdown: StepBreakdown | None = None
+    batch_probe: list[ProbePoint] = field(default_factory=list)
+    batch_probe_not_measured: str | None = None
+    spe_probe: list[ProbePoint] = field(default_factory=list)
+    spe_probe_not_measured: str | None = None
+    traces: list[TraceCount] = field(default_factory=list)
+
+
+@dataclass
+class CustomLoopFacts:
+    """A custom training loop: the script applied gradients through a Keras optimizer outside
+    ``fit`` (``Optimizer.apply_gradients`` / ``apply``, hooked).
+
+    ``eager``: the gradients were applied outside any ``tf.function`` (every step runs op by op
+    in Python). ``step_function``: the ``tf.function`` that applies them, if any.
+    ``location``: the user's ``apply_gradients`` call; ``step_location``: the loop's step
+    function definition or call. Step times of the loop go to ``Facts.steps``.
+    """
+
+    eager: bool
+    optimizer: str | None = None
+    location: SourceLocation | None = None
+    step_function: str | None = None
+    step_location: SourceLocation | None = None
+    steps_seen: int = 0
+
+
+@dataclass
+class LengthHistogram:
+    """Valid sequence lengths in ``bins`` equal-width bins: ``edges`` has len(counts)+1 values;
+    bin i holds lengths in [edges[i], edges[i+1]) (the last bin includes its right edge)."""
+
+    edges: list[float] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
+
+
+@dataclass
+class SequenceInput:
+    """One sequence input of the model that reaches an RNN, measured on the sampled batches.
+
+    ``input``: the model input's name (or path); ``rnn_layers``: the RNN layer paths it feeds.
+    ``length_source``: how valid lengths were found: ``mask_zero`` (``Embedding(mask_zero=True)``,
+    id 0), ``masking`` (``Masking(mask_value=v)``, ``mask_value`` set), ``ragged`` (row lengths),
+    ``mask`` (the mask a layer received), or ``pad_value`` (no mask: runs of a constant pad
+    value at one end; ``mask_used`` is then False and the model computes on the padding).
+    ``lengths``: the valid length of each sampled sequence (up to a cap, ``lengths_truncated``).
+    ``padded_lengths``: the time dimension of each sampled batch. ``padded_fraction``: padded
+    timesteps / all timesteps over the sample. ``pad_side``: ``right``, ``left``, ``holes``
+    (masked steps between valid ones), ``none`` (no padding) or ``mixed``. ``fully_masked_rows``:
+    sequences with no valid step. ``global_max_padding``: every batch has the same padded length,
+    the maximum over the sample, while per-batch maxima are shorter.
+    """
+
+    input: str
+    rnn_layers: list[str] = field(default_factory=list)
+    length_source: str = "mask"
+    mask_value: Any = None
+    mask_used: bool = True
+    ragged: bool = False
+    batches: int = 0
+    sequences: int = 0
+    lengths: list[int] = field(default_factory=list)
+    lengths_truncated: bool = False
+    padded_lengths: list[int] = field(default_factory=list)
+    padded_fraction: float | None = None
+    pad_side: str | None = None
+    left_padded_rows: int = 0
+    holed_rows: int = 0
+    fully_masked_rows: int = 0
+    global_max_padding: bool | None = None
+    per_batch_padded_fraction: float | None = None
+    quantiles: dict[str, float] = field(default_factory=dict)
+    histogram: LengthHistogram | None = None
+    padding_location: SourceLocation | None = None
+
+
+@dataclass
+class SequenceFacts:
+    """Sampled sequence data (``batches_sampled`` batches, as ``method`` says: a fresh iterator,
+    or batches as they flowed through ``fit``). ``not_measured`` says why nothing was sampled."""
+
+    batches_sampled: int = 0
+    method: str | None = None
+    inputs: list[SequenceInput] = field(default_factory=list)
+    not_measured: str | None = None
 
 
 @dataclass
@@ -354,6 +637,10 @@ class Facts:
     fit: FitConfig | None = None
     steps: StepTimes | None = None
     profile: ProfileSummary | None = None
+    data: DataFacts | None = None
+    probes: ProbeFacts | None = None
+    loop: CustomLoopFacts | None = None
+    sequences: SequenceFacts | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Returns the JSON-serialisable dict (dataclasses recursively converted)."""
@@ -362,6 +649,9 @@ class Facts:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Facts:
         """Restores typed facts from ``to_dict`` output.
+
+        A document of an older MINOR version is read as the current one (the fields it lacks
+        stay None / empty).
 
         Raises:
             ValueError: the schema's MAJOR version differs from ``SCHEMA_VERSION``'s, or the data
@@ -376,9 +666,11 @@ class Facts:
                 f"(schema {SCHEMA_VERSION})"
             )
         try:
-            return _build(cls, data)
+            facts = _build(cls, data)
         except ValueError as exc:
             raise ValueError(f"not a valid facts document: {exc}") from None
+        facts.schema_version = SCHEMA_VERSION  # an older MINOR reads as this one, fields absent
+        return facts
 
     def save(self, path: str | Path) -> None:
         """Writes the facts as JSON, atomically (a reader never sees half a file)."""

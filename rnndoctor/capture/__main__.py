@@ -30,6 +30,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--profile-steps", type=int, default=3)
     parser.add_argument("--no-probe", action="store_true")
+    parser.add_argument("--timeout", type=float, default=None)
+    parser.add_argument("--no-probes", action="store_true", help="skip the input/compute probes")
     parser.add_argument("script")
     parser.add_argument("script_args", nargs=argparse.REMAINDER)
     return parser.parse_args(argv)
@@ -77,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     facts.run.enter_phase("importing TensorFlow and Keras", time.monotonic() - started)
     facts.save(facts_path)
 
-    from rnndoctor.capture import sites
+    from rnndoctor.capture import loop, neutralise, sites
     from rnndoctor.capture.env import collect_environment
     from rnndoctor.capture.window import Capture, StopScript, WindowOptions, default_profile_dir
 
@@ -88,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         profile_steps=args.profile_steps,
         profile_dir=default_profile_dir(args.out),
         probe_fast_path=not args.no_probe,
+        timeout_s=args.timeout,
+        run_probes=not args.no_probes,
     )
     capture = Capture(facts, options, facts_path, started)
     if facts.environment.keras_backend != "tensorflow":
@@ -100,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sites.set_script(script)
     sites.install()
+    neutralise.install(capture)
+    loop.install(capture)
     capture.install_fit_hook()
 
     sys.argv = [script, *args.script_args]

@@ -25,10 +25,11 @@ from typing import Any, NoReturn
 
 import keras
 
-from rnndoctor.capture import sites
+from rnndoctor.capture import neutralise, probes, sequences, sites
+from rnndoctor.capture.budget import Budget, Budgets
 from rnndoctor.capture.model import collect_model
 from rnndoctor.capture.profile import summarize_profile
-from rnndoctor.facts import Facts, FitConfig, StepTimes
+from rnndoctor.facts import CutShort, Facts, FitConfig, StepTimes
 
 
 class StopScript(BaseException):
@@ -49,6 +50,10 @@ class WindowOptions:
         profile_steps: steps captured by the TF profiler after the measured ones (0: no profile).
         profile_dir: the profiler logdir (``<out>/profile``).
         probe_fast_path: run the per-layer cuDNN fast-path probe.
+        timeout_s: the parent's ``--timeout``; the phases after the window get budgets from it
+            (:mod:`rnndoctor.capture.budget`). None: no overall limit.
+        run_probes: run the input / compute / batch-size / steps_per_execution probes and the
+            sequence sampling after the window.
     """
 
     warmup_steps: int = 3
@@ -56,6 +61,8 @@ class WindowOptions:
     profile_steps: int = 3
     profile_dir: str | None = None
     probe_fast_path: bool = True
+    timeout_s: float | None = None
+    run_probes: bool = True
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -293,6 +300,23 @@ class Capture:
         self.fit_called = False
         self.window_finished = False
         self._original_fit: Callable[..., Any] | None = None
+        self.budgets = Budgets(options.timeout_s, self.started)
+
+    def budget(self, phase: str) -> Budget:
+        """The time budget of a bounded phase (see :mod:`rnndoctor.capture.budget`)."""
+        return self.budgets.budget(phase)
+
+    def cut_short(self, budget: Budget | str, reason: str) -> None:
+        """Records that a phase stopped early (out of budget, out of memory, failed)."""
+        phase, seconds = (
+            (budget.phase, budget.seconds) if isinstance(budget, Budget) else (budget, None)
+        )
+        self.facts.run.cut_short.append(CutShort(phase=phase, reason=reason, budget_s=seconds))
+        self.save()
+
+    def original_fit(self) -> Callable[..., Any]:
+        """``keras.Model.fit`` as Keras defines it (probes call it without the window hook)."""
+        return self._original_fit or keras.Model.fit
 
     def save(self) -> None:
         if self.facts_path is not None:
@@ -341,8 +365,11 @@ class Capture:
             if p.default is not inspect.Parameter.empty
         }
         self.facts.fit = fit_config(model, {**defaults, **arguments}, location)
+        probes.prepare_fit_data(self, arguments)  # tee a Python generator's batches, say
         window = DiagnosisWindow(self.options, on_phase=self.set_phase)
-        arguments["callbacks"] = [*(arguments.get("callbacks") or []), window]
+        user_callbacks = neutralise.filter_callbacks(self, list(arguments.get("callbacks") or []))
+        user_callbacks = probes.time_callbacks(self, user_callbacks)
+        arguments["callbacks"] = [*user_callbacks, window]
         self.set_phase("starting fit (data adapter, model build)")
         finished = False
         try:
@@ -364,14 +391,41 @@ class Capture:
                 f"{self.facts.steps.measured_steps} of {self.options.measured_steps} requested "
                 "steps were measured (first step of each epoch and warm-up excluded)"
             )
+        self.finish(model, window.profiled, window.profile_error, arguments)
+
+    def finish(
+        self,
+        model: Any,
+        profiled_steps: int,
+        profile_error: str | None,
+        arguments: dict[str, Any] | None = None,
+    ) -> None:
+        """Everything after the measured steps: model inspection, data facts, sequence sampling,
+        the probes, and the profile conversion; each bounded by its own budget.
+
+        Args:
+            model: the user's model.
+            profiled_steps: steps the profiler captured.
+            profile_error: why the profiler did not capture, or None.
+            arguments: the bound ``fit`` arguments (None for a custom loop).
+        """
         self.set_phase("model inspection and cuDNN fast-path probe")
         self._collect_model(model)
+        if arguments is not None:
+            self.set_phase("data pipeline inspection")
+            probes.collect_data(self, arguments)
+            if self.options.run_probes:
+                self.set_phase("sequence sampling")
+                batches = probes.sample_batches(self, arguments)
+                sequences.sample_sequences(self, model, batches)
+                self.save()
+                probes.run_probes(self, model, arguments, batches)
         if self.options.profile_steps and self.options.profile_dir:
             self.set_phase("profile conversion (xprof)")
-            if window.profile_error:
-                self.facts.run.notes.append(f"profiler not captured: {window.profile_error}")
+            if profile_error:
+                self.facts.run.notes.append(f"profiler not captured: {profile_error}")
             gpus = self.facts.environment.gpu_count if self.facts.environment else 0
-            self.facts.profile = summarize_profile(self.options.profile_dir, window.profiled, gpus)
+            self.facts.profile = summarize_profile(self.options.profile_dir, profiled_steps, gpus)
         self.window_finished = True
         self.facts.run.outcome = "completed"
         self.set_phase("done")

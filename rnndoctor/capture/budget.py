@@ -1,0 +1,112 @@
+"""Time budgets for the capture's phases, so that one slow probe cannot starve the others.
+
+The parent kills the child's whole process group at ``--timeout``. Inside the child, each phase
+after the diagnosis window gets its own budget: a share of ``--timeout`` (``SHARES``), capped by
+what is left before the overall deadline minus a reserve for saving the facts. A phase that runs
+out stops cleanly and records a :class:`rnndoctor.facts.CutShort`; the next phase still gets its
+own share.
+
+A probe that could block forever in C++ (``next()`` on a hanging generator) runs through
+:func:`run_bounded`, in a daemon thread joined with the budget's time left: the capture moves on
+and the thread is dropped when the child exits (``os._exit``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+# Share of --timeout for each bounded phase. They add up to less than 1: the script's own start-up
+# and the diagnosis window (bounded by its step counts) take the rest.
+SHARES: dict[str, float] = {
+    "input-only probe": 0.05,
+    "sequence sampling": 0.05,
+    "compute-only probe": 0.06,
+    "batch-size probe": 0.08,
+    "steps_per_execution probe": 0.06,
+    "fast-path probe": 0.08,
+    "profile conversion": 0.08,
+}
+MIN_PHASE_S = 2.0  # a phase never gets less than this (while the overall deadline allows)
+RESERVE_S = 3.0  # kept back before the overall deadline for saving the facts
+
+
+@dataclass
+class Budget:
+    """A phase's budget. ``deadline`` is a ``time.monotonic()`` value; ``seconds`` the budget."""
+
+    phase: str
+    seconds: float
+    deadline: float
+
+    def left(self) -> float:
+        """Seconds left (never negative)."""
+        return max(0.0, self.deadline - time.monotonic())
+
+    def expired(self) -> bool:
+        return time.monotonic() >= self.deadline
+
+
+class Budgets:
+    """Hands out phase budgets from the overall timeout.
+
+    Args:
+        timeout_s: the ``--timeout`` the parent enforces (None: no overall limit; each phase then
+            gets its share of ``default_s``).
+        started: ``time.monotonic()`` when the child started (the parent's clock starts a little
+            earlier; ``RESERVE_S`` covers the difference).
+        default_s: the notional timeout used for shares when ``timeout_s`` is None.
+    """
+
+    def __init__(self, timeout_s: float | None, started: float, default_s: float = 600.0):
+        self.timeout_s = timeout_s
+        self.started = started
+        self.default_s = default_s
+
+    def overall_left(self) -> float:
+        if self.timeout_s is None:
+            return float("inf")
+        return self.started + self.timeout_s - RESERVE_S - time.monotonic()
+
+    def budget(self, phase: str, share: float | None = None) -> Budget:
+        """The budget of ``phase`` (a key of ``SHARES``, or any name with ``share`` given)."""
+        share = SHARES.get(phase, 0.05) if share is None else share
+        total = self.timeout_s if self.timeout_s is not None else self.default_s
+        seconds = max(MIN_PHASE_S, share * total)
+        seconds = max(0.0, min(seconds, self.overall_left()))
+        return Budget(phase, round(seconds, 3), time.monotonic() + seconds)
+
+
+class Overrun(Exception):
+    """``run_bounded``'s function did not finish within the budget (it may still be running)."""
+
+
+def run_bounded(fn: Callable[[], Any], budget: Budget) -> Any:
+    """Runs ``fn()`` in a daemon thread and waits at most ``budget.left()`` seconds.
+
+    Returns:
+        ``fn()``'s result.
+
+    Raises:
+        Overrun: the budget ran out first (the thread is left behind, blocked or not).
+        BaseException: whatever ``fn`` raised.
+    """
+    result: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            result["value"] = fn()
+        except BaseException as exc:  # handed to the caller
+            result["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"rnndoctor {budget.phase}", daemon=True)
+    thread.start()
+    thread.join(budget.left())
+    if thread.is_alive():
+        raise Overrun(f"{budget.phase} did not finish within its {budget.seconds:g} s budget")
+    if "error" in result:
+        raise result["error"]
+    return result.get("value")
