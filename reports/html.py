@@ -8,7 +8,9 @@ from typing import Any
 import jinja2
 
 from rnndoctor.engine import Report
+from rnndoctor.facts import SequenceInput
 from rnndoctor.findings import Severity
+from rnndoctor.reports import charts
 
 # The one template environment of the reports (the comparison page uses it too).
 ENV = jinja2.Environment(
@@ -77,6 +79,20 @@ def step_chart(step_ms: list[float]) -> dict[str, Any] | None:
 ENV.filters["fmt"] = _fmt
 
 
+def bucket_boundaries(report: Report, seq: SequenceInput) -> list[int]:
+    """The bucket boundaries an RD501 finding suggests for ``seq`` (its evidence labelled
+    ``suggested bucket boundaries``), to mark them on the length histogram; [] if none."""
+    for finding in report.findings:
+        if finding.rule_id != "RD501":
+            continue
+        if finding.layer and seq.rnn_layers and finding.layer not in seq.rnn_layers:
+            continue
+        for e in finding.evidence:
+            if e.label.startswith("suggested bucket boundaries") and isinstance(e.value, list):
+                return [int(v) for v in e.value]
+    return []
+
+
 def render_html(report: Report) -> str:
     """Renders ``report`` as one self-contained HTML document."""
     facts = report.facts
@@ -92,6 +108,13 @@ def render_html(report: Report) -> str:
         docs=[o.rule for o in report.outcomes if o.rule.id in fired]
         + [o.rule for o in report.outcomes if o.rule.id not in fired],
         chart=step_chart(facts.steps.step_time_ms) if facts.steps else None,
+        bar=charts.breakdown_bar(facts.probes.breakdown) if facts.probes else None,
+        curve=charts.probe_curve(facts.probes.batch_probe) if facts.probes else None,
+        graph=charts.data_graph(facts.data),
+        histograms=[
+            charts.length_histogram(s, bucket_boundaries(report, s))
+            for s in (facts.sequences.inputs if facts.sequences else [])
+        ],
         short=lambda p: _short(p, base),
         duration=duration,
     )

@@ -1,0 +1,156 @@
+"""Geometry for the report's inline SVG charts.
+
+Layout only: every value drawn is a measured value from the Facts or a Finding; these functions
+place them on a canvas (pixel coordinates, rounded to 0.01 px) and compute no new measurement.
+The charts are drawn by ``templates/report.html.j2`` without JavaScript.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+
+from rnndoctor.facts import DataFacts, ProbePoint, SequenceInput, StepBreakdown
+
+CHART_W = 600  # px, the width of every chart's viewBox
+_BAR_H = 26  # px, the breakdown bar's height
+_CURVE_H = 160  # px, the batch-size curve's height
+_HIST_H = 150  # px, the length histogram's height
+_NODE_W, _NODE_H, _NODE_GAP_X, _NODE_GAP_Y = 180, 46, 24, 22  # px, data-graph boxes
+_PAD = 28  # px, room for axis labels
+
+
+def _r(value: float) -> float:
+    return round(value, 2)
+
+
+def breakdown_bar(breakdown: StepBreakdown | None) -> dict[str, Any] | None:
+    """A stacked bar of the median step: input, compute, host overhead (callbacks), other.
+
+    Returns ``{"w", "h", "parts": [{"key", "label", "ms", "share", "x", "w"}]}``; parts of 0 ms
+    are dropped. None when there is no breakdown or the step time is not positive.
+    """
+    if breakdown is None or breakdown.step_ms <= 0:
+        return None
+    parts = [
+        ("input", "input (waiting for the next batch)", breakdown.input_ms),
+        ("compute", "compute (train step on cached batches)", breakdown.compute_ms),
+        ("host", "host overhead (per-batch callbacks)", breakdown.host_ms),
+        ("other", "unaccounted (probes add up to more than the step)", abs(breakdown.other_ms)),
+    ]
+    total = sum(ms for _, _, ms in parts) or 1.0
+    x = 0.0
+    out = []
+    for key, label, ms in parts:
+        if ms <= 0:
+            continue
+        width = ms / total * CHART_W
+        out.append(
+            {"key": key, "label": label, "ms": ms, "share": ms / breakdown.step_ms,
+             "x": _r(x), "w": _r(width)}
+        )  # fmt: skip
+        x += width
+    return {"w": CHART_W, "h": _BAR_H, "parts": out}
+
+
+def probe_curve(points: list[ProbePoint], unit: str = "batch size") -> dict[str, Any] | None:
+    """The batch-size probe as a line of measured samples/s over evenly spaced probe points.
+
+    Returns ``{"w", "h", "points": [{"x", "y", "value", "samples_per_s", "step_time_ms"}],
+    "stopped": [ProbePoint], "top", "path"}``; None when no point has a throughput.
+    """
+    measured = [p for p in points if p.samples_per_s]
+    if not measured:
+        return None
+    top = max(p.samples_per_s or 0.0 for p in measured)
+    span = CHART_W - 2 * _PAD
+    step = span / max(1, len(measured) - 1)
+    out = []
+    for i, p in enumerate(measured):
+        x = _PAD + (i * step if len(measured) > 1 else span / 2)
+        y = _CURVE_H - _PAD - (p.samples_per_s or 0.0) / top * (_CURVE_H - 2 * _PAD)
+        out.append(
+            {"x": _r(x), "y": _r(y), "value": p.value, "samples_per_s": p.samples_per_s,
+             "step_time_ms": p.step_time_ms}
+        )  # fmt: skip
+    path = " ".join(f"{'M' if i == 0 else 'L'}{p['x']},{p['y']}" for i, p in enumerate(out))
+    return {
+        "w": CHART_W, "h": _CURVE_H, "points": out, "top": top, "path": path, "unit": unit,
+        "stopped": [p for p in points if p.stopped], "base": _CURVE_H - _PAD,
+    }  # fmt: skip
+
+
+def data_graph(data: DataFacts | None) -> dict[str, Any] | None:
+    """The tf.data pipeline DAG, layered top to bottom in dataflow order (networkx topological
+    generations), one box per node.
+
+    Returns ``{"w", "h", "nodes": [{"x", "y", "node"}], "edges": [{"x1", "y1", "x2", "y2"}]}``;
+    None when there is no graph.
+    """
+    if data is None or not data.nodes:
+        return None
+    graph = nx.DiGraph()
+    for node in data.nodes:
+        graph.add_node(node.name, node=node)
+    graph.add_edges_from((e.src, e.dst) for e in data.edges if e.src in graph and e.dst in graph)
+    try:
+        layers = list(nx.topological_generations(graph))
+    except nx.NetworkXUnfeasible:  # a cycle: not a tf.data graph, draw in the given order
+        layers = [[n.name] for n in data.nodes]
+    widest = max(len(layer) for layer in layers)
+    width = max(CHART_W, widest * (_NODE_W + _NODE_GAP_X))
+    pos: dict[str, tuple[float, float]] = {}
+    boxes = []
+    for row, layer in enumerate(layers):
+        row_w = len(layer) * _NODE_W + (len(layer) - 1) * _NODE_GAP_X
+        for col, name in enumerate(sorted(layer)):
+            x = (width - row_w) / 2 + col * (_NODE_W + _NODE_GAP_X)
+            y = 4 + row * (_NODE_H + _NODE_GAP_Y)
+            pos[name] = (x, y)
+            boxes.append({"x": _r(x), "y": _r(y), "node": graph.nodes[name]["node"]})
+    edges = [
+        {
+            "x1": _r(pos[a][0] + _NODE_W / 2),
+            "y1": _r(pos[a][1] + _NODE_H),
+            "x2": _r(pos[b][0] + _NODE_W / 2),
+            "y2": _r(pos[b][1]),
+        }  # fmt: skip
+        for a, b in graph.edges
+    ]
+    height = 8 + len(layers) * (_NODE_H + _NODE_GAP_Y)
+    return {"w": _r(width), "h": height, "nodes": boxes, "edges": edges,
+            "node_w": _NODE_W, "node_h": _NODE_H}  # fmt: skip
+
+
+def length_histogram(seq: SequenceInput, boundaries: list[int] | None = None) -> dict | None:
+    """The valid-length histogram of one sequence input, with the batches' padded lengths and
+    the suggested bucket boundaries (from the RD501 finding) marked.
+
+    Returns ``{"w", "h", "bars", "padded": [{"x", "value"}], "bounds": [{"x", "value"}],
+    "top", "x_max"}``; None without a histogram.
+    """
+    hist = seq.histogram
+    if hist is None or not hist.counts or len(hist.edges) != len(hist.counts) + 1:
+        return None
+    lo = min(hist.edges[0], 0.0)
+    x_max = max([hist.edges[-1], *seq.padded_lengths, *(boundaries or [])]) or 1.0
+    span = CHART_W - 2 * _PAD
+
+    def sx(v: float) -> float:
+        return _r(_PAD + (v - lo) / (x_max - lo) * span)
+
+    top = max(hist.counts) or 1
+    base = _HIST_H - _PAD
+    bars = []
+    for i, count in enumerate(hist.counts):
+        x1, x2 = sx(hist.edges[i]), sx(hist.edges[i + 1])
+        h = count / top * (base - 8)
+        bars.append(
+            {"x": x1, "w": _r(max(x2 - x1 - 1, 1)), "y": _r(base - h), "h": _r(h), "count": count,
+             "lo": hist.edges[i], "hi": hist.edges[i + 1]}
+        )  # fmt: skip
+    padded = [{"x": sx(v), "value": v} for v in sorted(set(seq.padded_lengths))]
+    bounds = [{"x": sx(v), "value": v} for v in sorted(set(boundaries or []))]
+    return {"w": CHART_W, "h": _HIST_H, "bars": bars, "padded": padded, "bounds": bounds,
+            "top": top, "x_max": x_max, "base": base, "x0": sx(lo), "x1": sx(x_max)}  # fmt: skip

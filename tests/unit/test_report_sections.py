@@ -1,0 +1,117 @@
+"""The report's probe, data-pipeline, sequence and run sections, rendered from facts (no TF).
+
+The numbers here are fixture values that exercise the renderer; the capture's real measurements
+are tested in tests/integration and tests/e2e.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from rnndoctor.engine import evaluate
+from rnndoctor.facts import (
+    CutShort,
+    DataFacts,
+    DataNode,
+    Facts,
+    GraphEdge,
+    LengthHistogram,
+    Neutralised,
+    ProbeFacts,
+    ProbePoint,
+    SequenceFacts,
+    SequenceInput,
+    SourceLocation,
+    StepBreakdown,
+    TraceCount,
+)
+from rnndoctor.reports import RENDERERS, charts
+
+FIXTURE = Path(__file__).parents[1] / "data" / "rules" / "RD101-offending.json"
+HOSTILE = "<script>alert(1)</script>"
+
+
+def _facts() -> Facts:
+    facts = Facts.from_dict(json.loads(FIXTURE.read_text())["facts"])
+    site = SourceLocation(file=facts.run.script, line=12, code=f"ds = ds.map({HOSTILE})")
+    facts.probes = ProbeFacts(
+        input_only_ms=30.0,
+        input_only_batches=8,
+        input_only_method="fresh iterator",
+        compute_only_ms=20.0,
+        compute_only_batches=8,
+        callback_ms=5.0,
+        input_bound_share=0.5,
+        input_share_check=0.6,
+        breakdown=StepBreakdown(step_ms=50.0, input_ms=25.0, compute_ms=20.0, host_ms=5.0),
+        batch_probe=[
+            ProbePoint(4, 10.0, 400.0, 8),
+            ProbePoint(8, 11.0, 727.0, 8),
+            ProbePoint(16, None, None, 0, stopped=f"out of memory {HOSTILE}"),
+        ],
+        traces=[TraceCount(HOSTILE, traces=7, calls=9, role="custom_step", shapes=["(4, 9)"])],
+    )
+    facts.data = DataFacts(
+        kind="tf.data",
+        nodes=[
+            DataNode("TensorSliceDataset/_1", "TensorSliceDataset", "source",
+                     source_kind="tensor_slices"),
+            DataNode(HOSTILE, "MapDataset", "map", python=True, location=site),
+            DataNode("PrefetchDataset/_3", "PrefetchDataset", "prefetch", num_parallel_calls=-1),
+        ],
+        edges=[GraphEdge("TensorSliceDataset/_1", HOSTILE, "feeds"),
+               GraphEdge(HOSTILE, "PrefetchDataset/_3", "feeds")],
+        source_kinds=["tensor_slices"], sequential_maps=1, prefetch_last=True,
+    )  # fmt: skip
+    facts.sequences = SequenceFacts(
+        batches_sampled=2,
+        method="fresh iterator",
+        inputs=[
+            SequenceInput(
+                input=HOSTILE, rnn_layers=["seq/lstm"], length_source="mask_zero",
+                sequences=8, batches=2, lengths=[1, 2, 3, 9], padded_lengths=[9, 9],
+                padded_fraction=0.6, pad_side="left", left_padded_rows=8,
+                histogram=LengthHistogram(edges=[0, 3, 6, 9], counts=[3, 0, 1]),
+            )
+        ],
+    )  # fmt: skip
+    facts.run.neutralised = [Neutralised("ModelCheckpoint", f"/tmp/{HOSTILE}.keras", site)]
+    facts.run.cut_short = [CutShort("batch-size probe", f"stopped {HOSTILE}", 6.0)]
+    return facts
+
+
+def test_sections_render_every_measured_value_and_escape_user_text():
+    html = RENDERERS["html"](evaluate(_facts()))
+    assert HOSTILE not in html
+    for section in ("breakdown", "data", "sequences", "run"):
+        assert f'<section id="{section}">' in html
+    # the breakdown bar: one segment per part, widths proportional to the measured ms
+    segs = re.findall(r'<rect class="seg (\w+)" x="([\d.]+)" y="2" width="([\d.]+)"', html)
+    assert [s[0] for s in segs] == ["input", "compute", "host"]
+    assert [float(s[2]) for s in segs] == [300.0, 240.0, 60.0]
+    assert "cross-check: input-only / step = 60.0 %" in html
+    # the batch-size curve has the two measured points; the stopped one is in the table
+    assert html.count('<circle class="pt"') == 2
+    assert "out of memory &lt;script&gt;" in html
+    # the data graph: three boxes, two edges, the Python map flagged
+    assert html.count('<rect class="node') == 3 and html.count('<line class="edge"') == 2
+    assert 'class="node map python"' in html
+    # the histogram: three bins, one padded-length marker at 9
+    assert html.count('<line class="padded"') == 1
+    assert "ModelCheckpoint" in html and "batch-size probe" in html
+
+
+def test_data_graph_layers_follow_the_dataflow():
+    graph = charts.data_graph(_facts().data)
+    ys = [b["y"] for b in graph["nodes"]]
+    assert ys == sorted(ys) and len(set(ys)) == 3  # a chain: one row per node, in order
+
+
+def test_histogram_marks_rd501_boundaries_from_the_finding_only():
+    seq = _facts().sequences.inputs[0]
+    assert charts.length_histogram(seq, None)["bounds"] == []
+    marked = charts.length_histogram(seq, [3, 6])
+    assert [b["value"] for b in marked["bounds"]] == [3, 6]
+    assert marked["bounds"][0]["x"] < marked["bounds"][1]["x"]
