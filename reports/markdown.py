@@ -79,6 +79,109 @@ def _layers(report: Report) -> list[str]:
     return out + [""]
 
 
+def _pct(value: float | None) -> str:
+    return "not measured" if value is None else f"{value * 100:.1f} %"
+
+
+def _probes(report: Report) -> list[str]:
+    pr = report.facts.probes
+    if pr is None:
+        return []
+    out = ["## Where the step time goes", ""]
+    b = pr.breakdown
+    if b is not None:
+        out += ["| part of the median step | ms | share |", "|---|---|---|"]
+        for label, ms in (("input (waiting for the next batch)", b.input_ms),
+                          ("compute (train step on cached batches)", b.compute_ms),
+                          ("host overhead (per-batch callbacks)", b.host_ms),
+                          ("unaccounted", b.other_ms)):  # fmt: skip
+            if ms:
+                out += [f"| {label} | {ms:.2f} | {_pct(ms / b.step_ms if b.step_ms else None)} |"]
+        out += [""]
+    rows = [
+        ("input-only time per batch", f"{pr.input_only_ms} ms ({pr.input_only_method})"
+         if pr.input_only_ms is not None else f"not measured: {pr.input_only_not_measured}"),
+        ("compute-only step time", f"{pr.compute_only_ms} ms"
+         if pr.compute_only_ms is not None else f"not measured: {pr.compute_only_not_measured}"),
+        ("input-bound share", _pct(pr.input_bound_share)),
+        ("cross-check (input-only / step)", _pct(pr.input_share_check)),
+    ]  # fmt: skip
+    profile = report.facts.profile
+    if profile and profile.xprof_verdict:
+        rows.append(("xprof overview verdict", profile.xprof_verdict))
+    if profile and profile.input_pipeline:
+        ip = profile.input_pipeline
+        share = _pct(ip.input_share) if ip.input_share is not None else None
+        rows.append(("xprof input-pipeline analysis", share or f"not measured: {ip.not_measured}"))
+    out += [f"- {name}: {_text(value)}" for name, value in rows]
+    for c in pr.callbacks:
+        out += [f"- callback {_code(c.name)}: {c.per_step_ms} ms per step"]
+    if pr.batch_probe:
+        out += ["", "| batch size | compute-only step (ms) | samples/s | note |",
+                "|---|---|---|---|"]  # fmt: skip
+        out += [f"| {p.value} | {p.step_time_ms if p.step_time_ms is not None else '—'} | "
+                f"{p.samples_per_s if p.samples_per_s is not None else '—'} | "
+                f"{_text(p.stopped or '')} |" for p in pr.batch_probe]  # fmt: skip
+    if pr.spe_probe:
+        out += ["", "| steps_per_execution | compute-only step (ms) | note |", "|---|---|---|"]
+        out += [f"| {p.value} | {p.step_time_ms if p.step_time_ms is not None else '—'} | "
+                f"{_text(p.stopped or '')} |" for p in pr.spe_probe]  # fmt: skip
+    if pr.traces:
+        out += ["", "| tf.function | role | traces | calls |", "|---|---|---|---|"]
+        out += [f"| {_code(t.name)} | {t.role} | {t.traces} | {t.calls} |" for t in pr.traces]
+    return out + [""]
+
+
+def _data(report: Report) -> list[str]:
+    d = report.facts.data
+    if d is None:
+        return []
+    where = f" built at {_code(f'{d.location.file}:{d.location.line}')}" if d.location else ""
+    out = ["## Data pipeline", "", f"{_text(d.kind)} input{where}.", ""]
+    if d.nodes:
+        out += ["| op | kind | parallel calls | Python | line |", "|---|---|---|---|---|"]
+        for n in d.nodes:
+            parallel = "" if n.num_parallel_calls is None else str(n.num_parallel_calls)
+            line = str(n.location.line) if n.location else ""
+            out += [f"| {_code(n.op)} | {n.kind} | {parallel} | {'yes' if n.python else ''} | "
+                    f"{line} |"]  # fmt: skip
+        out += [""]
+    return out
+
+
+def _sequences(report: Report) -> list[str]:
+    sq = report.facts.sequences
+    if sq is None:
+        return []
+    out = ["## Sequences and padding", ""]
+    if not sq.inputs:
+        out += [f"Not measured: {_text(sq.not_measured or 'no sequence input reaches an RNN')}"]
+    for si in sq.inputs:
+        out += [
+            f"- input {_code(si.input)} ({si.sequences} sequences, {si.batches} batches, lengths "
+            f"from {_text(si.length_source)}{'' if si.mask_used else ', no mask used'}): padded "
+            f"fraction {_pct(si.padded_fraction)}, pad side {_text(si.pad_side)}, "
+            f"{si.fully_masked_rows} fully-masked rows, padded lengths "
+            f"{_text(', '.join(map(str, si.padded_lengths)))}"
+        ]
+    return out + [""]
+
+
+def _run(report: Report) -> list[str]:
+    run = report.facts.run
+    out = []
+    if run.neutralised:
+        out += ["## Neutralised during the check", ""]
+        out += [f"- {_code(n.what)}" + (f" (would have written {_code(n.detail)})"
+                if n.detail else "") for n in run.neutralised]  # fmt: skip
+        out += [""]
+    if run.cut_short:
+        out += ["## Phases cut short", ""]
+        out += [f"- {_text(c.phase)}: {_text(c.reason)}" for c in run.cut_short]
+        out += [""]
+    return out
+
+
 def render_markdown(report: Report) -> str:
     """Renders ``report`` as GitHub-flavoured Markdown."""
     facts = report.facts
@@ -143,6 +246,10 @@ def render_markdown(report: Report) -> str:
             f"- batch size {s.batch_size}, {s.samples_per_s} samples/s",
             "",
         ]
+    out += _probes(report)
+    out += _data(report)
+    out += _sequences(report)
+    out += _run(report)
     if facts.profile and facts.profile.tensorboard_command:
         out += ["## Profile", "", _block(facts.profile.tensorboard_command, "sh"), ""]
     out += _environment(report)
