@@ -158,7 +158,20 @@ class Device:
 
 @dataclass
 class Environment:
-    """Software and hardware of the run (what TensorFlow's bug template asks for)."""
+    """Software and hardware of the run (what TensorFlow's bug template asks for).
+
+    ``run_functions_eagerly`` is read again when the diagnosis ends, so it holds the script's own
+    ``tf.config.run_functions_eagerly`` setting. Since 1.1 (all optional):
+    ``run_eagerly_location``: the user's line that turned eager execution on (the
+    ``tf.config.run_functions_eagerly(True)`` call, or a ``compile(..., run_eagerly=True)``
+    call; the last one seen). ``gpu_names`` / ``gpu_compute_capability`` (``"8.0"``): per GPU
+    TensorFlow sees (``tf.config.experimental.get_device_details``). ``cudnn_runtime``: the
+    version of the cuDNN library loaded at run time (``cudnnGetVersion``, ``"8.9.1"``), which can
+    differ from ``cudnn_build``. ``nvidia_gpu_present``: whether the machine has an NVIDIA GPU,
+    whatever TensorFlow sees (``nvidia_gpus`` lists them; ``nvidia_gpu_source`` says how it was
+    found: ``nvidia-smi``, ``/proc/driver/nvidia/gpus`` or the PCI bus in ``/sys/bus/pci``).
+    Each ``*_not_measured`` says why its value is absent.
+    """
 
     python: str
     platform: str
@@ -177,6 +190,16 @@ class Environment:
     precision_policy: str | None = None
     run_functions_eagerly: bool | None = None
     distribution_strategy: str | None = None
+    run_eagerly_location: SourceLocation | None = None
+    gpu_names: list[str] = field(default_factory=list)
+    gpu_compute_capability: list[str] = field(default_factory=list)
+    gpu_compute_capability_not_measured: str | None = None
+    cudnn_runtime: str | None = None
+    cudnn_runtime_not_measured: str | None = None
+    nvidia_gpu_present: bool | None = None
+    nvidia_gpus: list[str] = field(default_factory=list)
+    nvidia_gpu_source: str | None = None
+    nvidia_gpu_not_measured: str | None = None
 
 
 @dataclass
@@ -480,12 +503,43 @@ class CallbackTime:
 
 
 @dataclass
+class StepArgument:
+    """One argument of a step function as its calls passed it (flattened: ``batch[0]``).
+
+    ``kind``: ``tensor`` (a tf.Tensor, a Keras/TF variable or a numpy array) or ``python`` (any
+    other Python value: ``tf.function`` traces once per distinct value). ``dtype``: the tensor's
+    dtype name (``float32``). ``spec``: the ``tf.TensorSpec`` code that accepts every shape seen,
+    with ``None`` for the batch dimension and for each dimension that varied between calls
+    (``tf.TensorSpec([None, None], tf.int32)``); None for Python values. ``shapes``: the distinct
+    shapes seen (at most a few), as strings; ``values_seen``: distinct Python values seen."""
+
+    name: str
+    kind: str = "tensor"
+    dtype: str | None = None
+    spec: str | None = None
+    shapes: list[str] = field(default_factory=list)
+    values_seen: int = 0
+
+
+@dataclass
 class TraceCount:
     """A ``tf.function`` and how often it was traced during the window.
 
     ``role``: ``train_function`` (Keras' ``fit`` step), ``custom_step`` (a user function that
     applies gradients) or ``other``. ``calls``: calls seen; ``shapes`` distinct input shapes seen,
-    as strings (at most a few)."""
+    as strings (at most a few).
+
+    Since 1.1 (all optional): ``traces`` is TensorFlow's own count
+    (``Function.experimental_get_tracing_count``), summed over ``instances``: the ``tf.function``
+    objects that wrap the same Python code (TensorFlow's retracing warning groups calls the same
+    way; a ``tf.function`` created inside a loop gives one instance per iteration).
+    ``traced_calls``: calls that traced (the first always does). ``total_call_ms``: wall time of
+    all calls; ``median_call_ms``: median wall time of a call that did not trace;
+    ``tracing_ms``: the measured cost of tracing, ``sum(traced call - median_call_ms)`` over the
+    calls that traced (None when no call ran without tracing, so there is no baseline).
+    ``reduce_retracing`` / ``has_input_signature``: the function's settings. ``arguments``: its
+    arguments as observed. ``not_counted``: why ``calls`` and times are absent (TensorFlow's
+    tracing count is still given)."""
 
     name: str
     traces: int
@@ -493,6 +547,15 @@ class TraceCount:
     role: str = "other"
     location: SourceLocation | None = None
     shapes: list[str] = field(default_factory=list)
+    instances: int = 1
+    traced_calls: int = 0
+    total_call_ms: float | None = None
+    median_call_ms: float | None = None
+    tracing_ms: float | None = None
+    reduce_retracing: bool | None = None
+    has_input_signature: bool | None = None
+    arguments: list[StepArgument] = field(default_factory=list)
+    not_counted: str | None = None
 
 
 @dataclass
@@ -555,6 +618,22 @@ class CustomLoopFacts:
     in Python). ``step_function``: the ``tf.function`` that applies them, if any.
     ``location``: the user's ``apply_gradients`` call; ``step_location``: the loop's step
     function definition or call. Step times of the loop go to ``Facts.steps``.
+
+    Since 1.1 (all optional): ``step_is_tf_function``: ``step_function`` is a ``tf.function``
+    (otherwise it is the plain Python function whose body applied the gradients, or None when
+    the loop body sits at module level). ``functions_run_eagerly``: a ``tf.function`` step ran
+    eagerly because of ``tf.config.run_functions_eagerly(True)``. ``step_arguments``: the step
+    function's arguments as its calls passed them. ``model``: the name of the ``keras.Model``
+    whose trainable variables the optimizer updated (``model_not_found`` says why there is none).
+    ``variables_updated``: how many variables one gradient application updates.
+
+    The traced twin (eager loops only, and ``tf.function`` steps under
+    ``run_functions_eagerly``): the step function is called on one batch it received, kept in
+    memory, first as the loop ran it (eagerly; ``eager_call_ms``, median wall time per call),
+    then wrapped in ``tf.function`` (``traced_call_ms``, after one tracing call, whose wall time
+    is ``twin_tracing_ms``); ``twin_calls`` timed calls each. ``twin_not_measured`` says why
+    there is no twin (a step that calls ``.numpy()`` cannot be traced, say). The twin trains the
+    model for those extra calls (the script is stopped afterwards).
     """
 
     eager: bool
@@ -563,6 +642,17 @@ class CustomLoopFacts:
     step_function: str | None = None
     step_location: SourceLocation | None = None
     steps_seen: int = 0
+    step_is_tf_function: bool = False
+    functions_run_eagerly: bool = False
+    step_arguments: list[StepArgument] = field(default_factory=list)
+    model: str | None = None
+    model_not_found: str | None = None
+    variables_updated: int | None = None
+    eager_call_ms: float | None = None
+    traced_call_ms: float | None = None
+    twin_tracing_ms: float | None = None
+    twin_calls: int = 0
+    twin_not_measured: str | None = None
 
 
 @dataclass
