@@ -93,12 +93,15 @@ class PhaseTime:
 @dataclass
 class Neutralised:
     """Something of the user's that would write user state, and that rnndoctor turned off during
-    the check: ``what`` (``ModelCheckpoint``, ``model.save``, ...), ``detail`` (the path it would
-    have written, where known) and where the user's code set it up or called it."""
+    the check: ``what`` (``ModelCheckpoint callback``, ``model.save``, ...), ``detail`` (the path
+    it would have written, where known) and where the user's code set it up or called it.
+    ``calls``: how many calls were turned off there (a ``save_weights`` in a batch callback, say).
+    """
 
     what: str
     detail: str | None = None
     location: SourceLocation | None = None
+    calls: int = 1
 
 
 @dataclass
@@ -117,8 +120,9 @@ class RunInfo:
 
     ``outcome`` is one of: ``running`` (the child is still working, or was killed),
     ``completed`` (the diagnosis window finished), ``no_fit`` (the script ended without calling
-    ``Model.fit``), ``script_error`` (the script raised), ``capture_error`` (rnndoctor itself
-    failed), ``timeout`` (set by the parent when it killed the child), ``interrupted`` (Ctrl-C).
+    ``Model.fit``), ``script_error`` (the script raised or its process ended), ``capture_error``
+    (the check could not run: another Keras backend, no TensorFlow; or rnndoctor itself failed),
+    ``timeout`` (set by the parent when it killed the child), ``interrupted`` (Ctrl-C).
     ``source_root`` is the git work tree holding the script (else the working directory), and
     ``script_dir_in_source_root`` the script's folder relative to it: SARIF locations are
     relative to that root, as code-scanning tools resolve them, even after ``--redact``.
