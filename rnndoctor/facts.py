@@ -676,13 +676,26 @@ class SequenceInput:
     ``length_source``: how valid lengths were found: ``mask_zero`` (``Embedding(mask_zero=True)``,
     id 0), ``masking`` (``Masking(mask_value=v)``, ``mask_value`` set), ``ragged`` (row lengths),
     ``mask`` (the mask a layer received), or ``pad_value`` (no mask: runs of a constant pad
-    value at one end; ``mask_used`` is then False and the model computes on the padding).
+    value at one end; ``mask_used`` is then False and the model computes on the padding), or
+    ``none`` (no mask and no pad value found: every step counts as valid).
     ``lengths``: the valid length of each sampled sequence (up to a cap, ``lengths_truncated``).
     ``padded_lengths``: the time dimension of each sampled batch. ``padded_fraction``: padded
     timesteps / all timesteps over the sample. ``pad_side``: ``right``, ``left``, ``holes``
     (masked steps between valid ones), ``none`` (no padding) or ``mixed``. ``fully_masked_rows``:
     sequences with no valid step. ``global_max_padding``: every batch has the same padded length,
     the maximum over the sample, while per-batch maxima are shorter.
+
+    Since 1.1 also (all optional): ``length_values`` / ``length_counts``: the exact distribution
+    of valid lengths over every sampled sequence (sorted distinct lengths in timesteps, and the
+    number of sequences of each; never truncated). ``batch_sizes``: the rows of each sampled
+    batch (with ``padded_lengths``, the timesteps computed). ``per_batch_padded_fraction``: the
+    expected padded fraction with each batch padded to its own longest sequence
+    (``rules/_bucketing.py``). ``input_rank``: rank of the model input array (2: ids,
+    3: features). ``targets_per_step``: the targets have the input's (batch, time) shape.
+    ``padding_location``: the user's call that padded this input (``padding_function``:
+    ``pad_sequences``, ``padded_batch`` or ``bucket_by_sequence_length``; ``padding_argument``:
+    its ``padding=`` value, ``pre`` when left to pad_sequences' default), where rnndoctor saw it;
+    ``target_padding_location``: the call that padded the per-step targets.
     """
 
     input: str
@@ -706,6 +719,14 @@ class SequenceInput:
     quantiles: dict[str, float] = field(default_factory=dict)
     histogram: LengthHistogram | None = None
     padding_location: SourceLocation | None = None
+    length_values: list[int] = field(default_factory=list)
+    length_counts: list[int] = field(default_factory=list)
+    batch_sizes: list[int] = field(default_factory=list)
+    input_rank: int | None = None
+    targets_per_step: bool | None = None
+    padding_function: str | None = None
+    padding_argument: str | None = None
+    target_padding_location: SourceLocation | None = None
 
 
 @dataclass
