@@ -1,8 +1,10 @@
 """The engine: runs the registered rules over Facts and assembles a :class:`Report`.
 
-Pure: no TensorFlow, no I/O. A rule whose required Facts sections are missing is reported as
-``not_evaluated`` with the reason, never as a silent pass; a rule that raises is reported as
-``failed`` with the error, and the other rules still run.
+Pure: no TensorFlow, no I/O. A rule whose required Facts sections are missing, or that raises
+:class:`rnndoctor.rules.NotEvaluated` (a fact it needs was not measured, such as a GPU fact on a
+CPU-only run), is reported as ``not_evaluated`` with the reason, never as a silent pass; a rule
+that raises anything else is reported as ``failed`` with the error, and the other rules still
+run.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Finding, Severity
-from rnndoctor.rules import Rule, all_rules
+from rnndoctor.rules import NotEvaluated, Rule, all_rules
 
 
 @dataclass
@@ -202,6 +204,9 @@ def evaluate(
             continue
         try:
             findings = list(rule.check(facts))
+        except NotEvaluated as exc:  # a fact the rule needs was not measured in this run
+            outcomes.append(RuleOutcome(rule, "not_evaluated", str(exc)))
+            continue
         except Exception as exc:  # a broken rule must not hide the others' findings
             outcomes.append(RuleOutcome(rule, "failed", f"{type(exc).__name__}: {exc}"))
             continue

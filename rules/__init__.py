@@ -59,6 +59,12 @@ class Rule:
     doc: str
 
 
+class NotEvaluated(Exception):
+    """Raised by a rule's check when a fact it needs could not be measured in this run (a GPU
+    fact on a CPU-only run, say). The engine reports the rule as ``not_evaluated`` with the
+    message as the reason (``NotEvaluated("needs a GPU: ...")``), never as a pass."""
+
+
 _REGISTRY: dict[str, Rule] = {}
 _loaded = False
 
