@@ -37,6 +37,14 @@ def summary_lines(report: Report, written: dict[str, os.PathLike] | None = None)
             if not not_evaluated
             else f"no findings from the {evaluated} rules evaluated: this is not a clean result"
         )
+    for n in facts.run.neutralised:
+        target = f" (would have written {_rel(n.detail)})" if n.detail else ""
+        where = f" at {_rel(n.location.file)}:{n.location.line}" if n.location else ""
+        calls = f", {n.calls} calls" if n.calls > 1 else ""
+        lines.append(f"neutralised: {n.what}{target}{where}{calls}")
+    for c in facts.run.cut_short:
+        budget = f" (budget {c.budget_s:g} s)" if c.budget_s is not None else ""
+        lines.append(f"cut short: {c.phase}{budget}: {c.reason}")
     for note in facts.run.notes:
         lines.append(f"note: {note}")
     for fmt, path in (written or {}).items():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -49,8 +50,12 @@ EXIT_CODES_HELP = """Exit codes:
   130  interrupted (Ctrl-C); a partial report is still written
 """
 
-_KILL_GRACE_S = 5.0  # SIGTERM, then SIGKILL after this long
 _LOG_NAME = "script.log"
+_RUN_ID_VAR = "RNNDOCTOR_RUN_ID"  # marks the child's environment: its descendants inherit it
+_REAP_S = 5.0  # how long to wait for killed processes to disappear
+_TAIL_LINES = 12  # script output lines shown after a failure
+_DEBUG_TAIL_LINES = 200  # with --debug (tracebacks included)
+_TAIL_BYTES = 256 * 1024  # read at most this much of the end of script.log for the tail
 
 
 class FailOn(enum.StrEnum):
@@ -89,6 +94,7 @@ def _main(
 
 
 _scrub: Callable[[str], str] = str  # --redact replaces it: terminal output is redacted too
+_debug = False  # check --debug: an internal error shows its traceback
 
 
 def _redact_terminal(enabled: bool, cwd: str | None = None) -> None:
@@ -109,26 +115,149 @@ def _error(message: str) -> None:
     _say(f"rnndoctor: error: {message}", err=True)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    """Ends the child's whole process group (the script's own workers too)."""
-    for sig, wait_s in ((signal.SIGTERM, _KILL_GRACE_S), (signal.SIGKILL, None)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait_s)
-            if sig == signal.SIGTERM:
-                # the leader is gone; make sure nothing else of its group survives
-                os.killpg(proc.pid, signal.SIGKILL)
-            return
-        except subprocess.TimeoutExpired:
+def _kill_group(pgid: int) -> None:
+    """SIGKILL to a process group (the capture child is its leader): no signal handler of the
+    script runs, so a preemption handler cannot save a checkpoint over the user's on the way out.
+    Facts are written atomically after each phase, so nothing of rnndoctor's is lost."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is empty (everyone has exited)
+
+
+def _marked_processes(run_id: str) -> list[int]:
+    """Live processes whose environment carries this check's ``RNNDOCTOR_RUN_ID`` (Linux
+    ``/proc``): the capture child and everything it started, even what left its process group
+    (``setsid``, a double fork). Zombies have an empty environment and are not listed."""
+    marker = f"{_RUN_ID_VAR}={run_id}".encode()
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == os.getpid():
             continue
-        except ProcessLookupError:
-            return
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            continue
+        if marker in environ.split(b"\0"):
+            found.append(int(entry))
+    return found
+
+
+def _end_process_tree(proc: subprocess.Popen, run_id: str) -> list[int]:
+    """Ends the capture child and everything it started; returns the pids that outlived the
+    process group (the escaped ones, killed by their environment marker).
+
+    Called after every run, not only on a timeout: a script's worker processes (a
+    ``multiprocessing.Pool``, a ``PyDataset`` with ``use_multiprocessing=True``) outlive the
+    child, which ends with ``os._exit`` and does not wait for them.
+    """
+    _kill_group(proc.pid)
+    try:
+        proc.wait(timeout=_REAP_S)
+    except subprocess.TimeoutExpired:  # a process in uninterruptible sleep: not ours to wait on
+        pass
+    _kill_group(proc.pid)  # what was forked while the first signal was delivered
+    escaped: list[int] = []
+    deadline = time.monotonic() + _REAP_S
+    while True:
+        left = _marked_processes(run_id)
+        if not left or time.monotonic() > deadline:
+            return escaped
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                continue
+            if pid not in escaped:
+                escaped.append(pid)
+        time.sleep(0.05)
+
+
+def _child_stdin() -> int | Any:
+    """The script's standard input: the user's when it is redirected (a file, a pipe), else an
+    empty one. A terminal is never passed: the script's prompt would be in script.log, unseen,
+    and the check would wait for input until --timeout."""
+    try:
+        fd = sys.stdin.fileno()
+        if not os.isatty(fd):
+            os.fstat(fd)  # a closed descriptor raises here
+            return fd
+    except (AttributeError, OSError, ValueError):
+        pass
+    return subprocess.DEVNULL
+
+
+_TRACEBACK_START = "Traceback (most recent call last):"
+_CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
+# TensorFlow's C++ INFO lines (absl format: I<mmdd> <time> <thread> <file>:<line>] ...)
+_TF_INFO = re.compile(r"^I\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\] ")
+_ABSL_PREAMBLE = "WARNING: All log messages before absl::InitializeLog() is called are written"
+
+
+def _log_tail(log_path: Path, lines: int, keep_tracebacks: bool) -> list[str]:
+    """The last ``lines`` lines of the script's output, for the terminal after a failure.
+
+    Without ``keep_tracebacks`` (no ``--debug``), Python traceback blocks are left out (the
+    error's one-line message is already shown; script.log keeps them), as are TensorFlow's C++
+    INFO lines.
+    """
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - _TAIL_BYTES))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    raw = text.splitlines()
+    if size > _TAIL_BYTES:
+        raw = raw[1:]  # the first line is cut
+    if keep_tracebacks:
+        return raw[-lines:]
+    kept, in_traceback = [], False
+    for line in raw:
+        if _TRACEBACK_START in line:
+            in_traceback = True
+            line = line[: line.index(_TRACEBACK_START)]  # a prompt or progress bar before it
+            if line.strip():
+                kept.append(line)
+            continue
+        if in_traceback:
+            if line[:1].isspace() or not line.strip():
+                continue
+            in_traceback = False  # the exception line itself is kept
+        if line.startswith(_CHAINED) or _TF_INFO.match(line) or line.startswith(_ABSL_PREAMBLE):
+            continue
+        kept.append(line)
+    return kept[-lines:]
+
+
+def _show_log_tail(log_path: Path, debug: bool) -> None:
+    tail = _log_tail(log_path, _DEBUG_TAIL_LINES if debug else _TAIL_LINES, debug)
+    if not tail:
+        return
+    _say(f"rnndoctor: last lines of the script's output ({log_path}):", err=True)
+    for line in tail:
+        _say(f"  | {line}", err=True)
+
+
+def _redact_log(log_path: Path, script: Path) -> None:
+    """Redacts ``script.log`` in place (``--redact``), as the reports are redacted."""
+    from rnndoctor.redact import redact_file
+
+    try:
+        redact_file(log_path, str(script.resolve().parent), os.getcwd())
+    except OSError as exc:
+        _error(f"could not redact {log_path}: {exc.strerror}")
 
 
 _FAILED_OUTCOMES = ("script_error", "no_fit", "capture_error")
+_CHILD_INTERNAL = 70  # the capture child's own exit status for an error in rnndoctor
 
 
 def _options(cli: dict[str, Any], start: Path) -> dict[str, Any] | None:
@@ -227,15 +356,25 @@ def _wait_with_progress(proc: subprocess.Popen, facts_path: Path, timeout: float
             display.close(_phases(facts_path) or phases, time.monotonic() - start, status == 0)
 
 
-def run_check(script: Path, script_args: list[str], cli: dict[str, Any]) -> int:
+def run_check(
+    script: Path,
+    script_args: list[str],
+    cli: dict[str, Any],
+    debug: bool = False,
+    no_probes: bool = False,
+) -> int:
     """Runs the whole check and returns the exit code (see ``EXIT_CODES_HELP``).
 
     Args:
         script: the user's training script.
         script_args: its arguments (after ``--``).
         cli: option values from the command line (None where not given).
+        debug: after a failure, show the script's output with its tracebacks (the last
+            ``_DEBUG_TAIL_LINES`` lines), not only the filtered last lines.
+        no_probes: skip the input / compute / batch-size / steps_per_execution probes and the
+            sequence sampling (faster; the findings that need them are "not evaluated").
     """
-    from rnndoctor.facts import Facts
+    from rnndoctor.facts import CutShort, Facts
     from rnndoctor.reports.terminal import PhaseDisplay, summary_lines
 
     if not script.exists():
@@ -272,37 +411,45 @@ def run_check(script: Path, script_args: list[str], cli: dict[str, Any]) -> int:
     facts_path = out / "facts.json"
     from rnndoctor.reports import FILENAMES
 
-    for stale in ("facts.json", *FILENAMES.values()):  # our own files only, never the user's
+    for stale in ("facts.json", "facts.json.tmp", *FILENAMES.values()):  # ours, never the user's
         (out / stale).unlink(missing_ok=True)
 
     command = [
         sys.executable, "-P", "-m", "rnndoctor.capture",
         "--out", str(out), "--steps", str(steps), "--warmup", str(warmup),
         "--profile-steps", str(profile_steps), "--timeout", str(timeout),
+        *(["--no-probes"] if no_probes else []),
         str(script.resolve()), *script_args,
     ]  # fmt: skip
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    import uuid
+
+    run_id = uuid.uuid4().hex
+    # No bytecode caches: the script's own modules would get __pycache__ folders in its tree.
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+    env[_RUN_ID_VAR] = run_id
     log_path = out / _LOG_NAME
     _say(f"rnndoctor: running {script} (script output: {log_path})", err=True)
     if opts["config_file"]:
         _say(f"rnndoctor: options from {opts['config_file']} [tool.rnndoctor]", err=True)
     started = time.monotonic()
     timed_out = interrupted = False
+    child_status: int | None = None
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+            command, stdin=_child_stdin(), stdout=log, stderr=subprocess.STDOUT, env=env,
             start_new_session=True,
         )  # fmt: skip
         try:
             child_status = _wait_with_progress(proc, facts_path, timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _kill_group(proc)
-            child_status = None
         except KeyboardInterrupt:
             interrupted = True
-            _kill_group(proc)
-            child_status = None
+        finally:
+            escaped = _end_process_tree(proc, run_id)
+    (out / "facts.json.tmp").unlink(missing_ok=True)  # a save the kill cut short
+    if opts["redact"]:
+        _redact_log(log_path, script)
 
     try:
         facts = Facts.load(facts_path)
@@ -310,24 +457,47 @@ def run_check(script: Path, script_args: list[str], cli: dict[str, Any]) -> int:
         if interrupted:
             _error("interrupted before any fact was saved")
             return EXIT_INTERRUPTED
+        _show_log_tail(log_path, debug)
         if timed_out:
             _error(f"timed out after {timeout:g} s before any fact was saved (log: {log_path})")
             return EXIT_TIMEOUT
         _error(
-            f"the capture process failed (status {child_status}) and saved no facts: {exc}; "
-            f"see {log_path}"
+            f"the capture process failed ({_status_text(child_status)}) and saved no facts: "
+            f"{exc}; see {log_path}"
         )
         return EXIT_INTERNAL
-    if timed_out:
-        facts.run.outcome = "timeout"
-        facts.run.message = (
-            f"--timeout {timeout:g} s reached during phase '{facts.run.phase}'; the script was "
-            "stopped"
+    run = facts.run
+    if escaped:
+        run.notes.append(
+            f"{len(escaped)} process(es) the script started had left its process group and were "
+            "killed after the check"
         )
-        facts.run.wall_time_s = round(time.monotonic() - started, 3)
-    if interrupted:
-        facts.run.outcome = "interrupted"
-        facts.run.message = f"interrupted (Ctrl-C) during phase '{facts.run.phase}'"
+    if timed_out or interrupted:
+        run.outcome = "timeout" if timed_out else "interrupted"
+        reason = (
+            f"--timeout {timeout:g} s reached: the script's processes were killed"
+            if timed_out
+            else "interrupted (Ctrl-C): the script's processes were killed"
+        )
+        run.cut_short.append(CutShort(phase=run.phase, reason=reason, budget_s=None))
+        run.message = (
+            f"--timeout {timeout:g} s reached during phase '{run.phase}'; the script was stopped"
+            if timed_out
+            else f"interrupted (Ctrl-C) during phase '{run.phase}'"
+        )
+        run.wall_time_s = round(time.monotonic() - started, 3)
+    elif run.outcome == "running" and child_status != _CHILD_INTERNAL:
+        # The child ended without saying how: the script called os._exit, or the process died
+        # of a signal (a crash in native code, the out-of-memory killer).
+        window_done = facts.steps is not None
+        run.outcome = "capture_error" if window_done else "script_error"
+        run.error_type = "ProcessEnded"
+        run.message = (
+            f"the process ended ({_status_text(child_status)}) during phase '{run.phase}'"
+            + ("" if window_done else ": the script called os._exit, or crashed in native code")
+        )
+        run.cut_short.append(CutShort(phase=run.phase, reason=run.message, budget_s=None))
+        run.wall_time_s = round(time.monotonic() - started, 3)
     facts.save(facts_path)
 
     render_started = time.monotonic()
@@ -339,19 +509,43 @@ def run_check(script: Path, script_args: list[str], cli: dict[str, Any]) -> int:
         _say(line)
 
     if timed_out or interrupted:
-        _error(facts.run.message or "stopped")
+        if timed_out:
+            _show_log_tail(log_path, debug)
+        _error(run.message or "stopped")
         return EXIT_TIMEOUT if timed_out else EXIT_INTERRUPTED
-    if facts.run.outcome in _FAILED_OUTCOMES:
+    if run.outcome == "capture_error" and run.error_type == "ProcessEnded":
+        _show_log_tail(log_path, debug)
+        _error(f"{run.message} (partial report written; see {log_path})")
+        return EXIT_INTERNAL
+    if run.outcome in _FAILED_OUTCOMES:
+        _show_log_tail(log_path, debug)
         where = ""
-        if facts.run.error_location:
-            loc = facts.run.error_location
-            where = f" at {loc.file}:{loc.line}"
-        _error(f"{facts.run.message}{where} (partial report written; script output: {log_path})")
+        if run.error_location:
+            where = f" at {run.error_location.file}:{run.error_location.line}"
+        _error(f"{run.message}{where} (partial report written; script output: {log_path})")
         return EXIT_SCRIPT_FAILED
-    if child_status not in (0, None) or facts.run.outcome != "completed":
-        _error(f"the capture process failed (status {child_status}); see {log_path}")
+    if child_status != 0 or run.outcome != "completed":
+        _show_log_tail(log_path, debug)
+        _error(
+            f"the capture process failed ({_status_text(child_status)}) during phase "
+            f"'{run.phase}'; see {log_path}"
+        )
         return EXIT_INTERNAL
     return EXIT_FINDINGS if _fails(report, opts["fail_on"]) else EXIT_OK
+
+
+def _status_text(status: int | None) -> str:
+    """``status 70`` / ``killed by SIGKILL (the out-of-memory killer sends it)``."""
+    if status is None:
+        return "no status"
+    if status >= 0:
+        return f"status {status}"
+    try:
+        name = signal.Signals(-status).name
+    except ValueError:
+        name = f"signal {-status}"
+    hint = " (the system's out-of-memory killer sends it)" if -status == signal.SIGKILL else ""
+    return f"killed by {name}{hint}"
 
 
 _OUT = typer.Option(None, "--out", help="Directory for the reports [default: rnndoctor-report].")
@@ -376,6 +570,19 @@ _REDACT = typer.Option(
 )
 
 
+_DEBUG = typer.Option(
+    False,
+    "--debug",
+    help="On failure, show the script's output with its tracebacks (and rnndoctor's own).",
+)
+_NO_PROBES = typer.Option(
+    False,
+    "--no-probes",
+    help="Skip the input/compute/batch-size probes and sequence sampling (faster, fewer "
+    "findings: the rules that need them are not evaluated).",
+)
+
+
 @app.command(epilog=EXIT_CODES_HELP)
 def check(
     script: Path = typer.Argument(..., help="The training script, run as `python SCRIPT`."),
@@ -390,17 +597,22 @@ def check(
     select: list[str] = _SELECT,
     ignore: list[str] = _IGNORE,
     redact: bool = _REDACT,
+    debug: bool = _DEBUG,
+    no_probes: bool = _NO_PROBES,
 ) -> None:
     """Run SCRIPT for a short diagnosis window and report why its RNN training is slow.
 
     Defaults can be set in a [tool.rnndoctor] table of the pyproject.toml at or above the
     script's folder.
     """
+    global _debug
+    _debug = debug
     cli = dict(
         out=out, steps=steps, warmup=warmup, profile_steps=profile_steps, timeout=timeout,
         fail_on=fail_on, format=formats, select=select, ignore=ignore, redact=redact,
     )  # fmt: skip
-    raise typer.Exit(run_check(script, list(script_args or []), cli))
+    code = run_check(script, list(script_args or []), cli, debug=debug, no_probes=no_probes)
+    raise typer.Exit(code)
 
 
 def example_path(fixed: bool = False) -> Path:
@@ -420,12 +632,15 @@ def demo(
     ),
     formats: list[str] = _FORMAT,
     redact: bool = _REDACT,
+    debug: bool = _DEBUG,
 ) -> None:
     """Check the bundled example: a character-level LSTM trained on the standard library's
     source lines."""
+    global _debug
+    _debug = debug
     cli = dict(out=out, steps=steps, timeout=timeout, fail_on=fail_on, format=formats,
                redact=redact)  # fmt: skip
-    raise typer.Exit(run_check(example_path(fixed), [], cli))
+    raise typer.Exit(run_check(example_path(fixed), [], cli, debug=debug))
 
 
 def _load_report_facts(path: Path):
@@ -537,15 +752,16 @@ def rules(
 def main() -> None:
     """Console-script entry point.
 
-    An unexpected error in rnndoctor itself exits 5 with one line (set ``RNNDOCTOR_DEBUG=1`` for
-    the traceback), never 1, which CI gates read as "findings".
+    An unexpected error in rnndoctor itself exits 5 with one line (``check --debug`` or
+    ``RNNDOCTOR_DEBUG=1`` show the traceback), never 1, which CI gates read as "findings".
     """
     try:
         app()
     except Exception as exc:
-        if os.environ.get("RNNDOCTOR_DEBUG"):
+        if _debug or os.environ.get("RNNDOCTOR_DEBUG"):
             raise
         _error(
-            f"internal error: {type(exc).__name__}: {exc} (RNNDOCTOR_DEBUG=1 shows the traceback)"
+            f"internal error: {type(exc).__name__}: {exc} (--debug or RNNDOCTOR_DEBUG=1 shows "
+            "the traceback)"
         )
         sys.exit(EXIT_INTERNAL)

@@ -111,3 +111,25 @@ def redact_report(report: Report) -> Report:
         for o in report.outcomes
     ]
     return Report(facts=facts, outcomes=outcomes)
+
+
+def redact_file(path: str | os.PathLike, base_dir: str | None, cwd: str | None = None) -> None:
+    """Redacts a text file in place, line by line (``script.log`` after ``--redact``).
+
+    The same scrubber as the reports (home path, user and host names, secret values; paths under
+    the script's folder or ``cwd`` made relative). Bytes that are not UTF-8 are kept as they are
+    (``surrogateescape``). The file is replaced atomically.
+
+    Raises:
+        OSError: the file cannot be read or written.
+    """
+    scrub = make_scrubber(base_dir, cwd)
+    path = Path(path)
+    tmp = path.with_name(path.name + ".redacting")
+    with (
+        open(path, encoding="utf-8", errors="surrogateescape", newline="") as src,
+        open(tmp, "w", encoding="utf-8", errors="surrogateescape", newline="") as dst,
+    ):
+        for line in src:
+            dst.write(scrub(line))
+    tmp.replace(path)

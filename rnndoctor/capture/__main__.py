@@ -10,6 +10,7 @@ parent reads ``facts.run.outcome``. Status 70 means rnndoctor itself failed.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import runpy
 import sys
@@ -21,6 +22,78 @@ from rnndoctor import __version__
 from rnndoctor.facts import Facts, RunInfo
 
 EXIT_INTERNAL = 70  # EX_SOFTWARE
+_STDIN_HINT = (
+    "the check gives the script an empty standard input: redirect one "
+    "(`rnndoctor check SCRIPT < FILE`) or pass the input as arguments after `--`"
+)
+_ARGS_HINT = "give the script's own arguments after `--`: rnndoctor check SCRIPT -- ARGS"
+
+
+class BackendSwitch(BaseException):
+    """The script set ``KERAS_BACKEND`` to another backend after Keras was imported with the
+    TensorFlow one (raised from an audit hook at the user's line; ``args[0]`` is the value)."""
+
+
+def _watch_backend(event: str, args: tuple) -> None:
+    """PEP 578 audit hook: ``os.environ["KERAS_BACKEND"] = ...`` calls ``os.putenv``."""
+    if event != "os.putenv" or len(args) < 2:
+        return
+    key, value = (os.fsdecode(a) if isinstance(a, bytes) else a for a in args[:2])
+    if key == "KERAS_BACKEND" and value not in ("", "tensorflow"):
+        raise BackendSwitch(value)
+
+
+def _requested_backend() -> tuple[str, str]:
+    """The Keras backend and where it is set, read the way ``keras/src/backend/config.py`` (Keras
+    3.15) reads it at import: ``KERAS_BACKEND``, else ``backend`` in ``keras.json`` under
+    ``$KERAS_HOME`` (else ``~/.keras``, or ``/tmp/.keras`` when the home folder is not writable),
+    else ``tensorflow``. Used to explain an import that failed before Keras could say."""
+    if os.environ.get("KERAS_BACKEND"):
+        return os.environ["KERAS_BACKEND"], "the KERAS_BACKEND environment variable"
+    if "KERAS_HOME" in os.environ:
+        folder = os.environ["KERAS_HOME"]
+    else:
+        home = os.path.expanduser("~")
+        folder = os.path.join(home if os.access(home, os.W_OK) else "/tmp", ".keras")
+    path = os.path.expanduser(os.path.join(folder, "keras.json"))
+    try:
+        with open(path) as f:
+            backend = json.load(f).get("backend")
+    except (OSError, ValueError, AttributeError):
+        backend = None
+    if backend:
+        return str(backend), path
+    return "tensorflow", "Keras' default"
+
+
+def _import_keras(facts: Facts) -> bool:
+    """Imports Keras with the TensorFlow backend; on failure, says why in ``facts.run``."""
+    try:
+        import keras
+
+        backend, source = keras.backend.backend(), None
+    except Exception as exc:  # the configured backend, or TensorFlow itself, is not importable
+        backend, source = _requested_backend()
+        failure = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"[:300]
+    else:
+        failure = None
+    if backend == "tensorflow" and failure is None:
+        return True
+    facts.run.outcome = "capture_error"
+    facts.run.error_type = "KerasBackend"
+    if backend != "tensorflow":
+        source = source or _requested_backend()[1]
+        facts.run.message = (
+            f"Keras backend is {backend!r} (from {source}); rnndoctor diagnoses the TensorFlow "
+            "backend only: run the check with KERAS_BACKEND=tensorflow"
+            + (f" (importing Keras with {backend!r} failed here: {failure})" if failure else "")
+        )
+    else:
+        facts.run.message = (
+            f"cannot import Keras with the TensorFlow backend: {failure}; install TensorFlow "
+            "(pip install 'rnndoctor[cpu]', or your own build)"
+        )
+    return False
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -40,10 +113,96 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 def _error_location(exc: BaseException):
     from rnndoctor.capture import sites
 
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
+        if sites.is_user_file(exc.filename):  # compile errors have no frame in the user's file
+            return sites.source_location(exc.filename, exc.lineno)
     for frame, line in reversed(list(traceback.walk_tb(exc.__traceback__))):
         if sites.is_user_file(frame.f_code.co_filename):
             return sites.source_location(frame.f_code.co_filename, line)
     return None
+
+
+def _argparse_error(exc: SystemExit) -> str | None:
+    """The message of an ``argparse`` error that ended the script, or None.
+
+    ``ArgumentParser.error(message)`` prints the usage and calls ``sys.exit(2)``; its frame is on
+    the traceback, with ``message`` among its locals.
+    """
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        code = frame.f_code
+        if code.co_name == "error" and os.path.basename(code.co_filename) == "argparse.py":
+            message = frame.f_locals.get("message")
+            return str(message) if message is not None else ""
+    return None
+
+
+def _exit_message(exc: SystemExit, fit_called: bool) -> str:
+    parse_error = _argparse_error(exc)
+    if parse_error is not None:
+        return (
+            f"the script's argument parser rejected its arguments (sys.exit({exc.code!r})): "
+            f"{parse_error}; {_ARGS_HINT}"
+        )
+    return f"the script called sys.exit({exc.code!r}) " + (
+        "before calling Model.fit" if not fit_called else "during the diagnosis"
+    )
+
+
+def _error_message(exc: BaseException) -> str:
+    if isinstance(exc, SyntaxError):
+        first = exc.msg or "invalid syntax"
+    else:
+        first = (str(exc).strip().splitlines() or [""])[0]
+    message = f"{type(exc).__name__}: {first}"[:500]
+    if isinstance(exc, EOFError):
+        message += f" ({_STDIN_HINT})"
+    return message
+
+
+def _start_watchdog(capture) -> None:
+    """Saves what the diagnosis window gathered before the parent's ``--timeout`` kill.
+
+    The phases after the window save their facts as they go, but the window keeps its step times
+    in memory until it ends. When the window is stuck (a data source that hangs), a daemon thread
+    wakes ``budget.RESERVE_S`` before the overall deadline and saves the step times measured so
+    far and the model facts (without the cuDNN fast-path probe, which would run TensorFlow ops
+    beside the stuck step). It runs while the main thread blocks in TensorFlow's C++ code.
+    """
+    import threading
+
+    left = capture.budgets.overall_left()
+    if left == float("inf"):
+        return
+
+    def watch() -> None:
+        time.sleep(max(0.0, capture.budgets.overall_left()))
+        try:
+            _save_window_progress(capture)
+        except Exception:  # best effort: the parent still has the facts saved before
+            traceback.print_exc()
+
+    threading.Thread(target=watch, name="rnndoctor watchdog", daemon=True).start()
+
+
+def _save_window_progress(capture) -> None:
+    window = capture.window
+    facts = capture.facts
+    if window is None or facts.steps is not None or capture.window_finished:
+        return  # not in the window, or it has ended and saved its facts
+    facts.steps = window.step_times(facts.fit.batch_size if facts.fit else None)
+    if facts.model is None and getattr(window, "model", None) is not None:
+        from rnndoctor.capture.model import collect_model
+
+        try:
+            facts.model = collect_model(window.model, probe=False)
+        except Exception as exc:
+            facts.run.notes.append(f"model inspection failed: {type(exc).__name__}: {exc}")
+    facts.run.notes.append(
+        f"the diagnosis window had not finished when --timeout came ({window.steps_done} steps "
+        "done): the step times and model facts are those gathered so far; the cuDNN fast-path "
+        "probe, the probes and the profile did not run"
+    )
+    capture.save()
 
 
 def _source_root(script: str) -> str:
@@ -79,6 +238,11 @@ def main(argv: list[str] | None = None) -> int:
     facts.run.enter_phase("importing TensorFlow and Keras", time.monotonic() - started)
     facts.save(facts_path)
 
+    if not _import_keras(facts):
+        facts.run.wall_time_s = round(time.monotonic() - started, 3)
+        facts.save(facts_path)
+        return 0
+
     from rnndoctor.capture import loop, neutralise, sites
     from rnndoctor.capture.env import collect_environment
     from rnndoctor.capture.window import Capture, StopScript, WindowOptions, default_profile_dir
@@ -110,25 +274,34 @@ def main(argv: list[str] | None = None) -> int:
 
     sys.argv = [script, *args.script_args]
     sys.path.insert(0, os.path.dirname(script))
+    sys.addaudithook(_watch_backend)
+    _start_watchdog(capture)
     capture.set_phase("running the script until its first Model.fit call")
     try:
         runpy.run_path(script, run_name="__main__")
     except StopScript:
         sys.settrace(None)
+    except BackendSwitch as exc:
+        if not capture.window_finished:
+            facts.run.outcome = "capture_error"
+            facts.run.error_type = "KerasBackend"
+            facts.run.message = (
+                f"the script sets KERAS_BACKEND={exc.args[0]!r}, but rnndoctor diagnoses the "
+                "TensorFlow backend only (Keras was already imported with it): check the script "
+                "with KERAS_BACKEND=tensorflow"
+            )
+            facts.run.error_location = _error_location(exc)
     except SystemExit as exc:
         if not capture.window_finished:
             facts.run.outcome = "no_fit" if not capture.fit_called else "script_error"
             facts.run.error_type = "SystemExit"
-            facts.run.message = f"the script called sys.exit({exc.code!r}) " + (
-                "before calling Model.fit" if not capture.fit_called else "during the diagnosis"
-            )
+            facts.run.message = _exit_message(exc, capture.fit_called)
             facts.run.error_location = _error_location(exc)
     except BaseException as exc:  # the user's script failed: report it, never crash
         if not capture.window_finished:
             facts.run.outcome = "script_error"
             facts.run.error_type = type(exc).__name__
-            first = (str(exc).strip().splitlines() or [""])[0]
-            facts.run.message = f"{type(exc).__name__}: {first}"[:500]
+            facts.run.message = _error_message(exc)
             facts.run.error_location = _error_location(exc)
             traceback.print_exc()
     else:

@@ -1,19 +1,406 @@
-"""No harm to the user's files: turn off what writes user state during the check (issue 6).
-PLACEHOLDER.
+"""No harm to the user's files: what would write user state is turned off during the check.
 
-Contract: ``install(capture)`` before the script runs; ``filter_callbacks(capture, callbacks)``
-returns the callbacks ``fit`` should run, recording what was neutralised in
-``capture.facts.run.neutralised``.
+A pre-flight check must leave the user's checkpoints, logs and exported models exactly as they
+were, yet the script runs in the user's own working directory with their relative paths. So, for
+the whole check (from the script's first line, not only inside the diagnosis window):
+
+- ``fit`` runs without the user's ``ModelCheckpoint``, ``BackupAndRestore``, ``CSVLogger``,
+  ``TensorBoard``, ``OrbaxCheckpoint`` and ``RemoteMonitor`` callbacks (subclasses included):
+  :func:`filter_callbacks` drops them from the callback list (``window.Capture.run_window`` calls
+  it). ``BackupAndRestore`` would also have restored (and at the end deleted) its backup.
+- ``Model.save`` / ``save_weights`` / ``export``, ``keras.saving.save_model`` /
+  ``save_weights`` (and ``keras.models.save_model``, the same function),
+  ``ExportArchive.write_out``, ``tf.saved_model.save``, ``tf.train.Checkpoint.save`` /
+  ``write`` and ``tf.train.CheckpointManager.save`` do nothing and return what the real call
+  returns when it writes nothing (``None``; the checkpoint prefix for ``Checkpoint.save`` /
+  ``write``). ``tf.summary.create_file_writer`` returns ``tf.summary.create_noop_writer()``.
+
+They are no-ops rather than redirected into ``--out``: a check saves nothing, costs no disk and no
+time in the measured steps. The cost is that a script that saves a file and loads it back before
+``fit`` fails to load it (the report lists the neutralised save, with the user's line).
+
+Each is recorded once per (what, path, user's line) in ``facts.run.neutralised``, with the number
+of calls turned off. Plain file writes (``open(..., "w")``, ``os.mkdir``, ``os.remove``, ...) are
+not blocked, since a script may need them to run, but an audit hook (``sys.addaudithook``, PEP
+578) records those made by the user's code outside ``--out`` and the temporary folder, and a note
+lists them, so the report says what the check may have changed.
 """
 
 from __future__ import annotations
 
+import functools
+import os
+import sys
+import tempfile
+import threading
+import weakref
+from collections.abc import Callable
 from typing import Any
+
+from rnndoctor.capture import sites
+from rnndoctor.facts import Neutralised, SourceLocation
+
+# Keras callbacks that write user state, with the attribute naming where (keras/src/callbacks/*.py
+# of Keras 3.15: ModelCheckpoint.filepath, BackupAndRestore.backup_dir, CSVLogger.filename,
+# TensorBoard.log_dir, OrbaxCheckpoint.directory; RemoteMonitor posts to root + path).
+_CALLBACK_TARGETS: dict[str, Callable[[Any], str | None]] = {
+    "ModelCheckpoint": lambda cb: getattr(cb, "filepath", None),
+    "BackupAndRestore": lambda cb: getattr(cb, "backup_dir", None),
+    "CSVLogger": lambda cb: getattr(cb, "filename", None),
+    "TensorBoard": lambda cb: getattr(cb, "log_dir", None),
+    "OrbaxCheckpoint": lambda cb: getattr(cb, "directory", None),
+    "RemoteMonitor": lambda cb: f"{getattr(cb, 'root', '')}{getattr(cb, 'path', '')}" or None,
+}
+_MAX_WRITES_LISTED = 10  # distinct plain-write paths named in the note; the rest are counted
+_MAX_WRITES_TRACKED = 10_000  # distinct paths remembered (memory bound); past it none is counted
+_WRITE_EVENTS = (
+    "os.mkdir",
+    "os.remove",
+    "os.rename",
+    "os.rmdir",
+    "shutil.rmtree",
+    "os.link",
+    "os.symlink",
+    "os.replace",
+)  # fmt: skip  (PEP 578 audit events, Python 3.11)
+
+_capture: Any = None
+_lock = threading.RLock()
+_sites: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # callback -> construction site
+_callback_types: tuple[type, ...] = ()
+_installed = False
+_guard = threading.local()
+_writes: dict[str, tuple[str, SourceLocation | None]] = {}
+_writes_more = 0
+_writes_note: int | None = None
+_skip_dirs: tuple[str, ...] = ()
 
 
 def install(capture: Any) -> None:
-    return None
+    """Turns off the user's saving APIs and starts recording plain file writes.
+
+    Runs in the capture child before the user's script, after Keras and TensorFlow are imported.
+    Installing twice only updates the capture that records.
+
+    Args:
+        capture: the ``window.Capture`` whose ``facts.run.neutralised`` receives the records; its
+            ``facts_path`` folder (``--out``) is where the check itself writes.
+    """
+    global _capture, _installed, _skip_dirs
+    _capture = capture
+    if _installed:
+        return
+    _installed = True
+    _install_keras()
+    _install_tensorflow()
+
+    out = getattr(capture, "facts_path", None)
+    skip = [tempfile.gettempdir(), "/dev", "/proc", "/sys"]
+    if out is not None:
+        skip.append(os.path.dirname(os.path.abspath(os.fspath(out))))
+    _skip_dirs = tuple(os.path.realpath(d).rstrip(os.sep) + os.sep for d in skip)
+    sys.addaudithook(_audit)
 
 
 def filter_callbacks(capture: Any, callbacks: list[Any]) -> list[Any]:
-    return callbacks
+    """The user's callbacks less those that write user state (see the module doc).
+
+    Args:
+        capture: the ``window.Capture`` whose facts record what was dropped.
+        callbacks: the ``callbacks`` argument of the user's ``fit``, as a list.
+
+    Returns:
+        The callbacks ``fit`` should run, in the user's order.
+    """
+    global _capture
+    _capture = capture
+    kept = []
+    for callback in callbacks:
+        kind = _callback_kind(callback)
+        if kind is None:
+            kept.append(callback)
+            continue
+        name = type(callback).__name__
+        what = f"{name} callback" if name == kind else f"{name} callback (a {kind})"
+        try:
+            target = _CALLBACK_TARGETS[kind](callback)
+        except Exception:  # a user subclass with odd attributes: still dropped
+            target = None
+        try:
+            location = _sites.get(callback)
+        except TypeError:
+            location = None
+        _record(what, _where(target), location or _fit_location(capture))
+    return kept
+
+
+# -- callbacks -------------------------------------------------------------------------------
+def _callback_kind(callback: Any) -> str | None:
+    for cls in type(callback).__mro__:
+        if cls in _callback_types:
+            return cls.__name__
+    return None
+
+
+def _recording_init(init: Callable[..., None], name: str) -> Callable[..., None]:
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):  # noqa: N807 - it replaces __init__
+        try:
+            if self not in _sites:
+                _sites[self] = _construction_site(name)
+        except TypeError:  # not weak-referenceable or not hashable: no site, still dropped
+            pass
+        init(self, *args, **kwargs)
+
+    return __init__
+
+
+def _construction_site(name: str) -> SourceLocation | None:
+    """The user's line that built the callback: the innermost user frame that is not a user
+    subclass's own ``__init__`` (which calls ``super().__init__``)."""
+    frame = sys._getframe(2)
+    first = None
+    while frame is not None:
+        if sites.is_user_file(frame.f_code.co_filename):
+            location = (frame.f_code.co_filename, frame.f_lineno)
+            first = first or location
+            if frame.f_code.co_name != "__init__":
+                return sites.source_location(*location, (name,))
+        frame = frame.f_back
+    return sites.source_location(*first, (name,)) if first else None
+
+
+def _fit_location(capture: Any) -> SourceLocation | None:
+    fit = getattr(getattr(capture, "facts", None), "fit", None)
+    return getattr(fit, "location", None)
+
+
+# -- saving functions ------------------------------------------------------------------------
+_PATH_KEYWORDS = ("filepath", "file_prefix", "export_dir", "logdir")
+
+
+def _path_arg(index: int) -> Callable[[tuple, dict], Any]:
+    """Picks the path argument of a saving call: positional ``index`` (``self`` included for a
+    method) or a path keyword."""
+
+    def pick(args: tuple, kwargs: dict) -> Any:
+        for key in _PATH_KEYWORDS:
+            if key in kwargs:
+                return kwargs[key]
+        return args[index] if len(args) > index else None
+
+    return pick
+
+
+def _where(path: Any) -> str | None:
+    """The absolute path a call would write (relative paths are the user's working directory's),
+    or a URL / remote path as given."""
+    if path is None:
+        return None
+    try:
+        text = os.fsdecode(os.fspath(path))
+    except TypeError:
+        return str(path)
+    if "://" in text:
+        return text
+    return os.path.abspath(text)
+
+
+def _noop(
+    original: Callable[..., Any],
+    what: str,
+    pick: Callable[[tuple, dict], Any],
+    result: Callable[[Any], Any] | None,
+) -> Callable[..., Any]:
+    """A function that records the call and returns ``result(path)`` (None) without writing."""
+
+    @functools.wraps(original)
+    def neutralised(*args, **kwargs):
+        try:
+            path = pick(args, kwargs)
+        except Exception:
+            path = None
+        _record(what, _where(path), sites.user_frame_location(skip=1))
+        return result(path) if result is not None else None
+
+    neutralised.__rnndoctor_original__ = original  # type: ignore[attr-defined]
+    return neutralised
+
+
+def _neutralise_method(
+    cls: type,
+    name: str,
+    what: str,
+    pick: Callable[[tuple, dict], Any],
+    result: Callable[[Any], Any] | None = None,
+) -> None:
+    original = cls.__dict__.get(name) or getattr(cls, name, None)
+    if original is not None and not hasattr(original, "__rnndoctor_original__"):
+        setattr(cls, name, _noop(original, what, pick, result))
+
+
+def _rebind(original: Any, replacement: Any, prefixes: tuple[str, ...]) -> None:
+    """Replaces ``original`` wherever a loaded module under ``prefixes`` binds it
+    (``keras.saving.save_model`` and ``keras.models.save_model`` are one function, bound in
+    several modules, ``tf.keras`` included)."""
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith(prefixes):
+            continue
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for attr, value in list(namespace.items()):
+            if value is original:
+                namespace[attr] = replacement
+
+
+def _install_keras() -> None:
+    import keras
+
+    global _callback_types
+    types = []
+    for name in _CALLBACK_TARGETS:
+        cls = getattr(keras.callbacks, name, None)
+        if isinstance(cls, type):
+            types.append(cls)
+            cls.__init__ = _recording_init(cls.__init__, name)
+    _callback_types = tuple(types)
+
+    _neutralise_method(keras.Model, "save", "model.save", _path_arg(1))
+    _neutralise_method(keras.Model, "save_weights", "model.save_weights", _path_arg(1))
+    _neutralise_method(keras.Model, "export", "model.export", _path_arg(1))
+    from keras.src.saving import saving_api
+
+    for function, what in (
+        (saving_api.save_model, "keras.saving.save_model"),
+        (saving_api.save_weights, "keras.saving.save_weights"),
+    ):
+        _rebind(function, _noop(function, what, _path_arg(1), None), ("keras",))
+    try:
+        from keras.src.export.saved_model import ExportArchive
+    except ImportError:  # another Keras layout: Model.export above still covers the usual call
+        return
+    _neutralise_method(ExportArchive, "write_out", "ExportArchive.write_out", _path_arg(1))
+
+
+def _install_tensorflow() -> None:
+    try:
+        import tensorflow as tf
+    except ImportError:
+        return
+    prefixes = ("tensorflow", "keras")
+    _rebind(
+        tf.saved_model.save,
+        _noop(tf.saved_model.save, "tf.saved_model.save", _path_arg(1), None),
+        prefixes,
+    )
+    prefix = _path_arg(1)  # Checkpoint.save / write(file_prefix) return the written prefix
+
+    def same_prefix(path: Any) -> str | None:
+        return None if path is None else os.fsdecode(os.fspath(path))
+
+    for name in ("save", "write"):
+        _neutralise_method(
+            tf.train.Checkpoint, name, f"tf.train.Checkpoint.{name}", prefix, same_prefix
+        )
+    _neutralise_method(
+        tf.train.CheckpointManager, "save", "tf.train.CheckpointManager.save",
+        lambda a, k: getattr(a[0], "directory", None) if a else None,
+    )  # fmt: skip
+    original_writer = tf.summary.create_file_writer
+
+    @functools.wraps(original_writer)
+    def create_file_writer(logdir, *args, **kwargs):
+        _record("tf.summary.create_file_writer", _where(logdir), sites.user_frame_location(skip=1))
+        return tf.summary.create_noop_writer()
+
+    _rebind(original_writer, create_file_writer, prefixes)
+
+
+# -- records ---------------------------------------------------------------------------------
+def _same_place(a: SourceLocation | None, b: SourceLocation | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return (a.file, a.line) == (b.file, b.line)
+
+
+def _record(what: str, detail: str | None, location: SourceLocation | None) -> None:
+    """Adds a :class:`Neutralised` entry, or counts one more call of an existing one."""
+    capture = _capture
+    if capture is None:
+        return
+    with _lock:
+        for entry in capture.facts.run.neutralised:
+            if (
+                entry.what == what
+                and entry.detail == detail
+                and _same_place(entry.location, location)
+            ):
+                entry.calls += 1
+                return
+        capture.facts.run.neutralised.append(Neutralised(what, detail, location))
+    try:
+        capture.save()
+    except Exception:  # never fail the user's call over saving the facts
+        pass
+
+
+def _audit(event: str, args: tuple) -> None:
+    """PEP 578 audit hook: records plain file writes by the user's code (never blocks them)."""
+    if event != "open" and event not in _WRITE_EVENTS:
+        return
+    if getattr(_guard, "busy", False):
+        return
+    _guard.busy = True
+    try:
+        if event == "open":
+            path, mode, flags = (tuple(args) + (None, None, None))[:3]
+            if isinstance(mode, str):
+                writing = any(c in mode for c in "wax+")
+            else:
+                writing = bool((flags or 0) & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC))
+            if not writing:
+                return
+            _note_write(path, f"open({mode!r})" if isinstance(mode, str) else "os.open")
+        else:
+            _note_write(args[0] if args else None, event)
+            if event in ("os.rename", "os.replace", "os.link", "os.symlink") and len(args) > 1:
+                _note_write(args[1], event)
+    except Exception:  # an audit hook must never break the user's script
+        pass
+    finally:
+        _guard.busy = False
+
+
+def _note_write(path: Any, how: str) -> None:
+    global _writes_more, _writes_note
+    if path is None or isinstance(path, int) or _capture is None:
+        return
+    full = os.path.realpath(os.path.abspath(os.fsdecode(os.fspath(path))))
+    if (full + os.sep).startswith(_skip_dirs) or full in _writes:
+        return
+    location = sites.user_frame_location(skip=2)
+    if location is None:  # not the user's code (rnndoctor, or a library on its own thread)
+        return
+    with _lock:
+        if len(_writes) >= _MAX_WRITES_LISTED:
+            if _writes_more >= _MAX_WRITES_TRACKED:
+                return
+            _writes_more += 1
+        _writes[full] = (how, location)
+        listed = [
+            f"{p} ({h} at {loc.file}:{loc.line})"
+            for p, (h, loc) in list(_writes.items())[:_MAX_WRITES_LISTED]
+        ]
+        more = f"; and {_writes_more} more" if _writes_more else ""
+        text = (
+            "the script wrote outside --out during the check (plain file writes are recorded, "
+            f"not blocked; rnndoctor turns off only Keras/TensorFlow saving): {'; '.join(listed)}"
+            f"{more}"
+        )
+        notes = _capture.facts.run.notes
+        if _writes_note is not None and _writes_note < len(notes):
+            notes[_writes_note] = text
+        else:
+            _writes_note = len(notes)
+            notes.append(text)

@@ -301,6 +301,7 @@ class Capture:
         self.window_finished = False
         self._original_fit: Callable[..., Any] | None = None
         self.budgets = Budgets(options.timeout_s, self.started)
+        self.window: DiagnosisWindow | None = None  # the running window (read by the watchdog)
 
     def budget(self, phase: str) -> Budget:
         """The time budget of a bounded phase (see :mod:`rnndoctor.capture.budget`)."""
@@ -367,6 +368,7 @@ class Capture:
         self.facts.fit = fit_config(model, {**defaults, **arguments}, location)
         probes.prepare_fit_data(self, arguments)  # tee a Python generator's batches, say
         window = DiagnosisWindow(self.options, on_phase=self.set_phase)
+        self.window = window
         user_callbacks = neutralise.filter_callbacks(self, list(arguments.get("callbacks") or []))
         user_callbacks = probes.time_callbacks(self, user_callbacks)
         arguments["callbacks"] = [*user_callbacks, window]
