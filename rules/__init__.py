@@ -33,7 +33,13 @@ _BUILTIN_MODULES = (
     "rd107_generic_rnn_wrapper",
     "rd108_simple_rnn",
     "rd109_cudnn_disabled",
+    "rd110_mask_not_right_padded",
+    "rd111_fully_masked_sequence",
     "rd113_custom_cell",
+    "rd114_ragged_input",
+    "rd303_long_sequence",
+    "rd501_padding_waste",
+    "rd502_global_max_padding",
 )
 
 

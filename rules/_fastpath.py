@@ -14,7 +14,7 @@ import ast
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from rnndoctor.facts import FAST_PATH_DEFAULTS, Facts, RNNLayer
+from rnndoctor.facts import FAST_PATH_DEFAULTS, Facts, RNNLayer, SequenceInput
 from rnndoctor.findings import Evidence, Finding, Fix, Location, Severity
 
 FUSED_KINDS = ("lstm", "gru")
@@ -229,13 +229,62 @@ MASK_CAVEAT = (
 )
 
 
-def mask_caveat(layer: RNNLayer) -> str | None:
-    """The mask proviso for a layer that receives a mask (per the model graph), else None."""
+def sampled_mask(facts: Facts | None, layer: RNNLayer) -> SequenceInput | None:
+    """The sampled masked input that reaches ``layer`` (``Facts.sequences``), or None when the
+    masks it receives were not sampled."""
+    if facts is None or facts.sequences is None:
+        return None
+    return next(
+        (
+            record
+            for record in facts.sequences.inputs
+            if record.mask_used
+            and not record.ragged
+            and record.sequences
+            and layer.path in record.rnn_layers
+        ),
+        None,
+    )
+
+
+def _mask_problem(record: SequenceInput) -> str | None:
+    """What in the sampled masks cuDNN rejects (with the rule that reports it), or None."""
+    problems = []
+    if record.left_padded_rows or record.holed_rows:
+        problems.append(
+            f"{record.left_padded_rows + record.holed_rows} of {record.sequences} sampled "
+            "sequences are not right-padded (RD110)"
+        )
+    if record.fully_masked_rows:
+        problems.append(f"{record.fully_masked_rows} are empty (RD111)")
+    return "; ".join(problems) or None
+
+
+def mask_caveat(layer: RNNLayer, facts: Facts | None = None) -> str | None:
+    """The mask proviso of a cuDNN verdict: None when the layer receives no mask, or when the
+    sampled masks it receives were checked and are right-padded with no empty sequence; the
+    sampled problem when they are not; ``MASK_CAVEAT`` when the masks were not sampled."""
+    record = sampled_mask(facts, layer)
+    if record is not None:
+        problem = _mask_problem(record)
+        if problem is None:
+            return None
+        return (
+            "but cuDNN requires right-padded masks with no empty sequence "
+            f"(keras/src/backend/tensorflow/rnn.py: _assert_valid_mask), and {problem}: "
+            "the step fails there until that is fixed too"
+        )
     return MASK_CAVEAT if layer.receives_mask else None
 
 
-def after_fix(layer: RNNLayer, fixed_args: tuple[str, ...]) -> tuple[bool | None, str]:
-    """Whether the layer would take cuDNN once ``fixed_args`` are reset, and why (a sentence)."""
+def after_fix(
+    layer: RNNLayer, fixed_args: tuple[str, ...], facts: Facts | None = None
+) -> tuple[bool | None, str]:
+    """Whether the layer would take cuDNN once ``fixed_args`` are reset, and why (a sentence).
+
+    With ``facts``, the sentence says whether the sampled masks the layer receives meet cuDNN's
+    mask requirement (right-padded, no empty sequence), or that they were not sampled.
+    """
     probe = layer.fast_path
     if probe is None or not probe.probed:
         return None, "Whether the layer then takes the cuDNN kernel was not probed."
@@ -244,11 +293,19 @@ def after_fix(layer: RNNLayer, fixed_args: tuple[str, ...]) -> tuple[bool | None
         listed = ", ".join(f"{a}={layer.args.get(a)!r} ({RULE_OF_ARG.get(a, '?')})" for a in others)
         return False, f"Once fixed, the layer still misses the cuDNN kernel: blocked by {listed}."
     if probe.fixed_takes_fast_path:
-        proviso = (
-            ", provided its masks are right-padded (not sampled in this run)"
-            if layer.receives_mask
-            else ""
-        )
+        record = sampled_mask(facts, layer)
+        problem = _mask_problem(record) if record is not None else None
+        if record is not None and problem is None:
+            proviso = (
+                f", and its sampled masks are right-padded with no empty sequence (checked on "
+                f"{record.sequences} sequences)"
+            )
+        elif problem is not None:
+            proviso = f", but its masks must be right-padded first: {problem}"
+        elif layer.receives_mask:
+            proviso = ", provided its masks are right-padded (not sampled in this run)"
+        else:
+            proviso = ""
         return True, f"Once fixed, the installed Keras takes the cuDNN kernel on a GPU{proviso}."
     return False, "Even once fixed, the probe did not see Keras take the cuDNN kernel."
 
@@ -281,7 +338,7 @@ def arg_finding(
         overrides: dict[str, Any] = {a: None for a in args}
         overrides.update(set_args)
         code = build_call(layer.class_name, layer.args, overrides, call)
-    eligible, after = after_fix(layer, args)
+    eligible, after = after_fix(layer, args, facts)
     evidence = [Evidence(a, v, source="layer config") for a, v in values.items()]
     evidence.append(Evidence("fast-path verdict", "blocks the cuDNN kernel", source=basis))
     if layer.location is None:
@@ -299,7 +356,7 @@ def arg_finding(
         fix=Fix(title=fix_title, code=code, safety=safety, before=call),
         gain=gain_text(facts),
         fast_path_after_fix=eligible,
-        fast_path_caveat=mask_caveat(layer) if eligible else None,
+        fast_path_caveat=mask_caveat(layer, facts) if eligible else None,
     )
 
 

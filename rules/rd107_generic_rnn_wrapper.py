@@ -118,7 +118,7 @@ def _finding(facts: Facts, layer: RNNLayer) -> Finding:
         fix=fix,
         gain=fp.gain_text(facts),
         fast_path_after_fix=eligible,
-        fast_path_caveat=fp.mask_caveat(layer) if eligible else None,
+        fast_path_caveat=fp.mask_caveat(layer, facts) if eligible else None,
     )
 
 

@@ -72,7 +72,7 @@ def check(facts: Facts) -> list[Finding]:
                 ),
                 gain=fp.gain_text(facts),
                 fast_path_after_fix=eligible,
-                fast_path_caveat=fp.mask_caveat(layer) if eligible else None,
+                fast_path_caveat=fp.mask_caveat(layer, facts) if eligible else None,
             )
         )
     return findings

@@ -1,14 +1,796 @@
-"""Sequence sampling: lengths, padding and masks per RNN input (issue 4). PLACEHOLDER.
+"""Sequence sampling: valid lengths, padding and masks per RNN input (issue 4).
 
 Contract used by ``window.Capture``: ``sample_sequences(capture, model, batches)`` fills
 ``capture.facts.sequences`` from ``batches`` (a ``probes.Batches``), within
-``capture.budget("sequence sampling")``.
+``capture.budget("sequence sampling")``. ``install(capture)`` runs before the user's script.
+
+How the valid lengths are found (DESIGN.md, Measurement: padding):
+
+- **The mask each RNN receives.** The model runs forward once per sampled batch
+  (``training=False``) while each RNN layer's ``call`` is replaced, on that instance only, by a
+  recorder: it keeps the ``mask`` argument Keras passed (from ``Embedding(mask_zero=True)``,
+  ``Masking(mask_value=v)``, an explicit ``mask=`` or anything else the model computes) and the
+  sequences it got, and returns zeros of the layer's output shape instead of running the
+  recurrence (the masks downstream do not depend on RNN outputs, so sampling stays cheap and a
+  ``stateful`` layer's states are not touched). Wrappers (``Bidirectional``,
+  ``TimeDistributed``) call the inner layer, so the inner layer's own mask is what is recorded.
+  Which layer made the mask (``length_source``) is read from the model graph (networkx):
+  the ``Embedding(mask_zero=True)`` or ``Masking`` layers upstream of the RNN.
+- **Ragged inputs**: row lengths of a ``tf.RaggedTensor`` that reaches an RNN. Keras 3 rejects
+  those at trace time (``RNN.call`` indexes ``sequences[:, 0, :]``), so ``install`` also
+  records, during the user's own ``fit``, every RNN that receives one.
+- **No mask**: when an RNN receives none but the model input feeding it carries runs of the pad
+  value 0 at one end, the padding is still measured (``length_source="pad_value"``,
+  ``mask_used=False``).
+
+``install`` also remembers where the user's code pads: ``keras.utils.pad_sequences`` (every
+``keras`` module that exports it) with its ``padding`` argument, and
+``tf.data.Dataset.padded_batch`` / ``bucket_by_sequence_length``. A sampled input is matched to
+the ``pad_sequences`` call whose result holds its rows.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import sys
+import time
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
+
+from rnndoctor.capture import sites
+from rnndoctor.facts import (
+    LengthHistogram,
+    ModelFacts,
+    SequenceFacts,
+    SequenceInput,
+    SourceLocation,
+)
+from rnndoctor.rules import _bucketing
+
+_MAX_LENGTHS = 4096  # per-sequence lengths kept in the facts (the exact distribution is kept too)
+_HISTOGRAM_BINS = 24  # equal-width bins of the length histogram (at most one per length)
+_QUANTILES = (("p10", 10), ("p25", 25), ("p50", 50), ("p75", 75), ("p90", 90), ("p99", 99))
+# No mask: the pad value looked for, and how clear the padding must be to be called padding. The
+# value 0 is the padding of pad_sequences (value=0.0), padded_batch (padding_values default) and
+# Embedding(mask_zero=True); the shares are rnndoctor's own choice ("clearly padded").
+_PAD_VALUE = 0
+_PAD_ROWS_MIN_SHARE = 0.10  # at least this share of the sampled rows end (or start) with a run
+_PAD_SIDE_MIN_SHARE = 0.90  # and at least this share of the runs sit at that same end
+_MATCH_ROWS = 32  # sampled rows looked up in each pad_sequences result
+_MAX_PAD_CALLS = 32  # pad call sites remembered (the latest call per site)
+
+
+@dataclass
+class PadCall:
+    """A call of the user's code that pads sequences.
+
+    ``function``: ``pad_sequences``, ``padded_batch`` or ``bucket_by_sequence_length``;
+    ``padding``: pad_sequences' ``padding`` argument (``pre`` by default; padded_batch and
+    bucket_by_sequence_length pad at the end: ``post``); ``explicit``: the call gave it;
+    ``result``: a weak reference to the padded array (pad_sequences only).
+    """
+
+    function: str
+    location: SourceLocation | None
+    padding: str | None = None
+    explicit: bool = False
+    result: Any = None
+    _rows: set[bytes] | None = field(default=None, repr=False)
+
+    def array(self) -> Any:
+        return self.result() if self.result is not None else None
+
+    def holds_rows(self, rows: Any) -> int:
+        """How many of ``rows`` (a 2-D array) are rows of this call's result."""
+        import numpy as np
+
+        array = self.array()
+        if array is None or array.ndim != 2 or rows.ndim != 2 or array.shape[1] != rows.shape[1]:
+            return 0
+        if self._rows is None:
+            self._rows = {r.tobytes() for r in np.ascontiguousarray(array)}
+        cast = np.ascontiguousarray(rows[:_MATCH_ROWS], dtype=array.dtype)
+        return sum(r.tobytes() in self._rows for r in cast)
+
+
+@dataclass
+class _State:
+    calls: dict[tuple[str, int], PadCall] = field(default_factory=dict)
+    ragged: dict[str, SourceLocation | None] = field(default_factory=dict)
+    capture: Any = None
+    installed: bool = False
+
+
+_state = _State()
+
+
+def pad_calls() -> list[PadCall]:
+    """The padding calls seen so far, oldest first."""
+    return list(_state.calls.values())
+
+
+def _remember(call: PadCall) -> None:
+    if call.location is None:
+        return
+    key = (call.location.file, call.location.line)
+    _state.calls.pop(key, None)
+    _state.calls[key] = call
+    while len(_state.calls) > _MAX_PAD_CALLS:
+        _state.calls.pop(next(iter(_state.calls)))
+
+
+def _direct_caller_is_user(depth: int = 2) -> bool:
+    return sites.is_user_file(sys._getframe(depth).f_code.co_filename)
+
+
+def install(capture: Any) -> None:
+    """Hooks the padding calls and the RNN layers' ``call`` (for ragged inputs). Idempotent.
+
+    - ``keras.utils.pad_sequences`` (and every ``keras`` module exporting the same function,
+      ``keras.preprocessing.sequence`` included): the user's call site, ``padding`` and result.
+    - ``tf.data.Dataset.padded_batch`` / ``bucket_by_sequence_length``: the user's call site.
+    - ``keras.layers.RNN.call``: when an RNN receives a ``tf.RaggedTensor`` (Keras 3 then fails
+      in ``RNN.call``), ``capture.facts.sequences`` records it at once and is saved, so the
+      facts hold it even though ``fit`` raises.
+
+    Calling it again only points the hooks at ``capture`` (and forgets what they saw).
+
+    Args:
+        capture: the :class:`rnndoctor.capture.window.Capture` whose facts receive ragged inputs.
+    """
+    global _state
+    _state = _State(capture=capture, installed=_state.installed)
+    if _state.installed:
+        return
+    _state.installed = True
+    _hook_pad_sequences()
+    _hook_datasets()
+    _hook_rnn_call()
+
+
+def _hook_pad_sequences() -> None:
+    from keras.src.utils import sequence_utils
+
+    original = sequence_utils.pad_sequences
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def pad_sequences(*args, **kwargs):
+        result = original(*args, **kwargs)
+        try:
+            if _direct_caller_is_user():
+                bound = signature.bind(*args, **kwargs)
+                padding = bound.arguments.get("padding", signature.parameters["padding"].default)
+                _remember(
+                    PadCall(
+                        function="pad_sequences",
+                        location=sites.user_frame_location(skip=1, call_names=("pad_sequences",)),
+                        padding=str(padding),
+                        explicit="padding" in bound.arguments,
+                        result=weakref.ref(result),
+                    )
+                )
+        except Exception:  # recording must never break the user's script
+            pass
+        return result
+
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] == "keras" and getattr(module, "pad_sequences", None) is original:
+            module.pad_sequences = pad_sequences
+
+
+def _hook_datasets() -> None:
+    import tensorflow as tf
+
+    dataset = tf.data.Dataset
+    for method, padding in (("padded_batch", "post"), ("bucket_by_sequence_length", "post")):
+        original = getattr(dataset, method, None)
+        if original is None:
+            continue
+
+        def make(original=original, method=method, padding=padding):
+            @functools.wraps(original)
+            def wrapper(self, *args, **kwargs):
+                try:
+                    if _direct_caller_is_user():
+                        location = sites.user_frame_location(skip=1, call_names=(method,))
+                        _remember(PadCall(method, location, padding, explicit=False))
+                except Exception:
+                    pass
+                return original(self, *args, **kwargs)
+
+            return wrapper
+
+        setattr(dataset, method, make())
+
+
+def _hook_rnn_call() -> None:
+    import keras
+    import tensorflow as tf
+
+    rnn = keras.layers.RNN
+    original = rnn.call
+
+    @functools.wraps(original)
+    def call(self, sequences, *args, **kwargs):
+        try:
+            if isinstance(sequences, tf.RaggedTensor) and self.name not in _state.ragged:
+                _state.ragged[self.name] = sites.site_of(self)
+                if _state.capture is not None:
+                    _record_ragged(_state.capture)
+        except Exception:
+            pass
+        return original(self, sequences, *args, **kwargs)
+
+    rnn.call = call
+
+
+def _ragged_inputs() -> list[SequenceInput]:
+    if not _state.ragged:
+        return []
+    return [
+        SequenceInput(
+            input="(a tf.RaggedTensor, seen while fit traced the model)",
+            rnn_layers=sorted(_state.ragged),
+            length_source="ragged",
+            ragged=True,
+        )
+    ]
+
+
+def _record_ragged(capture: Any) -> None:
+    facts = capture.facts
+    if facts.sequences is None:
+        facts.sequences = SequenceFacts(
+            method="seen while fit traced the model",
+            not_measured="the RNN received a ragged tensor; lengths were not sampled",
+        )
+    facts.sequences.inputs = [i for i in facts.sequences.inputs if not i.ragged]
+    facts.sequences.inputs.extend(_ragged_inputs())
+    capture.save()
 
 
 def sample_sequences(capture: Any, model: Any, batches: Any) -> None:
+    """Fills ``capture.facts.sequences`` from the sampled batches, within the phase's budget.
+
+    Never raises: a failure is recorded as ``not_measured`` (and as a cut-short phase when the
+    budget ran out).
+
+    Args:
+        capture: the running :class:`~rnndoctor.capture.window.Capture`.
+        model: the user's model.
+        batches: a ``probes.Batches`` (numpy batches as Keras' data adapters yield them).
+    """
+    budget = capture.budget("sequence sampling")
+    items = list(getattr(batches, "items", None) or [])
+    if not items:
+        capture.facts.sequences = SequenceFacts(
+            method=getattr(batches, "method", None),
+            inputs=_ragged_inputs(),
+            not_measured=getattr(batches, "not_measured", None) or "no batch was sampled",
+        )
+        return
+    try:
+        facts = measure_batches(
+            model,
+            items,
+            model_facts=capture.facts.model,
+            deadline=budget.deadline,
+            calls=pad_calls(),
+        )
+    except Exception as exc:
+        capture.facts.sequences = SequenceFacts(
+            inputs=_ragged_inputs(),
+            not_measured=f"sequence sampling failed: {type(exc).__name__}: {exc}"[:300],
+        )
+        return
+    facts.method = getattr(batches, "method", None)
+    known = {name for i in facts.inputs if i.ragged for name in i.rnn_layers}
+    facts.inputs.extend(i for i in _ragged_inputs() if not set(i.rnn_layers) <= known)
+    capture.facts.sequences = facts
+    if facts.batches_sampled < len(items):
+        capture.cut_short(
+            budget,
+            f"sampled {facts.batches_sampled} of {len(items)} batches before the budget ran out",
+        )
+
+
+# -- measuring ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Seen:
+    """What one RNN layer received in one batch: its input's (rows, time) and the mask."""
+
+    rows: int
+    time: int
+    mask: Any = None  # numpy bool (rows, time) or None
+    ragged_lengths: Any = None  # numpy int (rows,) for a ragged input
+
+
+def _rnn_layers_by_path(model: Any) -> dict[str, Any]:
+    """Every RNN layer of ``model`` by the path ``collect_model`` gives it (through wrappers
+    and nested models)."""
+    import keras
+
+    from rnndoctor.capture.model import _children
+
+    found: dict[str, Any] = {}
+    seen: set[int] = set()
+
+    def visit(layer: Any, parent: str) -> None:
+        if id(layer) in seen:
+            return
+        seen.add(id(layer))
+        path = f"{parent}/{layer.name}"
+        if isinstance(layer, keras.layers.RNN):
+            found[path] = layer
+            return
+        for child in _children(layer):
+            visit(child, path)
+
+    for child in _children(model):
+        visit(child, model.name)
+    return found
+
+
+def _to_numpy_mask(mask: Any, rows: int, time_steps: int) -> Any:
+    import keras
+    import numpy as np
+
+    flat = [m for m in keras.tree.flatten(mask) if m is not None] if mask is not None else []
+    if not flat:
+        return None
+    array = np.asarray(keras.ops.convert_to_numpy(flat[0])).astype(bool)
+    if array.ndim == 3 and array.shape[-1] == 1:
+        array = array[..., 0]
+    if array.shape != (rows, time_steps):
+        return None  # not a (batch, time) mask of these sequences (TimeDistributed's slices)
+    return array
+
+
+@contextmanager
+def _recording(layers: dict[str, Any]) -> Iterator[dict[str, _Seen]]:
+    """Replaces each layer's ``call`` (on the instance) by a recorder that returns zeros."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    seen: dict[str, _Seen] = {}
+
+    def recorder(path: str, layer: Any):
+        original = layer.call
+        signature = inspect.signature(original)
+
+        def call(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            arguments = bound.arguments
+            sequences = next(iter(arguments.values()))
+            ragged = isinstance(sequences, tf.RaggedTensor)
+            if ragged:
+                lengths = np.asarray(sequences.row_lengths())
+                rows, steps = len(lengths), int(lengths.max()) if len(lengths) else 0
+                seen[path] = _Seen(rows, steps, ragged_lengths=lengths)
+                dense_shape = (rows, steps, *sequences.shape[2:])
+            else:
+                rows, steps = int(sequences.shape[0]), int(sequences.shape[1])
+                seen[path] = _Seen(rows, steps, _to_numpy_mask(arguments.get("mask"), rows, steps))
+                dense_shape = tuple(sequences.shape)
+            try:
+                shapes = layer.compute_output_shape(dense_shape)
+                return keras.tree.map_shape_structure(
+                    lambda s: keras.ops.zeros(s, dtype=layer.compute_dtype), shapes
+                )
+            except Exception:  # a custom layer without a usable compute_output_shape
+                return original(*args, **kwargs)
+
+        return call
+
+    for path, layer in layers.items():
+        layer.__dict__["call"] = recorder(path, layer)
+    try:
+        yield seen
+    finally:
+        for layer in layers.values():
+            layer.__dict__.pop("call", None)
+
+
+def _input_names(model: Any) -> list[str]:
+    names = []
+    for i, tensor in enumerate(getattr(model, "inputs", None) or []):
+        history = getattr(tensor, "_keras_history", None)
+        operation = getattr(history, "operation", None)
+        names.append(getattr(operation, "name", None) or f"input_{i}")
+    return names
+
+
+def _input_arrays(model: Any, x: Any) -> list[tuple[str, Any]]:
+    """The model inputs of one batch, as (name, numpy array or RaggedTensor)."""
+    import numpy as np
+
+    names = _input_names(model)
+    if isinstance(x, dict):
+        pairs = list(x.items())
+    elif isinstance(x, (list, tuple)):
+        pairs = [(names[i] if i < len(names) else f"input_{i}", v) for i, v in enumerate(x)]
+    else:
+        pairs = [(names[0] if names else "input", x)]
+    out = []
+    for name, value in pairs:
+        if hasattr(value, "row_lengths"):  # a RaggedTensor stays ragged
+            out.append((str(name), value))
+        else:
+            out.append((str(name), np.asarray(value)))
+    return out
+
+
+def _graph(model_facts: ModelFacts | None):
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    if model_facts is None:
+        return graph
+    for layer in model_facts.layers:
+        graph.add_node(layer.path, class_name=layer.class_name)
+    for edge in model_facts.graph_edges:
+        graph.add_edge(edge.src, edge.dst, kind=edge.kind)
+    return graph
+
+
+def _top(graph: Any, path: str) -> str:
+    """The top-level layer holding ``path`` (climbing ``contains`` edges through wrappers)."""
+    while path in graph:
+        parents = [p for p, _, k in graph.in_edges(path, data="kind") if k == "contains"]
+        if not parents:
+            break
+        path = parents[0]
+    return path
+
+
+def _upstream(graph: Any, path: str) -> set[str] | None:
+    """Nodes upstream of the RNN at ``path`` along data-flow and mask edges, or None when the
+    model graph is not known (a subclassed model)."""
+    import networkx as nx
+
+    top = _top(graph, path)
+    flow = nx.DiGraph((s, d) for s, d, k in graph.edges(data="kind") if k in ("feeds", "mask"))
+    if top not in flow:
+        return None
+    return set(nx.ancestors(flow, top))
+
+
+def _mask_layers(model: Any) -> dict[str, Any]:
+    """Embedding(mask_zero=True) and Masking layers of the model, by path."""
+    import keras
+
+    from rnndoctor.capture.model import _children
+
+    found: dict[str, Any] = {}
+
+    def visit(layer: Any, parent: str) -> None:
+        path = f"{parent}/{layer.name}"
+        if isinstance(layer, keras.layers.Masking) or (
+            isinstance(layer, keras.layers.Embedding) and getattr(layer, "mask_zero", False)
+        ):
+            found[path] = layer
+        for child in _children(layer):
+            visit(child, path)
+
+    for child in _children(model):
+        visit(child, model.name)
+    return found
+
+
+def _length_source(model: Any, graph: Any, rnn_paths: list[str], known: bool) -> tuple[str, Any]:
+    """(``length_source``, ``mask_value``) for masked RNNs: the masking layers upstream."""
+    import keras
+
+    candidates = _mask_layers(model)
+    if known:
+        upstream: set[str] = set()
+        for path in rnn_paths:
+            upstream |= _upstream(graph, path) or set()
+        candidates = {p: layer for p, layer in candidates.items() if p in upstream}
+    kinds = {
+        ("masking", float(layer.mask_value))
+        if isinstance(layer, keras.layers.Masking)
+        else ("mask_zero", None)
+        for layer in candidates.values()
+    }
+    return next(iter(kinds)) if len(kinds) == 1 else ("mask", None)
+
+
+def _feeding_input(
+    graph: Any, known: bool, path: str, seen: _Seen, inputs: list[tuple[str, Any]]
+) -> tuple[str, Any] | None:
+    """The model input (name, array) that feeds the RNN at ``path``: the one whose (rows, time)
+    match what the RNN received, narrowed by the model graph when several do."""
+    matching = [
+        (name, a)
+        for name, a in inputs
+        if len(a.shape) >= 2 and a.shape[0] == seen.rows and a.shape[1] == seen.time
+    ]
+    if len(matching) > 1 and known:
+        upstream = _upstream(graph, path) or set()
+        narrowed = [(n, a) for n, a in matching if any(u.endswith(f"/{n}") for u in upstream)]
+        matching = narrowed or matching
+    return matching[0] if matching else None
+
+
+def _pad_value_mask(array: Any) -> tuple[Any, str] | None:
+    """No mask: a validity mask from runs of ``_PAD_VALUE`` at one end of each row, and the side
+    (``right`` / ``left``), when the padding is clear (see the ``_PAD_*`` constants)."""
+    import numpy as np
+
+    if array.ndim < 2 or array.dtype == object or array.shape[1] == 0:
+        return None
+    pad = array == _PAD_VALUE
+    if pad.ndim > 2:
+        pad = pad.reshape(pad.shape[0], pad.shape[1], -1).all(axis=-1)
+    steps = pad.shape[1]
+    # run of pad steps at the end (trailing) and at the start (leading) of each row
+    trailing = np.where(pad.all(axis=1), steps, np.argmin(pad[:, ::-1], axis=1))
+    leading = np.where(pad.all(axis=1), steps, np.argmin(pad, axis=1))
+    rows = pad.shape[0]
+    right = int(((trailing > 0) & (leading == 0)).sum())
+    left = int(((leading > 0) & (trailing == 0)).sum())
+    padded = right + left
+    if padded < _PAD_ROWS_MIN_SHARE * rows:
+        return None
+    position = np.arange(steps)[None, :]
+    if right >= _PAD_SIDE_MIN_SHARE * padded:
+        return position < (steps - trailing)[:, None], "right"
+    if left >= _PAD_SIDE_MIN_SHARE * padded:
+        return position >= leading[:, None], "left"
     return None
+
+
+@dataclass
+class _Group:
+    """RNN layers that received the same masks (or none) in every sampled batch."""
+
+    rnn_paths: list[str]
+    seen: list[_Seen]
+
+
+def measure_batches(
+    model: Any,
+    items: list[Any],
+    *,
+    model_facts: ModelFacts | None = None,
+    deadline: float | None = None,
+    calls: list[PadCall] | None = None,
+) -> SequenceFacts:
+    """Measures lengths, padding and masks of every sequence input that reaches an RNN.
+
+    Args:
+        model: a built ``keras.Model``.
+        items: sampled batches as Keras' data adapters yield them (``x``, ``(x, y)`` or
+            ``(x, y, sample_weight)``), numpy arrays (a ``tf.RaggedTensor`` is kept as is).
+        model_facts: the model's facts (graph and RNN paths); None: collected here (no probe).
+        deadline: ``time.monotonic()`` value after which no further batch is measured.
+        calls: the padding calls seen (:func:`pad_calls`) to locate the padding line.
+
+    Returns:
+        :class:`SequenceFacts`; ``batches_sampled`` may be less than ``len(items)`` when the
+        deadline passed.
+    """
+    import keras
+
+    if model_facts is None:
+        from rnndoctor.capture.model import collect_model
+
+        model_facts = collect_model(model, probe=False)
+    layers = _rnn_layers_by_path(model)
+    if not layers:
+        return SequenceFacts(not_measured="the model has no RNN layer")
+    graph = _graph(model_facts)
+    known = bool(model_facts.graph_known)
+    per_layer: dict[str, list[_Seen]] = {path: [] for path in layers}
+    batch_inputs: list[list[tuple[str, Any]]] = []
+    batch_targets: list[Any] = []
+    notes = []
+    for item in items:
+        if deadline is not None and time.monotonic() >= deadline:
+            break
+        x, y, _ = keras.utils.unpack_x_y_sample_weight(item)
+        with _recording(layers) as seen:
+            try:
+                model(x, training=False)
+            except Exception as exc:
+                if not seen:
+                    raise
+                notes.append(f"the model's forward pass stopped: {type(exc).__name__}")
+        if not seen:
+            break
+        for path in layers:
+            per_layer[path].append(seen.get(path))
+        batch_inputs.append(_input_arrays(model, x))
+        batch_targets.append(y)
+    batches = len(batch_inputs)
+    if not batches:
+        return SequenceFacts(not_measured="no batch could be measured before the deadline")
+    groups = _group(per_layer)
+    inputs = []
+    for group in groups:
+        measured = _measure_group(
+            model, graph, known, group, batch_inputs, batch_targets, calls or []
+        )
+        if measured is not None:
+            inputs.append(measured)
+    return SequenceFacts(batches_sampled=batches, inputs=inputs)
+
+
+def _group(per_layer: dict[str, list[_Seen | None]]) -> list[_Group]:
+    groups: dict[tuple, _Group] = {}
+    for path, seen in per_layer.items():
+        if any(s is None for s in seen):
+            continue  # the layer did not run on every batch (a branch not taken)
+
+        def key(s: _Seen) -> tuple:
+            if s.ragged_lengths is not None:
+                return ("ragged", s.rows, s.time, s.ragged_lengths.tobytes())
+            mask = s.mask.tobytes() if s.mask is not None else None
+            return ("dense", s.rows, s.time, mask)
+
+        k = tuple(key(s) for s in seen)
+        groups.setdefault(k, _Group([], list(seen))).rnn_paths.append(path)
+    return list(groups.values())
+
+
+def _measure_group(
+    model: Any,
+    graph: Any,
+    known: bool,
+    group: _Group,
+    batch_inputs: list[list[tuple[str, Any]]],
+    batch_targets: list[Any],
+    calls: list[PadCall],
+) -> SequenceInput | None:
+    import numpy as np
+
+    first = group.seen[0]
+    feeding = [
+        _feeding_input(graph, known, group.rnn_paths[0], s, inputs)
+        for s, inputs in zip(group.seen, batch_inputs, strict=True)
+    ]
+    name = feeding[0][0] if feeding[0] is not None else "(an input the model computes)"
+    record = SequenceInput(input=name, rnn_layers=sorted(group.rnn_paths))
+    arrays = [f[1] if f is not None else None for f in feeding]
+    if first.ragged_lengths is not None:
+        record.length_source, record.ragged = "ragged", True
+        lengths_per_batch = [s.ragged_lengths for s in group.seen]
+        masks = None
+    elif first.mask is not None:
+        record.length_source, record.mask_value = _length_source(
+            model, graph, group.rnn_paths, known
+        )
+        masks = [s.mask for s in group.seen]
+        lengths_per_batch = None
+    else:
+        record.mask_used = False
+        detected = [_pad_value_mask(a) if isinstance(a, np.ndarray) else None for a in arrays]
+        if all(d is not None for d in detected):
+            record.length_source, record.mask_value = "pad_value", _PAD_VALUE
+            masks = [d[0] for d in detected]
+        else:
+            record.length_source = "none"
+            masks = [np.ones((s.rows, s.time), dtype=bool) for s in group.seen]
+        lengths_per_batch = None
+    record.batches = len(group.seen)
+    record.padded_lengths = [s.time for s in group.seen]
+    record.batch_sizes = [s.rows for s in group.seen]
+    if masks is not None:
+        _mask_stats(record, masks)
+        lengths_per_batch = [m.sum(axis=1) for m in masks]
+    lengths = np.concatenate(lengths_per_batch).astype(int)
+    _length_stats(record, lengths, lengths_per_batch)
+    array = arrays[0]
+    if isinstance(array, np.ndarray):
+        record.input_rank = array.ndim
+        targets = [t if isinstance(t, np.ndarray) else None for t in batch_targets]
+        record.targets_per_step = all(
+            t is not None and a is not None and t.shape[:2] == a.shape[:2]
+            for t, a in zip(targets, arrays, strict=True)
+        )
+        _locate_padding(record, array, targets[0] if record.targets_per_step else None, calls)
+    return record
+
+
+def _mask_stats(record: SequenceInput, masks: list[Any]) -> None:
+    """Pad side, left-padded / holed / fully-masked rows, from (rows, time) validity masks.
+
+    A row is right-padded when its mask equals ``sequence_mask(count)`` (the test of
+    ``_is_sequence_right_padded`` in ``keras/src/backend/tensorflow/rnn.py``), left-padded when
+    its valid steps are the last ``count`` ones, and holed otherwise; a row with no valid step is
+    fully masked (``_has_fully_masked_sequence``).
+    """
+    import numpy as np
+
+    right = left = holes = empty = 0
+    for mask in masks:
+        steps = mask.shape[1]
+        count = mask.sum(axis=1)
+        position = np.arange(steps)[None, :]
+        is_right = (mask == (position < count[:, None])).all(axis=1)
+        is_left = (mask == (position >= (steps - count)[:, None])).all(axis=1)
+        padded = (count > 0) & (count < steps)
+        empty += int((count == 0).sum())
+        right += int((padded & is_right).sum())
+        left += int((padded & is_left & ~is_right).sum())
+        holes += int((padded & ~is_left & ~is_right).sum())
+    record.left_padded_rows, record.holed_rows, record.fully_masked_rows = left, holes, empty
+    kinds = [k for k, n in (("right", right), ("left", left), ("holes", holes)) if n]
+    record.pad_side = "none" if not kinds else kinds[0] if len(kinds) == 1 else "mixed"
+
+
+def _length_stats(record: SequenceInput, lengths: Any, lengths_per_batch: list[Any]) -> None:
+    import numpy as np
+
+    record.sequences = int(len(lengths))
+    record.lengths = [int(n) for n in lengths[:_MAX_LENGTHS]]
+    record.lengths_truncated = len(lengths) > _MAX_LENGTHS
+    values, counts = np.unique(lengths, return_counts=True)
+    record.length_values = [int(v) for v in values]
+    record.length_counts = [int(c) for c in counts]
+    computed = _bucketing.padded_steps(record.padded_lengths, record.batch_sizes)
+    valid = int(lengths.sum())
+    record.padded_fraction = round(_bucketing.padded_fraction(valid, computed), 6)
+    batch_max = [int(b.max()) if len(b) else 0 for b in lengths_per_batch]
+    padded = record.padded_lengths
+    record.global_max_padding = (
+        len(padded) > 1 and len(set(padded)) == 1 and any(m < padded[0] for m in batch_max)
+    )
+    if len(lengths):
+        dist = _bucketing.LengthDistribution(tuple(record.length_values), tuple(counts.tolist()))
+        batch_size = max(set(record.batch_sizes), key=record.batch_sizes.count)
+        expected = _bucketing.expected_padded_steps(dist, (), batch_size)
+        if expected > 0:
+            record.per_batch_padded_fraction = round(_bucketing.padded_fraction(valid, expected), 6)
+        record.quantiles = {
+            "min": float(lengths.min()),
+            **{k: float(np.percentile(lengths, q)) for k, q in _QUANTILES},
+            "max": float(lengths.max()),
+            "mean": round(float(lengths.mean()), 3),
+        }
+        record.histogram = _histogram(lengths)
+
+
+def _histogram(lengths: Any) -> LengthHistogram:
+    """Equal-width bins with integer edges: bin i holds lengths in [edges[i], edges[i+1])."""
+    low, high = int(lengths.min()), int(lengths.max())
+    bins = min(_HISTOGRAM_BINS, high - low + 1)
+    width = -(-(high - low + 1) // bins)
+    edges = [low + i * width for i in range(bins + 1)]
+    counts = [0] * bins
+    for n in lengths.tolist():
+        counts[min(bins - 1, (int(n) - low) // width)] += 1
+    return LengthHistogram(edges=[float(e) for e in edges], counts=counts)
+
+
+def _locate_padding(record: SequenceInput, array: Any, targets: Any, calls: list[PadCall]) -> None:
+    """Sets ``padding_location`` (and the target's) from the padding calls seen."""
+    padders = [c for c in calls if c.function == "pad_sequences"]
+
+    def best(rows: Any) -> PadCall | None:
+        if rows is None or rows.ndim != 2:
+            return None
+        scored = [(c.holds_rows(rows), i, c) for i, c in enumerate(padders)]
+        scored = [s for s in scored if s[0] * 2 >= min(len(rows), _MATCH_ROWS) and s[0] > 0]
+        return max(scored, key=lambda s: (s[0], s[1]))[2] if scored else None
+
+    call = best(array)
+    if call is None and record.pad_side in ("right", "none"):
+        batchers = [c for c in calls if c.function != "pad_sequences"]
+        call = batchers[-1] if batchers else None
+    if call is not None:
+        record.padding_location = call.location
+        record.padding_function = call.function
+        record.padding_argument = call.padding
+    target_call = best(targets)
+    if target_call is not None:
+        record.target_padding_location = target_call.location

@@ -13,6 +13,9 @@ from rnndoctor.findings import Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import all_rules, get_rule
 
+# Findings that mean the GPU job (RD110, RD111) or any job (RD114, Keras 3) fails: `error` even
+# in CPU-only facts (see each rule's docstring).
+_FAILS_ON_ANY_MACHINE = ("RD110", "RD111", "RD114")
 FIXTURES = sorted((Path(__file__).parents[1] / "data" / "rules").glob("*.json"))
 
 
@@ -38,7 +41,10 @@ def test_rules_give_exactly_the_expected_rd1_findings(path: Path):
         assert finding.location is not None and finding.location.line > 0
         assert finding.fix is not None and finding.fix.code
         assert finding.evidence
-        assert finding.severity in (Severity.INFO, Severity.WARNING)  # CPU-only facts
+        if finding.rule_id in _FAILS_ON_ANY_MACHINE:
+            assert finding.severity is Severity.ERROR
+        else:
+            assert finding.severity in (Severity.INFO, Severity.WARNING)  # CPU-only facts
 
 
 def test_severity_is_error_when_a_gpu_was_visible():

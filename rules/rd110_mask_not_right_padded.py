@@ -1,0 +1,187 @@
+"""RD110 mask-not-right-padded: a left-padded mask, or one with holes, reaches a cuDNN LSTM/GRU.
+
+What it detects:
+    The mask an ``LSTM`` / ``GRU`` receives, measured on sampled batches, is left-padded (the
+    valid steps come last: ``pad_sequences``' default ``padding="pre"``) or has holes (masked
+    steps between valid ones: id 0 used as a real token under ``mask_zero=True``), and the layer
+    runs the cuDNN kernel on a GPU, either now or once its RD1xx findings are fixed (the fast-path
+    probe's ``takes_fast_path`` or ``fixed_takes_fast_path``). The second case counts because
+    following rnndoctor's own RD1xx fix would otherwise make the job fail.
+
+Why it slows training:
+    It does worse: on a GPU, Keras 3 fails. Before the fused kernel, ``_cudnn_lstm`` /
+    ``_cudnn_gru`` call ``_assert_valid_mask`` (``keras/src/backend/tensorflow/rnn.py``), a
+    ``tf.Assert`` that every mask equals ``tf.sequence_mask`` of its own count
+    (``_is_sequence_right_padded``). Inside ``fit``'s compiled step the assertion runs as a graph
+    op, after the ``try``/``except`` that would fall back to the generic kernel, so the step
+    raises ``InvalidArgumentError`` ("You are passing a RNN mask that does not correspond to
+    right-padded sequences...") at the first batch holding such a row, possibly hours into a job.
+    Keras 2 (tf.keras) instead checked the mask and silently ran the slow generic kernel for the
+    whole job. On CPU the generic kernel handles any mask, so a CPU run trains normally; the
+    severity is ``error`` on every machine, because the check is a pre-flight for the GPU job.
+
+Evidence:
+    ``sequences.inputs[].left_padded_rows`` / ``holed_rows`` / ``pad_side`` / ``mask_used`` /
+    ``length_source``, ``padding_location`` / ``padding_argument`` (the hooked
+    ``pad_sequences`` call) and ``target_padding_location``; ``model.rnn_layers[].fast_path``.
+
+Example:
+    ``x = keras.utils.pad_sequences(seqs, maxlen=80)`` (``padding="pre"`` by default) feeding
+    ``Embedding(vocab, 64, mask_zero=True)`` and ``LSTM(256)``.
+
+Use instead:
+    ``x = keras.utils.pad_sequences(seqs, maxlen=80, padding="post")`` (and the same for
+    per-step targets), or ``dataset.padded_batch(batch_size)`` / ``bucket_by_sequence_length``,
+    which pad at the end. Holes under ``mask_zero=True``: reserve id 0 for padding (shift the
+    vocabulary by one).
+
+Fix safety:
+    unsafe: each sequence moves to the start of its row. Where every layer before the RNN honours
+    the mask, the RNN sees the same steps in the same order; a position-dependent layer (a
+    convolution, a position embedding) sees different positions. Move per-step targets with the
+    inputs.
+
+References:
+    keras/src/backend/tensorflow/rnn.py: _assert_valid_mask, _is_sequence_right_padded,
+    _cudnn_lstm, _cudnn_gru; keras/src/utils/sequence_utils.py: pad_sequences (padding="pre");
+    the Keras LSTM/GRU docs: cuDNN needs "Inputs, if use masking, are strictly right-padded".
+"""
+
+from __future__ import annotations
+
+from rnndoctor.facts import Facts, SequenceInput
+from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.rules import _fastpath as fp
+from rnndoctor.rules import _sequences as sq
+from rnndoctor.rules import rule
+
+_PAD_SEQUENCES_PARAMS = ("sequences", "maxlen", "dtype", "padding", "truncating", "value")
+
+
+def _rewritten_line(loc, call_source: str | None) -> str | None:
+    """The user's padding line with ``padding="post"`` set in its ``pad_sequences`` call."""
+    code = fp.rewrite_call(
+        call_source, set_args={"padding": "post"}, positional_names=_PAD_SEQUENCES_PARAMS
+    )
+    if code is None:
+        return None
+    if loc.code and call_source and call_source in loc.code:
+        return loc.code.replace(call_source, code)
+    return code
+
+
+def _fix(facts: Facts, record: SequenceInput) -> Fix:
+    x, y = sq.data_names(facts)
+    if record.left_padded_rows and record.padding_function == "pad_sequences":
+        lines, before = [], []
+        for loc in (record.padding_location, record.target_padding_location):
+            if loc is None:
+                continue
+            line = _rewritten_line(loc, loc.call_source)
+            if line is not None and line not in lines:
+                lines.append(line)
+                before.append(loc.code or loc.call_source or "")
+        if lines:
+            title = "Pad at the end: pad_sequences(..., padding='post')" + (
+                ", for the inputs and the per-step targets alike" if len(lines) > 1 else ""
+            )
+            return Fix(title, "\n".join(lines), "unsafe", before="\n".join(before))
+    if record.left_padded_rows:
+        code = "\n".join(
+            [
+                f"{x} = keras.utils.pad_sequences(sequences, padding='post')  # pads at the end",
+                "# or, in a tf.data pipeline, pad per batch at the end:",
+                "dataset = dataset.padded_batch(batch_size)",
+            ]
+        )
+        return Fix("Pad at the end instead of the start", code, "display-only")
+    if record.length_source == "mask_zero":
+        code = "\n".join(
+            [
+                "# id 0 appears inside sequences, where mask_zero=True masks it: reserve 0 for",
+                "# padding by shifting every real id up by one",
+                f"{x} = np.where({x} != PAD, {x} + 1, 0)  # PAD: the id your padding uses",
+                "layers.Embedding(vocab_size + 1, dim, mask_zero=True)",
+            ]
+        )
+        return Fix("Keep id 0 for padding only", code, "display-only")
+    code = "\n".join(
+        [
+            "# real steps equal the mask value, so the mask has holes: pick a mask value that",
+            "# real data never takes, and pad with it at the end",
+            "layers.Masking(mask_value=PAD_VALUE)",
+        ]
+    )
+    return Fix("Mask only the padding, at the end of each sequence", code, "display-only")
+
+
+@rule(
+    "RD110",
+    "mask-not-right-padded",
+    "sampled masks are left-padded or have holes; the cuDNN path rejects them",
+    needs=("model", "sequences"),
+)
+def check(facts: Facts) -> list[Finding]:
+    sq.require_sampled(facts)
+    findings = []
+    for record, layers in sq.iter_findable(facts):
+        bad = record.left_padded_rows + record.holed_rows
+        if not record.mask_used or not bad:
+            continue
+        eligible = [layer for layer in layers if sq.cudnn_verdict(layer).eligible]
+        if not eligible:
+            continue
+        location, where = sq.padding_location(facts, record)
+        parts = []
+        if record.left_padded_rows:
+            parts.append(f"{record.left_padded_rows} are left-padded")
+        if record.holed_rows:
+            parts.append(f"{record.holed_rows} have masked steps between valid ones")
+        pads = (
+            f" ({record.padding_function}(padding={record.padding_argument!r}) at line "
+            f"{record.padding_location.line})"
+            if record.padding_location is not None and record.padding_function == "pad_sequences"
+            else ""
+        )
+        message = (
+            f"The mask reaching {sq.layers_label(eligible)} is not right-padded: of "
+            f"{record.sequences} sampled sequences, {' and '.join(parts)}{pads}. "
+            f"{sq.cudnn_sentence(eligible)}, whose mask check fails the training step with "
+            "InvalidArgumentError at the first such batch (Keras 3: _assert_valid_mask)."
+        )
+        if not (facts.environment and facts.environment.gpu_count):
+            message += " This CPU run is unaffected: the generic kernel accepts any mask."
+        evidence = [
+            *sq.common_evidence(record),
+            Evidence("left-padded sequences", record.left_padded_rows, "sequences",
+                     source="sampled masks"),
+            Evidence("sequences with holes", record.holed_rows, "sequences",
+                     source="sampled masks"),
+            Evidence("pad side", record.pad_side, source="sampled masks"),
+            where,
+            Evidence("mask check on the cuDNN path", "fails", source=sq.KERAS_MASK_CHECK),
+        ]  # fmt: skip
+        for layer in eligible:
+            verdict = sq.cudnn_verdict(layer)
+            evidence.append(
+                Evidence(
+                    f"{layer.path}: cuDNN on a GPU (now / once RD1xx are fixed)",
+                    f"{verdict.now} / {verdict.after}",
+                    source=verdict.basis,
+                )
+            )
+        findings.append(
+            Finding(
+                rule_id="RD110",
+                name="mask-not-right-padded",
+                severity=Severity.ERROR,
+                message=message,
+                layer=eligible[0].path,
+                location=location,
+                evidence=tuple(evidence),
+                fix=_fix(facts, record),
+                gain="not a speed estimate: the GPU job fails at the mask check; with the fix, "
+                "the layer keeps the cuDNN kernel with its masks",
+            )
+        )
+    return findings

@@ -1,0 +1,198 @@
+"""RD501 padding-waste: a large share of the timesteps the RNN computes are padding.
+
+What it detects:
+    A sequence input whose measured padded fraction (padded timesteps / all timesteps of the
+    sampled batches) is at least 30%. The fix buckets by length: ``bucket_by_sequence_length``
+    boundaries computed exactly from the sampled length distribution
+    (``rules/_bucketing.py``: dynamic programming over the sorted distinct lengths, minimising
+    the expected padded timesteps with each batch padded to its own longest sequence), with the
+    padded fraction expected after bucketing.
+
+Why it slows training:
+    An RNN step costs the same on a padded timestep as on a valid one: the generic loop runs
+    every step, and cuDNN reads the padded tensor (masks let it stop at each sequence's length,
+    but the tensors, the layers around the RNN and the loss still span the padded length). The
+    compute of a step grows linearly with ``batch x padded length``, so the estimated speedup is
+    padded timesteps now / expected after bucketing. Parts of a step that do not scale with the
+    length (the optimizer update, input, Python) are not scaled, so the real gain is smaller where
+    they matter; rnndoctor's test compares the estimate with real bucketed and unbucketed
+    compute-only steps on CPU.
+
+    Severity: ``error`` when the estimated speedup is at least 2x (RULES.md: "runs at least 2x
+    slower than it needs to"), ``warning`` below.
+
+Evidence:
+    ``sequences.inputs[].padded_fraction``, ``length_values`` / ``length_counts``,
+    ``padded_lengths`` / ``batch_sizes``, ``quantiles``, ``padding_location``,
+    ``targets_per_step``, ``input_rank``; ``fit.location`` (the data's names).
+
+Example:
+    Text lines of 4 to 80 characters, all padded to ``maxlen=80`` with ``pad_sequences``.
+
+Use instead:
+    ``tf.data.Dataset.from_tensor_slices((x, y)).map(unpad).bucket_by_sequence_length(length,
+    BOUNDARIES, BATCH_SIZES)`` with the boundaries the finding gives.
+
+Fix safety:
+    unsafe: batches then hold sequences of similar lengths and come in another order, which can
+    change convergence a little; ``fit`` takes the dataset instead of arrays (no
+    ``validation_split``: pass ``validation_data``).
+
+References:
+    tf.data.Dataset.bucket_by_sequence_length (tensorflow/python/data/ops/dataset_ops.py, TF 2.21);
+    keras/src/utils/sequence_utils.py: pad_sequences (pads every row to one length);
+    the TF guide "Better performance with the tf.data API"; Khomenko et al. (2016), "Accelerating
+    recurrent neural network training using sequence bucketing and multi-GPU data
+    parallelization".
+"""
+
+from __future__ import annotations
+
+from rnndoctor.facts import Facts, SequenceInput
+from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.rules import _bucketing as bk
+from rnndoctor.rules import _sequences as sq
+from rnndoctor.rules import rule
+
+PADDED_FRACTION_MIN = 0.30  # RULES.md RD501: "measured padded fraction of timesteps >= 30%"
+SPEEDUP_ERROR_MIN = 2.0  # RULES.md: error "runs at least 2x slower than it needs to"
+
+
+def plan(record: SequenceInput) -> bk.BucketPlan:
+    """The bucketing plan for a sampled input (exact distribution, sampled batch size)."""
+    dist = bk.LengthDistribution(tuple(record.length_values), tuple(record.length_counts))
+    steps = bk.padded_steps(record.padded_lengths, record.batch_sizes)
+    return bk.plan_buckets(dist, sq.batch_size(record), steps)
+
+
+def bucket_code(facts: Facts, record: SequenceInput, result: bk.BucketPlan) -> tuple[str, str]:
+    """Ready-to-paste bucketing code and its safety (``unsafe``, or ``display-only`` where the
+    pipeline cannot be written from the facts)."""
+    x, y = sq.data_names(facts)
+    per_step = bool(record.targets_per_step)
+    kind = facts.fit.data_kind if facts.fit else None
+    head = [
+        "import tensorflow as tf",
+        "",
+        f"BOUNDARIES = {list(result.boundaries)}  # from {record.sequences} sampled lengths",
+        f"BATCH_SIZES = [{result.batch_sizes[0]}] * (len(BOUNDARIES) + 1)",
+        "",
+        "",
+        *sq.unpad_function(record, per_step),
+        "",
+        "",
+        "def length(x, y):",
+        "    return tf.shape(x)[0]",
+        "",
+        "",
+    ]
+    bucket = "    .bucket_by_sequence_length(length, BOUNDARIES, BATCH_SIZES)"
+    if kind == "tf.data":
+        body = [
+            "# in your pipeline, on single (unbatched) sequences, in place of batch/padded_batch:",
+            "dataset = (",
+            "    dataset.map(unpad, num_parallel_calls=tf.data.AUTOTUNE)",
+            bucket,
+            "    .prefetch(tf.data.AUTOTUNE)",
+            ")",
+        ]
+        return "\n".join(head + body), "display-only"
+    body = [
+        "dataset = (",
+        f"    tf.data.Dataset.from_tensor_slices(({x}, {y}))",
+        "    .map(unpad, num_parallel_calls=tf.data.AUTOTUNE)",
+        "    .cache()",
+        f"    .shuffle(len({x}))",
+        bucket,
+        "    .prefetch(tf.data.AUTOTUNE)",
+        ")",
+        "# model.fit(dataset, ...): drop batch_size; validation_split does not apply to a",
+        "# dataset, so pass validation_data (built the same way from held-out arrays)",
+    ]
+    safety = "unsafe" if kind in (None, "numpy") and record.input_rank in (2, 3) else "display-only"
+    return "\n".join(head + body), safety
+
+
+@rule(
+    "RD501",
+    "padding-waste",
+    "measured padded fraction >= 30%: bucket by length (boundaries from the observed lengths)",
+    needs=("sequences",),
+)
+def check(facts: Facts) -> list[Finding]:
+    sq.require_sampled(facts)
+    findings = []
+    for record in sq.records(facts):
+        if record.ragged or not record.length_values or record.padded_fraction is None:
+            continue
+        if record.padded_fraction < PADDED_FRACTION_MIN:
+            continue
+        result = plan(record)
+        code, safety = bucket_code(facts, record, result)
+        location, where = sq.padding_location(facts, record)
+        layers = sq.fed_layers(facts, record)
+        no_mask = (
+            " No mask is used, so the model also computes on the padding and sees it as data."
+            if not record.mask_used
+            else ""
+        )
+        message = (
+            f"{result.padded_fraction_now:.1%} of the timesteps computed for input "
+            f"'{record.input}' are padding (median padded length "
+            f"{sq.median(record.padded_lengths):g}, median valid length "
+            f"{record.quantiles.get('p50', 0):g}). Bucketing by length at "
+            f"{list(result.boundaries)} is expected to cut padding to "
+            f"{result.padded_fraction_after:.1%}: an estimated {result.speedup:.2f}x faster "
+            f"step.{no_mask}"
+        )
+        evidence = [
+            *sq.common_evidence(record),
+            Evidence("padded fraction now", round(result.padded_fraction_now, 4),
+                     source="sampled batches"),
+            Evidence("padded fraction after bucketing (expected)",
+                     round(result.padded_fraction_after, 4), source="rules/_bucketing.py"),
+            Evidence("suggested bucket boundaries", list(result.boundaries), "timesteps",
+                     source="exact: least expected padded timesteps over the sampled lengths"),
+            Evidence("bucket batch size", result.batch_sizes[0], "sequences",
+                     source="sampled batches"),
+            Evidence("sampled sequences per bucket", list(result.bucket_sequences), "sequences",
+                     source="sampled lengths"),
+            Evidence("padded timesteps now / after", f"{result.padded_steps_now} / "
+                     f"{result.padded_steps_after:.0f}", "timesteps", source="sampled batches"),
+            Evidence("padded length per batch (median)", sq.median(record.padded_lengths),
+                     "timesteps", source="sampled batches"),
+            Evidence("valid length p50 / p90 / max",
+                     f"{record.quantiles.get('p50', 0):g} / {record.quantiles.get('p90', 0):g}"
+                     f" / {record.quantiles.get('max', 0):g}", "timesteps",
+                     source="sampled batches"),
+            where,
+        ]  # fmt: skip
+        findings.append(
+            Finding(
+                rule_id="RD501",
+                name="padding-waste",
+                severity=Severity.ERROR
+                if result.speedup >= SPEEDUP_ERROR_MIN
+                else Severity.WARNING,
+                message=message,
+                layer=layers[0].path if layers else (record.rnn_layers or [None])[0],
+                location=location,
+                evidence=tuple(evidence),
+                fix=Fix(
+                    f"Bucket by length: {len(result.boundaries)} boundaries, padding "
+                    f"{result.padded_fraction_now:.0%} -> {result.padded_fraction_after:.0%}",
+                    code,
+                    safety,
+                ),
+                gain=(
+                    f"{result.speedup:.2f}x from padded timesteps {result.padded_steps_now} -> "
+                    f"{result.padded_steps_after:.0f} on the sampled sequences; model: a "
+                    "step's compute grows linearly with batch x padded length (each batch "
+                    "padded to its own longest sequence, lengths drawn from the sampled "
+                    "distribution); per-step costs that do not scale with length are not "
+                    "counted"
+                ),
+                speedup=round(result.speedup, 3),
+            )
+        )
+    return findings

@@ -1,0 +1,151 @@
+"""RD502 global-max-padding: every batch is padded to one global maximum length.
+
+What it detects:
+    All sampled batches have the same padded length, the longest over the sample, while the
+    longest sequence of some batches is shorter (``SequenceInput.global_max_padding``: arrays
+    padded once with ``pad_sequences(maxlen=...)`` and then batched), and padding each batch to
+    its own longest sequence (``padded_batch``) is expected to save at least 5% of the timesteps.
+
+Why it slows training:
+    Every batch pays for the longest sequence in the whole data set. With ``padded_batch`` on
+    shuffled sequences a batch is padded to its own longest one, whose expected length is the
+    expected maximum of ``batch_size`` draws from the sampled length distribution
+    (``rules/_bucketing.py``). A step's compute grows linearly with ``batch x padded length``, so
+    the estimated speedup is padded timesteps now / expected with per-batch padding. Bucketing
+    (RD501) saves more; per-batch padding is the one-line change.
+
+    Severity: ``error`` when the estimated speedup is at least 2x (RULES.md), ``warning`` below.
+
+Evidence:
+    ``sequences.inputs[].global_max_padding``, ``padded_lengths``, ``batch_sizes``,
+    ``length_values`` / ``length_counts``, ``per_batch_padded_fraction``,
+    ``padding_location``.
+
+Example:
+    ``x = pad_sequences(seqs, maxlen=200)`` where most batches' longest sequence has 120 steps.
+
+Use instead:
+    ``tf.data.Dataset.from_tensor_slices((x, y)).map(unpad).shuffle(n).padded_batch(64)``.
+
+Fix safety:
+    unsafe: ``fit`` takes a dataset instead of arrays (pass ``validation_data`` instead of
+    ``validation_split``); the batches themselves hold the same kind of random samples.
+
+References:
+    tf.data.Dataset.padded_batch (tensorflow/python/data/ops/dataset_ops.py, TF 2.21);
+    keras/src/utils/sequence_utils.py: pad_sequences.
+"""
+
+from __future__ import annotations
+
+from rnndoctor.facts import Facts, SequenceInput
+from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.rules import _bucketing as bk
+from rnndoctor.rules import _sequences as sq
+from rnndoctor.rules import rule
+
+SPEEDUP_MIN = 1.05  # rnndoctor's choice: per-batch padding must save >= 5% of the timesteps
+SPEEDUP_ERROR_MIN = 2.0  # RULES.md: error "runs at least 2x slower than it needs to"
+
+
+def _code(facts: Facts, record: SequenceInput, batch: int) -> tuple[str, str]:
+    x, y = sq.data_names(facts)
+    lines = [
+        "import tensorflow as tf",
+        "",
+        "",
+        *sq.unpad_function(record, bool(record.targets_per_step)),
+        "",
+        "",
+        "dataset = (",
+        f"    tf.data.Dataset.from_tensor_slices(({x}, {y}))",
+        "    .map(unpad, num_parallel_calls=tf.data.AUTOTUNE)",
+        "    .cache()",
+        f"    .shuffle(len({x}))",
+        f"    .padded_batch({batch})  # each batch padded to its own longest sequence",
+        "    .prefetch(tf.data.AUTOTUNE)",
+        ")",
+        "# model.fit(dataset, ...): drop batch_size; pass validation_data, not validation_split",
+    ]
+    kind = facts.fit.data_kind if facts.fit else None
+    safety = "unsafe" if kind in (None, "numpy") and record.input_rank in (2, 3) else "display-only"
+    return "\n".join(lines), safety
+
+
+@rule(
+    "RD502",
+    "global-max-padding",
+    "every batch is padded to one global maximum, where per-batch padding would be shorter",
+    needs=("sequences",),
+)
+def check(facts: Facts) -> list[Finding]:
+    sq.require_sampled(facts)
+    findings = []
+    for record in sq.records(facts):
+        if record.ragged or not record.global_max_padding or not record.length_values:
+            continue
+        dist = bk.LengthDistribution(tuple(record.length_values), tuple(record.length_counts))
+        batch = sq.batch_size(record)
+        now = bk.padded_steps(record.padded_lengths, record.batch_sizes)
+        after = bk.expected_padded_steps(dist, (), batch)
+        speedup = now / after if after else 0.0
+        if speedup < SPEEDUP_MIN:
+            continue
+        fraction_now = bk.padded_fraction(dist.valid_steps, now)
+        fraction_after = bk.padded_fraction(dist.valid_steps, after)
+        padded = record.padded_lengths[0]
+        expected_length = after / dist.sequences
+        location, where = sq.padding_location(facts, record)
+        layers = sq.fed_layers(facts, record)
+        code, safety = _code(facts, record, batch)
+        findings.append(
+            Finding(
+                rule_id="RD502",
+                name="global-max-padding",
+                severity=Severity.ERROR if speedup >= SPEEDUP_ERROR_MIN else Severity.WARNING,
+                message=(
+                    f"Every sampled batch of input '{record.input}' is padded to {padded} steps, "
+                    f"the global maximum; padded per batch (batches of {batch}), a batch would "
+                    f"span {expected_length:.1f} steps on average: padding "
+                    f"{fraction_now:.1%} -> {fraction_after:.1%}, an estimated {speedup:.2f}x "
+                    "faster step."
+                ),
+                layer=layers[0].path if layers else (record.rnn_layers or [None])[0],
+                location=location,
+                evidence=(
+                    *sq.common_evidence(record),
+                    Evidence(
+                        "padded length of every batch",
+                        padded,
+                        "timesteps",
+                        source="sampled batches",
+                    ),
+                    Evidence(
+                        "expected padded length per batch with padded_batch",
+                        round(expected_length, 2),
+                        "timesteps",
+                        source="rules/_bucketing.py (expected max of the batch)",
+                    ),
+                    Evidence(
+                        "longest sampled sequence",
+                        max(record.length_values),
+                        "timesteps",
+                        source="sampled batches",
+                    ),
+                    Evidence(
+                        "padded fraction now / with per-batch padding",
+                        f"{fraction_now:.4f} / {fraction_after:.4f}",
+                        source="sampled batches",
+                    ),
+                    where,
+                ),  # fmt: skip
+                fix=Fix("Pad each batch to its own longest sequence (padded_batch)", code, safety),
+                gain=(
+                    f"{speedup:.2f}x from padded timesteps {now} -> {after:.0f} on the sampled "
+                    "sequences; model: a step's compute grows linearly with batch x padded "
+                    "length; bucketing (RD501) saves more"
+                ),
+                speedup=round(speedup, 3),
+            )
+        )
+    return findings
