@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         facts.save(facts_path)
         return 0
 
-    from rnndoctor.capture import loop, neutralise, sites
+    from rnndoctor.capture import loop, neutralise, sequences, sites
     from rnndoctor.capture.env import collect_environment
     from rnndoctor.capture.window import Capture, StopScript, WindowOptions, default_profile_dir
 
@@ -270,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     sites.install()
     neutralise.install(capture)
     loop.install(capture)
+    sequences.install(capture)
     capture.install_fit_hook()
 
     sys.argv = [script, *args.script_args]
