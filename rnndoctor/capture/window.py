@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 
 import keras
 
-from rnndoctor.capture import neutralise, probes, sequences, sites
+from rnndoctor.capture import loop, neutralise, probes, sequences, sites
 from rnndoctor.capture.budget import Budget, Budgets
 from rnndoctor.capture.model import collect_model
 from rnndoctor.capture.profile import summarize_profile
@@ -428,6 +428,7 @@ class Capture:
                 self.facts.run.notes.append(f"profiler not captured: {profile_error}")
             gpus = self.facts.environment.gpu_count if self.facts.environment else 0
             self.facts.profile = summarize_profile(self.options.profile_dir, profiled_steps, gpus)
+        loop.collect_traces(self, model)  # tf.function tracing counts of the window
         self.window_finished = True
         self.facts.run.outcome = "completed"
         self.set_phase("done")

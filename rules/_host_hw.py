@@ -1,0 +1,73 @@
+"""Shared logic of the host-overhead (RD401, RD402, RD405) and hardware (RD302, RD6xx) rules.
+
+Pure: no TensorFlow, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rnndoctor.facts import Facts, SourceLocation
+from rnndoctor.findings import Location, Severity
+from rnndoctor.rules import NotEvaluated
+
+# Severity of a measured speedup (RULES.md: error means at least 2x slower than it needs to be;
+# warning a measurable slowdown).
+ERROR_SPEEDUP = 2.0
+WARNING_SPEEDUP = 1.1  # below this, a measured gain is within run-to-run noise: info
+
+
+def location(loc: SourceLocation | None) -> Location | None:
+    """The finding's :class:`Location` for a recorded :class:`SourceLocation`."""
+    if loc is None:
+        return None
+    return Location(
+        file=loc.file,
+        line=loc.line,
+        code=loc.code,
+        context_start=loc.context_start,
+        context=tuple(loc.context),
+    )
+
+
+def first_location(*locations: SourceLocation | None) -> Location | None:
+    """The first recorded location among ``locations``."""
+    for loc in locations:
+        if loc is not None:
+            return location(loc)
+    return None
+
+
+def severity_of_speedup(speedup: float | None) -> Severity:
+    """``error`` at a measured 2x or more, ``info`` under 1.1x, else (or unmeasured) warning."""
+    if speedup is None:
+        return Severity.WARNING
+    if speedup >= ERROR_SPEEDUP:
+        return Severity.ERROR
+    if speedup < WARNING_SPEEDUP:
+        return Severity.INFO
+    return Severity.WARNING
+
+
+def require_gpu(facts: Facts) -> None:
+    """Raises :class:`NotEvaluated` unless TensorFlow saw a GPU in this run.
+
+    Raises:
+        NotEvaluated: no GPU was visible, so the GPU facts the rule needs were not measured.
+    """
+    env = facts.environment
+    if env is None or not env.gpu_count:
+        raise NotEvaluated(
+            "needs a GPU: TensorFlow saw no GPU in this run, so the GPU facts this rule reads "
+            "were not measured"
+        )
+
+
+def version_tuple(text: str | None) -> tuple[int, ...] | None:
+    """``"8.9.1"`` -> ``(8, 9, 1)``; None when ``text`` holds no version number."""
+    numbers = re.findall(r"\d+", text or "")
+    return tuple(int(n) for n in numbers[:3]) if numbers else None
+
+
+def ms(value: float | None) -> float | None:
+    return round(value, 3) if value is not None else None

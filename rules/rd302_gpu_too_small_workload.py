@@ -1,0 +1,120 @@
+"""RD302 gpu-too-small-workload: the GPU idles for most of each step.
+
+What it detects:
+    On a GPU run, the device's busy time per profiled step (the self-time of every device op in
+    xprof's ``framework_op_stats``, divided by the profiled steps) is under
+    ``_BUSY_SHARE_THRESHOLD`` of the measured median step time, while the step is not
+    input-bound (RD201's case), where rnndoctor's probes measured that.
+
+Why it slows training:
+    A small LSTM on a small batch launches many tiny kernels: each takes microseconds on the
+    device, but the host needs about as long to launch it, and the Python and framework
+    overhead between steps adds idle time. The GPU then waits for the host for most of the
+    step, so a bigger batch costs almost nothing extra per step, and for the smallest models
+    the CPU may even be faster (no launches, no host-device copies).
+
+Evidence:
+    ``profile.device_self_time_us``, ``profile.profiled_steps``, ``steps.median_step_time_ms``,
+    ``steps.batch_size``, ``probes.input_bound_share`` (where measured), ``environment.gpu_count``.
+
+Example:
+    ``LSTM(16)`` trained with ``batch_size=8`` on a GPU.
+
+Use instead:
+    A larger batch (RD301's probe measures the gain), ``steps_per_execution=32`` in ``compile``
+    (fewer host round trips), ``jit_compile=True`` (XLA fuses the small kernels); for a model
+    this small, compare a CPU run (``CUDA_VISIBLE_DEVICES=""``).
+
+Fix safety:
+    display-only: a larger batch changes the optimisation (learning rate); compare both runs.
+
+References:
+    xprof/cli/tools/check_host_boundness_tool.py: _DUTY_CYCLE_HIGH_THRESHOLD_PERCENT (50: a
+    device busy less than half the time has no high duty cycle);
+    https://www.tensorflow.org/guide/gpu_performance_analysis ("GPU is idle"...).
+"""
+
+from __future__ import annotations
+
+from rnndoctor.facts import Facts
+from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.rules import NotEvaluated, rule
+from rnndoctor.rules import _host_hw as hh
+
+# xprof's check_host_boundness_tool calls a device duty cycle above 50% high
+# (_DUTY_CYCLE_HIGH_THRESHOLD_PERCENT, xprof/cli/tools/check_host_boundness_tool.py, 2.24):
+# under it, the device idles for most of the step.
+_BUSY_SHARE_THRESHOLD = 0.5
+# RD201's warning cut-off (RULES.md; xprof's input-pipeline analysis): above it the idle time
+# is the input pipeline's, which RD201 reports.
+_INPUT_BOUND_SHARE = 0.2
+
+
+@rule(
+    "RD302",
+    "gpu-too-small-workload",
+    "GPU: the step is dominated by launch overhead or idle time",
+    needs=("environment", "profile", "steps"),
+)
+def check(facts: Facts) -> list[Finding]:
+    hh.require_gpu(facts)
+    profile, steps = facts.profile, facts.steps
+    if profile.device_self_time_us is None or not profile.profiled_steps:
+        raise NotEvaluated(
+            "the GPU profile holds no device time: " + (profile.error or "no profiled steps")
+        )
+    if not steps.median_step_time_ms:
+        raise NotEvaluated("no step time was measured")
+    busy_ms = profile.device_self_time_us / 1000.0 / profile.profiled_steps
+    share = min(1.0, busy_ms / steps.median_step_time_ms)
+    if share >= _BUSY_SHARE_THRESHOLD:
+        return []
+    input_share = facts.probes.input_bound_share if facts.probes else None
+    if input_share is not None and input_share >= _INPUT_BOUND_SHARE:
+        return []  # the device waits for the input pipeline: RD201's finding
+    evidence = [
+        Evidence("median step time", steps.median_step_time_ms, "ms", "steps"),
+        Evidence("device busy time per step", round(busy_ms, 3), "ms",
+                 "profile.device_self_time_us / profile.profiled_steps"),
+        Evidence("device busy share of the step", round(share, 3), "",
+                 f"threshold {_BUSY_SHARE_THRESHOLD} (xprof duty-cycle cut-off)"),
+        Evidence("input-bound share", input_share if input_share is not None else
+                 "not measured", "", "probes.input_bound_share"),
+    ]  # fmt: skip
+    if steps.batch_size:
+        evidence.append(Evidence("batch size", steps.batch_size, "samples", "steps.batch_size"))
+    location = hh.first_location(
+        facts.fit.location if facts.fit else None,
+        facts.loop.location if facts.loop else None,
+    )
+    return [
+        Finding(
+            rule_id="RD302",
+            name="gpu-too-small-workload",
+            severity=Severity.WARNING,
+            message=(
+                f"The GPU is busy {busy_ms:.2f} ms of each {steps.median_step_time_ms:.2f} ms "
+                f"step ({share:.0%}): the workload is too small to keep it fed, and host "
+                "overhead sets the step time."
+            ),
+            location=location,
+            evidence=tuple(evidence),
+            fix=Fix(
+                title="Give the GPU more work per launch: a larger batch, several steps per "
+                "execution, XLA; or compare a CPU run",
+                code=(
+                    "model.compile(..., steps_per_execution=32, jit_compile=True)\n"
+                    "model.fit(..., batch_size=4 * BATCH)  # and scale the learning rate\n"
+                    '# compare: CUDA_VISIBLE_DEVICES="" python train.py'
+                ),
+                safety="display-only",
+            ),
+            gain=(
+                f"not estimated: a device busy for the whole step would make it at most "
+                f"{steps.median_step_time_ms / busy_ms:.1f}x faster, an upper bound that no fix "
+                "reaches; RD301's batch-size probe measures what a larger batch gives"
+                if busy_ms > 0
+                else "not estimated"
+            ),
+        )
+    ]

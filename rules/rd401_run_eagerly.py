@@ -1,0 +1,158 @@
+"""RD401 run-eagerly: the training step runs eagerly, op by op from Python, not as a graph.
+
+What it detects:
+    ``model.compile(..., run_eagerly=True)`` (``fit`` then calls ``train_step`` without
+    ``tf.function``), or ``tf.config.run_functions_eagerly(True)``, which makes every
+    ``tf.function`` (Keras' own train function and a custom loop's step) run its Python body
+    eagerly.
+
+Why it slows training:
+    Eagerly, each op of the forward pass, the gradient tape and the optimizer update is
+    dispatched from Python one at a time: the host overhead of every op (microseconds each,
+    thousands per LSTM step) is paid on every step, and TensorFlow's graph optimisations (Grappler
+    op fusion, constant folding) never run. ``run_eagerly`` is a debugging switch (Keras:
+    "This is useful for debugging, but it makes training slower").
+
+Evidence:
+    ``fit.run_eagerly`` (the model's compile setting at its ``fit`` call);
+    ``environment.run_functions_eagerly`` (read when the diagnosis ended);
+    ``environment.run_eagerly_location`` (the user's line that turned it on); the measured step
+    time; for a custom loop under ``run_functions_eagerly``, the traced twin
+    (``loop.eager_call_ms`` / ``loop.traced_call_ms``: the step function called on the same batch
+    eagerly, then as a ``tf.function``).
+
+Example:
+    ``model.compile(optimizer="adam", loss="mse", run_eagerly=True)``;
+    ``tf.config.run_functions_eagerly(True)`` left in after debugging.
+
+Use instead:
+    ``model.compile(optimizer="adam", loss="mse")`` (``run_eagerly`` defaults to False), and
+    no ``run_functions_eagerly(True)`` outside a debugging session.
+
+Fix safety:
+    safe: the same computation, traced into a graph. Python side effects inside the step
+    (``print``, ``.numpy()``) then run once per tracing instead of once per step; a step that
+    needs them fails loudly at tracing, not silently.
+
+References:
+    keras/src/trainers/trainer.py: Trainer.compile (``run_eagerly``);
+    keras/src/backend/tensorflow/trainer.py: TensorFlowTrainer._make_function (no tf.function
+    when ``run_eagerly``); tensorflow/python/eager/polymorphic_function/eager_function_run.py:
+    run_functions_eagerly; https://www.tensorflow.org/guide/function.
+"""
+
+from __future__ import annotations
+
+from rnndoctor.facts import Facts
+from rnndoctor.findings import Evidence, Finding, Fix
+from rnndoctor.rules import _fastpath as fp
+from rnndoctor.rules import _host_hw as hh
+from rnndoctor.rules import rule
+
+
+def _gain(facts: Facts) -> tuple[str, float | None]:
+    loop, steps = facts.loop, facts.steps
+    if (
+        loop is not None
+        and loop.functions_run_eagerly
+        and loop.eager_call_ms
+        and loop.traced_call_ms
+    ):
+        saved = loop.eager_call_ms - loop.traced_call_ms
+        step = steps.median_step_time_ms if steps and steps.median_step_time_ms else None
+        step = step if step and step > saved else loop.eager_call_ms
+        speedup = step / (step - saved) if saved > 0 and step > saved else None
+        text = (
+            f"measured on the same batch: the step function took {loop.eager_call_ms:.2f} ms "
+            f"eagerly and {loop.traced_call_ms:.2f} ms as a tf.function (median of "
+            f"{loop.twin_calls} calls each)"
+        )
+        if speedup is not None:
+            text += (
+                f"; removing the {saved:.2f} ms difference from the {step:.2f} ms step: about "
+                f"{speedup:.1f}x faster steps"
+            )
+        else:
+            text += "; the traced step was not faster here"
+        return text, (round(speedup, 2) if speedup else None)
+    return (
+        "not measured: this run executed the train step eagerly only, so its graph step time "
+        "is unknown; check again with eager execution off to measure it",
+        None,
+    )
+
+
+@rule(
+    "RD401",
+    "run-eagerly",
+    "compile(run_eagerly=True) or tf.config.run_functions_eagerly(True)",
+    needs=("environment",),
+)
+def check(facts: Facts) -> list[Finding]:
+    env = facts.environment
+    fit_eager = bool(facts.fit is not None and facts.fit.run_eagerly)
+    tf_eager = bool(env.run_functions_eagerly)
+    if not (fit_eager or tf_eager):
+        return []
+    switch = env.run_eagerly_location
+    via_config = bool(switch and switch.code and "run_functions_eagerly" in switch.code)
+    evidence = [
+        Evidence("compile(run_eagerly=...)", fit_eager if facts.fit else None, "",
+                 "fit.run_eagerly"),
+        Evidence("tf.config.functions_run_eagerly()", tf_eager, "",
+                 "environment.run_functions_eagerly"),
+    ]  # fmt: skip
+    steps = facts.steps
+    if steps is not None and steps.median_step_time_ms is not None:
+        evidence.append(
+            Evidence(f"median step time ({steps.source})", steps.median_step_time_ms, "ms",
+                     f"steps: {steps.measured_steps} measured steps")
+        )  # fmt: skip
+    loop = facts.loop
+    if loop is not None and loop.functions_run_eagerly:
+        if loop.eager_call_ms is not None:
+            evidence.append(Evidence("step function, eager", loop.eager_call_ms, "ms/call",
+                                     "loop.eager_call_ms"))  # fmt: skip
+        if loop.traced_call_ms is not None:
+            evidence.append(Evidence("step function, tf.function", loop.traced_call_ms,
+                                     "ms/call", "loop.traced_call_ms"))  # fmt: skip
+        if loop.twin_not_measured:
+            evidence.append(Evidence("traced twin", loop.twin_not_measured, "",
+                                     "loop.twin_not_measured"))  # fmt: skip
+    gain, speedup = _gain(facts)
+    if via_config or (tf_eager and not fit_eager):
+        what = "tf.config.run_functions_eagerly(True) makes every tf.function run eagerly"
+        fix = Fix(
+            title="Turn eager execution of tf.functions off (or delete the call)",
+            code="tf.config.run_functions_eagerly(False)",
+            safety="safe",
+            before=switch.code if via_config and switch else None,
+        )
+    else:
+        what = "The model is compiled with run_eagerly=True, so fit runs train_step eagerly"
+        call = switch.call_source if switch is not None else None
+        rewritten = fp.rewrite_call(call, drop=("run_eagerly",)) if call else None
+        fix = Fix(
+            title="Compile without run_eagerly (it defaults to False)",
+            code=rewritten or "model.compile(optimizer=..., loss=...)  # no run_eagerly=True",
+            safety="safe",
+            before=call,
+        )
+    location = hh.first_location(
+        switch,
+        facts.fit.location if facts.fit else None,
+        loop.location if loop else None,
+    )
+    return [
+        Finding(
+            rule_id="RD401",
+            name="run-eagerly",
+            severity=hh.severity_of_speedup(speedup),
+            message=f"{what}: every op is dispatched from Python, one at a time, on every step.",
+            location=location,
+            evidence=tuple(evidence),
+            fix=fix,
+            gain=gain,
+            speedup=speedup,
+        )
+    ]

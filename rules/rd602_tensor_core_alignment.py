@@ -1,0 +1,151 @@
+"""RD602 tensor-core-alignment: under mixed precision, a dimension is not a multiple of 8.
+
+What it detects:
+    On a GPU run under a mixed dtype policy (``mixed_float16`` / ``mixed_bfloat16``), an
+    LSTM/GRU whose ``units`` or input feature size is not a multiple of ``_ALIGN`` (8), and a
+    batch size that is not.
+
+Why it slows training:
+    Tensor Cores multiply 16-bit matrices in tiles; cuBLAS and cuDNN use them fully only when
+    the matrix dimensions (the GEMM's M, N, K: batch, ``4 * units`` or ``3 * units``, features)
+    are multiples of 8 for float16. Otherwise they pad internally or fall back to slower
+    kernels.
+
+Evidence:
+    ``environment.precision_policy``, ``model.rnn_layers[].dtype_policy``, ``.args.units``,
+    ``.input_shape`` (last dimension: features), ``steps.batch_size`` / ``fit.batch_size``.
+
+Example:
+    ``keras.layers.LSTM(100)`` under ``mixed_float16`` with ``batch_size=50``.
+
+Use instead:
+    ``keras.layers.LSTM(104)`` and ``batch_size=56`` (or 48): the next multiple of 8.
+
+Fix safety:
+    unsafe: more units change the model's capacity; a different batch size changes the
+    optimisation.
+
+References:
+    https://www.tensorflow.org/guide/mixed_precision ("Ensuring GPU Tensor Cores are used":
+    dimensions in multiples of 8); NVIDIA Deep Learning Performance Guide, "Tensor Core
+    Requirements" (https://docs.nvidia.com/deeplearning/performance/).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from rnndoctor.facts import Facts, RNNLayer
+from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.rules import _fastpath as fp
+from rnndoctor.rules import _host_hw as hh
+from rnndoctor.rules import rule
+
+# Tensor Cores need float16 matrix dimensions in multiples of 8 (TF mixed precision guide;
+# NVIDIA Deep Learning Performance Guide, "Tensor Core Requirements").
+_ALIGN = 8
+
+
+def _up(value: int) -> int:
+    return -(-value // _ALIGN) * _ALIGN
+
+
+def _mixed(facts: Facts) -> bool:
+    policies = {facts.environment.precision_policy}
+    policies |= {r.dtype_policy for r in (facts.model.rnn_layers if facts.model else [])}
+    return any(str(p).startswith("mixed") for p in policies if p)
+
+
+def _units_fix(layer: RNNLayer, units: int) -> str:
+    call = fp.parse_call(layer.location.call_source if layer.location else None)
+    if call is not None:
+        for keyword in call.keywords:
+            if keyword.arg == "units":
+                keyword.value = ast.Constant(units)
+                return ast.unparse(call)
+        if call.args and not isinstance(call.args[0], ast.Starred):
+            call.args[0] = ast.Constant(units)
+            return ast.unparse(call)
+    return fp.build_call(layer.class_name, layer.args, {"units": units})
+
+
+@rule(
+    "RD602",
+    "tensor-core-alignment",
+    "under mixed precision, units / features / batch are not multiples of 8",
+    needs=("environment", "model"),
+)
+def check(facts: Facts) -> list[Finding]:
+    hh.require_gpu(facts)
+    if not _mixed(facts):
+        return []
+    findings = []
+    for layer in fp.rnn_layers(facts):
+        units = layer.args.get("units")
+        features = layer.input_shape[-1] if layer.input_shape else None
+        off = {
+            name: value
+            for name, value in (("units", units), ("input features", features))
+            if isinstance(value, int) and value % _ALIGN
+        }
+        if not off:
+            continue
+        evidence = [
+            Evidence(name, value, "", f"not a multiple of {_ALIGN}") for name, value in off.items()
+        ]
+        evidence.append(Evidence("dtype policy", layer.dtype_policy, "",
+                                 "model.rnn_layers[].dtype_policy"))  # fmt: skip
+        if "units" in off:
+            fix = Fix(
+                title=f"Round units up to a multiple of {_ALIGN}",
+                code=_units_fix(layer, _up(units)),
+                safety="unsafe",
+                before=layer.location.call_source if layer.location else None,
+            )
+        else:
+            fix = Fix(
+                title=f"Pad or project the input features to {_up(features)} (a multiple of "
+                f"{_ALIGN})",
+                code=f"keras.layers.Dense({_up(features)})  # before {layer.class_name}",
+                safety="display-only",
+            )
+        findings.append(
+            Finding(
+                rule_id="RD602",
+                name="tensor-core-alignment",
+                severity=Severity.INFO,
+                message=(
+                    f"{fp.layer_label(layer)}: "
+                    + " and ".join(f"{k} {v}" for k, v in off.items())
+                    + f" not a multiple of {_ALIGN}: Tensor Cores run its matrices at part speed."
+                ),
+                layer=layer.path,
+                location=fp.location(layer),
+                evidence=tuple(evidence),
+                fix=fix,
+                gain="not measured: this run did not time an aligned variant",
+            )
+        )
+    batch = facts.steps.batch_size if facts.steps else None
+    batch = batch or (facts.fit.batch_size if facts.fit else None)
+    if isinstance(batch, int) and batch % _ALIGN:
+        findings.append(
+            Finding(
+                rule_id="RD602",
+                name="tensor-core-alignment",
+                severity=Severity.INFO,
+                message=f"Batch size {batch} is not a multiple of {_ALIGN} under mixed precision.",
+                location=hh.first_location(
+                    facts.fit.location if facts.fit else None,
+                    facts.loop.location if facts.loop else None,
+                ),
+                evidence=(Evidence("batch size", batch, "samples", "steps.batch_size"),),
+                fix=Fix(
+                    title=f"Use a batch size that is a multiple of {_ALIGN}",
+                    code=f"batch_size={_up(batch)}",
+                    safety="unsafe",
+                ),
+                gain="not measured: this run did not time an aligned variant",
+            )
+        )
+    return findings
