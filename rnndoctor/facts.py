@@ -541,6 +541,9 @@ class TraceCount:
     all calls; ``median_call_ms``: median wall time of a call that did not trace;
     ``tracing_ms``: the measured cost of tracing, ``sum(traced call - median_call_ms)`` over the
     calls that traced (None when no call ran without tracing, so there is no baseline).
+    ``baseline_calls``: when every call of a custom loop's step traced, rnndoctor called it that
+    many more times after the window with the last call's arguments (no new shape, so no
+    tracing) to measure ``median_call_ms``; those calls are not in ``calls``.
     ``reduce_retracing`` / ``has_input_signature``: the function's settings. ``arguments``: its
     arguments as observed. ``not_counted``: why ``calls`` and times are absent (TensorFlow's
     tracing count is still given)."""
@@ -560,6 +563,7 @@ class TraceCount:
     has_input_signature: bool | None = None
     arguments: list[StepArgument] = field(default_factory=list)
     not_counted: str | None = None
+    baseline_calls: int = 0
 
 
 @dataclass

@@ -37,9 +37,17 @@ _BUILTIN_MODULES = (
     "rd111_fully_masked_sequence",
     "rd113_custom_cell",
     "rd114_ragged_input",
+    "rd302_gpu_too_small_workload",
     "rd303_long_sequence",
+    "rd401_run_eagerly",
+    "rd402_eager_custom_loop",
+    "rd405_retracing",
     "rd501_padding_waste",
     "rd502_global_max_padding",
+    "rd601_mixed_precision_off",
+    "rd602_tensor_core_alignment",
+    "rd603_gpu_not_used",
+    "rd604_cudnn_mask_bug",
 )
 
 

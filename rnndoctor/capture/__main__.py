@@ -293,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             facts.run.error_location = _error_location(exc)
     except SystemExit as exc:
+        loop.finish_pending(capture)  # a custom loop that ended before its window was done
         if not capture.window_finished:
             facts.run.outcome = "no_fit" if not capture.fit_called else "script_error"
             facts.run.error_type = "SystemExit"
@@ -306,7 +307,8 @@ def main(argv: list[str] | None = None) -> int:
             facts.run.error_location = _error_location(exc)
             traceback.print_exc()
     else:
-        if not capture.fit_called:
+        loop.finish_pending(capture)  # a custom loop that ended before its window was done
+        if not capture.fit_called and not capture.window_finished:
             facts.run.outcome = "no_fit"
             facts.run.message = "the script ended without calling Model.fit"
     facts.run.wall_time_s = round(time.monotonic() - started, 3)
