@@ -42,6 +42,14 @@ def summary_lines(report: Report, written: dict[str, os.PathLike] | None = None)
         where = f" at {_rel(n.location.file)}:{n.location.line}" if n.location else ""
         calls = f", {n.calls} calls" if n.calls > 1 else ""
         lines.append(f"neutralised: {n.what}{target}{where}{calls}")
+    probes = getattr(facts, "probes", None)
+    for label, points in (
+        ("batch-size probe stopped at batch size", probes.batch_probe if probes else []),
+        ("steps_per_execution probe stopped at", probes.spe_probe if probes else []),
+    ):
+        for p in points:
+            if p.stopped and "budget" not in p.stopped:  # budget stops are listed as cut short
+                lines.append(f"{label} {p.value}: {p.stopped}")
     for c in facts.run.cut_short:
         budget = f" (budget {c.budget_s:g} s)" if c.budget_s is not None else ""
         lines.append(f"cut short: {c.phase}{budget}: {c.reason}")

@@ -17,6 +17,7 @@ import sys
 import time
 import traceback
 from datetime import UTC, datetime
+from typing import NoReturn
 
 from rnndoctor import __version__
 from rnndoctor.facts import Facts, RunInfo
@@ -184,7 +185,8 @@ def _start_watchdog(capture) -> None:
     threading.Thread(target=watch, name="rnndoctor watchdog", daemon=True).start()
 
 
-def _save_window_progress(capture) -> None:
+def _save_window_progress(capture, why: str = "when --timeout came") -> None:
+    """Saves the window's step times so far and the model facts (no fast-path probe), once."""
     window = capture.window
     facts = capture.facts
     if window is None or facts.steps is not None or capture.window_finished:
@@ -198,11 +200,43 @@ def _save_window_progress(capture) -> None:
         except Exception as exc:
             facts.run.notes.append(f"model inspection failed: {type(exc).__name__}: {exc}")
     facts.run.notes.append(
-        f"the diagnosis window had not finished when --timeout came ({window.steps_done} steps "
-        "done): the step times and model facts are those gathered so far; the cuDNN fast-path "
-        "probe, the probes and the profile did not run"
+        f"the diagnosis window had not finished {why} ({window.steps_done} steps done): the step "
+        "times and model facts are those gathered so far; the cuDNN fast-path probe, the probes "
+        "and the profile did not run"
     )
     capture.save()
+
+
+def _watch_os_exit(capture) -> None:
+    """Wraps ``os._exit`` so that the script's own call (which skips every ``except`` and
+    ``finally``) still leaves its partial facts, its line and a clear outcome.
+
+    Only in this process: a forked worker inherits the wrapper, and its ``os._exit`` at the end
+    of its work (``multiprocessing``'s fork start method) must not touch the facts.
+    """
+    from rnndoctor.capture import sites
+
+    real_exit = os._exit
+    pid = os.getpid()
+
+    def _exit(status: int) -> NoReturn:
+        location = sites.user_frame_location(skip=1) if os.getpid() == pid else None
+        facts = capture.facts
+        if location is not None and facts.run.outcome == "running":
+            try:
+                _save_window_progress(capture, "when the script called os._exit")
+                facts.run.outcome = "no_fit" if not capture.fit_called else "script_error"
+                facts.run.error_type = "SystemExit"
+                facts.run.message = f"the script called os._exit({status!r}) " + (
+                    "before calling Model.fit" if not capture.fit_called else "during the diagnosis"
+                )
+                facts.run.error_location = location
+                capture.save()
+            except Exception:  # never keep the script from exiting
+                pass
+        real_exit(status)
+
+    os._exit = _exit
 
 
 def _source_root(script: str) -> str:
@@ -277,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, os.path.dirname(script))
     sys.addaudithook(_watch_backend)
     _start_watchdog(capture)
+    _watch_os_exit(capture)
     capture.set_phase("running the script until its first Model.fit call")
     try:
         runpy.run_path(script, run_name="__main__")

@@ -22,8 +22,9 @@ time in the measured steps. The cost is that a script that saves a file and load
 Each is recorded once per (what, path, user's line) in ``facts.run.neutralised``, with the number
 of calls turned off. Plain file writes (``open(..., "w")``, ``os.mkdir``, ``os.remove``, ...) are
 not blocked, since a script may need them to run, but an audit hook (``sys.addaudithook``, PEP
-578) records those made by the user's code outside ``--out`` and the temporary folder, and a note
-lists them, so the report says what the check may have changed.
+578) records those made by the user's code outside ``--out`` (but not the files and folders that
+``tempfile`` creates), and a note lists them, so the report says what the check may have
+changed.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def install(capture: Any) -> None:
     _install_tensorflow()
 
     out = getattr(capture, "facts_path", None)
-    skip = [tempfile.gettempdir(), "/dev", "/proc", "/sys"]
+    skip = ["/dev", "/proc", "/sys"]
     if out is not None:
         skip.append(os.path.dirname(os.path.abspath(os.fspath(out))))
     _skip_dirs = tuple(os.path.realpath(d).rstrip(os.sep) + os.sep for d in skip)
@@ -379,6 +380,9 @@ def _note_write(path: Any, how: str) -> None:
     full = os.path.realpath(os.path.abspath(os.fsdecode(os.fspath(path))))
     if (full + os.sep).startswith(_skip_dirs) or full in _writes:
         return
+    caller = sys._getframe(2)  # the Python code that opened, made or removed the path
+    if caller.f_code.co_filename == tempfile.__file__:
+        return  # a temporary file or folder (tempfile.mkstemp, mkdtemp): not the user's files
     location = sites.user_frame_location(skip=2)
     if location is None:  # not the user's code (rnndoctor, or a library on its own thread)
         return
