@@ -40,10 +40,12 @@ EXIT_CODES_HELP = """Exit codes:
 
   2  usage error (a missing script, a bad option)
 
-  3  the script failed before the diagnosis finished (raised, exited, or never called
-     Model.fit); a partial report is still written
+  3  the script failed before the diagnosis finished (raised, exited, its process died,
+     or never called Model.fit), or cannot be checked here (another Keras backend, no
+     TensorFlow); a partial report is still written
 
-  4  timeout (--timeout); a partial report is still written
+  4  timeout (--timeout): every process of the script is killed; a partial report is
+     still written
 
   5  internal error in rnndoctor (see <out>/script.log)
 
@@ -203,8 +205,8 @@ def _log_tail(log_path: Path, lines: int, keep_tracebacks: bool) -> list[str]:
     """The last ``lines`` lines of the script's output, for the terminal after a failure.
 
     Without ``keep_tracebacks`` (no ``--debug``), Python traceback blocks are left out (the
-    error's one-line message is already shown; script.log keeps them), as are TensorFlow's C++
-    INFO lines.
+    error's one-line message is already shown; script.log keeps them), as are blank lines and
+    TensorFlow's C++ INFO lines.
     """
     try:
         with open(log_path, "rb") as f:
@@ -231,7 +233,12 @@ def _log_tail(log_path: Path, lines: int, keep_tracebacks: bool) -> list[str]:
             if line[:1].isspace() or not line.strip():
                 continue
             in_traceback = False  # the exception line itself is kept
-        if line.startswith(_CHAINED) or _TF_INFO.match(line) or line.startswith(_ABSL_PREAMBLE):
+        if (
+            not line.strip()
+            or line.startswith(_CHAINED)
+            or _TF_INFO.match(line)
+            or line.startswith(_ABSL_PREAMBLE)
+        ):
             continue
         kept.append(line)
     return kept[-lines:]

@@ -1,0 +1,151 @@
+"""The robustness helpers that need no TensorFlow: the script.log tail shown on failure, script.log
+redaction, the process-tree cleanup, and the capture child's messages for argparse, stdin and
+Keras-backend failures."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from rnndoctor import cli
+from rnndoctor.capture import __main__ as child
+from rnndoctor.redact import redact_file
+
+LOG = """\
+I0000 00:00:1795980155.071496    5807 port.cc:153] oneDNN custom operations are on.
+WARNING: All log messages before absl::InitializeLog() is called are written to STDERR
+loading data
+ 1/16 ━━━━━━━━━━━━━━━━━━━━ 5s 368ms/step - loss: 1.6697data file? Traceback (most recent call last):
+  File "/home/u/train.py", line 5, in <module>
+    path = input("data file? ")
+KeyError: 'x'
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "/home/u/train.py", line 7, in <module>
+    raise RuntimeError("boom")
+RuntimeError: boom
+"""
+
+
+def test_the_log_tail_leaves_out_tracebacks_and_tensorflow_info_lines(tmp_path):
+    log = tmp_path / "script.log"
+    log.write_text(LOG)
+    tail = cli._log_tail(log, 12, keep_tracebacks=False)
+    assert tail == [
+        "loading data",
+        " 1/16 ━━━━━━━━━━━━━━━━━━━━ 5s 368ms/step - loss: 1.6697data file? ",
+        "KeyError: 'x'",
+        "RuntimeError: boom",
+    ]
+    assert not any("Traceback" in line or "File " in line for line in tail)
+
+
+def test_the_debug_tail_keeps_everything(tmp_path):
+    log = tmp_path / "script.log"
+    log.write_text(LOG)
+    tail = cli._log_tail(log, 200, keep_tracebacks=True)
+    assert tail == LOG.splitlines()
+    assert cli._log_tail(log, 3, keep_tracebacks=True) == LOG.splitlines()[-3:]
+    assert cli._log_tail(tmp_path / "missing.log", 3, keep_tracebacks=False) == []
+
+
+def test_redact_file_removes_secrets_and_keeps_other_bytes(tmp_path, monkeypatch):
+    monkeypatch.setenv("MY_API_TOKEN", "tok-1234567890")
+    log = tmp_path / "script.log"
+    log.write_bytes(
+        b"token tok-1234567890\n"
+        + f"{tmp_path}/data/train.csv\n".encode()
+        + b"latin-1 \xe9 stays\n"
+    )
+    redact_file(log, str(tmp_path))
+    data = log.read_bytes()
+    assert b"tok-1234567890" not in data and b"<redacted:MY_API_TOKEN>" in data
+    assert b"data/train.csv" in data and str(tmp_path).encode() not in data
+    assert b"latin-1 \xe9 stays" in data
+    assert not (tmp_path / "script.log.redacting").exists()
+
+
+def test_status_text_names_signals():
+    assert cli._status_text(70) == "status 70"
+    assert cli._status_text(-signal.SIGSEGV) == "killed by SIGSEGV"
+    assert "out-of-memory killer" in cli._status_text(-signal.SIGKILL)
+    assert cli._status_text(None) == "no status"
+
+
+def test_the_process_tree_is_killed_escaped_processes_included():
+    """A group leader with a child in its group and one in a new session: all three end."""
+    run_id = uuid.uuid4().hex
+    code = (
+        "import subprocess, sys, time\n"
+        "s = [sys.executable, '-c', 'import time; time.sleep(120)']\n"
+        "subprocess.Popen(s)\n"
+        "subprocess.Popen(s, start_new_session=True)\n"
+        "print('started', flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    env = dict(os.environ, **{cli._RUN_ID_VAR: run_id})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], env=env, start_new_session=True, stdout=subprocess.PIPE
+    )
+    assert proc.stdout.readline().strip() == b"started"
+    deadline = time.monotonic() + 10
+    while len(cli._marked_processes(run_id)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(cli._marked_processes(run_id)) == 3
+    escaped = cli._end_process_tree(proc, run_id)
+    assert len(escaped) == 1  # the one in its own session
+    assert cli._marked_processes(run_id) == []
+    assert proc.returncode == -signal.SIGKILL
+
+
+def _parse_error(argv: list[str]) -> SystemExit:
+    parser = argparse.ArgumentParser(prog="train.py")
+    parser.add_argument("--data", required=True)
+    with pytest.raises(SystemExit) as info:
+        parser.parse_args(argv)
+    return info.value
+
+
+def test_an_argparse_exit_is_explained(capsys):
+    message = child._exit_message(_parse_error([]), fit_called=False)
+    assert message.startswith(
+        "the script's argument parser rejected its arguments (sys.exit(2)): the following "
+        "arguments are required: --data; give the script's own arguments after `--`"
+    )
+    assert child._exit_message(SystemExit(0), fit_called=True) == (
+        "the script called sys.exit(0) during the diagnosis"
+    )
+
+
+def test_eof_on_stdin_says_how_to_give_input():
+    message = child._error_message(EOFError("EOF when reading a line"))
+    assert message.startswith("EOFError: EOF when reading a line (the check gives the script")
+    assert "rnndoctor check SCRIPT < FILE" in message
+
+
+def test_the_requested_backend_follows_keras_config(tmp_path, monkeypatch):
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    assert child._requested_backend() == ("tensorflow", "Keras' default")
+    (tmp_path / "keras.json").write_text(json.dumps({"backend": "torch"}))
+    assert child._requested_backend() == ("torch", str(tmp_path / "keras.json"))
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    assert child._requested_backend() == ("jax", "the KERAS_BACKEND environment variable")
+
+
+def test_the_backend_watch_stops_a_switch_away_from_tensorflow():
+    child._watch_backend("os.putenv", ("KERAS_BACKEND", "tensorflow"))
+    child._watch_backend("os.putenv", ("OTHER", "jax"))
+    with pytest.raises(child.BackendSwitch) as info:
+        child._watch_backend("os.putenv", (b"KERAS_BACKEND", b"jax"))
+    assert info.value.args == ("jax",)
