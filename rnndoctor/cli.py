@@ -172,6 +172,8 @@ def _end_process_tree(proc: subprocess.Popen, run_id: str) -> list[int]:
             return escaped
         for pid in left:
             try:
+                if os.getpgid(pid) == proc.pid:
+                    continue  # in the group: already sent SIGKILL, still dying
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 continue

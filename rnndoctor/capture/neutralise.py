@@ -65,6 +65,7 @@ _WRITE_EVENTS = (
     "os.replace",
 )  # fmt: skip  (PEP 578 audit events, Python 3.11)
 
+_RNNDOCTOR_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
 _capture: Any = None
 _lock = threading.RLock()
 _sites: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # callback -> construction site
@@ -373,6 +374,22 @@ def _audit(event: str, args: tuple) -> None:
         _guard.busy = False
 
 
+def _writer_location(frame: Any) -> SourceLocation | None:
+    """The user's line behind a write: the nearest frame, from the one that wrote outwards, that
+    is the user's code. None when rnndoctor's own code comes first (the probes run inside the
+    user's ``fit``, so the user's frames are further out), or when no user frame is on the stack.
+    """
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if sites.is_user_file(filename):
+            return sites.source_location(filename, frame.f_lineno)
+        real = os.path.realpath(filename) if filename and not filename.startswith("<") else ""
+        if real.startswith(_RNNDOCTOR_DIR):
+            return None
+        frame = frame.f_back
+    return None
+
+
 def _note_write(path: Any, how: str) -> None:
     global _writes_more, _writes_note
     if path is None or isinstance(path, int) or _capture is None:
@@ -383,8 +400,8 @@ def _note_write(path: Any, how: str) -> None:
     caller = sys._getframe(2)  # the Python code that opened, made or removed the path
     if caller.f_code.co_filename == tempfile.__file__:
         return  # a temporary file or folder (tempfile.mkstemp, mkdtemp): not the user's files
-    location = sites.user_frame_location(skip=2)
-    if location is None:  # not the user's code (rnndoctor, or a library on its own thread)
+    location = _writer_location(caller)
+    if location is None:
         return
     with _lock:
         if len(_writes) >= _MAX_WRITES_LISTED:
