@@ -4,7 +4,8 @@
 
 - **tf.function calls**: a class-level wrapper of TensorFlow's ``Function.__call__``
   (``tensorflow/python/eager/polymorphic_function/polymorphic_function.py``). For every call made
-  outside any other function's tracing, it reads TensorFlow's own tracing count
+  outside any other ``tf.function`` (not while one traces, nor inside one that
+  ``run_functions_eagerly`` runs eagerly), it reads TensorFlow's own tracing count
   (``Function.experimental_get_tracing_count``) before and after the call, as
   ``Function.__call__`` itself does to decide whether the call traced, and keeps per Python
   function (TensorFlow's ``_key_for_call_stats``, the grouping its retracing warning uses): the
@@ -306,7 +307,10 @@ class _FunctionStats:
         python_function = getattr(fn, "python_function", None)
         self.python_function = python_function
         self.name = getattr(python_function, "__qualname__", None) or getattr(fn, "name", "?")
-        self.instances: dict[int, tuple[Any, int]] = {}  # id -> (weakref, last tracing count)
+        # Each tf.function object seen: [weak reference, its last tracing count]. A dead one
+        # keeps its count; ``_index`` maps a live object's id to its entry (ids are reused).
+        self.instances: list[list[Any]] = []
+        self._index: dict[int, int] = {}
         self.calls = 0
         self.traced_calls = 0
         self.untraced_ms: list[float] = []
@@ -321,13 +325,17 @@ class _FunctionStats:
         self.baseline_calls = 0
 
     def record(self, fn: Any, args: tuple, kwargs: dict, traced: bool, ms: float, count: int):
-        known = self.instances.get(id(fn))
-        if known is None:
+        index = self._index.get(id(fn))
+        entry = self.instances[index] if index is not None else None
+        if entry is None or entry[0] is None or entry[0]() is not fn:
             try:
-                known = (weakref.ref(fn), count)
+                ref = weakref.ref(fn)
             except TypeError:
-                known = (None, count)
-        self.instances[id(fn)] = (known[0], count)
+                ref = None
+            entry = [ref, count]
+            self._index[id(fn)] = len(self.instances)
+            self.instances.append(entry)
+        entry[1] = count
         self.calls += 1
         self.total_ms += ms
         times = self.traced_ms if traced else self.untraced_ms
@@ -348,7 +356,7 @@ class _FunctionStats:
 
     def traces(self) -> int:
         total = 0
-        for ref, count in self.instances.values():
+        for ref, count in self.instances:
             fn = ref() if ref is not None else None
             if fn is not None:
                 try:
@@ -822,6 +830,12 @@ class _State:
     # -- tf.function calls -------------------------------------------------------------------
     def on_call(self, original: Callable[..., Any], fn: Any, args: tuple, kwargs: dict) -> Any:
         stack = _stack()
+        if stack:  # called by a tf.function that runs eagerly: part of that one's call
+            stack.append(fn)
+            try:
+                return original(fn, *args, **kwargs)
+            finally:
+                stack.pop()
         key = getattr(fn, "_key_for_call_stats", None) or id(fn)
         before = fn.experimental_get_tracing_count()
         stack.append(fn)
@@ -839,8 +853,8 @@ class _State:
         loop = self.loop
         if loop is not None and key in loop.step_keys:
             stats.last_args = (args, kwargs)
-            stats.last_fn = stats.instances[id(fn)][0]
-            if not stack and self.loop_open():
+            stats.last_fn = stats.instances[stats._index[id(fn)]][0]
+            if self.loop_open():
                 if loop.facts.functions_run_eagerly:
                     loop.step_args = (args, kwargs)
                     loop.record_arguments(_bind(stats.python_function, args, kwargs))
