@@ -106,6 +106,9 @@ CASES = [
     Case("os_exit_in_callback", None, 3,
          r"the script called os\._exit\(3\) during the diagnosis at .*os_exit_in_callback\.py:10 ",
          outcome="script_error"),
+    Case("interrupted", "loops_before_fit.py", 130,
+         r"^interrupted \(Ctrl-C\) during phase 'running the script until its first Model\.fit "
+         r"call'$", timeout=120, outcome="interrupted"),
     Case("hanging_generator", "hanging_generator.py", 4,
          r"--timeout 30 s reached during phase 'measured steps'; the script was stopped$",
          timeout=30, outcome="timeout"),
@@ -186,6 +189,28 @@ def _marked(mark: str) -> list[tuple[int, str]]:
     return found
 
 
+def _interrupt(
+    command: list[str], work: Path, env: dict[str, str], facts: Path, phase: str
+) -> subprocess.CompletedProcess:
+    """Runs the CLI and sends it SIGINT (what Ctrl-C sends) once the child reaches ``phase``."""
+    proc = subprocess.Popen(
+        command, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            if json.loads(facts.read_text())["run"]["phase"].startswith(phase):
+                break
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.2)
+    time.sleep(1.0)  # the loop before fit is running
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
+
+
 def _run(case: Case, root: Path) -> Run:
     work = root / case.name
     work.mkdir(parents=True)
@@ -224,11 +249,15 @@ def _run(case: Case, root: Path) -> Run:
     env[MARK] = mark
     before = _tree(work, out) if case.project else None
     started = time.monotonic()
-    result = subprocess.run(
-        command, cwd=work, env=env, capture_output=True, text=True, timeout=case.timeout + 120,
-        input=case.stdin.decode() if case.stdin is not None else None,
-        stdin=None if case.stdin is not None else subprocess.DEVNULL,
-    )  # fmt: skip
+    if case.name == "interrupted":
+        result = _interrupt(command, work, env, out / "facts.json", "running the script")
+    else:
+        result = subprocess.run(
+            command, cwd=work, env=env, capture_output=True, text=True,
+            timeout=case.timeout + 120,
+            input=case.stdin.decode() if case.stdin is not None else None,
+            stdin=None if case.stdin is not None else subprocess.DEVNULL,
+        )  # fmt: skip
     seconds = time.monotonic() - started
     leftovers = _marked(mark)
     for pid, _ in leftovers:  # the test started them: do not let them outlive it
@@ -253,7 +282,10 @@ def runs(request, tmp_path_factory) -> dict[str, Run]:
     started = time.monotonic()
     with ThreadPoolExecutor(WORKERS) as pool:
         # the timeouts first: they mostly wait, so the other cases overlap with them
-        ordered = sorted((BY_NAME[n] for n in selected), key=lambda c: (c.exit_code != 4, c.name))
+        waits = (4, 130)  # the cases that wait on a timeout or a Ctrl-C
+        ordered = sorted(
+            (BY_NAME[n] for n in selected), key=lambda c: (c.exit_code not in waits, c.name)
+        )
         runs = pool.map(lambda c: _run(c, root), ordered)
         done = {c.name: r for c, r in zip(ordered, runs, strict=True)}
     total = time.monotonic() - started
@@ -313,6 +345,14 @@ def test_a_timeout_names_the_phase_cut_short_and_kills_escaped_processes(runs):
     assert any("left its process group" in n for n in facts["run"]["notes"])
     assert run.seconds < 20 + 30
     assert f"cut short: {phase}: --timeout 20 s reached" in run.result.stdout
+
+
+def test_ctrl_c_ends_every_process_and_keeps_the_partial_report(runs):
+    run = runs["interrupted"]
+    facts = run.doc["facts"]
+    assert facts["run"]["cut_short"][-1]["reason"].startswith("interrupted (Ctrl-C)")
+    assert facts["environment"] is not None
+    assert run.leftovers == []
 
 
 def test_a_hanging_generator_keeps_the_steps_measured_before_the_hang(runs):
