@@ -551,7 +551,10 @@ class _Loop:
     def arm_argument_capture(self) -> None:
         """Catches the arguments of the next call of the eager step function, at its entry (a
         one-shot ``sys.setprofile`` hook, removed as soon as the function is entered)."""
-        if self.step_code is None or self.armed or sys.getprofile() is not None:
+        if self.step_code is None or self.armed:
+            return
+        if sys.getprofile() is not None:  # the user's own profiler: leave it alone
+            self.twin_blocker = "a Python profiler (sys.setprofile) was active in the script"
             return
         code = self.step_code
         loop = self
@@ -899,7 +902,11 @@ class _State:
         facts = loop.facts
         if container is not None:
             python_function = getattr(container, "python_function", None)
-            facts.step_function = getattr(python_function, "__qualname__", None)
+            facts.step_function = (
+                "train_function (Keras' train step, through train_on_batch)"
+                if _is_keras_train_function(python_function)
+                else getattr(python_function, "__qualname__", None)
+            )
             facts.step_is_tf_function = True
             facts.step_location = _function_location(python_function)
             facts.functions_run_eagerly = eager
@@ -1065,10 +1072,10 @@ def collect_traces(capture: Any, model: Any = None) -> None:
                 continue
             location = _function_location(stats.python_function)
             role, name = "other", None
-            if loop is not None and key in loop.step_keys:
-                role = "custom_step"
-            elif _is_keras_train_function(stats.python_function):
+            if _is_keras_train_function(stats.python_function):  # fit, or train_on_batch
                 role, location, name = "train_function", fit_location, "train_function"
+            elif loop is not None and key in loop.step_keys:
+                role = "custom_step"
             rows.append(stats.facts(role, location, name))
         rows.sort(key=lambda r: (_ROLE_ORDER.get(r.role, 3), -r.traces, r.name))
         rows = rows[:_MAX_TRACE_ROWS]
