@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from typer.core import TyperCommand
 
 from rnndoctor import __version__
 
@@ -592,7 +593,23 @@ _NO_PROBES = typer.Option(
 )
 
 
-@app.command(epilog=EXIT_CODES_HELP)
+class _CheckCommand(TyperCommand):
+    """``check``: an unknown option was most likely meant for the user's script."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as exc:
+            # click's NoSuchOption (typer 0.12+ uses click, later versions a vendored copy)
+            if type(exc).__name__ == "NoSuchOption" and getattr(exc, "option_name", None):
+                exc.message += (  # type: ignore[attr-defined]
+                    f". Arguments for your script go after `--`: rnndoctor check SCRIPT -- "
+                    f"{exc.option_name} ..."  # type: ignore[attr-defined]
+                )
+            raise
+
+
+@app.command(epilog=EXIT_CODES_HELP, cls=_CheckCommand)
 def check(
     script: Path = typer.Argument(..., help="The training script, run as `python SCRIPT`."),
     script_args: list[str] = typer.Argument(None, help="Arguments for the script, after --."),

@@ -149,3 +149,15 @@ def test_the_backend_watch_stops_a_switch_away_from_tensorflow():
     with pytest.raises(child.BackendSwitch) as info:
         child._watch_backend("os.putenv", (b"KERAS_BACKEND", b"jax"))
     assert info.value.args == ("jax",)
+
+
+def test_an_unknown_check_option_points_at_the_script_arguments(tmp_path):
+    from typer.testing import CliRunner
+
+    script = tmp_path / "train.py"
+    script.write_text("")
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(
+        cli.app, ["check", str(script), "--epochs", "3"]
+    )
+    assert result.exit_code == cli.EXIT_USAGE
+    assert "No such option: --epochs. Arguments for your script go after `--`" in result.output
