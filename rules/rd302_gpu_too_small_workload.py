@@ -29,6 +29,8 @@ Fix safety:
     display-only: a larger batch changes the optimisation (learning rate); compare both runs.
 
 References:
+    keras/src/backend/tensorflow/trainer.py: TensorFlowTrainer._make_function (runs
+    ``steps_per_execution`` steps per call in a ``tf.while_loop``);
     xprof/cli/tools/check_host_boundness_tool.py: _DUTY_CYCLE_HIGH_THRESHOLD_PERCENT (50: a
     device busy less than half the time has no high duty cycle);
     https://www.tensorflow.org/guide/gpu_performance_analysis ("GPU is idle"...).

@@ -36,6 +36,8 @@ Fix safety:
     shape-generic); display-only for the bucketing sketch.
 
 References:
+    keras/src/backend/tensorflow/trainer.py: TensorFlowTrainer._make_function (Keras' own train
+    function is a ``tf.function(..., reduce_retracing=True)``);
     tensorflow/python/eager/polymorphic_function/polymorphic_function.py:
     FREQUENT_TRACING_WARNING_THRESHOLD (5) and _FrequentTracingDetector;
     https://www.tensorflow.org/guide/function#controlling_retracing.

@@ -26,6 +26,7 @@ Fix safety:
     optimisation.
 
 References:
+    keras/src/dtype_policies/dtype_policy.py (the ``mixed_*`` policies);
     https://www.tensorflow.org/guide/mixed_precision ("Ensuring GPU Tensor Cores are used":
     dimensions in multiples of 8); NVIDIA Deep Learning Performance Guide, "Tensor Core
     Requirements" (https://docs.nvidia.com/deeplearning/performance/).

@@ -28,7 +28,8 @@ Fix safety:
     display-only: an environment change.
 
 References:
-    https://www.tensorflow.org/install/pip (GPU setup); tf.sysconfig.get_build_info.
+    keras/src/backend/tensorflow/rnn.py: _is_gpu_available / cudnn_ok (Keras takes the cuDNN
+    kernel only when TensorFlow lists a GPU); https://www.tensorflow.org/install/pip (GPU setup); tf.sysconfig.get_build_info.
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ Fix safety:
     display-only: an environment change (check that the TensorFlow build loads the new cuDNN).
 
 References:
+    keras/src/backend/tensorflow/rnn.py: cudnn_ok and _compute_sequence_length_from_mask (a
+    masked LSTM/GRU passes its sequence lengths to the cuDNN kernel);
     https://github.com/tensorflow/tensorflow/issues/60192 ("Masked LSTM and GRU using cuDNN
     8.1+ give randomly corrupted results and crashes"); ../shared/RULES.md RD604 (fixed in
     cuDNN 8.9.2).
