@@ -461,6 +461,13 @@ class DataFacts:
 
     PyDataset only: ``workers``, ``use_multiprocessing``, ``max_queue_size`` as the object holds
     them (Keras 3 ``PyDataset.__init__``).
+
+    tf.data graph rewrites that run when the iterator is made, from the dataset's options (since
+    1.1): ``map_parallelization`` (a ``map`` without ``num_parallel_calls`` whose function is
+    stateless runs in parallel anyway; those maps are counted in ``auto_parallel_maps``, not in
+    ``sequential_maps``) and ``inject_prefetch`` (tf.data appends ``prefetch(AUTOTUNE)`` when
+    the pipeline does not end in one). ``batch_bytes``: mean size of one sampled batch in bytes
+    (all components), None when no batch was sampled.
     """
 
     kind: str
@@ -481,19 +488,26 @@ class DataFacts:
     use_multiprocessing: bool | None = None
     max_queue_size: int | None = None
     graph_not_measured: str | None = None
+    auto_parallel_maps: int = 0
+    map_parallelization: bool | None = None
+    inject_prefetch: bool | None = None
+    batch_bytes: int | None = None
 
 
 @dataclass
 class ProbePoint:
     """One point of a compute-only probe: ``value`` is the batch size (batch-size probe) or the
     ``steps_per_execution`` (steps_per_execution probe); times are medians after warm-up.
-    ``stopped`` says why this point has no time (out of memory, out of its time budget)."""
+    ``stopped`` says why this point has no time (out of memory, out of its time budget).
+    ``memory_estimate_mib``: the extra memory this point was estimated to need before it ran
+    (batch-size probe; None where no estimate could be made)."""
 
     value: int
     step_time_ms: float | None = None
     samples_per_s: float | None = None
     steps: int = 0
     stopped: str | None = None
+    memory_estimate_mib: float | None = None
 
 
 @dataclass
@@ -572,9 +586,12 @@ class StepBreakdown:
 
     ``compute_ms``: the compute-only probe (training steps on batches cached in memory).
     ``host_ms``: the measured per-step time of the user's callbacks' batch hooks.
-    ``input_ms``: what remains, ``max(0, step_ms - compute_ms - host_ms)``: waiting for the
-    next batch. ``other_ms`` is the (small) negative remainder when the probes add up to more than
-    the step, kept so the parts always sum to ``step_ms``.
+    ``input_ms``: waiting for the next batch: ``ProbeFacts.real_step_ms - compute_ms`` where
+    the paired probe ran, else what remains, ``max(0, step_ms - compute_ms - host_ms)``.
+    ``other_ms`` is the remainder ``step_ms - input_ms - compute_ms - host_ms``, kept so the
+    parts always sum to ``step_ms``: negative when the probes add up to more than the step;
+    with the paired probe it may be positive too (Keras' own per-step callbacks such as the
+    progress bar, and the difference between the window's steps and the probe's).
     """
 
     step_ms: float
@@ -596,6 +613,19 @@ class ProbeFacts:
     ``input_only / step``, the cross-check. ``batch_probe``: compute-only samples/s at b, 2b, 4b.
     ``spe_probe``: compute-only step time at steps_per_execution 1 and 16. ``callbacks``: per
     user callback. ``traces``: tracing counts. Each ``*_not_measured`` says why a probe is absent.
+
+    The fresh-iterator input-only time is the wall time of the batches after the first two
+    divided by their number (a rate: a prefetching or parallel pipeline hands out batches in
+    bursts, which a per-call median would misread); inputs timed as they flowed use the median
+    per batch. ``memory_limit_mib`` is the memory the batch-size probe may use
+    (``memory_limit_source``: ``MemAvailable`` of /proc/meminfo, the GPU's free memory, or the
+    ``RNNDOCTOR_PROBE_MEMORY_MIB`` environment variable).
+
+    ``real_step_ms``: the same ``fit`` on the user's own data (a fresh iterator, no callbacks),
+    timed in bursts alternating with the compute-only bursts, so that both see the same machine
+    load; the input-bound share is then ``(real_step - compute_only) / (real_step +
+    callbacks)``. None where the data cannot be iterated again (a Python generator) or is a
+    ``PyDataset``: the share then uses the window's step.
     """
 
     input_only_ms: float | None = None
@@ -615,6 +645,9 @@ class ProbeFacts:
     spe_probe: list[ProbePoint] = field(default_factory=list)
     spe_probe_not_measured: str | None = None
     traces: list[TraceCount] = field(default_factory=list)
+    memory_limit_mib: float | None = None
+    memory_limit_source: str | None = None
+    real_step_ms: float | None = None
 
 
 @dataclass

@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         facts.save(facts_path)
         return 0
 
-    from rnndoctor.capture import loop, neutralise, sequences, sites
+    from rnndoctor.capture import loop, neutralise, probes, sequences, sites
     from rnndoctor.capture.env import collect_environment
     from rnndoctor.capture.window import Capture, StopScript, WindowOptions, default_profile_dir
 
@@ -305,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     neutralise.install(capture)
     loop.install(capture)
     sequences.install(capture)
+    probes.install(capture)
     capture.install_fit_hook()
 
     sys.argv = [script, *args.script_args]

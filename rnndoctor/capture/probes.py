@@ -1,50 +1,1114 @@
-"""Probes that isolate the input pipeline and the compute (issue 3). PLACEHOLDER: being built.
+"""Probes that isolate the input pipeline, the compute and the host overhead of a ``fit`` step.
 
-Contract used by ``window.Capture``:
+Each probe measures one part of the user's real training step, on the user's own data and
+model, after the diagnosis window (DESIGN.md, Measurement):
 
-- ``prepare_fit_data(capture, arguments)``: before the user's ``fit`` runs; may replace
-  ``arguments["x"]`` (a Python generator, say) by a wrapper that times and keeps batches as they
-  flow.
-- ``time_callbacks(capture, callbacks) -> callbacks``: wraps the user's callbacks to time their
-  batch hooks.
-- ``collect_data(capture, arguments)``: fills ``capture.facts.data``.
-- ``sample_batches(capture, arguments) -> Batches``: up to K batches of the user's data, as numpy
-  structures ``(x, y, sample_weight)``, without disturbing training.
-- ``run_probes(capture, model, arguments, batches)``: fills ``capture.facts.probes``.
+- **input-only**: a fresh iterator over the user's data with no model (``sample_batches``).
+  A tf.data pipeline is iterated again; numpy arrays and tensors go through Keras' own data
+  adapter, as ``fit`` builds it; a ``keras.utils.PyDataset`` is indexed. A Python generator
+  passed to ``fit`` cannot be iterated twice: ``prepare_fit_data`` wraps it before ``fit``
+  runs, so that its batches are timed and kept as they flow through ``fit``.
+- **compute-only**: training steps on up to ``K`` sampled batches cached in memory, with the
+  element spec ``fit`` saw (so the traced train function is reused): Keras' own ``fit`` loop
+  (``capture.original_fit()``) runs them with a timing callback and no user callbacks.
+- **input-bound share**: ``(step - compute_only - callbacks) / step``, cross-checked with
+  ``input_only / step``; the :class:`~rnndoctor.facts.StepBreakdown` splits the median step.
+- **batch-size probe**: compute-only samples/s at b, 2b and 4b (a cached batch tiled along
+  axis 0), bounded by its time budget and by memory: before each point the extra memory it
+  needs is estimated from the growth measured at the previous point, and compared with
+  ``MemAvailable`` (``/proc/meminfo``; a GPU's free memory on a GPU), or with the
+  ``RNNDOCTOR_PROBE_MEMORY_MIB`` environment variable when set. Out-of-memory errors
+  (``tf.errors.ResourceExhaustedError``, ``MemoryError``) stop the probe cleanly.
+- **steps_per_execution probe**: compute-only at ``steps_per_execution`` 1 and 16.
+- **per-batch callbacks**: ``time_callbacks`` wraps each user callback's batch hooks.
+
+The probes train the user's model further (the script is ended after the window and nothing is
+saved); the model's ``steps_per_execution``, train function and ``history`` are restored.
+Every probe is bounded by its phase budget (:mod:`rnndoctor.capture.budget`); a probe that runs
+out records a :class:`~rnndoctor.facts.CutShort` and the next one still runs.
 """
 
 from __future__ import annotations
 
+import inspect
+import os
+import statistics
+import threading
+import time
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from rnndoctor.capture import data as data_mod
+from rnndoctor.capture import sites
+from rnndoctor.capture.budget import Budget
+from rnndoctor.facts import CallbackTime, ProbeFacts, ProbePoint, StepBreakdown
+
+K_BATCHES = 16  # batches sampled and cached for the compute-only probe
+_INPUT_WARMUP_BATCHES = 2  # first batches of a fresh iterator: iterator start, buffers filling
+_INPUT_TARGET_S = 2.0  # stop sampling after this long once _MIN_BATCHES are in
+_MIN_BATCHES = 4
+_MAX_CACHE_BYTES = 256 * 2**20  # sampled batches kept in memory, at most
+_POINT_WARMUP_STEPS = 2  # steps of a probe point that are not timed (tracing, iterator start)
+_POINT_MIN_STEPS = 3  # timed intervals per probe point, at least
+_POINT_TARGET_S = 0.5  # timed wall time per probe point, after its warm-up
+_POINT_MAX_STEPS = 2000  # steps_per_epoch of a probe point's fit (the time target stops it)
+_PAIR_ROUNDS = 2  # alternating bursts of real-data and cached-batch steps
+_PAIR_BURST_S = 0.2  # timed wall time per burst
+_BATCH_FACTORS = (2, 4)  # the batch-size probe's points, times the user's batch size
+_SPE_PROBE = 16  # steps_per_execution compared with 1
+# The steps_per_execution probe retraces the train step inside a tf.while_loop (seconds for an
+# LSTM). It is skipped when the compute-only step is longer than this: RD403 needs 20% of the
+# step saved, here 5 ms of per-step dispatch, several times what Keras' fit loop costs per step
+# (about 1 ms for a 16-unit LSTM on CPU, measured with this probe).
+_SPE_PROBE_MAX_STEP_MS = 25.0
+_MEMORY_HEADROOM = 0.8  # share of MemAvailable / free GPU memory the batch-size probe may use
+MEMORY_ENV = "RNNDOCTOR_PROBE_MEMORY_MIB"
 
 
 @dataclass
 class Batches:
-    """Batches sampled from the user's data. ``items``: each batch as Keras' data adapters yield
-    it, converted to numpy (``x``, or ``(x, y)``, or ``(x, y, sample_weight)``); ``method``:
-    ``fresh iterator`` or ``as they flowed through fit``; ``not_measured``: why there are none."""
+    """Batches sampled from the user's data.
+
+    ``items``: each batch as Keras' data adapters yield it, converted to numpy (``x``, or
+    ``(x, y)``, or ``(x, y, sample_weight)``; dicts for named inputs); ``method``: ``fresh
+    iterator`` or ``as they flowed through fit``; ``not_measured``: why there are none.
+    ``times_ms``: the time each batch took to arrive, in order; ``input_only_ms`` the input-only
+    time per batch derived from them (see :class:`~rnndoctor.facts.ProbeFacts`). ``raw``: the
+    same batches as the pipeline yielded them (tensors; ragged stays ragged), and
+    ``element_spec`` the spec ``fit`` iterated: the compute-only probe rebuilds a dataset from
+    them.
+    """
 
     items: list[Any] = field(default_factory=list)
     method: str | None = None
     not_measured: str | None = None
+    times_ms: list[float] = field(default_factory=list)
+    input_only_ms: float | None = None
+    raw: list[Any] = field(default_factory=list, repr=False)
+    element_spec: Any = field(default=None, repr=False)
+
+
+@dataclass
+class _State:
+    """What the probes keep between ``prepare_fit_data`` and ``run_probes`` for one capture."""
+
+    original_x: Any = None
+    tee: _Tee | None = None
+    timers: list[_CallbackTimer] = field(default_factory=list)
+    rss_before_fit_mib: float | None = None
+
+
+_states: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_callback_sites: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_installed = False
+
+
+def _state(capture: Any) -> _State:
+    state = _states.get(capture)
+    if state is None:
+        state = _states[capture] = _State()
+    return state
+
+
+def install(capture: Any = None) -> None:
+    """Installs the hooks the probes need before the user's script runs: where each tf.data
+    dataset, ``PyDataset`` and Keras callback was built (the user's file:line). Idempotent."""
+    global _installed
+    data_mod.install()
+    if _installed:
+        return
+    import keras
+
+    callback_cls = keras.callbacks.Callback
+    original_new = callback_cls.__new__
+
+    def __new__(cls, *args, **kwargs):  # noqa: N807 - it replaces __new__
+        if original_new is object.__new__:
+            obj = original_new(cls)  # object.__new__ takes no constructor arguments
+        else:
+            obj = original_new(cls, *args, **kwargs)
+        if data_mod.called_from_user_code():  # not Keras' own History, ProgbarLogger...
+            try:
+                location = sites.user_frame_location(skip=1, call_names=(cls.__name__,))
+                _callback_sites[obj] = location
+            except Exception:  # recording a site must never break the user's callback
+                pass
+        return obj
+
+    callback_cls.__new__ = staticmethod(__new__)
+    _installed = True
+
+
+def callback_site(callback: Any):
+    """The user's line that built ``callback`` (recorded by :func:`install`), or None."""
+    try:
+        return _callback_sites.get(callback)
+    except TypeError:
+        return None
+
+
+# -- before fit ------------------------------------------------------------------------------
+
+
+class _Tee:
+    """Times each ``next()`` of the user's generator and keeps the first ``keep`` batches."""
+
+    def __init__(self, generator: Any, keep: int = K_BATCHES):
+        self.generator = generator
+        self.keep = keep
+        self.items: list[Any] = []
+        self.times_ms: list[float] = []
+        self.kept_bytes = 0
+
+    def __iter__(self):
+        while True:
+            start = time.perf_counter()
+            try:
+                item = next(self.generator)
+            except StopIteration:
+                return
+            self.times_ms.append((time.perf_counter() - start) * 1000.0)
+            if len(self.items) < self.keep and self.kept_bytes < _MAX_CACHE_BYTES:
+                self.items.append(item)
+                self.kept_bytes += _nbytes(item)
+            yield item
 
 
 def prepare_fit_data(capture: Any, arguments: dict[str, Any]) -> None:
+    """Runs before the user's ``fit``: wraps a Python generator so that its batches are timed
+    and kept as they flow, and records the process's memory before ``fit`` (the batch-size
+    probe's first memory estimate).
+
+    Args:
+        capture: the :class:`~rnndoctor.capture.window.Capture`.
+        arguments: ``fit``'s bound arguments; ``arguments["x"]`` may be replaced.
+    """
+    state = _state(capture)
+    x = arguments.get("x")
+    state.original_x = x
+    state.rss_before_fit_mib = _reset_peak_rss()
+    if inspect.isgenerator(x):
+        state.tee = _Tee(x)
+        arguments["x"] = iter(state.tee)
+
+
+def _reset_peak_rss() -> float | None:
+    """Resets the process's peak RSS (``VmHWM``) to its current RSS and returns that, in MiB.
+
+    Linux ``/proc/self/clear_refs`` value 5 (Documentation/filesystems/proc.rst); None where
+    it cannot be done.
+    """
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return None
+    return _proc_status_mib("VmRSS")
+
+
+def _proc_status_mib(key: str) -> float | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        return None
     return None
+
+
+# -- per-batch callbacks ---------------------------------------------------------------------
+
+
+class _CallbackTimer:
+    """Wraps one callback's ``on_train_batch_begin`` / ``on_train_batch_end`` (which call the
+    legacy ``on_batch_begin`` / ``on_batch_end``) and records the time per training step."""
+
+    def __init__(self, callback: Any):
+        self.callback = callback
+        self.samples: list[tuple[int, float]] = []  # (steps covered, ms)
+        self._begin_ms = 0.0
+        self._begin_batch = 0
+        self._steps = 0
+
+    def wrap(self) -> bool:
+        """Wraps the hooks the callback overrides; False when it overrides none."""
+        from keras.src.utils.python_utils import is_default as default
+
+        cb = self.callback
+        begin_custom = not (default(cb.on_train_batch_begin) and default(cb.on_batch_begin))
+        end_custom = not (default(cb.on_train_batch_end) and default(cb.on_batch_end))
+        if begin_custom:
+            original_begin = cb.on_train_batch_begin
+
+            def on_train_batch_begin(batch, logs=None):
+                start = time.perf_counter()
+                try:
+                    return original_begin(batch, logs=logs)
+                finally:
+                    self._begin_ms = (time.perf_counter() - start) * 1000.0
+                    self._begin_batch = batch
+
+            cb.on_train_batch_begin = on_train_batch_begin
+        if end_custom:
+            original_end = cb.on_train_batch_end
+
+            def on_train_batch_end(batch, logs=None):
+                start = time.perf_counter()
+                try:
+                    return original_end(batch, logs=logs)
+                finally:
+                    self._record(batch, (time.perf_counter() - start) * 1000.0)
+
+            cb.on_train_batch_end = on_train_batch_end
+        elif begin_custom:
+
+            def on_train_batch_end(batch, logs=None, _original=cb.on_train_batch_end):
+                self._record(batch, 0.0)
+                return _original(batch, logs=logs)
+
+            cb.on_train_batch_end = on_train_batch_end
+        return begin_custom or end_custom
+
+    def _record(self, batch: int, end_ms: float) -> None:
+        steps = max(1, batch - self._begin_batch + 1)
+        self.samples.append((steps, self._begin_ms + end_ms))
+        self._begin_ms = 0.0
+        self._begin_batch = batch + 1
+
+    def per_step_ms(self, skip_steps: int) -> float | None:
+        """Median time per training step, in ms, after the first ``skip_steps`` steps."""
+        done = 0
+        values = []
+        for steps, ms in self.samples:
+            if done >= skip_steps:
+                values.append(ms / steps)
+            done += steps
+        if not values:
+            values = [ms / steps for steps, ms in self.samples]
+        return statistics.median(values) if values else None
 
 
 def time_callbacks(capture: Any, callbacks: list[Any]) -> list[Any]:
+    """Wraps each user callback that overrides a per-batch hook so its time per step is
+    measured during the window. The callbacks themselves are returned unchanged otherwise.
+
+    Args:
+        capture: the capture session.
+        callbacks: the user's callbacks (after ``neutralise``).
+
+    Returns:
+        The same list.
+    """
+    import keras
+
+    state = _state(capture)
+    for callback in callbacks:
+        if not isinstance(callback, keras.callbacks.Callback):
+            continue
+        timer = _CallbackTimer(callback)
+        try:
+            wrapped = timer.wrap()
+        except Exception:  # an odd callback: leave it alone
+            continue
+        if wrapped:
+            state.timers.append(timer)
     return callbacks
 
 
+# -- the data --------------------------------------------------------------------------------
+
+
 def collect_data(capture: Any, arguments: dict[str, Any]) -> None:
-    return None
+    """Fills ``capture.facts.data`` from ``fit``'s ``x`` (the user's object, not a wrapper)."""
+    state = _state(capture)
+    x = state.original_x if state.original_x is not None else arguments.get("x")
+    fit_location = capture.facts.fit.location if capture.facts.fit else None
+    try:
+        capture.facts.data = data_mod.describe(x, fit_location)
+    except Exception as exc:  # describing the data must never end the capture
+        capture.facts.run.notes.append(f"data inspection failed: {type(exc).__name__}: {exc}")
+    capture.save()
+
+
+def _nbytes(item: Any) -> int:
+    import keras
+
+    total = 0
+    for leaf in keras.tree.flatten(item):
+        total += int(getattr(leaf, "nbytes", 0) or 0)
+    return total
+
+
+def _to_numpy(item: Any) -> Any:
+    import keras
+    import numpy as np
+
+    def convert(leaf: Any) -> Any:
+        if leaf is None or isinstance(leaf, np.ndarray):
+            return leaf
+        if hasattr(leaf, "numpy"):
+            return leaf.numpy()
+        return np.asarray(leaf)
+
+    return keras.tree.map_structure(convert, item)
 
 
 def sample_batches(capture: Any, arguments: dict[str, Any]) -> Batches:
-    return Batches(not_measured="batch sampling is not built yet")
+    """Up to ``K_BATCHES`` batches of the user's data, as numpy structures, timed.
+
+    Bounded by ``capture.budget("input-only probe")``: a pipeline that blocks (a generator
+    that hangs) is abandoned when the budget runs out, with a ``CutShort`` recorded.
+    """
+    state = _state(capture)
+    x = state.original_x if state.original_x is not None else arguments.get("x")
+    kind = data_mod.data_kind(x)
+    capture.set_phase("input-only probe (sampling batches)")
+    budget = capture.budget("input-only probe")
+    try:
+        if state.tee is not None:
+            batches = _flowed(state.tee)
+        elif kind == "tf.data":
+            batches = _fresh_iterator(capture, budget, lambda: iter(x), x.element_spec)
+            batches.method = "fresh iterator"
+        elif kind == "keras.PyDataset":
+            batches = _index_pydataset(capture, budget, x)
+        elif kind.startswith("numpy") or kind == "tensor":
+            batches = _array_batches(capture, budget, x, arguments)
+        else:
+            batches = Batches(not_measured=f"input of kind {kind} cannot be sampled")
+    except Exception as exc:
+        batches = Batches(not_measured=f"sampling failed: {type(exc).__name__}: {exc}"[:300])
+    if capture.facts.data is not None and batches.items:
+        capture.facts.data.batch_bytes = int(
+            statistics.mean(_nbytes(item) for item in batches.items)
+        )
+    return batches
+
+
+def _flowed(tee: _Tee) -> Batches:
+    from keras.src.trainers.data_adapters import data_adapter_utils
+
+    times = tee.times_ms
+    steady = times[_INPUT_WARMUP_BATCHES:] or times
+    batches = Batches(
+        items=[_to_numpy(i) for i in tee.items],
+        method="as they flowed through fit",
+        times_ms=[round(t, 4) for t in times],
+        input_only_ms=statistics.median(steady) if steady else None,
+        raw=list(tee.items),
+    )
+    if not tee.items:
+        batches.not_measured = "the generator yielded no batch during fit"
+        return batches
+    try:  # the spec Keras' GeneratorDataAdapter computed from the same first batches
+        batches.element_spec = data_adapter_utils.get_tensor_spec(
+            tee.items[: data_adapter_utils.NUM_BATCHES_FOR_TENSOR_SPEC]
+        )
+    except Exception:
+        batches.element_spec = None
+    return batches
+
+
+def _fresh_iterator(
+    capture: Any, budget: Budget, make_iterator: Callable[[], Any], element_spec: Any
+) -> Batches:
+    """Iterates a fresh iterator in a daemon thread, keeping the batches and their arrival
+    times, until ``K_BATCHES`` batches, ``_INPUT_TARGET_S`` or the budget."""
+    lock = threading.Lock()
+    arrivals: list[float] = []
+    raw: list[Any] = []
+    done = threading.Event()
+    stop = threading.Event()
+    error: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            iterator = make_iterator()
+            start = time.perf_counter()
+            arrivals_local = [start]
+            kept = 0
+            while not stop.is_set() and len(raw) < K_BATCHES:
+                try:
+                    item = next(iterator)
+                except StopIteration:
+                    break
+                now = time.perf_counter()
+                kept += _nbytes_tf(item)
+                with lock:
+                    arrivals.append((now - arrivals_local[-1]) * 1000.0)
+                    arrivals_local.append(now)
+                    raw.append(item)
+                if kept > _MAX_CACHE_BYTES and len(raw) >= 2:
+                    break
+                if now - start > _INPUT_TARGET_S and len(raw) >= _MIN_BATCHES:
+                    break
+        except BaseException as exc:  # reported to the caller
+            error.append(exc)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=run, name="rnndoctor input-only probe", daemon=True)
+    thread.start()
+    if not done.wait(budget.left()):
+        stop.set()
+        capture.cut_short(
+            budget,
+            f"the input pipeline delivered {len(raw)} batches within the {budget.seconds:g} s "
+            "budget; the probe moved on (a blocked next() call is left behind)",
+        )
+    with lock:
+        times = list(arrivals)
+        items = list(raw)
+    if error and not items:
+        raise error[0]
+    batches = Batches(
+        items=[_to_numpy(i) for i in items],
+        times_ms=[round(t, 4) for t in times],
+        raw=items,
+        element_spec=element_spec,
+    )
+    steady = times[_INPUT_WARMUP_BATCHES:]
+    if len(steady) >= 2:
+        batches.input_only_ms = sum(steady) / len(steady)
+    elif times:
+        batches.input_only_ms = statistics.median(times)
+    if not items:
+        batches.not_measured = "the input pipeline delivered no batch"
+    return batches
+
+
+def _nbytes_tf(item: Any) -> int:
+    import keras
+
+    total = 0
+    for leaf in keras.tree.flatten(item):
+        shape = getattr(leaf, "shape", None)
+        dtype = getattr(leaf, "dtype", None)
+        try:
+            count = 1
+            for dim in shape:
+                count *= int(dim) if dim is not None else 1
+            total += count * int(getattr(dtype, "size", 4) or 4)
+        except (TypeError, ValueError):
+            continue
+    return total
+
+
+def _index_pydataset(capture: Any, budget: Budget, x: Any) -> Batches:
+    """Indexes a ``keras.utils.PyDataset`` (``__getitem__``) as one worker would."""
+    from keras.src.trainers.data_adapters import data_adapter_utils
+    from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
+
+    adapter = PyDatasetAdapter(x, shuffle=False)  # no workers started: only standardises
+    try:
+        count = x.num_batches
+    except Exception:
+        count = None
+    total = K_BATCHES if count is None else min(K_BATCHES, int(count))
+    lock = threading.Lock()
+    times: list[float] = []
+    raw: list[Any] = []
+    done = threading.Event()
+    error: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            started = time.perf_counter()
+            for index in range(total):
+                start = time.perf_counter()
+                item = adapter._standardize_batch(x[index])
+                with lock:
+                    times.append((time.perf_counter() - start) * 1000.0)
+                    raw.append(item)
+                if time.perf_counter() - started > _INPUT_TARGET_S and len(raw) >= _MIN_BATCHES:
+                    break
+        except BaseException as exc:
+            error.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="rnndoctor input-only probe", daemon=True).start()
+    if not done.wait(budget.left()):
+        capture.cut_short(
+            budget,
+            f"the PyDataset delivered {len(raw)} batches within the {budget.seconds:g} s budget",
+        )
+    with lock:
+        times, items = list(times), list(raw)
+    if error and not items:
+        raise error[0]
+    steady = times[_INPUT_WARMUP_BATCHES:] or times
+    batches = Batches(
+        items=[_to_numpy(i) for i in items],
+        method="fresh indexing (PyDataset.__getitem__, one worker)",
+        times_ms=[round(t, 4) for t in times],
+        input_only_ms=statistics.median(steady) if steady else None,
+        raw=items,
+    )
+    if items:
+        try:
+            batches.element_spec = data_adapter_utils.get_tensor_spec(
+                items[: data_adapter_utils.NUM_BATCHES_FOR_TENSOR_SPEC]
+            )
+        except Exception:
+            batches.element_spec = None
+    else:
+        batches.not_measured = "the PyDataset delivered no batch"
+    return batches
+
+
+def _array_batches(capture: Any, budget: Budget, x: Any, arguments: dict[str, Any]) -> Batches:
+    """Arrays and tensors go through Keras' own data adapter, as ``fit`` builds it."""
+    from keras.src.trainers.data_adapters import get_data_adapter
+
+    adapter = get_data_adapter(
+        x,
+        arguments.get("y"),
+        sample_weight=arguments.get("sample_weight"),
+        batch_size=arguments.get("batch_size") or 32,  # Keras' default for arrays
+        shuffle=bool(arguments.get("shuffle", True)),
+        class_weight=arguments.get("class_weight"),
+    )
+    dataset = adapter.get_tf_dataset()
+    batches = _fresh_iterator(capture, budget, lambda: iter(dataset), dataset.element_spec)
+    batches.method = "fresh iterator (Keras' array data adapter, as fit builds it)"
+    return batches
+
+
+# -- compute-only probes ---------------------------------------------------------------------
+
+
+class _StepTimer:
+    """A Keras callback (built lazily: Keras is imported inside) that times the steps of one
+    probe point and stops its ``fit`` once enough steps were timed."""
+
+    @staticmethod
+    def make(deadline: float, target_s: float = _POINT_TARGET_S) -> Any:
+        import keras
+
+        class StepTimer(keras.callbacks.Callback):
+            def __init__(self):
+                super().__init__()
+                self.ends: list[tuple[int, float]] = []
+                self.intervals: list[float] = []
+                self.timed_s = 0.0
+                self.out_of_time = False
+
+            def on_train_batch_end(self, batch, logs=None):
+                for value in (logs or {}).values():  # read back: the step's work has finished
+                    try:
+                        float(value)
+                        break
+                    except (TypeError, ValueError):
+                        continue
+                now = time.perf_counter()
+                # The first call (tracing) and the steps up to _POINT_WARMUP_STEPS are not timed.
+                if self.ends and self.ends[-1][0] + 1 >= _POINT_WARMUP_STEPS:
+                    last_batch, last_t = self.ends[-1]
+                    self.intervals.append((now - last_t) * 1000.0 / max(1, batch - last_batch))
+                    self.timed_s += now - last_t
+                self.ends.append((batch, now))
+                enough = len(self.intervals) >= _POINT_MIN_STEPS and self.timed_s >= target_s
+                if time.monotonic() >= deadline:
+                    self.out_of_time = True
+                if enough or self.out_of_time:
+                    self.model.stop_training = True
+
+        return StepTimer()
+
+
+@dataclass
+class _PointResult:
+    step_time_ms: float | None
+    steps: int
+    stopped: str | None = None
+    intervals: list[float] = field(default_factory=list)
+
+
+def _is_oom(exc: BaseException) -> bool:
+    import tensorflow as tf
+
+    return isinstance(exc, (MemoryError, tf.errors.ResourceExhaustedError))
+
+
+def _run_point(
+    capture: Any,
+    model: Any,
+    dataset: Any,
+    budget: Budget,
+    target_s: float = _POINT_TARGET_S,
+    fit_kwargs: dict[str, Any] | None = None,
+) -> _PointResult:
+    """Runs Keras' own ``fit`` on ``dataset`` (or on ``fit_kwargs``, the user's own data) with
+    no callback but the timer, until enough steps are timed or the budget ends."""
+    timer = _StepTimer.make(budget.deadline, target_s)
+    fit = capture.original_fit()
+    kwargs = fit_kwargs or {"x": dataset, "shuffle": False, "steps_per_epoch": _POINT_MAX_STEPS}
+    try:
+        fit(model, epochs=1, verbose=0, callbacks=[timer], **kwargs)
+    except Exception as exc:
+        if _is_oom(exc):
+            return _PointResult(None, 0, f"out of memory: {type(exc).__name__}")
+        return _PointResult(None, 0, f"failed: {type(exc).__name__}: {exc}"[:300])
+    finally:
+        model.stop_training = False
+    if not timer.intervals:
+        return _PointResult(None, 0, f"out of its {budget.seconds:g} s time budget")
+    intervals = list(timer.intervals)
+    return _PointResult(statistics.median(intervals), len(intervals), intervals=intervals)
+
+
+def _relaxed(spec: Any, batch_dim_only: bool) -> Any:
+    """``spec`` with the batch dimension unknown (``batch_dim_only``) or as given."""
+    import tensorflow as tf
+
+    def relax(s: Any) -> Any:
+        if isinstance(s, tf.TensorSpec) and s.shape.rank:
+            return tf.TensorSpec([None, *s.shape[1:]], s.dtype, s.name)
+        return s
+
+    return tf.nest.map_structure(relax, spec) if batch_dim_only else spec
+
+
+def _cached_dataset(raw: list[Any], spec: Any) -> Any:
+    """An in-memory dataset cycling through ``raw`` batches, with element spec ``spec`` where the
+    components allow it (``PlaceholderWithDefault`` only relaxes the static shape)."""
+    import tensorflow as tf
+
+    dataset = None
+    for item in raw:
+        one = tf.data.Dataset.from_tensors(item)
+        dataset = one if dataset is None else dataset.concatenate(one)
+    dataset = dataset.repeat()
+    if spec is None:
+        return dataset
+
+    def shape(element: Any) -> Any:
+        def one(t: Any, s: Any) -> Any:
+            if isinstance(s, tf.TensorSpec) and isinstance(t, tf.Tensor):
+                if s.shape.is_compatible_with(t.shape) and s.dtype == t.dtype:
+                    return tf.compat.v1.placeholder_with_default(t, s.shape)
+            return t
+
+        return tf.nest.map_structure(one, element, spec)
+
+    try:
+        if isinstance(dataset.element_spec, tuple):  # tf.data unpacks tuple elements
+            return dataset.map(lambda *args: shape(tuple(args)))
+        return dataset.map(shape)
+    except (TypeError, ValueError):  # structures differ (list vs tuple, say): keep as is
+        return dataset
+
+
+def _tile(item: Any, factor: int, batch: int) -> Any:
+    import tensorflow as tf
+
+    def tile(t: Any) -> Any:
+        shape = getattr(t, "shape", None)
+        if shape is None or not len(shape) or shape[0] != batch:
+            return t
+        return tf.concat([t] * factor, axis=0)
+
+    return tf.nest.map_structure(tile, item)
+
+
+def _batch_size_of(item: Any) -> int | None:
+    import keras
+
+    for leaf in keras.tree.flatten(item):
+        shape = getattr(leaf, "shape", None)
+        if shape is not None and len(shape):
+            try:
+                return int(shape[0])
+            except (TypeError, ValueError):
+                continue
+    return None
 
 
 def run_probes(capture: Any, model: Any, arguments: dict[str, Any], batches: Batches) -> None:
+    """Fills ``capture.facts.probes``: input-only, callbacks, compute-only, the breakdown, and
+    the batch-size and steps_per_execution probes. Never raises for a probe that fails: its
+    ``*_not_measured`` says why.
+    """
+    state = _state(capture)
+    probes = ProbeFacts()
+    capture.facts.probes = probes
+    _input_only(probes, batches)
+    _callbacks(capture, probes, state)
+    saved = {
+        "steps_per_execution": getattr(model, "steps_per_execution", 1),
+        "train_function": getattr(model, "train_function", None),
+        "history": getattr(model, "history", None),
+    }
+    try:
+        capture.set_phase("compute-only probe")
+        _compute_only(capture, model, probes, batches, _real_fit_kwargs(state, arguments))
+        _breakdown(capture, probes)
+        capture.set_phase("batch-size probe")
+        _batch_probe(capture, model, probes, batches, state)
+        capture.set_phase("steps_per_execution probe")
+        _spe_probe(capture, model, probes, batches, saved)
+    finally:
+        _restore(model, saved)
+    capture.save()
+
+
+def _restore(model: Any, saved: dict[str, Any]) -> None:
+    try:
+        model.steps_per_execution = saved["steps_per_execution"]
+        model.train_function = saved["train_function"]
+        model.history = saved["history"]
+        model.stop_training = False
+    except Exception:
+        pass
+
+
+def _input_only(probes: ProbeFacts, batches: Batches) -> None:
+    probes.input_only_method = batches.method
+    probes.input_only_batches = len(batches.times_ms)
+    if batches.input_only_ms is not None:
+        probes.input_only_ms = round(batches.input_only_ms, 4)
+    else:
+        probes.input_only_not_measured = batches.not_measured or "no batch was timed"
+
+
+def _callbacks(capture: Any, probes: ProbeFacts, state: _State) -> None:
+    skip = capture.options.warmup_steps
+    total = 0.0
+    for timer in state.timers:
+        per_step = timer.per_step_ms(skip)
+        if per_step is None:
+            continue
+        total += per_step
+        probes.callbacks.append(
+            CallbackTime(
+                name=type(timer.callback).__name__,
+                per_step_ms=round(per_step, 4),
+                location=callback_site(timer.callback),
+            )
+        )
+    probes.callback_ms = round(total, 4)
+
+
+def _real_fit_kwargs(state: _State, arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """``fit`` arguments that train on the user's own data again (a fresh iterator), for the
+    real-data side of the paired probe; None for inputs that should not be iterated again here
+    (a Python generator; a PyDataset, whose workers would start again)."""
+    x = state.original_x
+    kind = data_mod.data_kind(x)
+    if kind == "tf.data":
+        try:
+            cardinality = int(x.cardinality())
+        except Exception:
+            cardinality = -2
+        steps = min(_POINT_MAX_STEPS, cardinality) if cardinality > 0 else _POINT_MAX_STEPS
+        return {"x": x, "steps_per_epoch": steps, "shuffle": False}
+    if kind.startswith("numpy") or kind == "tensor":
+        size = arguments.get("batch_size") or 32  # Keras' default for arrays
+        try:
+            import keras
+
+            count = len(keras.tree.flatten(x)[0])
+        except Exception:
+            return None
+        steps = max(1, min(_POINT_MAX_STEPS, count // size))
+        return {
+            "x": x,
+            "y": arguments.get("y"),
+            "batch_size": size,
+            "sample_weight": arguments.get("sample_weight"),
+            "class_weight": arguments.get("class_weight"),
+            "shuffle": bool(arguments.get("shuffle", True)),
+            "steps_per_epoch": steps,
+        }
     return None
+
+
+def _compute_only(
+    capture: Any,
+    model: Any,
+    probes: ProbeFacts,
+    batches: Batches,
+    real_kwargs: dict[str, Any] | None,
+) -> None:
+    """The compute-only step on cached batches. Where the user's data can be iterated again,
+    it alternates with bursts of the same ``fit`` on that data (``_PAIR_ROUNDS`` of each), so
+    that the input wait is the difference of two steps timed side by side, under the same
+    machine load."""
+    if not batches.raw:
+        probes.compute_only_not_measured = "no batch was sampled: " + (
+            batches.not_measured or "unknown reason"
+        )
+        return
+    budget = capture.budget("compute-only probe")
+    try:
+        dataset = _cached_dataset(batches.raw, batches.element_spec)
+    except Exception as exc:
+        probes.compute_only_not_measured = f"cached dataset failed: {type(exc).__name__}: {exc}"
+        return
+    probes.compute_only_batches = len(batches.raw)
+    cached: list[float] = []
+    real: list[float] = []
+    stopped = None
+    rounds = _PAIR_ROUNDS if real_kwargs is not None else 1
+    target = _PAIR_BURST_S if real_kwargs is not None else _POINT_TARGET_S
+    for _ in range(rounds):
+        if real_kwargs is not None:
+            result = _run_point(capture, model, None, budget, target, real_kwargs)
+            real += result.intervals
+            if result.stopped:
+                real_kwargs = None  # the user's data failed here: keep the cached side
+        result = _run_point(capture, model, dataset, budget, target)
+        cached += result.intervals
+        stopped = result.stopped
+        if stopped or budget.expired():
+            break
+    if not cached:
+        probes.compute_only_not_measured = stopped or "no compute-only step was timed"
+        if stopped and "budget" in stopped:
+            capture.cut_short(budget, "no compute-only step was timed within the budget")
+        return
+    probes.compute_only_ms = round(statistics.median(cached), 4)
+    if real:
+        probes.real_step_ms = round(statistics.median(real), 4)
+
+
+def _breakdown(capture: Any, probes: ProbeFacts) -> None:
+    """The input-bound share and the split of the window's median step.
+
+    With the paired probe, the input wait is ``real_step - compute_only`` (both timed side by
+    side, without callbacks) and the share is taken of ``real_step + callbacks``; without it
+    (a Python generator, a PyDataset), of the window's step: ``step - compute_only -
+    callbacks``.
+    """
+    steps = capture.facts.steps
+    step = steps.median_step_time_ms if steps else None
+    if step and probes.input_only_ms is not None:
+        probes.input_share_check = round(min(1.0, probes.input_only_ms / step), 4)
+    if not step or probes.compute_only_ms is None:
+        return
+    host = probes.callback_ms or 0.0
+    compute = probes.compute_only_ms
+    if probes.real_step_ms is not None:
+        input_ms = max(0.0, probes.real_step_ms - compute)
+        whole = probes.real_step_ms + host
+    else:
+        input_ms = max(0.0, step - compute - host)
+        whole = step
+    probes.input_bound_share = round(min(1.0, input_ms / whole), 4)
+    probes.breakdown = StepBreakdown(
+        step_ms=round(step, 4),
+        input_ms=round(input_ms, 4),
+        compute_ms=round(compute, 4),
+        host_ms=round(host, 4),
+        other_ms=round(step - input_ms - compute - host, 4),
+    )
+
+
+def _memory_limit(capture: Any) -> tuple[float | None, str | None]:
+    """The extra memory (MiB) the batch-size probe may use, and where the figure comes from."""
+    env = os.environ.get(MEMORY_ENV)
+    if env:
+        try:
+            return float(env), MEMORY_ENV
+        except ValueError:
+            pass
+    gpu = _gpu_memory(capture)
+    if gpu is not None:
+        total_mib, current_mib = gpu
+        return (total_mib - current_mib) * _MEMORY_HEADROOM, "free GPU memory"
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 1024.0 * _MEMORY_HEADROOM, "MemAvailable"
+    except (OSError, ValueError, IndexError):
+        pass
+    return None, None
+
+
+def _gpu_memory(capture: Any) -> tuple[float, float] | None:
+    """``(total, in use)`` of the first GPU in MiB, or None without a GPU."""
+    env = capture.facts.environment
+    if env is None or not env.gpu_count or not env.gpu_memory_mib:
+        return None
+    try:
+        import tensorflow as tf
+
+        info = tf.config.experimental.get_memory_info("GPU:0")
+        return float(env.gpu_memory_mib[0]), info["current"] / 2**20
+    except Exception:
+        return None
+
+
+class _MemoryMeter:
+    """Peak extra memory of a probe point: the GPU allocator's peak on a GPU, else the growth
+    of the process's peak RSS (``VmHWM``, reset before the point)."""
+
+    def __init__(self, capture: Any):
+        self.gpu = _gpu_memory(capture) is not None
+        self.before: float | None = None
+
+    def start(self) -> None:
+        if self.gpu:
+            import tensorflow as tf
+
+            try:
+                tf.config.experimental.reset_memory_stats("GPU:0")
+                self.before = tf.config.experimental.get_memory_info("GPU:0")["current"] / 2**20
+            except Exception:
+                self.before = None
+        else:
+            self.before = _reset_peak_rss()
+
+    def growth_mib(self) -> float | None:
+        if self.before is None:
+            return None
+        if self.gpu:
+            import tensorflow as tf
+
+            try:
+                peak = tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
+            except Exception:
+                return None
+        else:
+            peak = _proc_status_mib("VmHWM")
+            if peak is None:
+                return None
+        return max(0.0, peak - self.before)
+
+
+def _batch_probe(
+    capture: Any, model: Any, probes: ProbeFacts, batches: Batches, state: _State
+) -> None:
+    if probes.compute_only_ms is None:
+        probes.batch_probe_not_measured = "the compute-only probe did not run: " + (
+            probes.compute_only_not_measured or ""
+        )
+        return
+    sizes = [_batch_size_of(item) for item in batches.raw]
+    base = max((s for s in sizes if s), default=None)
+    if not base:
+        probes.batch_probe_not_measured = "the sampled batches have no batch dimension"
+        return
+    full = [item for item, s in zip(batches.raw, sizes, strict=True) if s == base][:4]
+    probes.batch_probe.append(
+        ProbePoint(
+            value=base,
+            step_time_ms=probes.compute_only_ms,
+            samples_per_s=round(base * 1000.0 / probes.compute_only_ms, 2),
+            steps=0,
+        )
+    )
+    limit, source = _memory_limit(capture)
+    probes.memory_limit_mib = round(limit, 1) if limit is not None else None
+    probes.memory_limit_source = source
+    # Memory per sample: first from the whole fit's growth at batch `base` (an upper bound: it
+    # also holds the model build and tracing), then from each point's own measured growth.
+    per_sample_mib = None
+    fit_peak = _proc_status_mib("VmHWM")
+    if state.rss_before_fit_mib is not None and fit_peak is not None and not _gpu_memory(capture):
+        per_sample_mib = max(0.0, fit_peak - state.rss_before_fit_mib) / base
+    budget = capture.budget("batch-size probe")
+    meter_gpu = _MemoryMeter(capture).gpu
+    previous = base
+    spec = _relaxed(batches.element_spec, batch_dim_only=True)
+    for factor in _BATCH_FACTORS:
+        size = base * factor
+        point = ProbePoint(value=size)
+        probes.batch_probe.append(point)
+        if per_sample_mib is not None:
+            # GPU: the allocator's peak is a step's whole working set, which scales with the
+            # batch; CPU: the peak RSS growth is the memory beyond what earlier points kept.
+            extra = size if meter_gpu else size - previous
+            point.memory_estimate_mib = round(per_sample_mib * extra, 1)
+        if (
+            limit is not None
+            and point.memory_estimate_mib is not None
+            and point.memory_estimate_mib > limit
+        ):
+            point.stopped = (
+                f"not run: estimated {point.memory_estimate_mib:g} MiB more memory, over the "
+                f"{limit:.0f} MiB limit ({source})"
+            )
+            break
+        if budget.expired():
+            point.stopped = f"not run: out of its {budget.seconds:g} s time budget"
+            capture.cut_short(budget, f"batch-size probe stopped before batch size {size}")
+            break
+        meter = _MemoryMeter(capture)
+        meter.start()
+        try:
+            dataset = _cached_dataset([_tile(item, factor, base) for item in full], spec)
+        except Exception as exc:
+            point.stopped = (
+                "out of memory" if _is_oom(exc) else f"failed: {type(exc).__name__}: {exc}"
+            )[:300]
+            break
+        result = _run_point(capture, model, dataset, budget)
+        point.steps = result.steps
+        point.stopped = result.stopped
+        if result.step_time_ms is None:
+            if result.stopped and "budget" in result.stopped:
+                capture.cut_short(budget, f"batch-size probe stopped at batch size {size}")
+            break
+        point.step_time_ms = round(result.step_time_ms, 4)
+        point.samples_per_s = round(size * 1000.0 / result.step_time_ms, 2)
+        growth = meter.growth_mib()
+        if growth is not None and size > previous:
+            per_sample_mib = growth / (size if meter_gpu else size - previous)
+        previous = size
+
+
+def _spe_probe(
+    capture: Any, model: Any, probes: ProbeFacts, batches: Batches, saved: dict[str, Any]
+) -> None:
+    if probes.compute_only_ms is None:
+        probes.spe_probe_not_measured = "the compute-only probe did not run: " + (
+            probes.compute_only_not_measured or ""
+        )
+        return
+    current = int(saved["steps_per_execution"] or 1)
+    if current != 1:
+        probes.spe_probe_not_measured = (
+            f"not run: the model already runs {current} steps per execution"
+        )
+        return
+    if probes.compute_only_ms > _SPE_PROBE_MAX_STEP_MS:
+        probes.spe_probe_not_measured = (
+            f"not run: the compute-only step takes {probes.compute_only_ms:.1f} ms, so per-step "
+            f"dispatch cannot reach 20% of it (that would take "
+            f"{probes.compute_only_ms * 0.2:.1f} ms per step; Keras' fit loop costs about 1 ms)"
+        )
+        return
+    budget = capture.budget("steps_per_execution probe")
+    dataset = _cached_dataset(batches.raw, batches.element_spec)
+    for value in (1, _SPE_PROBE):
+        point = ProbePoint(value=value)
+        probes.spe_probe.append(point)
+        if value == 1:  # the compute-only probe ran at the model's steps_per_execution, 1
+            point.step_time_ms = probes.compute_only_ms
+            continue
+        if budget.expired():
+            point.stopped = f"not run: out of its {budget.seconds:g} s time budget"
+            capture.cut_short(budget, f"steps_per_execution probe stopped before {value}")
+            break
+        try:
+            model.steps_per_execution = value
+            model.train_function = None  # Keras builds the multi-step function anew
+        except Exception as exc:
+            point.stopped = f"failed: {type(exc).__name__}: {exc}"[:300]
+            break
+        result = _run_point(capture, model, dataset, budget)
+        point.steps = result.steps
+        point.stopped = result.stopped
+        if result.step_time_ms is None:
+            if result.stopped and "budget" in result.stopped:
+                capture.cut_short(budget, f"steps_per_execution probe stopped at {value}")
+            break
+        point.step_time_ms = round(result.step_time_ms, 4)
+    model.steps_per_execution = saved["steps_per_execution"]
+    model.train_function = saved["train_function"]

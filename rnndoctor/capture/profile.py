@@ -1,8 +1,8 @@
 """Profile summary: converts the captured XSpace with xprof and keeps what the rules need.
 
 xprof (``tensorboard-plugin-profile``) does the conversion: ``xspace_to_tool_data`` with the
-``overview_page`` and ``framework_op_stats`` tools, the same code TensorBoard's Profile tab runs.
-Nothing here parses protobufs by hand.
+``overview_page``, ``framework_op_stats`` and ``input_pipeline_analyzer`` tools, the same code
+TensorBoard's Profile tab runs. Nothing here parses protobufs by hand.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ import shlex
 from collections import defaultdict
 from typing import Any
 
-from rnndoctor.facts import OpStat, ProfileSummary
+from rnndoctor.facts import InputPipelineSummary, OpStat, ProfileSummary
 
 _TOP_N = 10  # op rows kept in the facts
+_TOP_INPUT_OPS = 5  # tf.data iterator rows kept from input_pipeline_analyzer
 _CUDNN_RNN_PREFIX = "CudnnRNN"  # CudnnRNN, CudnnRNNV2, CudnnRNNV3 and their Backprop ops
 
 
@@ -103,6 +104,13 @@ def summarize_profile(logdir: str, profiled_steps: int, gpu_count: int) -> Profi
             )
             for r in sorted(busy, key=lambda r: -r["total_self_time"])[:_TOP_N]
         ]
+        try:
+            summary.input_pipeline = summarize_input_pipeline(
+                _tool_json(paths, "input_pipeline_analyzer")
+            )
+        except Exception as exc:  # the other tools' results stay
+            why = f"xprof input_pipeline_analyzer failed: {type(exc).__name__}: {exc}"
+            summary.input_pipeline = InputPipelineSummary(not_measured=why[:300])
         if gpu_count:
             summary.cudnn_rnn_ops = sorted(
                 {r["type"] for r in busy if str(r["type"]).startswith(_CUDNN_RNN_PREFIX)}
@@ -115,3 +123,59 @@ def summarize_profile(logdir: str, profiled_steps: int, gpu_count: int) -> Profi
     except Exception as exc:
         summary.error = f"xprof conversion failed: {type(exc).__name__}: {exc}"[:500]
     return summary
+
+
+def summarize_input_pipeline(tables: Any) -> InputPipelineSummary:
+    """Reads xprof's ``input_pipeline_analyzer`` JSON (a list of DataTables).
+
+    The device-side table's properties give ``infeed_percent_average`` (the share of step time
+    waiting for input) and ``input_conclusion``; where xprof measured no step time (CPU-only
+    runs), ``not_measured`` keeps its conclusion verbatim. The host-side table (column
+    ``opName``) lists the tf.data iterator ops with their self time: the slowest are kept.
+    """
+    result = InputPipelineSummary()
+    device: dict[str, Any] | None = None
+    host_rows: list[dict[str, Any]] = []
+    for table in tables if isinstance(tables, list) else []:
+        if not isinstance(table, dict):
+            continue
+        props = table.get("p", {}) or {}
+        ids = [c.get("id") for c in table.get("cols", [])]
+        if "input_conclusion" in props and device is None:
+            device = props
+        if "opName" in ids:
+            host_rows = _rows(table)
+    if device is not None:
+        conclusion = device.get("input_conclusion") or None
+        steps = _float(device.get("steptime_ms_average"))
+        percent = _float(device.get("infeed_percent_average"))
+        if steps and percent is not None:
+            result.input_share = round(percent / 100.0, 4)
+            result.verdict = conclusion
+        else:
+            result.not_measured = conclusion or "xprof measured no step time"
+    else:
+        result.not_measured = "xprof's input_pipeline_analyzer gave no step-time table"
+    total = sum(_float(r.get("selfTimeInMs")) or 0.0 for r in host_rows)
+    for r in sorted(host_rows, key=lambda r: -(_float(r.get("selfTimeInMs")) or 0.0))[
+        :_TOP_INPUT_OPS
+    ]:
+        self_ms = _float(r.get("selfTimeInMs")) or 0.0
+        result.slowest_ops.append(
+            OpStat(
+                op_type=str(r.get("category") or "tf.data"),
+                host_or_device="Host",
+                self_time_us=round(self_ms * 1000.0, 3),
+                share=self_ms / total if total else 0.0,
+                occurrences=int(_float(r.get("count")) or 0),
+                name=str(r.get("opName")),
+            )
+        )
+    return result
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return None if value in (None, "") else float(value)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,590 @@
+"""The data that reaches ``fit``: its kind and, for tf.data, the pipeline graph as a networkx DAG.
+
+``install()`` hooks the ``tf.data.Dataset`` transformations and sources (``from_generator``,
+``from_tensor_slices``, ``map``, ``batch``, ``padded_batch``, ``prefetch``, ``cache``, ...), the
+file readers' constructors and ``keras.utils.PyDataset.__init__``, so that every dataset the
+user's code builds remembers the user's file:line. ``describe(x)`` then reads the dataset fit
+received:
+
+- tf.data: the pipeline's own serialised graph (``Dataset._as_serialized_graph()``, parsed with
+  TensorFlow's ``GraphDef`` protobuf class) becomes a networkx ``DiGraph`` of dataset ops. Each
+  op gets a normalised kind, its ``num_parallel_calls`` (a ``Const`` input, read with
+  ``tf.make_ndarray``), whether its functions run Python (``PyFunc`` / ``EagerPyFunc`` ops in
+  the function library: ``from_generator``, ``py_function``, ``numpy_function``), and the
+  user's line that built it.
+- numpy arrays, Python generators and ``keras.utils.PyDataset`` (``workers``,
+  ``use_multiprocessing``, ``max_queue_size``) are their own kinds.
+
+Two tf.data graph rewrites that run when an iterator is made matter for the rules, and are
+recorded from the dataset's options rather than guessed:
+
+- ``map_parallelization`` (default on, with autotune) turns a ``MapDataset`` whose function is
+  stateless into ``ParallelMapDatasetV2(num_parallel_calls=AUTOTUNE)``
+  (tensorflow/core/grappler/optimizers/data/map_parallelization.cc). A map that calls Python or
+  any other stateful op stays sequential.
+- ``inject_prefetch`` (default on, with autotune) appends ``prefetch(AUTOTUNE)`` when the last
+  transformation is not a prefetch
+  (tensorflow/core/grappler/optimizers/data/inject_prefetch.cc).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import sys
+import threading
+import weakref
+from typing import Any
+
+import networkx as nx
+
+from rnndoctor.capture import sites
+from rnndoctor.facts import DataFacts, DataNode, GraphEdge, SourceLocation
+
+# tf.data.Dataset methods that build a dataset, hooked to record the user's line.
+_DATASET_METHODS = (
+    "apply", "batch", "bucket_by_sequence_length", "cache", "choose_from_datasets",
+    "concatenate", "counter", "enumerate", "filter", "flat_map", "from_generator",
+    "from_tensor_slices", "from_tensors", "group_by_window", "ignore_errors", "interleave",
+    "list_files", "load", "map", "padded_batch", "prefetch", "ragged_batch", "random", "range",
+    "rebatch", "rejection_resample", "repeat", "sample_from_datasets", "scan", "shard",
+    "shuffle", "skip", "snapshot", "sparse_batch", "take", "take_while", "unbatch", "unique",
+    "window", "with_options", "zip",
+)  # fmt: skip
+_STATIC_METHODS = (
+    "choose_from_datasets", "counter", "from_generator", "from_tensor_slices", "from_tensors",
+    "list_files", "load", "random", "range", "sample_from_datasets", "zip",
+)  # fmt: skip
+_READER_CLASSES = ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset")
+
+# GraphDef op (version suffix removed) -> DataNode.kind, and source_kind for sources.
+_KIND_OF_OP = {
+    "MapDataset": "map",
+    "ParallelMapDataset": "map",
+    "MapAndBatchDataset": "batch",
+    "BatchDataset": "batch",
+    "ParallelBatchDataset": "batch",
+    "PaddedBatchDataset": "padded_batch",
+    "GroupByWindowDataset": "other",  # "bucket" when its reduce function batches
+    "PrefetchDataset": "prefetch",
+    "CacheDataset": "cache",
+    "ShuffleDataset": "shuffle",
+    "ShuffleAndRepeatDataset": "shuffle",
+    "RepeatDataset": "repeat",
+    "FilterDataset": "filter",
+    "ParallelFilterDataset": "filter",
+    "InterleaveDataset": "interleave",
+    "ParallelInterleaveDataset": "interleave",
+    "FlatMapDataset": "interleave",
+    "TakeDataset": "take",
+}
+_SOURCE_KIND_OF_OP = {
+    "TensorSliceDataset": "tensor_slices",
+    "SparseTensorSliceDataset": "tensor_slices",
+    "TensorDataset": "tensors",
+    "RangeDataset": "range",
+    "TFRecordDataset": "files",
+    "TextLineDataset": "files",
+    "FixedLengthRecordDataset": "files",
+    "GeneratorDataset": "generator",
+}
+_FILE_OPS = ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset", "MatchingFiles")
+# Ops that run Python code: tf.py_function (EagerPyFunc), tf.numpy_function and
+# Dataset.from_generator (PyFunc / PyFuncStateless), tensorflow/python/ops/script_ops.py.
+_PYTHON_OPS = ("PyFunc", "PyFuncStateless", "EagerPyFunc")
+# Stateful ops that tf.data still treats as stateless (ALLOW_STATEFUL_OP_FOR_DATASET_FUNCTIONS in
+# tensorflow/core/framework/dataset_stateful_op_allowlist.h users: lookup-table finds), and
+# Assert, which IsNodeStateful (tensorflow/core/data/dataset_utils.cc) skips.
+_STATEFUL_ALLOWED = ("Assert", "LookupTableFind", "LookupTableFindV2", "LookupFind")
+# Ops tf.data may chain after the user's last transformation; inject_prefetch.cc skips them too.
+_NON_USER_OPS = (
+    "AssertNextDataset", "ExperimentalAssertNextDataset", "OptionsDataset", "ModelDataset",
+    "OptimizeDataset", "MaxIntraOpParallelismDataset", "PrivateThreadPoolDataset",
+)  # fmt: skip
+_VERSION = re.compile(r"V\d+$")
+
+_sites: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_user_files: dict[str, bool] = {}
+_depth = threading.local()
+_installed = False
+
+
+def _base_op(op: str) -> str:
+    return _VERSION.sub("", op)
+
+
+def _is_dataset_op(op: str) -> bool:
+    return _base_op(op).endswith("Dataset")
+
+
+def called_from_user_code(depth: int = 2) -> bool:
+    """Whether the frame ``depth`` levels up (the hooked call's caller) is the user's code."""
+    try:
+        filename = sys._getframe(depth).f_code.co_filename
+    except ValueError:
+        return False
+    known = _user_files.get(filename)
+    if known is None:
+        known = _user_files[filename] = sites.is_user_file(filename)
+    return known
+
+
+def _record(obj: Any, method: str, location: SourceLocation | None) -> None:
+    try:
+        if obj is not None and obj not in _sites:
+            _sites[obj] = (method, location)
+    except TypeError:  # not weak-referenceable
+        pass
+
+
+def _hooked(name: str, original: Any) -> Any:
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        depth = getattr(_depth, "value", 0)
+        _depth.value = depth + 1
+        try:
+            result = original(*args, **kwargs)
+        finally:
+            _depth.value = depth
+        # The user's own call: not TF's use inside another method (depth), nor a library's.
+        if depth == 0 and called_from_user_code():
+            try:
+                _record(result, name, sites.user_frame_location(skip=1, call_names=(name,)))
+            except Exception:  # recording must never break the user's pipeline
+                pass
+        return result
+
+    return wrapper
+
+
+def install() -> None:
+    """Hooks tf.data and ``keras.utils.PyDataset`` to record where the user built each dataset.
+
+    Idempotent. Call it before the user's script runs.
+    """
+    global _installed
+    if _installed:
+        return
+    import keras
+    import tensorflow as tf
+
+    dataset = tf.data.Dataset
+    for name in _DATASET_METHODS:
+        original = inspect.getattr_static(dataset, name, None)
+        if original is None:
+            continue
+        if isinstance(original, staticmethod):
+            setattr(dataset, name, staticmethod(_hooked(name, original.__func__)))
+        elif isinstance(original, classmethod):
+            setattr(dataset, name, classmethod(_hooked(name, original.__func__)))
+        elif name not in _STATIC_METHODS and callable(original):
+            setattr(dataset, name, _hooked(name, original))
+    for cls_name in _READER_CLASSES:
+        cls = getattr(tf.data, cls_name, None)
+        if cls is not None:
+            _hook_init(cls, cls_name)
+    _hook_init(keras.utils.PyDataset, "PyDataset")
+    _installed = True
+
+
+def _hook_init(cls: type, name: str) -> None:
+    original = cls.__init__
+
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):  # noqa: N807 - it replaces __init__
+        depth = getattr(_depth, "value", 0)
+        _depth.value = depth + 1
+        try:
+            original(self, *args, **kwargs)
+        finally:
+            _depth.value = depth
+        if depth == 0 and called_from_user_code():
+            try:
+                _record(self, name, sites.user_frame_location(skip=1, call_names=(name,)))
+            except Exception:
+                pass
+
+    cls.__init__ = __init__
+
+
+def site_of(obj: Any) -> tuple[str, SourceLocation | None] | None:
+    """``(method, location)`` recorded for a dataset or PyDataset, or None."""
+    try:
+        return _sites.get(obj)
+    except TypeError:
+        return None
+
+
+# -- describing the data ---------------------------------------------------------------------
+
+
+def data_kind(x: Any) -> str:
+    """The kind of ``fit``'s ``x`` (the ``DataFacts.kind`` values)."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    if isinstance(x, tf.data.Dataset):
+        return "tf.data"
+    if isinstance(x, keras.utils.PyDataset):
+        return "keras.PyDataset"
+    if isinstance(x, np.ndarray):
+        return "numpy"
+    if isinstance(x, (dict, list, tuple)):
+        return "numpy (multi-input)"
+    if inspect.isgenerator(x) or hasattr(x, "__next__"):
+        return "python_generator"
+    if tf.is_tensor(x):
+        return "tensor"
+    return type(x).__name__
+
+
+def describe(x: Any, fit_location: SourceLocation | None = None) -> DataFacts:
+    """Describes ``fit``'s ``x`` as :class:`DataFacts`. Never raises: what cannot be read is
+    left empty, with ``graph_not_measured`` saying why for tf.data."""
+    kind = data_kind(x)
+    facts = DataFacts(kind=kind)
+    recorded = site_of(x)
+    if kind == "tf.data":
+        facts.reiterable = True
+        try:
+            _describe_dataset(x, facts)
+        except Exception as exc:
+            facts.graph_not_measured = f"{type(exc).__name__}: {exc}"[:300]
+        if facts.location is None and recorded is not None:
+            facts.location = recorded[1]
+    elif kind == "keras.PyDataset":
+        facts.reiterable = True
+        facts.workers = _int_or_none(getattr(x, "workers", None))
+        facts.use_multiprocessing = bool(getattr(x, "use_multiprocessing", False))
+        facts.max_queue_size = _int_or_none(getattr(x, "max_queue_size", None))
+        facts.location = recorded[1] if recorded else None
+        try:
+            facts.cardinality = _int_or_none(x.num_batches)
+        except Exception:
+            pass
+    elif kind == "python_generator":
+        facts.reiterable = False
+        code = getattr(x, "gi_code", None)
+        if code is not None and sites.is_user_file(code.co_filename):
+            facts.location = sites.source_location(code.co_filename, code.co_firstlineno)
+    else:
+        facts.reiterable = True
+    if facts.location is None and kind != "tf.data":
+        facts.location = None if kind.startswith("numpy") or kind == "tensor" else fit_location
+    return facts
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return None if value is None else int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _describe_dataset(ds: Any, facts: DataFacts) -> None:
+    from tensorflow.core.framework import graph_pb2
+
+    try:
+        facts.cardinality = int(ds.cardinality())
+    except Exception:
+        facts.cardinality = None
+    _read_options(ds, facts)
+    graph_def = graph_pb2.GraphDef.FromString(ds._as_serialized_graph().numpy())
+    graph = pipeline_graph(graph_def)
+    _attach_locations(ds, graph)
+    order = list(nx.topological_sort(graph))
+    facts.nodes = [graph.nodes[name]["node"] for name in order]
+    facts.edges = [GraphEdge(src=a, dst=b, kind="feeds") for a, b in graph.edges]
+    summarise(facts, graph, output=_output_node(graph_def))
+    recorded = site_of(ds)
+    facts.location = recorded[1] if recorded else _last_location(facts)
+
+
+def _read_options(ds: Any, facts: DataFacts) -> None:
+    """Whether tf.data's map_parallelization and inject_prefetch rewrites will run (their
+    defaults as ``tf.data.Options`` documents them: on unless turned off, and only with
+    autotune on; DefaultOptimizationGraphRewrites in tensorflow/core/data/dataset_utils.cc)."""
+    options = ds.options()
+    autotune = options.autotune.enabled is not False
+    opt = options.experimental_optimization
+    defaults = opt.apply_default_optimizations is not False
+
+    def enabled(value: bool | None) -> bool:
+        return autotune and (value if value is not None else defaults)
+
+    facts.inject_prefetch = enabled(opt.inject_prefetch)
+    facts.map_parallelization = enabled(opt.map_parallelization)
+
+
+def _output_node(graph_def: Any) -> str | None:
+    for node in graph_def.node:
+        if node.op == "_Retval" and node.input:
+            return _input_name(node.input[0])
+    return None
+
+
+def _input_name(text: str) -> str:
+    return text.lstrip("^").split(":")[0]
+
+
+def pipeline_graph(graph_def: Any) -> nx.DiGraph:
+    """The dataset ops of a tf.data ``GraphDef`` as a DiGraph (edge: the source feeds the
+    destination), each node holding a :class:`DataNode` under ``"node"``.
+
+    Args:
+        graph_def: a ``tensorflow.core.framework.graph_pb2.GraphDef``, as
+            ``Dataset._as_serialized_graph()`` serialises it.
+    """
+    import tensorflow as tf
+
+    nodes = {n.name: n for n in graph_def.node}
+    functions = {f.signature.name: f for f in graph_def.library.function}
+    graph = nx.DiGraph()
+    for node in graph_def.node:
+        if not _is_dataset_op(node.op):
+            continue
+        named = _named_inputs(node)
+        consts = {}
+        for arg, names in named.items():
+            values = [_const(nodes.get(n), tf) for n in names]
+            if len(values) == 1 and values[0] is not None:
+                consts[arg] = values[0]
+        base = _base_op(node.op)
+        ops = _function_ops(node, functions)
+        data_node = DataNode(name=node.name, op=node.op, kind=_KIND_OF_OP.get(base, "other"))
+        leaf = not any(
+            _is_dataset_op(nodes[n].op) for names in named.values() for n in names if n in nodes
+        )
+        if leaf:
+            data_node.kind = "source"
+            data_node.source_kind = _SOURCE_KIND_OF_OP.get(base, "other")
+            if any(nodes[n].op == "MatchingFiles" for ns in named.values() for n in ns
+                   if n in nodes):  # fmt: skip
+                data_node.source_kind = "files"  # Dataset.list_files
+        if "GeneratorDataset" in ops:
+            data_node.source_kind = "generator"
+            if base == "FlatMapDataset":  # Dataset.from_generator: the generator is the source
+                data_node.kind = "source"
+        elif any(op in ops for op in _FILE_OPS):
+            data_node.source_kind = "files"
+        if base == "GroupByWindowDataset" and {"PaddedBatchDataset", "BatchDataset"} & {
+            _base_op(op) for op in ops
+        }:
+            data_node.kind = "bucket"
+        data_node.python = any(op in ops for op in _PYTHON_OPS)
+        if "num_parallel_calls" in consts:
+            data_node.num_parallel_calls = int(consts["num_parallel_calls"])
+        attrs: dict[str, Any] = {}
+        for arg in ("batch_size", "drop_remainder", "buffer_size", "count", "filename"):
+            if arg in consts:
+                attrs[arg] = consts[arg]
+        for attr in ("deterministic", "force_synchronous", "use_inter_op_parallelism"):
+            if attr in node.attr:
+                value = node.attr[attr]
+                attrs[attr] = value.s.decode() if value.WhichOneof("value") == "s" else value.b
+        if data_node.kind == "map":
+            attrs["stateful_ops"] = _stateful_ops(ops)
+        data_node.attrs = attrs
+        graph.add_node(node.name, node=data_node)
+    for node in graph_def.node:
+        if node.name not in graph:
+            continue
+        for src in (_input_name(i) for i in node.input if not i.startswith("^")):
+            if src in graph:
+                graph.add_edge(src, node.name)
+    return graph
+
+
+def _named_inputs(node: Any) -> dict[str, list[str]]:
+    """The node's data inputs by the op's argument names (from the registered OpDef)."""
+    from tensorflow.python.framework import op_def_registry
+
+    inputs = [i for i in node.input if not i.startswith("^")]
+    op_def = op_def_registry.get(node.op)
+    if op_def is None:
+        return {"input_dataset": [_input_name(inputs[0])]} if inputs else {}
+    named: dict[str, list[str]] = {}
+    pos = 0
+    for arg in op_def.input_arg:
+        if arg.number_attr:
+            count = node.attr[arg.number_attr].i
+        elif arg.type_list_attr:
+            count = len(node.attr[arg.type_list_attr].list.type)
+        else:
+            count = 1
+        named[arg.name] = [_input_name(i) for i in inputs[pos : pos + count]]
+        pos += count
+    return named
+
+
+def _const(node: Any, tf: Any) -> Any:
+    if node is None or node.op != "Const":
+        return None
+    try:
+        value = tf.make_ndarray(node.attr["value"].tensor)
+    except Exception:
+        return None
+    if value.shape != ():
+        return None
+    value = value.item()
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+def _function_ops(node: Any, functions: dict[str, Any]) -> set[str]:
+    """Every op reachable from the node's function attributes (recursively)."""
+    seen: set[str] = set()
+    ops: set[str] = set()
+    pending = _func_names(node)
+    while pending:
+        name = pending.pop()
+        if name in seen or name not in functions:
+            continue
+        seen.add(name)
+        for inner in functions[name].node_def:
+            ops.add(inner.op)
+            pending.extend(_func_names(inner))
+            if inner.op in functions:
+                pending.append(inner.op)
+    return ops
+
+
+def _func_names(node: Any) -> list[str]:
+    names = []
+    for value in node.attr.values():
+        kind = value.WhichOneof("value")
+        if kind == "func":
+            names.append(value.func.name)
+        elif kind == "list":
+            names.extend(f.name for f in value.list.func)
+    return names
+
+
+def _stateful_ops(ops: set[str]) -> list[str]:
+    from tensorflow.python.framework import op_def_registry
+
+    stateful = []
+    for op in sorted(ops):
+        op_def = op_def_registry.get(op)
+        if op_def is None or not op_def.is_stateful or _is_dataset_op(op):
+            continue
+        if op in _STATEFUL_ALLOWED:
+            continue
+        stateful.append(op)
+    return stateful
+
+
+def summarise(facts: DataFacts, graph: nx.DiGraph, output: str | None) -> None:
+    """Fills the summary fields of ``facts`` from the pipeline ``graph``."""
+    nodes = [graph.nodes[n]["node"] for n in graph.nodes]
+    # A from_generator / file source is an interleave over a small id / filename dataset: that
+    # helper source is not a data source of its own.
+    helpers = {
+        pred
+        for n in nodes
+        if n.source_kind in ("generator", "files") and _base_op(n.op) not in _SOURCE_KIND_OF_OP
+        for pred in graph.predecessors(n.name)
+    }
+    kinds = [n.source_kind for n in nodes if n.source_kind and n.name not in helpers]
+    facts.source_kinds = sorted(set(kinds), key=kinds.index)
+    for node in nodes:
+        if node.kind != "map":
+            continue
+        if node.num_parallel_calls is not None:
+            facts.parallel_maps += 1
+        elif (
+            facts.map_parallelization
+            and not node.attrs.get("stateful_ops")
+            and not node.attrs.get("force_synchronous")
+        ):
+            facts.auto_parallel_maps += 1
+            node.attrs["auto_parallel"] = True
+        else:
+            facts.sequential_maps += 1
+    batch_kinds = [n.kind for n in nodes if n.kind in ("batch", "padded_batch", "bucket")]
+    facts.batch_kind = batch_kinds[-1] if batch_kinds else None
+    facts.has_cache = any(n.kind == "cache" for n in nodes)
+    facts.has_shuffle = any(n.kind == "shuffle" for n in nodes)
+    facts.python_ops = [n.name for n in nodes if n.python]
+    last = output
+    while last is not None and _base_op(graph.nodes[last]["node"].op) in _NON_USER_OPS:
+        preds = list(graph.predecessors(last))
+        last = preds[0] if preds else None
+    facts.prefetch_last = graph.nodes[last]["node"].kind == "prefetch" if last is not None else None
+
+
+def _python_chain(ds: Any) -> list[Any]:
+    """The user's dataset and its inputs along the main (first-input) chain, output first."""
+    chain = []
+    seen = set()
+    while ds is not None and id(ds) not in seen:
+        seen.add(id(ds))
+        chain.append(ds)
+        try:
+            inputs = ds._inputs()
+        except Exception:
+            inputs = []
+        ds = inputs[0] if inputs else None
+    return chain
+
+
+def _graph_chain(graph: nx.DiGraph, output: str | None) -> list[str]:
+    """Dataset nodes from the output down the main chain (the ``input_dataset`` edge)."""
+    chain = []
+    node = output
+    while node is not None:
+        chain.append(node)
+        preds = list(graph.predecessors(node))
+        node = preds[0] if preds else None
+    return chain
+
+
+def _chain_length(ds: Any) -> int:
+    from tensorflow.core.framework import graph_pb2
+
+    graph_def = graph_pb2.GraphDef.FromString(ds._as_serialized_graph().numpy())
+    graph = pipeline_graph(graph_def)
+    return len(_graph_chain(graph, _output_node(graph_def)))
+
+
+def _attach_locations(ds: Any, graph: nx.DiGraph) -> None:
+    """Gives each graph node on the main chain the user's line that built it.
+
+    Each Python dataset object on the chain covers the graph nodes between its own output and
+    its input's output (``from_generator`` is several ops). The span is found by serialising
+    each Python dataset on the chain on its own and counting its chain length. Nodes built
+    inside a hooked call (internal datasets) take that call's line.
+    """
+    from tensorflow.core.framework import graph_pb2
+
+    graph_def = graph_pb2.GraphDef.FromString(ds._as_serialized_graph().numpy())
+    full = _graph_chain(graph, _output_node(graph_def))
+    full.reverse()  # source first
+    python = _python_chain(ds)
+    spans = []  # (chain length of this Python dataset, its record)
+    for obj in python:
+        try:
+            spans.append((_chain_length(obj), site_of(obj)))
+        except Exception:
+            spans.append((None, site_of(obj)))
+    # Recorded datasets, from the source up; each owns the nodes up to its chain length.
+    owner: dict[int, tuple[str, SourceLocation | None]] = {}
+    for length, record in reversed(spans):
+        if length is None or record is None:
+            continue
+        for index in range(length):
+            if index < len(full) and index not in owner:
+                owner[index] = record
+    for index, name in enumerate(full):
+        record = owner.get(index)
+        if record is not None:
+            graph.nodes[name]["node"].location = record[1]
+            graph.nodes[name]["node"].attrs.setdefault("built_by", record[0])
+
+
+def _last_location(facts: DataFacts) -> SourceLocation | None:
+    for node in reversed(facts.nodes):
+        if node.location is not None:
+            return node.location
+    return None

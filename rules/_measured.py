@@ -1,0 +1,158 @@
+"""Shared logic of the measured input, batch and host-overhead rules (RD2xx, RD301, RD403,
+RD404). Pure: no TensorFlow, no I/O.
+
+Every number these rules quote comes from the capture's probes (``rnndoctor/capture/probes.py``):
+the window's median step, the compute-only step on cached batches, the per-batch callback times
+and the input-only time of a fresh iterator. The cut-offs on the input-bound share are xprof's.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from rnndoctor.facts import DataNode, Facts, SourceLocation
+from rnndoctor.findings import Evidence, Location, Severity
+
+# xprof's input-pipeline analysis calls a step "moderately" input-bound from 5% of the step time
+# waiting for input and "highly" input-bound from 20%: kModeratelyInfeedBoundThresholdInPercent
+# and kHighlyInfeedBoundThresholdInPercent in openxla/xprof,
+# xprof/convert/op_stats_to_input_pipeline_analysis.cc.
+INFO_SHARE = 0.05
+WARNING_SHARE = 0.20
+# RULES.md: `error` means the job runs at least 2x slower than it needs to; removing a share s
+# of the step gives 1 / (1 - s), which reaches 2x at s = 50%.
+ERROR_SHARE = 0.50
+
+
+def to_location(loc: SourceLocation | None) -> Location | None:
+    """A finding's :class:`Location` from a facts :class:`SourceLocation`."""
+    if loc is None:
+        return None
+    return Location(
+        file=loc.file,
+        line=loc.line,
+        code=loc.code,
+        context_start=loc.context_start,
+        context=tuple(loc.context),
+    )
+
+
+def input_share(facts: Facts) -> tuple[float | None, str]:
+    """The measured input share of the step and how it was measured.
+
+    The input-bound share (step - compute-only - callbacks) / step when the compute-only probe
+    ran; else the cross-check input-only / step. ``(None, why)`` when neither was measured.
+    """
+    probes = facts.probes
+    if probes is None:
+        return None, "the probes did not run"
+    if probes.input_bound_share is not None:
+        return probes.input_bound_share, "input-bound share (step - compute-only - callbacks)"
+    if probes.input_share_check is not None:
+        return probes.input_share_check, "input-only time / step time (compute-only not measured)"
+    return None, probes.compute_only_not_measured or probes.input_only_not_measured or "unknown"
+
+
+def share_severity(share: float, cap: Severity = Severity.ERROR) -> Severity:
+    """info from 5%, warning from 20%, error from 50% of the step (capped at ``cap``)."""
+    if share >= ERROR_SHARE:
+        severity = Severity.ERROR
+    elif share >= WARNING_SHARE:
+        severity = Severity.WARNING
+    else:
+        severity = Severity.INFO
+    return min(severity, cap)
+
+
+def pct(share: float) -> str:
+    return f"{share * 100:.0f}%"
+
+
+def ms(value: float | None) -> str:
+    return "not measured" if value is None else f"{value:.2f} ms"
+
+
+def step_ms(facts: Facts) -> float | None:
+    return facts.steps.median_step_time_ms if facts.steps else None
+
+
+def input_evidence(facts: Facts) -> tuple[Evidence, ...]:
+    """The measured step-time split, as evidence rows (step, compute, callbacks, input)."""
+    probes = facts.probes
+    rows = [Evidence("median step time", step_ms(facts), "ms", "fit (diagnosis window)")]
+    if probes is None:
+        return tuple(rows)
+    rows.append(
+        Evidence(
+            "compute-only step time",
+            probes.compute_only_ms,
+            "ms",
+            f"train steps on {probes.compute_only_batches} batches cached in memory",
+        )
+    )
+    rows.append(Evidence("per-batch callbacks", probes.callback_ms, "ms", "callback hooks timed"))
+    if probes.breakdown is not None:
+        rows.append(
+            Evidence("waiting for input", probes.breakdown.input_ms, "ms", "step - compute - host")
+        )
+    if probes.input_bound_share is not None:
+        rows.append(
+            Evidence("input-bound share", round(probes.input_bound_share * 100, 1), "%", "probes")
+        )
+    rows.append(
+        Evidence(
+            "input-only time per batch",
+            probes.input_only_ms,
+            "ms",
+            probes.input_only_method or (probes.input_only_not_measured or ""),
+        )
+    )
+    return tuple(rows)
+
+
+def removal_gain(facts: Facts, share: float, what: str = "input-bound share") -> tuple[str, float]:
+    """The gain text and speedup of removing ``share`` of the median step: 1 / (1 - share)."""
+    step = step_ms(facts)
+    speedup = 1.0 / max(1.0 - share, 1e-3)
+    after = f" (median step {step:.2f} ms -> {step * (1 - share):.2f} ms)" if step else ""
+    return (
+        f"{what} {pct(share)} removed: about {speedup:.1f}x faster steps{after}",
+        round(speedup, 2),
+    )
+
+
+def nodes_of(facts: Facts, kind: str) -> list[DataNode]:
+    return [n for n in (facts.data.nodes if facts.data else []) if n.kind == kind]
+
+
+def batch_size(facts: Facts) -> int | None:
+    """The user's batch size: the window's, else the pipeline's last batch op's constant."""
+    if facts.steps and facts.steps.batch_size:
+        return facts.steps.batch_size
+    if facts.fit and facts.fit.batch_size:
+        return facts.fit.batch_size
+    for kind in ("batch", "padded_batch"):
+        for node in reversed(nodes_of(facts, kind)):
+            if isinstance(node.attrs.get("batch_size"), int):
+                return node.attrs["batch_size"]
+    return None
+
+
+def with_keyword(call_source: str | None, name: str, value: str) -> str | None:
+    """``call_source`` (one call, as recorded) with keyword ``name=value`` set; None when the
+    source is not a single call."""
+    if not call_source:
+        return None
+    try:
+        node = ast.parse(call_source.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(node, ast.Call):
+        return None
+    node.keywords = [k for k in node.keywords if k.arg != name]
+    node.keywords.append(ast.keyword(arg=name, value=ast.parse(value, mode="eval").body))
+    return ast.unparse(node)
+
+
+def fit_location(facts: Facts) -> Location | None:
+    return to_location(facts.fit.location) if facts.fit else None

@@ -1,0 +1,148 @@
+"""RD201 input-bound: the training step waits for the input pipeline.
+
+What it detects:
+    The measured input-bound share of the median training step: ``(step - compute-only -
+    per-batch callbacks) / step``, where the compute-only step runs the same model on batches
+    cached in memory (so input costs nothing). ``info`` from 5%, ``warning`` from 20%, ``error``
+    from 50% of the step.
+
+Why it slows training:
+    While the step waits for the next batch, the accelerator (or the CPU's compute threads)
+    idles. Python-side preprocessing (generators, ``py_function``), sequential ``map`` calls,
+    no ``prefetch`` (input and compute never overlap) and re-reading or re-decoding data every
+    epoch all show up here. xprof's input-pipeline analysis uses the same 5% / 20% cut-offs for
+    "moderately" and "highly" input-bound, but it measures no step time on CPU-only runs;
+    rnndoctor's own probes do, on CPU and GPU alike.
+
+Evidence:
+    ``steps.median_step_time_ms``; ``probes.compute_only_ms``, ``probes.callback_ms``,
+    ``probes.input_bound_share``, ``probes.breakdown``; the cross-check
+    ``probes.input_only_ms`` / ``probes.input_share_check`` (a fresh iterator over the same data
+    with no model); xprof's ``profile.input_pipeline`` (input share on GPU, or its verbatim
+    "not measured" statement); ``data`` (the pipeline graph) for the fix.
+
+Example:
+    ``tf.data.Dataset.from_generator(slow_python_examples, ...).batch(32)``
+
+Use instead:
+    ``tf.data.Dataset.from_tensor_slices(arrays).map(tf_preprocess,
+    num_parallel_calls=tf.data.AUTOTUNE).batch(32).prefetch(tf.data.AUTOTUNE)``
+
+Fix safety:
+    display-only: the fix lists the pipeline changes the data graph calls for (see RD202-RD206);
+    adapt them to the pipeline.
+
+References:
+    TensorFlow guide "Better performance with the tf.data API"
+    (https://www.tensorflow.org/guide/data_performance); openxla/xprof
+    xprof/convert/op_stats_to_input_pipeline_analysis.cc (kModeratelyInfeedBoundThresholdInPercent
+    = 5, kHighlyInfeedBoundThresholdInPercent = 20).
+"""
+
+from __future__ import annotations
+
+from rnndoctor.facts import Facts
+from rnndoctor.findings import Evidence, Finding, Fix
+from rnndoctor.rules import _measured as m
+from rnndoctor.rules import rule
+
+
+def _fix(facts: Facts) -> tuple[str, str]:
+    """The pipeline changes the data facts call for, as one code sketch, and its title."""
+    data = facts.data
+    kind = data.kind if data else "unknown"
+    size = m.batch_size(facts) or 32
+    if kind == "keras.PyDataset":
+        return (
+            "Load batches in parallel worker processes (in your PyDataset's __init__)",
+            "super().__init__(workers=4, use_multiprocessing=True, max_queue_size=10, **kwargs)",
+        )
+    if kind == "python_generator" or (data is not None and "generator" in data.source_kinds):
+        lines = [
+            "ds = (tf.data.Dataset.from_tensor_slices((features, labels))  # no Python generator",
+            "      .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)  # preprocess in tf ops",
+            f"      .batch({size})",
+        ]
+    elif kind.startswith("numpy") or kind == "tensor":
+        lines = [
+            "ds = (tf.data.Dataset.from_tensor_slices((x, y))",
+            "      .shuffle(len(x))",
+            f"      .batch({size})",
+        ]
+    else:
+        lines = ["ds = (ds  # the pipeline as built, then:"]
+        if data is not None and (data.sequential_maps or data.python_ops):
+            lines.append("      .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)  # tf ops")
+        if data is not None and not data.has_cache:
+            lines.append("      .cache()  # after the deterministic maps, if it fits in memory")
+    if data is None or not data.prefetch_last:
+        lines.append("      .prefetch(tf.data.AUTOTUNE))  # overlap input with the train step")
+    else:
+        lines[-1] += ")"
+    return "Move the input work off the step's critical path", "\n".join(lines)
+
+
+@rule(
+    "RD201",
+    "input-bound",
+    "measured input-bound share of the step: >= 5% info, >= 20% warning, >= 50% error",
+    needs=("probes", "steps"),
+)
+def check(facts: Facts) -> list[Finding]:
+    probes = facts.probes
+    share = probes.input_bound_share
+    if share is None or share < m.INFO_SHARE:
+        return []  # below xprof's cut-off, or not measured (probes.*_not_measured says why)
+    step = m.step_ms(facts)
+    evidence = list(m.input_evidence(facts))
+    if probes.input_share_check is not None:
+        evidence.append(
+            Evidence(
+                "cross-check: input-only / step",
+                round(probes.input_share_check * 100, 1),
+                "%",
+                probes.input_only_method or "",
+            )
+        )
+    pipeline = facts.profile.input_pipeline if facts.profile else None
+    if pipeline is not None:
+        if pipeline.input_share is not None:
+            evidence.append(
+                Evidence("xprof input share", round(pipeline.input_share * 100, 1), "%", "xprof")
+            )
+        elif pipeline.not_measured:
+            evidence.append(
+                Evidence("xprof input-pipeline analysis", pipeline.not_measured, "", "xprof")
+            )
+        if pipeline.slowest_ops:
+            top = pipeline.slowest_ops[0]
+            evidence.append(
+                Evidence("slowest tf.data op (xprof)", top.name, "", f"{pct_of(top.share)} self")
+            )
+    gain, speedup = m.removal_gain(facts, share)
+    title, code = _fix(facts)
+    data = facts.data
+    location = m.to_location(data.location) if data else None
+    wait = probes.breakdown.input_ms if probes.breakdown else None
+    return [
+        Finding(
+            rule_id="RD201",
+            name="input-bound",
+            severity=m.share_severity(share),
+            message=(
+                f"The training step waits for its input: {m.pct(share)} of the "
+                f"{m.ms(step)} median step ({m.ms(wait)}) is spent waiting for the next batch "
+                f"({data.kind if data else 'unknown'} input); the same step on batches cached "
+                f"in memory takes {m.ms(probes.compute_only_ms)}."
+            ),
+            location=location or m.fit_location(facts),
+            evidence=tuple(evidence),
+            fix=Fix(title=title, code=code, safety="display-only"),
+            gain=gain,
+            speedup=speedup,
+        )
+    ]
+
+
+def pct_of(share: float) -> str:
+    return f"{share * 100:.0f}%"

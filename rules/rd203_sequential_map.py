@@ -1,0 +1,105 @@
+"""RD203 sequential-map: a ``map`` runs one element at a time while the step waits for input.
+
+What it detects:
+    A ``tf.data`` ``map`` that runs sequentially at run time, when the measured input share of
+    the step is significant (5% or more). A ``map`` without ``num_parallel_calls`` is not
+    always sequential: tf.data's ``map_parallelization`` rewrite (on by default with autotune)
+    parallelises it when its function is stateless. It stays sequential when the function holds
+    a stateful op (``py_function``, ``numpy_function``, ``tf.random.uniform``, ...), when the map
+    was built with ``synchronous=True``, or when the rewrite is off; only those are reported.
+
+Why it slows training:
+    A sequential map runs its function on one element at a time on one thread, while the other
+    cores idle and the train step waits for the batch.
+
+Evidence:
+    ``data.nodes[]`` of kind ``map``: ``num_parallel_calls``, ``attrs.stateful_ops``,
+    ``attrs.force_synchronous``, ``attrs.auto_parallel``; ``data.map_parallelization``;
+    ``probes.input_bound_share`` (or the input-only cross-check).
+
+Example:
+    ``ds.map(lambda x, y: (augment(x), y))`` where ``augment`` calls ``tf.random.uniform``
+
+Use instead:
+    ``ds.map(lambda x, y: (augment(x), y), num_parallel_calls=tf.data.AUTOTUNE)``
+
+Fix safety:
+    safe for stateless functions (``deterministic`` keeps the order); unsafe when the function is
+    stateful (random ops draw in a different order; Python code must be thread-safe).
+
+References:
+    TensorFlow guide "Better performance with the tf.data API", Parallelizing data
+    transformation (https://www.tensorflow.org/guide/data_performance); ``Dataset.map``
+    documentation (``num_parallel_calls``, ``synchronous``);
+    tensorflow/core/grappler/optimizers/data/map_parallelization.cc.
+"""
+
+from __future__ import annotations
+
+from rnndoctor.facts import Facts
+from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.rules import _measured as m
+from rnndoctor.rules import rule
+
+
+@rule(
+    "RD203",
+    "sequential-map",
+    "map without num_parallel_calls that runs sequentially, when input time is significant",
+    needs=("data", "probes"),
+)
+def check(facts: Facts) -> list[Finding]:
+    data = facts.data
+    if data.kind != "tf.data":
+        return []
+    share, basis = m.input_share(facts)
+    if share is None or share < m.INFO_SHARE:
+        return []
+    findings = []
+    for node in m.nodes_of(facts, "map"):
+        if node.num_parallel_calls is not None or node.attrs.get("auto_parallel"):
+            continue
+        stateful = list(node.attrs.get("stateful_ops") or [])
+        if stateful:
+            why = f"its function holds stateful ops ({', '.join(stateful[:4])})"
+        elif node.attrs.get("force_synchronous"):
+            why = "it was built with synchronous=True"
+        else:
+            why = "tf.data's map_parallelization rewrite is off for this dataset"
+        call = node.location.call_source if node.location else None
+        code = m.with_keyword(call, "num_parallel_calls", "tf.data.AUTOTUNE")
+        python = node.python
+        findings.append(
+            Finding(
+                rule_id="RD203",
+                name="sequential-map",
+                severity=Severity.WARNING if share >= m.WARNING_SHARE else Severity.INFO,
+                message=(
+                    f"A map ({node.op}) runs one element at a time because {why}, while "
+                    f"{m.pct(share)} of the step waits for input."
+                ),
+                location=m.to_location(node.location) or m.to_location(data.location),
+                evidence=(
+                    Evidence("map op", node.op, "", "tf.data graph"),
+                    Evidence("num_parallel_calls", None, "", "not set"),
+                    Evidence("stateful ops in its function", ", ".join(stateful) or "none", ""),
+                    Evidence("input share of the step", round(share * 100, 1), "%", basis),
+                ),
+                fix=Fix(
+                    title="Run the map in parallel",
+                    code=code or "ds = ds.map(f, num_parallel_calls=tf.data.AUTOTUNE)",
+                    safety="unsafe" if stateful else "safe",
+                    before=call,
+                ),
+                gain=(
+                    f"part of the input share {m.pct(share)}; at most about "
+                    f"{1 / max(1 - share, 1e-3):.1f}x faster steps if the whole input wait goes"
+                    + (
+                        " (the function runs Python: parallel calls still share the GIL; see RD204)"
+                        if python
+                        else ""
+                    )
+                ),
+            )
+        )
+    return findings

@@ -1,0 +1,160 @@
+"""RD301 small-batch: a larger batch trains measurably more samples per second.
+
+What it detects:
+    The batch-size probe (compute-only training steps on the user's own batches, tiled to 2x
+    and 4x the batch size) measures 1.5x or more samples/s at a larger batch than the user's.
+    On a GPU where the probe could not run, a batch below 64 is flagged at once, as ``info``.
+
+Why it slows training:
+    Each step has a fixed cost (Python dispatch, kernel launches, the optimizer update, the
+    RNN's per-timestep loop) that a small batch does not amortise; on a GPU a small batch also
+    leaves most of the device idle. The probe measures that on this model and this machine.
+
+Evidence:
+    ``probes.batch_probe``: the compute-only step time and samples/s at each batch size, and
+    why a point stopped (memory estimate over the limit, out of memory, time budget).
+
+Example:
+    ``model.fit(x, y, batch_size=4)``
+
+Use instead:
+    ``model.fit(x, y, batch_size=16)`` with the learning rate scaled with the batch size
+
+Fix safety:
+    unsafe: the batch size changes the optimisation (gradient noise, steps per epoch). Scale
+    the learning rate with it (the linear scaling rule) and check the validation metric.
+
+References:
+    RULES.md (RD301 cut-offs); Goyal et al. (2017), "Accurate, Large Minibatch SGD: Training
+    ImageNet in 1 Hour" (linear learning-rate scaling); TensorFlow guide "Optimize TensorFlow
+    GPU performance with the TensorFlow Profiler".
+"""
+
+from __future__ import annotations
+
+from rnndoctor.facts import Facts
+from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.rules import _measured as m
+from rnndoctor.rules import rule
+
+_MIN_SPEEDUP = 1.5  # RULES.md: a probe at 2x/4x the batch gives >= 1.5x samples/s
+_GPU_SMALL_BATCH = 64  # RULES.md: on GPU, batch < 64 flags at once (info)
+
+
+def _fix(facts: Facts, size: int) -> tuple[str, object, str | None]:
+    """The fix code, its location and the call it rewrites."""
+    data = facts.data
+    if data is not None and data.kind == "tf.data":
+        for kind in ("batch", "padded_batch"):
+            nodes = [n for n in m.nodes_of(facts, kind) if n.location is not None]
+            if nodes:
+                node = nodes[-1]
+                call = node.location.call_source
+                code = _with_batch_size(call, size) or f"ds = ds.{kind}({size})"
+                return code, m.to_location(node.location), call
+        return f"ds = ds.batch({size})", m.to_location(data.location), None
+    call = facts.fit.location.call_source if facts.fit and facts.fit.location else None
+    code = m.with_keyword(call, "batch_size", str(size)) or f"model.fit(..., batch_size={size})"
+    return code, m.fit_location(facts), call
+
+
+def _with_batch_size(call: str | None, size: int) -> str | None:
+    """``ds.batch(4)`` -> ``ds.batch(16)``: the first positional argument, else the keyword."""
+    import ast
+
+    if not call:
+        return None
+    try:
+        node = ast.parse(call.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(node, ast.Call):
+        return None
+    if node.args:
+        node.args[0] = ast.Constant(size)
+    else:
+        node.keywords = [k for k in node.keywords if k.arg != "batch_size"]
+        node.keywords.append(ast.keyword(arg="batch_size", value=ast.Constant(size)))
+    return ast.unparse(node)
+
+
+@rule(
+    "RD301",
+    "small-batch",
+    "a probe at 2x/4x the batch size gives >= 1.5x samples/s (on GPU: batch < 64, info)",
+    needs=("probes",),
+)
+def check(facts: Facts) -> list[Finding]:
+    points = facts.probes.batch_probe
+    measured = [p for p in points if p.samples_per_s]
+    evidence = tuple(
+        Evidence(
+            f"batch {p.value}",
+            p.samples_per_s if p.samples_per_s else p.stopped,
+            "samples/s" if p.samples_per_s else "",
+            f"compute-only, {p.step_time_ms:.2f} ms per step" if p.step_time_ms else "not run",
+        )
+        for p in points
+    )
+    if len(measured) >= 2:
+        base = measured[0]
+        best = max(measured[1:], key=lambda p: p.samples_per_s or 0.0)
+        ratio = (best.samples_per_s or 0.0) / (base.samples_per_s or 1.0)
+        if ratio < _MIN_SPEEDUP:
+            return []
+        code, location, before = _fix(facts, best.value)
+        return [
+            Finding(
+                rule_id="RD301",
+                name="small-batch",
+                severity=Severity.WARNING,
+                message=(
+                    f"Batch size {base.value} leaves throughput on the table: the compute-only "
+                    f"probe trains {best.samples_per_s:,.0f} samples/s at batch {best.value} "
+                    f"against {base.samples_per_s:,.0f} at {base.value} ({ratio:.1f}x)."
+                ),
+                location=location,
+                evidence=evidence,
+                fix=Fix(
+                    title=(
+                        f"Use batch size {best.value}, and scale the learning rate with it "
+                        f"(x{best.value // base.value}, the linear scaling rule)"
+                    ),
+                    code=code,
+                    safety="unsafe",
+                    before=before,
+                ),
+                gain=(
+                    f"measured compute-only throughput {ratio:.1f}x at batch {best.value}: an "
+                    f"epoch takes about 1/{ratio:.1f} of the time, if the input pipeline keeps "
+                    "up (see RD201)"
+                ),
+                speedup=round(ratio, 2),
+            )
+        ]
+    env = facts.environment
+    size = m.batch_size(facts)
+    if env is not None and env.gpu_count and size and size < _GPU_SMALL_BATCH:
+        code, location, before = _fix(facts, _GPU_SMALL_BATCH)
+        why = facts.probes.batch_probe_not_measured or "the batch-size probe did not run"
+        return [
+            Finding(
+                rule_id="RD301",
+                name="small-batch",
+                severity=Severity.INFO,
+                message=(
+                    f"Batch size {size} on a GPU: most of the device idles at this size "
+                    "(the batch-size probe could not measure it)."
+                ),
+                location=location,
+                evidence=(*evidence, Evidence("batch size", size, "", "fit")),
+                fix=Fix(
+                    title="Try a larger batch, and scale the learning rate with it",
+                    code=code,
+                    safety="unsafe",
+                    before=before,
+                ),
+                gain=f"not measured: {why}",
+            )
+        ]
+    return []

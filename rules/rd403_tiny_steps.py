@@ -1,0 +1,110 @@
+"""RD403 tiny-steps: per-step host dispatch is a large part of a short training step.
+
+What it detects:
+    The steps_per_execution probe (compute-only steps on cached batches) measures the step at
+    ``steps_per_execution`` 1 and 16. When running 16 steps per call saves 20% or more of the
+    job's median step (``warning``; 50% or more, ``error``) and the model compiles with
+    ``steps_per_execution == 1``, the step is so short that Python dispatch dominates. The
+    share is of the real step (input wait included), so an input-bound job shows its input
+    problem (RD201) first.
+
+Why it slows training:
+    With ``steps_per_execution=1`` Keras returns to Python after every step: it calls the
+    ``tf.function``, runs the callbacks' batch hooks and reads the logs each time. For a small
+    RNN that host work costs as much as the step. ``compile(steps_per_execution=N)`` runs N
+    steps in one ``tf.while_loop`` inside one call (``TensorFlowTrainer._make_function``,
+    keras/src/backend/tensorflow/trainer.py).
+
+Evidence:
+    ``probes.spe_probe`` (compute-only step time at 1 and 16), ``fit.steps_per_execution``,
+    ``steps.median_step_time_ms``.
+
+Example:
+    ``model.compile(optimizer="adam", loss="mse")`` for a 16-unit LSTM
+
+Use instead:
+    ``model.compile(optimizer="adam", loss="mse", steps_per_execution=16)``
+
+Fix safety:
+    safe for the results: the same steps run. Batch-level callbacks then run once per 16 steps
+    (``on_train_batch_*`` see every 16th batch) and the progress bar updates less often.
+
+References:
+    ``keras.Model.compile`` documentation (``steps_per_execution``);
+    keras/src/backend/tensorflow/trainer.py (``multi_step_on_iterator``); xprof's input-pipeline
+    analysis uses 20% for "highly" bound (kHighlyInfeedBoundThresholdInPercent), the cut-off
+    used here for a dispatch share worth changing the compile call for.
+"""
+
+from __future__ import annotations
+
+from rnndoctor.facts import Facts
+from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.rules import _measured as m
+from rnndoctor.rules import rule
+
+
+@rule(
+    "RD403",
+    "tiny-steps",
+    "host dispatch dominates a short step, with steps_per_execution == 1",
+    needs=("probes", "fit", "steps"),
+)
+def check(facts: Facts) -> list[Finding]:
+    spe = facts.fit.steps_per_execution
+    if spe not in (None, 1):
+        return []
+    points = {p.value: p for p in facts.probes.spe_probe if p.step_time_ms}
+    if 1 not in points or len(points) < 2:
+        return []
+    one = points[1]
+    many = min((p for v, p in points.items() if v > 1), key=lambda p: p.step_time_ms)
+    saved_ms = one.step_time_ms - many.step_time_ms
+    step = m.step_ms(facts) or one.step_time_ms
+    dispatch = saved_ms / step  # of this job's real step, input wait included
+    if dispatch < m.WARNING_SHARE:
+        return []
+    after = max(step - saved_ms, many.step_time_ms)
+    speedup = step / after
+    call = facts.fit.location.call_source if facts.fit.location else None
+    return [
+        Finding(
+            rule_id="RD403",
+            name="tiny-steps",
+            severity=Severity.ERROR if dispatch >= m.ERROR_SHARE else Severity.WARNING,
+            message=(
+                f"Per-step host dispatch costs {saved_ms:.2f} ms, {m.pct(dispatch)} of the "
+                f"{step:.2f} ms median step: the compute-only step takes "
+                f"{one.step_time_ms:.2f} ms at steps_per_execution=1 and "
+                f"{many.step_time_ms:.2f} ms at {many.value}."
+            ),
+            location=m.fit_location(facts),
+            evidence=(
+                Evidence("steps_per_execution", spe or 1, "", "compile"),
+                Evidence("compute-only step, steps_per_execution=1", one.step_time_ms, "ms"),
+                Evidence(
+                    f"compute-only step, steps_per_execution={many.value}",
+                    many.step_time_ms,
+                    "ms",
+                ),
+                Evidence("median step time", step, "ms", "fit (diagnosis window)"),
+            ),
+            fix=Fix(
+                title=f"Run {many.value} steps per call: compile with steps_per_execution",
+                code=(
+                    f"model.compile(optimizer={facts.fit.optimizer!r}, loss={facts.fit.loss!r}, "
+                    f"steps_per_execution={many.value})"
+                    if facts.fit.optimizer and facts.fit.loss
+                    else f"model.compile(..., steps_per_execution={many.value})"
+                ),
+                safety="safe",
+                before=call,
+            ),
+            gain=(
+                f"measured {saved_ms:.2f} ms less per step at steps_per_execution="
+                f"{many.value} (compute-only probe): step {step:.2f} ms -> {after:.2f} ms, "
+                f"about {speedup:.1f}x faster"
+            ),
+            speedup=round(speedup, 2),
+        )
+    ]
