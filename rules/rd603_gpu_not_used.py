@@ -29,7 +29,8 @@ Fix safety:
 
 References:
     keras/src/backend/tensorflow/rnn.py: _is_gpu_available / cudnn_ok (Keras takes the cuDNN
-    kernel only when TensorFlow lists a GPU); https://www.tensorflow.org/install/pip (GPU setup); tf.sysconfig.get_build_info.
+    kernel only when TensorFlow lists a GPU); https://www.tensorflow.org/install/pip (GPU
+    setup); tf.sysconfig.get_build_info.
 """
 
 from __future__ import annotations
