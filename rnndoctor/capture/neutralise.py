@@ -138,8 +138,19 @@ def filter_callbacks(capture: Any, callbacks: list[Any]) -> list[Any]:
 
 # -- callbacks -------------------------------------------------------------------------------
 def _callback_kind(callback: Any) -> str | None:
+    """The neutralised Keras class ``callback`` is (or derives from), or None. Works without
+    :func:`install` too (``rnndoctor.diagnose`` in the user's own process drops them as well)."""
+    types = _callback_types
+    if not types:
+        import keras
+
+        types = tuple(
+            cls
+            for cls in (getattr(keras.callbacks, name, None) for name in _CALLBACK_TARGETS)
+            if isinstance(cls, type)
+        )
     for cls in type(callback).__mro__:
-        if cls in _callback_types:
+        if cls in types:
             return cls.__name__
     return None
 
