@@ -473,6 +473,11 @@ class Capture:
         raise StopScript
 
     def _collect_model(self, model: Any) -> None:
+        if model is None:  # a custom loop whose variables belong to no keras.Model
+            self.facts.run.notes.append(
+                "model not inspected: no keras.Model holds the variables the optimizer updated"
+            )
+            return
         try:
             self.facts.model = collect_model(model, probe=self.options.probe_fast_path)
         except Exception as exc:
