@@ -59,9 +59,10 @@ def test_without_model_facts_the_rules_are_not_evaluated_never_passed():
     facts.model = None
     facts.run.outcome = "script_error"
     report = evaluate(facts)
-    statuses = {o.rule.id: o.status for o in report.outcomes}
-    assert statuses and set(statuses.values()) == {"not_evaluated"}
-    assert "'model'" in report.outcomes[0].reason
+    needing_model = [o for o in report.outcomes if "model" in o.rule.needs]
+    assert {o.rule.id for o in needing_model} >= {f"RD10{i}" for i in range(1, 10)}
+    assert {o.status for o in needing_model} == {"not_evaluated"}
+    assert all("'model'" in o.reason for o in needing_model)
 
 
 def test_static_criterion_is_used_when_the_probe_did_not_run():
@@ -97,7 +98,15 @@ def test_get_rule_and_docs_have_the_style_sections():
             "References",
         ):
             assert f"{section}:" in rule.doc, (rule.id, section)
-        assert "keras/src/" in rule.doc  # the criterion's source in the installed Keras
+        references = rule.doc.split("References:", 1)[1].strip()
+        assert references, rule.id
+        if rule.id.startswith("RD1"):  # the fast-path criteria come from the installed Keras
+            assert "keras/src/" in rule.doc, rule.id
+        else:  # measured rules cite where their thresholds and fixes come from
+            assert any(
+                src in references
+                for src in ("keras/src/", "tensorflow/", "xprof", "guide", "RULES.md", "NVIDIA")
+            ), rule.id
 
 
 LSTM_PARAMS = ("units", "activation", "recurrent_activation", "use_bias")
