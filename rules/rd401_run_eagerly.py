@@ -45,9 +45,9 @@ from __future__ import annotations
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix
+from rnndoctor.rules import NotEvaluated, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _host_hw as hh
-from rnndoctor.rules import rule
 
 
 def _gain(facts: Facts) -> tuple[str, float | None]:
@@ -95,6 +95,11 @@ def check(facts: Facts) -> list[Finding]:
     fit_eager = bool(facts.fit is not None and facts.fit.run_eagerly)
     tf_eager = bool(env.run_functions_eagerly)
     if not (fit_eager or tf_eager):
+        if facts.fit is None and facts.loop is None:
+            raise NotEvaluated(
+                "the run reached neither Model.fit nor a custom training loop, so how the "
+                "model was compiled (run_eagerly) is unknown"
+            )
         return []
     switch = env.run_eagerly_location
     via_config = bool(switch and switch.code and "run_functions_eagerly" in switch.code)

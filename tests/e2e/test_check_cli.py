@@ -132,7 +132,10 @@ def test_script_that_raises_before_fit_exits_3_with_a_partial_report(tmp_path):
     doc = json.loads((tmp_path / "r" / "report.json").read_text())
     assert doc["facts"]["run"]["outcome"] == "script_error"
     assert doc["facts"]["environment"] is not None
-    assert {r["status"] for r in doc["rules"]} == {"not_evaluated"}
+    statuses = {r["rule_id"]: r["status"] for r in doc["rules"]}
+    # RD603 (a GPU on the machine that TF does not see) needs only the environment facts
+    assert statuses.pop("RD603") in ("passed", "not_evaluated")
+    assert set(statuses.values()) == {"not_evaluated"}
 
 
 def test_timeout_exits_4_and_leaves_no_process(tmp_path):
