@@ -1004,14 +1004,17 @@ def _batch_probe(
         )
     )
     limit, source = _memory_limit(capture)
-    probes.memory_limit_mib = round(limit, 1) if limit is not None else None
+    probes.memory_limit_mib = round(limit, 3) if limit is not None else None
     probes.memory_limit_source = source
-    # Memory per sample: first from the whole fit's growth at batch `base` (an upper bound: it
-    # also holds the model build and tracing), then from each point's own measured growth.
+    # The memory a point needs: at least its own tiled batches; and the working set per sample,
+    # first from the whole fit's peak growth at batch `base` (an upper bound: it also holds the
+    # model build and tracing), then from each point's own measured growth. A growth of zero
+    # (memory the allocator kept from earlier work) gives no per-sample figure.
     per_sample_mib = None
     fit_peak = _proc_status_mib("VmHWM")
     if state.rss_before_fit_mib is not None and fit_peak is not None and not _gpu_memory(capture):
-        per_sample_mib = max(0.0, fit_peak - state.rss_before_fit_mib) / base
+        per_sample_mib = max(0.0, fit_peak - state.rss_before_fit_mib) / base or None
+    batch_mib = sum(_nbytes_tf(item) for item in full) / 2**20
     budget = capture.budget("batch-size probe")
     meter_gpu = _MemoryMeter(capture).gpu
     previous = base
@@ -1020,19 +1023,17 @@ def _batch_probe(
         size = base * factor
         point = ProbePoint(value=size)
         probes.batch_probe.append(point)
+        estimate = batch_mib * factor  # the tiled batches this point keeps in memory
         if per_sample_mib is not None:
             # GPU: the allocator's peak is a step's whole working set, which scales with the
             # batch; CPU: the peak RSS growth is the memory beyond what earlier points kept.
             extra = size if meter_gpu else size - previous
-            point.memory_estimate_mib = round(per_sample_mib * extra, 1)
-        if (
-            limit is not None
-            and point.memory_estimate_mib is not None
-            and point.memory_estimate_mib > limit
-        ):
+            estimate = max(estimate, per_sample_mib * extra)
+        point.memory_estimate_mib = round(estimate, 3)
+        if limit is not None and estimate > limit:
             point.stopped = (
-                f"not run: estimated {point.memory_estimate_mib:g} MiB more memory, over the "
-                f"{limit:.0f} MiB limit ({source})"
+                f"not run: estimated {estimate:.3g} MiB more memory, over the {limit:g} MiB "
+                f"limit ({source})"
             )
             break
         if budget.expired():
@@ -1058,7 +1059,7 @@ def _batch_probe(
         point.step_time_ms = round(result.step_time_ms, 4)
         point.samples_per_s = round(size * 1000.0 / result.step_time_ms, 2)
         growth = meter.growth_mib()
-        if growth is not None and size > previous:
+        if growth and size > previous:
             per_sample_mib = growth / (size if meter_gpu else size - previous)
         previous = size
 

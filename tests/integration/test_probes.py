@@ -1,0 +1,241 @@
+"""The probes and the data graph on tiny real models and real tf.data pipelines (real TF/Keras,
+in process, through ``rnndoctor.diagnose`` and the capture's own functions)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+keras = pytest.importorskip("keras")
+tf = pytest.importorskip("tensorflow")
+
+import rnndoctor  # noqa: E402
+from rnndoctor.capture import data as data_mod  # noqa: E402
+from rnndoctor.capture import probes  # noqa: E402
+from rnndoctor.capture.window import Capture, WindowOptions  # noqa: E402
+from rnndoctor.facts import Facts, RunInfo  # noqa: E402
+
+rnndoctor.record_construction_sites()
+probes.install()  # dataset, PyDataset and callback construction sites
+
+FAST = dict(steps=4, warmup_steps=1, profile_steps=0, epochs=1, verbose=0)
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(512, 8, 3)).astype("float32")
+Y = RNG.normal(size=(512, 1)).astype("float32")
+
+
+def line_of(marker: str) -> int:
+    lines = Path(__file__).read_text().splitlines()
+    return next(i for i, text in enumerate(lines, 1) if marker in text and "line_of" not in text)
+
+
+def tiny_model(steps_per_execution: int = 1):
+    keras.utils.clear_session()
+    model = keras.Sequential([keras.Input((8, 3)), keras.layers.LSTM(8), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse", steps_per_execution=steps_per_execution)
+    return model
+
+
+class Sleepy(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        time.sleep(0.003)
+
+
+# -- the data graph --------------------------------------------------------------------------
+
+
+def examples():  # marker:def-examples
+    yield from zip(X, Y, strict=True)
+
+
+def test_from_generator_pipeline_graph_with_the_users_lines():
+    ds = tf.data.Dataset.from_generator(  # marker:from_generator
+        examples,
+        output_signature=(tf.TensorSpec((8, 3), tf.float32), tf.TensorSpec((1,), tf.float32)),
+    )
+    ds = ds.map(lambda x, y: (x * 2.0, y))  # marker:map
+    ds = ds.batch(16)  # marker:batch
+    facts = data_mod.describe(ds)
+    assert facts.kind == "tf.data" and facts.graph_not_measured is None
+    assert facts.source_kinds == ["generator"]
+    assert [n.kind for n in facts.nodes] == ["source", "source", "map", "batch"]
+    generator = facts.nodes[1]
+    assert generator.source_kind == "generator" and generator.python
+    assert facts.python_ops == [generator.name]
+    lines = [n.location.line for n in facts.nodes]
+    assert lines == [line_of("marker:from_generator")] * 2 + [
+        line_of("marker:map"),
+        line_of("marker:batch"),
+    ]
+    assert facts.location.line == line_of("marker:batch")  # the last pipeline call
+    # A stateless map: tf.data's map_parallelization runs it in parallel anyway.
+    assert facts.auto_parallel_maps == 1 and facts.sequential_maps == 0
+    assert facts.prefetch_last is False and facts.inject_prefetch is True
+    assert facts.cardinality == -2  # unknown: a generator
+    edges = {(e.src, e.dst) for e in facts.edges}
+    assert (facts.nodes[2].name, facts.nodes[3].name) in edges
+
+
+def test_parallel_pipeline_graph_fields():
+    ds = (
+        tf.data.Dataset.from_tensor_slices((X, Y))
+        .map(lambda x, y: (x, y), num_parallel_calls=tf.data.AUTOTUNE)
+        .cache()
+        .shuffle(64)
+        .padded_batch(16)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    facts = data_mod.describe(ds)
+    kinds = [n.kind for n in facts.nodes]
+    assert kinds == ["source", "map", "cache", "shuffle", "padded_batch", "prefetch"]
+    assert facts.nodes[1].num_parallel_calls == -1  # AUTOTUNE
+    assert facts.parallel_maps == 1 and facts.sequential_maps == 0
+    assert facts.batch_kind == "padded_batch" and facts.has_cache and facts.has_shuffle
+    assert facts.prefetch_last is True and facts.cardinality == 32
+    assert facts.nodes[4].attrs["batch_size"] == 16
+    assert facts.nodes[3].attrs["buffer_size"] == 64
+
+
+def test_stateful_maps_stay_sequential_and_python_maps_are_flagged():
+    ds = tf.data.Dataset.from_tensor_slices(X)
+    ds = ds.map(lambda a: tf.numpy_function(np.tanh, [a], tf.float32))
+    ds = ds.map(lambda a: a + tf.random.uniform(()))
+    ds = ds.batch(8)
+    facts = data_mod.describe(ds)
+    maps = [n for n in facts.nodes if n.kind == "map"]
+    assert maps[0].python and "PyFunc" in maps[0].attrs["stateful_ops"]
+    assert "RandomUniform" in maps[1].attrs["stateful_ops"] and not maps[1].python
+    assert facts.sequential_maps == 2 and facts.auto_parallel_maps == 0
+
+
+def test_bucket_by_sequence_length_is_a_bucket():
+    ds = tf.data.Dataset.from_tensor_slices(np.arange(64)).map(lambda i: tf.fill([i % 7 + 1], i))
+    ds = ds.bucket_by_sequence_length(lambda s: tf.shape(s)[0], [3, 5], [4, 4, 4])
+    assert data_mod.describe(ds).batch_kind == "bucket"
+
+
+class Rows(keras.utils.PyDataset):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)  # marker:pydataset-init
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, index):
+        return X[index * 16 : (index + 1) * 16], Y[index * 16 : (index + 1) * 16]
+
+
+def test_numpy_generator_and_pydataset_kinds():
+    assert data_mod.describe(X).kind == "numpy"
+    gen = examples()
+    facts = data_mod.describe(gen)
+    assert facts.kind == "python_generator" and facts.reiterable is False
+    assert facts.location.line == line_of("marker:def-examples")
+    rows = data_mod.describe(Rows(workers=3, use_multiprocessing=True, max_queue_size=5))
+    assert (rows.kind, rows.workers, rows.use_multiprocessing, rows.max_queue_size) == (
+        "keras.PyDataset", 3, True, 5,
+    )  # fmt: skip
+    assert rows.location.line == line_of("marker:pydataset-init")
+    assert rows.cardinality == 4
+
+
+# -- the probes ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def numpy_report():
+    """Arrays at batch 4 with a per-batch callback that sleeps 3 ms."""
+    model = tiny_model()
+    sleepy = Sleepy()  # marker:sleepy
+    report = rnndoctor.diagnose(model, X, y=Y, batch_size=4, callbacks=[sleepy], **FAST)
+    return report, model
+
+
+def test_numpy_probes_give_a_consistent_breakdown(numpy_report):
+    report, _ = numpy_report
+    pr = report.facts.probes
+    assert pr.input_only_method.startswith("fresh iterator (Keras' array data adapter")
+    assert pr.input_only_ms > 0 and pr.input_only_batches == probes.K_BATCHES
+    assert pr.compute_only_ms > 0 and pr.compute_only_batches == probes.K_BATCHES
+    assert pr.real_step_ms is not None and pr.real_step_ms > 0  # the paired probe ran
+    b = pr.breakdown
+    assert b.step_ms == report.facts.steps.median_step_time_ms
+    assert b.input_ms + b.compute_ms + b.host_ms + b.other_ms == pytest.approx(b.step_ms, abs=1e-3)
+    assert 0.0 <= pr.input_bound_share <= 1.0
+
+
+def test_callback_time_and_site(numpy_report):
+    report, _ = numpy_report
+    (cb,) = report.facts.probes.callbacks
+    assert cb.name == "Sleepy" and cb.per_step_ms >= 2.9  # time.sleep(0.003) per batch
+    assert cb.location.line == line_of("marker:sleepy")
+    assert report.facts.probes.callback_ms == cb.per_step_ms
+    assert [f.rule_id for f in report.findings if f.rule_id == "RD404"] == ["RD404"]
+
+
+def test_batch_size_probe_measures_b_2b_4b(numpy_report):
+    report, _ = numpy_report
+    points = report.facts.probes.batch_probe
+    assert [p.value for p in points] == [4, 8, 16]
+    assert all(p.samples_per_s and p.step_time_ms for p in points)
+    assert all(p.stopped is None for p in points)
+    assert points[1].memory_estimate_mib is not None  # from the fit's peak memory growth
+    assert report.facts.probes.memory_limit_source == "MemAvailable"
+
+
+def test_steps_per_execution_probe_and_the_model_is_restored(numpy_report):
+    report, model = numpy_report
+    points = report.facts.probes.spe_probe
+    assert [p.value for p in points] == [1, 16] and all(p.step_time_ms for p in points)
+    assert points[0].step_time_ms == report.facts.probes.compute_only_ms
+    assert model.steps_per_execution == 1
+    assert model.stop_training is False
+
+
+def test_generator_batches_are_timed_as_they_flow_and_memory_caps_the_batch_probe(monkeypatch):
+    monkeypatch.setenv(probes.MEMORY_ENV, "0.001")  # less than the tiled batches themselves
+    model = tiny_model()
+
+    def batches():  # marker:def-batches
+        while True:
+            for i in range(0, 512, 8):
+                yield X[i : i + 8], Y[i : i + 8]
+
+    report = rnndoctor.diagnose(model, batches(), steps_per_epoch=40, **FAST)
+    facts = report.facts
+    pr = facts.probes
+    assert facts.data.kind == "python_generator" and facts.data.reiterable is False
+    assert facts.data.location.line == line_of("marker:def-batches")
+    assert pr.input_only_method == "as they flowed through fit"
+    assert pr.input_only_batches >= FAST["steps"] and pr.input_only_ms >= 0
+    assert pr.compute_only_ms > 0 and pr.real_step_ms is None  # a generator is not re-run
+    assert pr.memory_limit_mib == 0.001 and pr.memory_limit_source == probes.MEMORY_ENV
+    base, stopped = pr.batch_probe[0], pr.batch_probe[1]
+    assert base.value == 8 and base.samples_per_s
+    assert stopped.value == 16 and stopped.step_time_ms is None
+    assert stopped.memory_estimate_mib >= 16 * 25 * 4 * 4 / 2**20  # 4 tiled batches of 16
+    assert "over the 0.001 MiB limit (RNNDOCTOR_PROBE_MEMORY_MIB)" in stopped.stopped
+    assert len(pr.batch_probe) == 2  # nothing after a stop
+
+
+def test_a_hanging_pipeline_is_cut_short_within_the_budget():
+    def hangs():
+        for i in range(3):
+            yield X[i], Y[i]
+        time.sleep(3600)
+        yield X[0], Y[0]
+
+    ds = tf.data.Dataset.from_generator(
+        hangs, output_signature=(tf.TensorSpec((8, 3)), tf.TensorSpec((1,)))
+    ).batch(1)
+    facts = Facts(run=RunInfo(script="x.py", argv=[], cwd="."))
+    capture = Capture(facts, WindowOptions(timeout_s=20.0), None)
+    start = time.monotonic()
+    batches = probes.sample_batches(capture, {"x": ds})
+    assert time.monotonic() - start < 5.0  # the input-only budget: 2 s
+    assert len(batches.items) == 3 and batches.method == "fresh iterator"
+    (cut,) = facts.run.cut_short
+    assert cut.phase == "input-only probe" and "3 batches" in cut.reason

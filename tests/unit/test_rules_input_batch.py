@@ -1,0 +1,423 @@
+"""RD201-RD206, RD301, RD403 and RD404 on fixture facts: pure, no TensorFlow.
+
+Each rule is checked firing (with its measured evidence, gain model, location and fix) and not
+firing (below its cut-off, or when what it needs was not measured).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rnndoctor.engine import evaluate
+from rnndoctor.facts import (
+    CallbackTime,
+    DataFacts,
+    DataNode,
+    Environment,
+    Facts,
+    FitConfig,
+    GraphEdge,
+    InputPipelineSummary,
+    ProbeFacts,
+    ProbePoint,
+    ProfileSummary,
+    RunInfo,
+    SourceLocation,
+    StepBreakdown,
+    StepTimes,
+)
+from rnndoctor.findings import Severity
+
+SCRIPT = "/work/train.py"
+
+
+def loc(line: int, call: str | None = None) -> SourceLocation:
+    return SourceLocation(file=SCRIPT, line=line, code=call, call_source=call)
+
+
+def node(name: str, op: str, kind: str, line: int, call: str, **extra) -> DataNode:
+    return DataNode(name=name, op=op, kind=kind, location=loc(line, call), **extra)
+
+
+def pipeline(*nodes: DataNode, **fields) -> DataFacts:
+    edges = [GraphEdge(a.name, b.name, "feeds") for a, b in zip(nodes, nodes[1:], strict=False)]
+    data = DataFacts(kind="tf.data", reiterable=True, nodes=list(nodes), edges=edges)
+    data.location = nodes[-1].location
+    for key, value in fields.items():
+        setattr(data, key, value)
+    return data
+
+
+def generator_pipeline() -> DataFacts:
+    return pipeline(
+        node("TensorDataset/_1", "TensorDataset", "source", 20, "from_generator(gen)",
+             source_kind="tensors"),
+        node("FlatMapDataset/_2", "FlatMapDataset", "source", 20, "from_generator(gen)",
+             source_kind="generator", python=True),
+        node("BatchDatasetV2/_6", "BatchDatasetV2", "batch", 24, "ds.batch(32)",
+             attrs={"batch_size": 32}),
+        source_kinds=["generator"], batch_kind="batch", prefetch_last=False,
+        python_ops=["FlatMapDataset/_2"], cardinality=-2, inject_prefetch=True,
+        map_parallelization=True, batch_bytes=2688,
+    )  # fmt: skip
+
+
+def facts(
+    step: float = 10.0,
+    compute: float | None = 3.0,
+    callbacks: float = 0.0,
+    real: float | None = None,
+    input_only: float | None = 8.0,
+    data: DataFacts | None = None,
+    epochs: int = 2,
+    spe: int = 1,
+    gpus: int = 0,
+) -> Facts:
+    """Facts of a completed CPU run with the probes' numbers filled in as the capture would."""
+    f = Facts(run=RunInfo(script=SCRIPT, argv=[SCRIPT], cwd="/work", outcome="completed"))
+    f.environment = Environment(
+        python="3.11", platform="linux", keras="3.15.1", keras_backend="tensorflow",
+        tensorflow="2.21.0", gpu_count=gpus, cpu_count=2,
+    )  # fmt: skip
+    f.fit = FitConfig(
+        data_kind=data.kind if data else "tf.data", batch_size=32, epochs=epochs,
+        steps_per_execution=spe, optimizer="adam", loss="mse",
+        location=loc(40, "model.fit(ds, epochs=2)"),
+    )  # fmt: skip
+    f.steps = StepTimes(warmup_steps=1, measured_steps=10, median_step_time_ms=step, batch_size=32)
+    f.data = data if data is not None else generator_pipeline()
+    p = ProbeFacts(input_only_ms=input_only, input_only_method="fresh iterator",
+                   compute_only_ms=compute, compute_only_batches=16, callback_ms=callbacks,
+                   real_step_ms=real, memory_limit_mib=10_000.0,
+                   memory_limit_source="MemAvailable")  # fmt: skip
+    if compute is not None:
+        wait = max(0.0, (real if real is not None else step - callbacks) - compute)
+        whole = real + callbacks if real is not None else step
+        p.input_bound_share = round(min(1.0, wait / whole), 4)
+        p.breakdown = StepBreakdown(step_ms=step, input_ms=wait, compute_ms=compute,
+                                    host_ms=callbacks,
+                                    other_ms=step - wait - compute - callbacks)  # fmt: skip
+    else:
+        p.compute_only_not_measured = "no batch was sampled: the generator hung"
+    if input_only is not None:
+        p.input_share_check = round(min(1.0, input_only / step), 4)
+    f.probes = p
+    return f
+
+
+def run(f: Facts, rule_id: str):
+    report = evaluate(f, select=[rule_id])
+    (outcome,) = [o for o in report.outcomes if o.rule.id == rule_id]
+    return outcome, report.findings
+
+
+def check_finding(finding, rule_id: str) -> None:
+    """What every finding of these rules carries: evidence, location, fix code and a gain."""
+    assert finding.rule_id == rule_id
+    assert finding.evidence and all(e.label for e in finding.evidence)
+    assert finding.location is not None and finding.location.line > 0
+    assert finding.fix is not None and finding.fix.code.strip()
+    assert finding.gain
+    json.dumps(finding.to_dict(), default=str)  # it serialises into report.json
+
+
+# -- RD201 -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("step", "severity"),
+    [(10.0, Severity.ERROR), (4.5, Severity.WARNING), (3.3, Severity.INFO)],
+)
+def test_rd201_severity_follows_the_measured_share(step, severity):
+    outcome, (finding,) = run(facts(step=step, compute=3.0), "RD201")
+    check_finding(finding, "RD201")
+    assert finding.severity is severity
+    share = (step - 3.0) / step
+    assert finding.speedup == pytest.approx(1 / (1 - share), rel=0.02)
+    assert f"input-bound share {share * 100:.0f}% removed" in finding.gain
+    assert finding.location.line == 24  # the dataset's last pipeline call
+    assert "from_tensor_slices" in finding.fix.code and ".prefetch(tf.data.AUTOTUNE)" in (
+        finding.fix.code
+    )
+
+
+def test_rd201_quotes_the_breakdown_and_xprofs_verdict():
+    f = facts(step=10.0, compute=3.0)
+    f.profile = ProfileSummary(logdir="/tmp/p", xprof_verdict="No step time measured...")
+    f.profile.input_pipeline = InputPipelineSummary(
+        not_measured="No step time measured. Therefore we cannot tell where the performance "
+        "bottleneck is."
+    )
+    _, (finding,) = run(f, "RD201")
+    values = {e.label: e.value for e in finding.evidence}
+    assert values["median step time"] == 10.0
+    assert values["compute-only step time"] == 3.0
+    assert values["waiting for input"] == 7.0
+    assert values["input-bound share"] == 70.0
+    assert values["xprof input-pipeline analysis"].startswith("No step time measured")
+
+
+def test_rd201_uses_the_paired_real_step_when_measured():
+    # The window's step was taken under heavier load; the paired probe says 5% input wait.
+    f = facts(step=30.0, compute=19.0, real=20.0)
+    outcome, findings = run(f, "RD201")
+    assert f.probes.input_bound_share == pytest.approx(0.05)
+    assert [x.severity for x in findings] == [Severity.INFO]
+
+
+def test_rd201_does_not_fire_below_xprofs_cut_off_or_when_not_measured():
+    assert run(facts(step=3.1, compute=3.0), "RD201")[1] == []
+    outcome, findings = run(facts(compute=None), "RD201")
+    assert findings == [] and outcome.status == "passed"
+    assert outcome.rule.needs == ("probes", "steps")
+
+
+def test_rd201_is_not_evaluated_without_probes():
+    f = facts()
+    f.probes = None
+    outcome, findings = run(f, "RD201")
+    assert outcome.status == "not_evaluated" and "'probes'" in outcome.reason
+
+
+# -- RD202 -----------------------------------------------------------------------------------
+
+
+def test_rd202_is_info_when_tf_data_injects_the_prefetch():
+    _, (finding,) = run(facts(), "RD202")
+    check_finding(finding, "RD202")
+    assert finding.severity is Severity.INFO and finding.speedup is None
+    assert "inject_prefetch" in finding.gain
+    assert finding.fix.code == "ds.batch(32).prefetch(tf.data.AUTOTUNE)"
+    assert finding.fix.safety == "safe"
+
+
+def test_rd202_estimates_the_overlap_when_nothing_adds_a_prefetch():
+    data = generator_pipeline()
+    data.inject_prefetch = False
+    _, (finding,) = run(facts(step=10.0, compute=3.0, input_only=6.0, data=data), "RD202")
+    assert finding.severity is Severity.WARNING
+    assert finding.speedup == pytest.approx(10.0 / 6.0, rel=0.01)
+    assert "max(input-only 6.00 ms, compute 3.00 ms)" in finding.gain
+
+
+def test_rd202_passes_a_pipeline_ending_in_prefetch():
+    data = generator_pipeline()
+    data.prefetch_last = True
+    assert run(facts(data=data), "RD202")[1] == []
+    numpy = DataFacts(kind="numpy")
+    assert run(facts(data=numpy), "RD202")[1] == []
+
+
+# -- RD203 -----------------------------------------------------------------------------------
+
+
+def map_pipeline(**map_attrs) -> DataFacts:
+    return pipeline(
+        node("TensorSliceDataset/_1", "TensorSliceDataset", "source", 10,
+             "tf.data.Dataset.from_tensor_slices(x)", source_kind="tensor_slices"),
+        node("MapDataset/_2", "MapDataset", "map", 11, "ds.map(augment)", attrs=map_attrs),
+        node("BatchDatasetV2/_3", "BatchDatasetV2", "batch", 12, "ds.batch(32)"),
+        source_kinds=["tensor_slices"], batch_kind="batch", prefetch_last=False,
+        cardinality=100, inject_prefetch=True, map_parallelization=True,
+        sequential_maps=0 if map_attrs.get("auto_parallel") else 1, batch_bytes=4096,
+    )  # fmt: skip
+
+
+def test_rd203_fires_at_a_stateful_map_with_the_rewritten_call():
+    data = map_pipeline(stateful_ops=["RandomUniform"], force_synchronous=False)
+    _, (finding,) = run(facts(step=10.0, compute=6.0, data=data), "RD203")
+    check_finding(finding, "RD203")
+    assert finding.location.line == 11
+    assert finding.fix.code == "ds.map(augment, num_parallel_calls=tf.data.AUTOTUNE)"
+    assert finding.fix.safety == "unsafe"  # random ops draw in another order
+    assert "RandomUniform" in finding.message
+    assert finding.severity is Severity.WARNING  # 40% input
+
+
+def test_rd203_skips_maps_tf_data_parallelises_itself_and_insignificant_input():
+    auto = map_pipeline(stateful_ops=[], auto_parallel=True)
+    assert run(facts(step=10.0, compute=3.0, data=auto), "RD203")[1] == []
+    stateful = map_pipeline(stateful_ops=["PyFunc"])
+    assert run(facts(step=3.1, compute=3.0, input_only=0.1, data=stateful), "RD203")[1] == []
+
+
+# -- RD204 -----------------------------------------------------------------------------------
+
+
+def test_rd204_points_at_from_generator():
+    _, (finding,) = run(facts(step=10.0, compute=3.0), "RD204")
+    check_finding(finding, "RD204")
+    assert finding.location.line == 20
+    assert "Dataset.from_generator" in finding.message
+    assert finding.severity is Severity.WARNING
+    assert "from_tensor_slices" in finding.fix.code
+
+
+def test_rd204_covers_a_python_generator_passed_to_fit():
+    data = DataFacts(kind="python_generator", reiterable=False, location=loc(5, None))
+    f = facts(step=10.0, compute=None, input_only=4.0, data=data)
+    _, (finding,) = run(f, "RD204")  # the cross-check share (40%) stands in for the probe
+    assert finding.location.line == 5 and "input-only time / step" in str(finding.evidence)
+
+
+def test_rd204_does_not_fire_without_python_or_when_input_is_cheap():
+    assert run(facts(step=10.0, compute=3.0, data=map_pipeline()), "RD204")[1] == []
+    assert run(facts(step=3.05, compute=3.0, input_only=0.1), "RD204")[1] == []
+
+
+# -- RD205 -----------------------------------------------------------------------------------
+
+
+def test_rd205_fires_for_a_small_finite_dataset_trained_for_several_epochs():
+    data = map_pipeline(stateful_ops=[], auto_parallel=True)
+    _, (finding,) = run(facts(step=10.0, compute=7.0, data=data, epochs=5), "RD205")
+    check_finding(finding, "RD205")
+    assert finding.fix.code.startswith("ds.map(augment).cache()")
+    assert finding.fix.safety == "safe"
+    assert "epochs 2..5" in finding.gain
+
+
+def test_rd205_needs_more_than_one_epoch_a_known_length_and_room_in_memory():
+    data = map_pipeline(stateful_ops=[], auto_parallel=True)
+    assert run(facts(step=10.0, compute=7.0, data=data, epochs=1), "RD205")[1] == []
+    data.cardinality = -2
+    assert run(facts(step=10.0, compute=7.0, data=data, epochs=5), "RD205")[1] == []
+    data.cardinality = 10**7  # 10M batches of 4 KiB: 38 GiB, over half the probes' memory
+    assert run(facts(step=10.0, compute=7.0, data=data, epochs=5), "RD205")[1] == []
+
+
+def test_rd205_says_unsafe_when_a_map_is_random():
+    data = map_pipeline(stateful_ops=["RandomUniform"])
+    _, (finding,) = run(facts(step=10.0, compute=7.0, data=data, epochs=3), "RD205")
+    assert finding.fix.safety == "unsafe"
+
+
+# -- RD206 -----------------------------------------------------------------------------------
+
+
+def pydataset(workers: int = 1, multiprocessing: bool = False) -> DataFacts:
+    return DataFacts(
+        kind="keras.PyDataset", reiterable=True, workers=workers,
+        use_multiprocessing=multiprocessing, max_queue_size=10, location=loc(15, None),
+    )  # fmt: skip
+
+
+def test_rd206_fires_for_a_single_worker_pydataset():
+    _, (finding,) = run(facts(step=10.0, compute=3.0, data=pydataset()), "RD206")
+    check_finding(finding, "RD206")
+    assert finding.location.line == 15
+    assert "workers=2, use_multiprocessing=True" in finding.fix.code  # 2 CPU cores
+    assert finding.severity is Severity.WARNING
+
+
+def test_rd206_passes_parallel_workers_and_other_inputs():
+    assert run(facts(data=pydataset(workers=4)), "RD206")[1] == []
+    assert run(facts(data=pydataset(workers=1, multiprocessing=True)), "RD206")[1] == []
+    assert run(facts(), "RD206")[1] == []
+
+
+# -- RD301 -----------------------------------------------------------------------------------
+
+
+def with_batch_probe(f: Facts, points: list[tuple[int, float | None, str | None]]) -> Facts:
+    f.probes.batch_probe = [
+        ProbePoint(value=b, step_time_ms=ms, samples_per_s=b * 1000 / ms if ms else None,
+                   steps=20, stopped=stopped)
+        for b, ms, stopped in points
+    ]  # fmt: skip
+    return f
+
+
+def test_rd301_fires_with_the_samples_per_second_of_each_batch_size():
+    f = with_batch_probe(facts(), [(4, 2.0, None), (8, 2.2, None), (16, 2.6, None)])
+    _, (finding,) = run(f, "RD301")
+    check_finding(finding, "RD301")
+    rows = {e.label: (e.value, e.unit) for e in finding.evidence}
+    assert rows["batch 4"] == (2000.0, "samples/s")
+    assert rows["batch 16"][1] == "samples/s" and rows["batch 16"][0] == pytest.approx(6153.8, 0.01)
+    assert finding.speedup == pytest.approx(6153.8 / 2000.0, rel=0.01)
+    assert finding.fix.code == "ds.batch(16)" and finding.location.line == 24
+    assert "learning rate" in finding.fix.title
+
+
+def test_rd301_rewrites_the_fit_call_for_arrays():
+    f = with_batch_probe(
+        facts(data=DataFacts(kind="numpy")), [(4, 2.0, None), (8, 2.1, None), (16, None, "x")]
+    )
+    f.fit.location = loc(40, "model.fit(x, y, batch_size=4)")
+    _, (finding,) = run(f, "RD301")
+    assert finding.fix.code == "model.fit(x, y, batch_size=8)"
+    assert "batch 16" in [e.label for e in finding.evidence]  # the stopped point stays listed
+
+
+def test_rd301_passes_when_larger_batches_gain_less_than_1_5x():
+    f = with_batch_probe(facts(), [(512, 10.0, None), (1024, 15.0, None), (2048, 30.0, None)])
+    assert run(f, "RD301")[1] == []
+
+
+def test_rd301_flags_a_small_gpu_batch_at_once_when_the_probe_did_not_run():
+    f = facts(gpus=1)
+    f.probes.batch_probe_not_measured = "the compute-only probe did not run"
+    _, (finding,) = run(f, "RD301")
+    assert finding.severity is Severity.INFO and finding.speedup is None
+    assert finding.gain.startswith("not measured")
+    assert run(facts(gpus=0), "RD301")[1] == []  # on CPU nothing is flagged unmeasured
+
+
+# -- RD403 -----------------------------------------------------------------------------------
+
+
+def with_spe(f: Facts, one: float, sixteen: float) -> Facts:
+    f.probes.spe_probe = [ProbePoint(1, one), ProbePoint(16, sixteen)]
+    return f
+
+
+def test_rd403_fires_when_dispatch_is_a_large_share_of_the_step():
+    f = with_spe(facts(step=4.0, compute=3.8), one=3.8, sixteen=1.6)
+    _, (finding,) = run(f, "RD403")
+    check_finding(finding, "RD403")
+    assert finding.severity is Severity.ERROR  # 2.2 ms of a 4 ms step
+    assert finding.fix.code == "model.compile(optimizer='adam', loss='mse', steps_per_execution=16)"
+    assert finding.speedup == pytest.approx(4.0 / 1.8, rel=0.01)
+
+
+def test_rd403_passes_small_savings_and_models_already_using_it():
+    assert run(with_spe(facts(step=10.0), one=3.0, sixteen=2.5), "RD403")[1] == []
+    assert run(with_spe(facts(step=4.0, spe=8), one=3.8, sixteen=1.6), "RD403")[1] == []
+    assert run(facts(step=4.0), "RD403")[1] == []  # probe not run
+
+
+# -- RD404 -----------------------------------------------------------------------------------
+
+
+def test_rd404_names_the_callback_and_its_line():
+    f = facts(step=8.0, compute=2.0, callbacks=4.0)
+    f.probes.callbacks = [
+        CallbackTime("SleepyLogger", 4.0, loc(27, "SleepyLogger()")),
+        CallbackTime("Tiny", 0.01, loc(28, "Tiny()")),
+    ]
+    _, findings = run(f, "RD404")
+    (finding,) = findings  # Tiny is below 2% of the step: no finding of its own
+    check_finding(finding, "RD404")
+    assert "SleepyLogger" in finding.message and finding.location.line == 27
+    assert finding.severity is Severity.ERROR  # 50% of the step
+    assert finding.speedup == pytest.approx(2.0)
+
+
+def test_rd404_passes_cheap_callbacks():
+    f = facts(step=8.0, callbacks=0.4)
+    f.probes.callbacks = [CallbackTime("Cheap", 0.4, loc(27))]
+    assert run(f, "RD404")[1] == []
+
+
+def test_rule_docs_have_every_section():
+    from rnndoctor.rules import get_rule
+
+    for rule_id in ("RD201", "RD202", "RD203", "RD204", "RD205", "RD206", "RD301", "RD403",
+                    "RD404"):  # fmt: skip
+        doc = get_rule(rule_id).doc
+        for section in ("What it detects:", "Why it slows training:", "Evidence:", "Example:",
+                        "Use instead:", "Fix safety:", "References:"):  # fmt: skip
+            assert section in doc, (rule_id, section)
