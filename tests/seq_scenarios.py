@@ -118,8 +118,14 @@ def ragged():
 
 
 def batches(x, y, batch: int = BATCH) -> list[tuple]:
-    """Numpy batches as Keras' array adapter yields them (in order)."""
-    return [(x[i : i + batch], y[i : i + batch]) for i in range(0, len(x), batch)]
+    """Numpy batches as Keras' array adapter yields them (in order); ``x`` may be a list of
+    arrays (a multi-input model)."""
+    rows = len(x[0]) if isinstance(x, (list, tuple)) else len(x)
+
+    def cut(a, i):
+        return [v[i : i + batch] for v in a] if isinstance(a, (list, tuple)) else a[i : i + batch]
+
+    return [(cut(x, i), cut(y, i)) for i in range(0, rows, batch)]
 
 
 FIXTURES = {

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import sys
 import time
 import weakref
@@ -124,7 +125,22 @@ def _remember(call: PadCall) -> None:
 
 
 def _direct_caller_is_user(depth: int = 2) -> bool:
-    return sites.is_user_file(sys._getframe(depth).f_code.co_filename)
+    """Whether the hooked function's caller is the user's code: the first frame above the hook
+    that is not rnndoctor's own (other rnndoctor hooks may wrap this one) is a user file, and
+    not a library calling the function for the user (TF's bucket_by_sequence_length calls
+    padded_batch)."""
+    frame = sys._getframe(depth)
+    while frame is not None and _is_rnndoctor_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame is not None and sites.is_user_file(frame.f_code.co_filename)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _is_rnndoctor_file(filename: str) -> bool:
+    path = os.path.abspath(filename)
+    return path.startswith(_PACKAGE_DIR) and not path.startswith(_PACKAGE_DIR + "examples")
 
 
 def install(capture: Any) -> None:
@@ -265,6 +281,7 @@ def sample_sequences(capture: Any, model: Any, batches: Any) -> None:
         model: the user's model.
         batches: a ``probes.Batches`` (numpy batches as Keras' data adapters yield them).
     """
+    capture.set_phase("sequence sampling")
     budget = capture.budget("sequence sampling")
     items = list(getattr(batches, "items", None) or [])
     if not items:
@@ -397,6 +414,21 @@ def _recording(layers: dict[str, Any]) -> Iterator[dict[str, _Seen]]:
     finally:
         for layer in layers.values():
             layer.__dict__.pop("call", None)
+
+
+def _as_ragged(leaf: Any) -> Any:
+    """A numpy object array of sequences (what ``RaggedTensor.numpy()`` gives) as the
+    ``tf.RaggedTensor`` it was; anything else unchanged."""
+    import numpy as np
+
+    if not (isinstance(leaf, np.ndarray) and leaf.dtype == object and leaf.ndim == 1):
+        return leaf
+    import tensorflow as tf
+
+    rows = [np.asarray(row) for row in leaf]
+    if not rows:
+        return leaf
+    return tf.RaggedTensor.from_row_lengths(np.concatenate(rows), [len(row) for row in rows])
 
 
 def _input_names(model: Any) -> list[str]:
@@ -598,6 +630,7 @@ def measure_batches(
         if deadline is not None and time.monotonic() >= deadline:
             break
         x, y, _ = keras.utils.unpack_x_y_sample_weight(item)
+        x = keras.tree.map_structure(_as_ragged, x)
         with _recording(layers) as seen:
             try:
                 model(x, training=False)

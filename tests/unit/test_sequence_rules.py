@@ -1,0 +1,173 @@
+"""The sequence rules (RD110, RD111, RD114, RD303, RD501, RD502) on saved real facts, varied
+field by field (pure: no TensorFlow)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from rnndoctor.engine import evaluate
+from rnndoctor.facts import Facts
+from rnndoctor.findings import Severity
+from rnndoctor.rules import _bucketing as bk
+from rnndoctor.rules import _fastpath as fp
+
+RULES = Path(__file__).parents[1] / "data" / "rules"
+
+
+def _facts(name: str) -> Facts:
+    return Facts.from_dict(json.loads((RULES / f"{name}.json").read_text())["facts"])
+
+
+def _findings(facts: Facts, rule_id: str):
+    return [f for f in evaluate(facts, select=[rule_id]).findings]
+
+
+def _outcome(facts: Facts, rule_id: str):
+    (outcome,) = [o for o in evaluate(facts, select=[rule_id]).outcomes if o.rule.id == rule_id]
+    return outcome
+
+
+def _with_lengths(facts: Facts, lengths: list[int], padded: int, batch: int) -> Facts:
+    """The fixture's input, re-measured as if these lengths had been sampled (right-padded,
+    every batch padded to ``padded``)."""
+    facts = copy.deepcopy(facts)
+    (record,) = facts.sequences.inputs
+    dist = bk.LengthDistribution.of(lengths)
+    record.length_values, record.length_counts = list(dist.values), list(dist.counts)
+    record.lengths, record.sequences = list(lengths), len(lengths)
+    batches = -(-len(lengths) // batch)
+    record.batch_sizes = [batch] * (batches - 1) + [len(lengths) - batch * (batches - 1)]
+    record.padded_lengths = [padded] * batches
+    record.padded_fraction = bk.padded_fraction(sum(lengths), padded * len(lengths))
+    record.left_padded_rows = record.holed_rows = record.fully_masked_rows = 0
+    record.pad_side = "right"
+    record.global_max_padding = True
+    record.quantiles = {"p50": float(sorted(lengths)[len(lengths) // 2]), "max": max(lengths)}
+    return facts
+
+
+def test_rd110_is_an_error_at_the_padding_line_with_the_users_call_rewritten():
+    facts = _facts("RD110-offending")
+    (finding,) = _findings(facts, "RD110")
+    record = facts.sequences.inputs[0]
+    assert finding.severity is Severity.ERROR
+    assert finding.location.line == record.padding_location.line
+    assert finding.fix.before == record.padding_location.code
+    assert finding.fix.code == record.padding_location.code.replace(
+        "maxlen=T)", "maxlen=T, padding='post')"
+    )
+    assert "_assert_valid_mask" in finding.message
+
+
+def test_rd110_needs_a_layer_that_takes_cudnn_now_or_once_fixed():
+    facts = _facts("RD110-offending")
+    probe = facts.model.rnn_layers[0].fast_path
+    probe.takes_fast_path = probe.fixed_takes_fast_path = False
+    assert _findings(facts, "RD110") == []
+    probe.fixed_takes_fast_path = True  # blocked today (say recurrent_dropout), fixable
+    probe.blocking_args = ["recurrent_dropout"]
+    (finding,) = _findings(facts, "RD110")
+    assert "recurrent_dropout (RD101)" in finding.message
+
+
+def test_rd110_without_a_mask_or_with_right_padding_does_not_fire():
+    facts = _facts("RD110-offending")
+    facts.sequences.inputs[0].mask_used = False
+    assert _findings(facts, "RD110") == []
+    facts = _facts("RD110-compliant")
+    assert facts.sequences.inputs[0].pad_side == "right"
+    assert _findings(facts, "RD110") == [] and _findings(facts, "RD111") == []
+
+
+def test_sequence_rules_are_not_evaluated_when_nothing_was_sampled():
+    facts = _facts("RD110-offending")
+    facts.sequences.inputs = []
+    facts.sequences.not_measured = "input of kind python_generator cannot be sampled"
+    for rule_id in ("RD110", "RD111", "RD114", "RD501", "RD502"):
+        outcome = _outcome(facts, rule_id)
+        assert outcome.status == "not_evaluated", rule_id
+        assert "python_generator" in outcome.reason
+    # RD303 still reads the static time dimension (12 steps: passes) unless it is unknown
+    assert _outcome(facts, "RD303").status == "passed"
+    facts.model.rnn_layers[0].input_shape = [None, None, 3]
+    assert _outcome(facts, "RD303").status == "not_evaluated"
+
+
+def test_rd111_counts_the_empty_rows_and_is_info_off_the_cudnn_path():
+    facts = _facts("RD111-offending")
+    (finding,) = _findings(facts, "RD111")
+    assert finding.severity is Severity.ERROR and "8 of 64" in finding.message
+    probe = facts.model.rnn_layers[0].fast_path
+    probe.takes_fast_path = probe.fixed_takes_fast_path = False
+    (finding,) = _findings(facts, "RD111")
+    assert finding.severity is Severity.INFO
+
+
+def test_rd114_names_the_layer_and_the_error_keras_3_raises():
+    facts = _facts("RD114-offending")
+    assert facts.run.outcome == "script_error"
+    (finding,) = _findings(facts, "RD114")
+    assert finding.severity is Severity.ERROR and finding.layer == "seq/lstm"
+    assert "Cannot index into an inner ragged dimension" in finding.message
+    facts.environment.keras = "2.15.0"
+    (finding,) = _findings(facts, "RD114")
+    assert finding.severity is Severity.WARNING
+
+
+def test_rd501_threshold_evidence_and_code_follow_the_bucketing_plan():
+    lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=64, batch=16)
+    (finding,) = _findings(facts, "RD501")
+    plan = bk.plan_buckets(
+        bk.LengthDistribution.of(lengths), 16, bk.padded_steps([64, 64, 64, 64], [16] * 4)
+    )
+    evidence = {e.label: e.value for e in finding.evidence}
+    assert evidence["suggested bucket boundaries"] == list(plan.boundaries)
+    assert evidence["padded fraction now"] == round(1 - sum(lengths) / (64 * 64), 4)
+    assert finding.speedup == round(plan.speedup, 3)
+    assert finding.severity is (Severity.ERROR if plan.speedup >= 2 else Severity.WARNING)
+    assert f"BOUNDARIES = {list(plan.boundaries)}" in finding.fix.code
+    assert "bucket_by_sequence_length(length, BOUNDARIES, BATCH_SIZES)" in finding.fix.code
+    compile(finding.fix.code, "<fix>", "exec")  # ready to paste: valid Python
+    # just under 30% padded: no finding
+    facts = _with_lengths(_facts("RD110-compliant"), [7] * 50 + [10] * 14, padded=10, batch=16)
+    assert facts.sequences.inputs[0].padded_fraction < 0.30
+    assert _findings(facts, "RD501") == []
+
+
+def test_rd502_fires_when_per_batch_padding_would_be_shorter():
+    lengths = [5, 6, 7, 8] * 16
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=40, batch=16)
+    (finding,) = _findings(facts, "RD502")
+    after = bk.expected_padded_steps(bk.LengthDistribution.of(lengths), (), 16)
+    assert finding.speedup == round(40 * 64 / after, 3)
+    assert ".padded_batch(16)" in finding.fix.code
+    facts.sequences.inputs[0].global_max_padding = False
+    assert _findings(facts, "RD502") == []
+
+
+def test_rd303_fires_from_500_steps():
+    lengths = [300, 450, 520, 600] * 4
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=600, batch=16)
+    (finding,) = _findings(facts, "RD303")
+    assert finding.severity is Severity.INFO and "600 timesteps" in finding.message
+    facts = _with_lengths(_facts("RD110-compliant"), [300] * 16, padded=499, batch=16)
+    assert _findings(facts, "RD303") == []
+
+
+@pytest.mark.parametrize(
+    ("name", "caveat"),
+    [("RD110-compliant", None), ("RD110-offending", "not right-padded (RD110)"),
+     ("RD111-offending", "are empty (RD111)")],
+)  # fmt: skip
+def test_the_rd1xx_mask_proviso_follows_the_sampled_masks(name, caveat):
+    facts = _facts(name)
+    layer = facts.model.rnn_layers[0]
+    got = fp.mask_caveat(layer, facts)
+    assert got is None if caveat is None else caveat in got
+    facts.sequences = None  # not sampled: the original proviso
+    assert fp.mask_caveat(layer, facts) == (fp.MASK_CAVEAT if layer.receives_mask else None)
