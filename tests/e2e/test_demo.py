@@ -40,6 +40,18 @@ def test_demo_reports_rd101_at_the_examples_lstm_line_within_two_minutes(tmp_pat
     assert "layers.LSTM(" in lines[rd101["location"]["line"] - 1]
     assert doc["facts"]["steps"]["measured_steps"] == 20
     assert not (tmp_path / "charlm_stdlib.keras").exists()
+    # Issue 4: pad_sequences' default padding="pre" under mask_zero=True gives RD110 (error) at
+    # the line that pads the inputs, and RD501 quotes the padded fraction the run measured.
+    (rd110,) = [f for f in doc["findings"] if f["rule_id"] == "RD110"]
+    assert rd110["severity"] == "error" and rd110["location"]["file"] == str(example)
+    padding_line = lines[rd110["location"]["line"] - 1]
+    assert padding_line.startswith("x = keras.utils.pad_sequences(")
+    assert "padding" not in padding_line  # the default: "pre"
+    (rd501,) = [f for f in doc["findings"] if f["rule_id"] == "RD501"]
+    (record,) = doc["facts"]["sequences"]["inputs"]
+    evidence = {e["label"]: e["value"] for e in rd501["evidence"]}
+    assert evidence["padded fraction now"] == round(record["padded_fraction"], 4) >= 0.30
+    assert f"{record['padded_fraction']:.1%}" in rd501["message"]
 
 
 def test_fixed_demo_has_no_rd1_finding(tmp_path):
@@ -47,5 +59,8 @@ def test_fixed_demo_has_no_rd1_finding(tmp_path):
     assert result.returncode == 0, result.stderr
     doc = json.loads((tmp_path / "r" / "report.json").read_text())
     assert [f["rule_id"] for f in doc["findings"] if f["rule_id"].startswith("RD1")] == []
+    assert [f for f in doc["findings"] if f["rule_id"] in ("RD501", "RD502")] == []
+    (record,) = doc["facts"]["sequences"]["inputs"]  # right-padded, bucketed by length
+    assert record["pad_side"] == "right" and record["padded_fraction"] < 0.30
     (rnn,) = doc["facts"]["model"]["rnn_layers"]
     assert rnn["fast_path"]["takes_fast_path"] is True

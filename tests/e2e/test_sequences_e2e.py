@@ -1,0 +1,81 @@
+"""`rnndoctor check` on sequence scripts: the padding line, empty rows and ragged input, through
+the real CLI and capture child (slow)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+SCRIPTS = Path(__file__).parents[1] / "scripts"
+FAST = ["--steps", "3", "--warmup", "1", "--profile-steps", "0", "--timeout", "240"]
+
+
+def _check(script: str, out: Path, *script_args: str) -> tuple[subprocess.CompletedProcess, dict]:
+    result = subprocess.run(
+        [sys.executable, "-m", "rnndoctor", "check", str(SCRIPTS / script), "--out", str(out),
+         "--format", "json", *FAST, "--", *script_args],
+        cwd=out.parent, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, COLUMNS="200"),
+    )  # fmt: skip
+    report = out / "report.json"
+    return result, json.loads(report.read_text()) if report.is_file() else {}
+
+
+def _line_of(path: Path, needle: str) -> int:
+    return next(i for i, t in enumerate(path.read_text().splitlines(), 1) if needle in t)
+
+
+def _found(doc: dict, rule_id: str) -> list[dict]:
+    return [f for f in doc.get("findings", []) if f["rule_id"] == rule_id]
+
+
+@pytest.fixture(scope="module")
+def pre(tmp_path_factory):
+    return _check("padded_lstm.py", tmp_path_factory.mktemp("pre") / "r")
+
+
+@pytest.fixture(scope="module")
+def post(tmp_path_factory):
+    return _check("padded_lstm.py", tmp_path_factory.mktemp("post") / "r", "--post")
+
+
+def test_left_padding_and_empty_rows_give_rd110_and_rd111_at_the_padding_line(pre):
+    result, doc = pre
+    assert doc, result.stderr
+    script = SCRIPTS / "padded_lstm.py"
+    line = _line_of(script, "# the padding line")
+    (rd110,) = _found(doc, "RD110")
+    (rd111,) = _found(doc, "RD111")
+    for finding in (rd110, rd111):
+        assert finding["severity"] == "error"
+        assert finding["location"]["file"] == str(script) and finding["location"]["line"] == line
+    assert "padding='post'" in rd110["fix"]["code"]
+    (record,) = doc["facts"]["sequences"]["inputs"]
+    assert record["padding_argument"] == "pre" and record["fully_masked_rows"] > 0
+    assert f"{record['fully_masked_rows']} of {record['sequences']}" in rd111["message"]
+
+
+def test_right_padding_without_empty_rows_gives_neither(post):
+    result, doc = post
+    assert doc, result.stderr
+    assert _found(doc, "RD110") == [] and _found(doc, "RD111") == []
+    (record,) = doc["facts"]["sequences"]["inputs"]
+    assert record["pad_side"] == "right" and record["fully_masked_rows"] == 0
+    assert record["padding_argument"] == "post"
+
+
+def test_ragged_input_fails_fit_and_gives_rd114_at_the_lstm_line(tmp_path):
+    result, doc = _check("ragged_lstm.py", tmp_path / "r")
+    assert doc, result.stderr
+    assert doc["facts"]["run"]["outcome"] == "script_error"
+    (rd114,) = _found(doc, "RD114")
+    script = SCRIPTS / "ragged_lstm.py"
+    assert rd114["severity"] == "error"
+    assert rd114["location"]["line"] == _line_of(script, "receives the RaggedTensor")
