@@ -124,7 +124,7 @@ def _remember(call: PadCall) -> None:
         _state.calls.pop(next(iter(_state.calls)))
 
 
-def _direct_caller_is_user(depth: int = 2) -> bool:
+def _called_by_user(depth: int = 2) -> bool:
     """Whether the hooked function's caller is the user's code: the first frame above the hook
     that is not rnndoctor's own (other rnndoctor hooks may wrap this one) is a user file, and
     not a library calling the function for the user (TF's bucket_by_sequence_length calls
@@ -178,7 +178,7 @@ def _hook_pad_sequences() -> None:
     def pad_sequences(*args, **kwargs):
         result = original(*args, **kwargs)
         try:
-            if _direct_caller_is_user():
+            if _called_by_user():
                 bound = signature.bind(*args, **kwargs)
                 padding = bound.arguments.get("padding", signature.parameters["padding"].default)
                 _remember(
@@ -212,7 +212,7 @@ def _hook_datasets() -> None:
             @functools.wraps(original)
             def wrapper(self, *args, **kwargs):
                 try:
-                    if _direct_caller_is_user():
+                    if _called_by_user():
                         location = sites.user_frame_location(skip=1, call_names=(method,))
                         _remember(PadCall(method, location, padding, explicit=False))
                 except Exception:
@@ -306,10 +306,11 @@ def sample_sequences(capture: Any, model: Any, batches: Any) -> None:
         )
         return
     facts.method = getattr(batches, "method", None)
-    known = {name for i in facts.inputs if i.ragged for name in i.rnn_layers}
-    facts.inputs.extend(i for i in _ragged_inputs() if not set(i.rnn_layers) <= known)
+    # ragged inputs seen during fit (by layer name) and not among the sampled ones (by path)
+    sampled = {path.rsplit("/", 1)[-1] for i in facts.inputs if i.ragged for path in i.rnn_layers}
+    facts.inputs.extend(i for i in _ragged_inputs() if not set(i.rnn_layers) <= sampled)
     capture.facts.sequences = facts
-    if facts.batches_sampled < len(items):
+    if facts.batches_sampled < len(items) and budget.expired():
         capture.cut_short(
             budget,
             f"sampled {facts.batches_sampled} of {len(items)} batches before the budget ran out",

@@ -62,6 +62,7 @@ def _dense_facts(builder) -> Facts:
         batch_size=seq_scenarios.BATCH, verbose=0,
     )  # fmt: skip
     facts = report.facts
+    facts.probes = None  # timings: other rules' business, and noise in a fixture
     facts.sequences = sequences.measure_batches(
         model,
         seq_scenarios.batches(x, y),
