@@ -14,7 +14,7 @@ import ast
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from rnndoctor.facts import FAST_PATH_DEFAULTS, Facts, RNNLayer, SequenceInput
+from rnndoctor.facts import FAST_PATH_DEFAULTS, Facts, RNNLayer, SequenceInput, SourceLocation
 from rnndoctor.findings import Evidence, Finding, Fix, Location, Severity
 
 FUSED_KINDS = ("lstm", "gru")
@@ -61,9 +61,14 @@ def layer_label(layer: RNNLayer) -> str:
 
 
 def location(layer: RNNLayer) -> Location | None:
-    if layer.location is None:
+    """The layer's construction site as a finding's location (None: not recorded)."""
+    return to_location(layer.location)
+
+
+def to_location(loc: SourceLocation | None) -> Location | None:
+    """A recorded :class:`SourceLocation` as a finding's :class:`Location`."""
+    if loc is None:
         return None
-    loc = layer.location
     return Location(
         file=loc.file,
         line=loc.line,

@@ -12,7 +12,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from rnndoctor.facts import Facts, RNNLayer, SequenceInput, SourceLocation
+from rnndoctor.facts import Facts, RNNLayer, SequenceInput
 from rnndoctor.findings import Evidence, Location
 from rnndoctor.rules import _fastpath as fp
 
@@ -82,6 +82,21 @@ def cudnn_verdict(layer: RNNLayer) -> CudnnVerdict:
     return CudnnVerdict(bool(probe.takes_fast_path), after, f"probed: {probe.source}")
 
 
+def cudnn_evidence(layers: list[RNNLayer]) -> list[Evidence]:
+    """One evidence item per layer: its cuDNN verdict now / once its RD1xx are fixed."""
+    evidence = []
+    for layer in layers:
+        verdict = cudnn_verdict(layer)
+        evidence.append(
+            Evidence(
+                f"{layer.path}: cuDNN on a GPU (now / once RD1xx are fixed)",
+                f"{verdict.now} / {verdict.after}",
+                source=verdict.basis,
+            )
+        )
+    return evidence
+
+
 def cudnn_sentence(layers: list[RNNLayer]) -> str:
     """When the GPU job meets the cuDNN mask check: now, or once the RD1xx fixes are applied."""
     verdicts = [(layer, cudnn_verdict(layer)) for layer in layers]
@@ -103,18 +118,6 @@ def cudnn_sentence(layers: list[RNNLayer]) -> str:
     return "On a GPU this LSTM/GRU runs the cuDNN kernel by default (not probed)"
 
 
-def to_location(loc: SourceLocation | None) -> Location | None:
-    if loc is None:
-        return None
-    return Location(
-        file=loc.file,
-        line=loc.line,
-        code=loc.code,
-        context_start=loc.context_start,
-        context=tuple(loc.context),
-    )
-
-
 def padding_location(facts: Facts, record: SequenceInput) -> tuple[Location | None, Evidence]:
     """The line that pads ``record``: the recorded padding call, else the line that built the
     data, else the ``fit`` call; with an evidence item saying which it is."""
@@ -122,7 +125,7 @@ def padding_location(facts: Facts, record: SequenceInput) -> tuple[Location | No
         what = record.padding_function or "padding call"
         if record.padding_function == "pad_sequences":
             what += f"(padding={record.padding_argument!r})"
-        return to_location(record.padding_location), Evidence(
+        return fp.to_location(record.padding_location), Evidence(
             "padding call", what, source="hooked in the run"
         )
     for loc, what in (
@@ -130,7 +133,7 @@ def padding_location(facts: Facts, record: SequenceInput) -> tuple[Location | No
         (facts.fit.location if facts.fit else None, "the fit call"),
     ):
         if loc is not None:
-            return to_location(loc), Evidence(
+            return fp.to_location(loc), Evidence(
                 "padding call", f"not seen: located at {what}", source="capture"
             )
     return None, Evidence("padding call", "not seen", source="capture")

@@ -118,15 +118,7 @@ def check(facts: Facts) -> list[Finding]:
             Evidence("mask check on the cuDNN path", "rejects empty sequences",
                      source=sq.KERAS_MASK_CHECK),
         ]  # fmt: skip
-        for layer in eligible:
-            verdict = sq.cudnn_verdict(layer)
-            evidence.append(
-                Evidence(
-                    f"{layer.path}: cuDNN on a GPU (now / once RD1xx are fixed)",
-                    f"{verdict.now} / {verdict.after}",
-                    source=verdict.basis,
-                )
-            )
+        evidence += sq.cudnn_evidence(eligible)
         findings.append(
             Finding(
                 rule_id="RD111",
