@@ -30,32 +30,28 @@ out records a :class:`~rnndoctor.facts.CutShort` and the next one still runs.
 
 from __future__ import annotations
 
+import gc
 import inspect
-import os
 import statistics
-import threading
 import time
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from rnndoctor.capture import data as data_mod
-from rnndoctor.capture import sites
+from rnndoctor.capture import memory, sampling, sites
 from rnndoctor.capture.budget import Budget
+from rnndoctor.capture.sampling import Batches  # noqa: F401 - part of this module's contract
 from rnndoctor.facts import CallbackTime, ProbeFacts, ProbePoint, StepBreakdown
 
-K_BATCHES = 16  # batches sampled and cached for the compute-only probe
-_INPUT_WARMUP_BATCHES = 2  # first batches of a fresh iterator: iterator start, buffers filling
-_INPUT_TARGET_S = 2.0  # stop sampling after this long once _MIN_BATCHES are in
-_MIN_BATCHES = 4
-_MAX_CACHE_BYTES = 256 * 2**20  # sampled batches kept in memory, at most
-_POINT_WARMUP_STEPS = 2  # steps of a probe point that are not timed (tracing, iterator start)
-_POINT_MIN_STEPS = 3  # timed intervals per probe point, at least
-_POINT_TARGET_S = 0.5  # timed wall time per probe point, after its warm-up
+_POINT_WARMUP_STEPS = 1  # steps of a probe point that are not timed (tracing, iterator start)
+_POINT_MIN_STEPS = 3  # timed intervals per probe point, at least...
+_POINT_TARGET_S = 0.5  # ...and this much timed wall time, after the warm-up
+_POINT_LONG_S = 1.0  # ...or, for long steps, this much timed wall time (one step or more)
 _POINT_MAX_STEPS = 2000  # steps_per_epoch of a probe point's fit (the time target stops it)
-_PAIR_ROUNDS = 2  # alternating bursts of real-data and cached-batch steps
-_PAIR_BURST_S = 0.2  # timed wall time per burst
+_PAIR_ROUNDS = 2  # alternating bursts of real-data and cached-batch steps...
+_PAIR_BURST_S = 0.2  # ...each timed for this long
+_PAIR_LONG_STEP_MS = 100.0  # one round only when a step is this long: it averages over itself
 _BATCH_FACTORS = (2, 4)  # the batch-size probe's points, times the user's batch size
 _SPE_PROBE = 16  # steps_per_execution compared with 1
 # The steps_per_execution probe retraces the train step inside a tf.while_loop (seconds for an
@@ -63,31 +59,6 @@ _SPE_PROBE = 16  # steps_per_execution compared with 1
 # step saved, here 5 ms of per-step dispatch, several times what Keras' fit loop costs per step
 # (about 1 ms for a 16-unit LSTM on CPU, measured with this probe).
 _SPE_PROBE_MAX_STEP_MS = 25.0
-_MEMORY_HEADROOM = 0.8  # share of MemAvailable / free GPU memory the batch-size probe may use
-MEMORY_ENV = "RNNDOCTOR_PROBE_MEMORY_MIB"
-
-
-@dataclass
-class Batches:
-    """Batches sampled from the user's data.
-
-    ``items``: each batch as Keras' data adapters yield it, converted to numpy (``x``, or
-    ``(x, y)``, or ``(x, y, sample_weight)``; dicts for named inputs); ``method``: ``fresh
-    iterator`` or ``as they flowed through fit``; ``not_measured``: why there are none.
-    ``times_ms``: the time each batch took to arrive, in order; ``input_only_ms`` the input-only
-    time per batch derived from them (see :class:`~rnndoctor.facts.ProbeFacts`). ``raw``: the
-    same batches as the pipeline yielded them (tensors; ragged stays ragged), and
-    ``element_spec`` the spec ``fit`` iterated: the compute-only probe rebuilds a dataset from
-    them.
-    """
-
-    items: list[Any] = field(default_factory=list)
-    method: str | None = None
-    not_measured: str | None = None
-    times_ms: list[float] = field(default_factory=list)
-    input_only_ms: float | None = None
-    raw: list[Any] = field(default_factory=list, repr=False)
-    element_spec: Any = field(default=None, repr=False)
 
 
 @dataclass
@@ -95,7 +66,7 @@ class _State:
     """What the probes keep between ``prepare_fit_data`` and ``run_probes`` for one capture."""
 
     original_x: Any = None
-    tee: _Tee | None = None
+    tee: sampling.Tee | None = None
     timers: list[_CallbackTimer] = field(default_factory=list)
     rss_before_fit_mib: float | None = None
 
@@ -152,30 +123,6 @@ def callback_site(callback: Any):
 # -- before fit ------------------------------------------------------------------------------
 
 
-class _Tee:
-    """Times each ``next()`` of the user's generator and keeps the first ``keep`` batches."""
-
-    def __init__(self, generator: Any, keep: int = K_BATCHES):
-        self.generator = generator
-        self.keep = keep
-        self.items: list[Any] = []
-        self.times_ms: list[float] = []
-        self.kept_bytes = 0
-
-    def __iter__(self):
-        while True:
-            start = time.perf_counter()
-            try:
-                item = next(self.generator)
-            except StopIteration:
-                return
-            self.times_ms.append((time.perf_counter() - start) * 1000.0)
-            if len(self.items) < self.keep and self.kept_bytes < _MAX_CACHE_BYTES:
-                self.items.append(item)
-                self.kept_bytes += _nbytes(item)
-            yield item
-
-
 def prepare_fit_data(capture: Any, arguments: dict[str, Any]) -> None:
     """Runs before the user's ``fit``: wraps a Python generator so that its batches are timed
     and kept as they flow, and records the process's memory before ``fit`` (the batch-size
@@ -188,35 +135,10 @@ def prepare_fit_data(capture: Any, arguments: dict[str, Any]) -> None:
     state = _state(capture)
     x = arguments.get("x")
     state.original_x = x
-    state.rss_before_fit_mib = _reset_peak_rss()
+    state.rss_before_fit_mib = memory.reset_peak_rss()
     if inspect.isgenerator(x):
-        state.tee = _Tee(x)
+        state.tee = sampling.Tee(x)
         arguments["x"] = iter(state.tee)
-
-
-def _reset_peak_rss() -> float | None:
-    """Resets the process's peak RSS (``VmHWM``) to its current RSS and returns that, in MiB.
-
-    Linux ``/proc/self/clear_refs`` value 5 (Documentation/filesystems/proc.rst); None where
-    it cannot be done.
-    """
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        return None
-    return _proc_status_mib("VmRSS")
-
-
-def _proc_status_mib(key: str) -> float | None:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) / 1024.0
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 # -- per-batch callbacks ---------------------------------------------------------------------
@@ -333,29 +255,6 @@ def collect_data(capture: Any, arguments: dict[str, Any]) -> None:
     capture.save()
 
 
-def _nbytes(item: Any) -> int:
-    import keras
-
-    total = 0
-    for leaf in keras.tree.flatten(item):
-        total += int(getattr(leaf, "nbytes", 0) or 0)
-    return total
-
-
-def _to_numpy(item: Any) -> Any:
-    import keras
-    import numpy as np
-
-    def convert(leaf: Any) -> Any:
-        if leaf is None or isinstance(leaf, np.ndarray):
-            return leaf
-        if hasattr(leaf, "numpy"):
-            return leaf.numpy()
-        return np.asarray(leaf)
-
-    return keras.tree.map_structure(convert, item)
-
-
 def sample_batches(capture: Any, arguments: dict[str, Any]) -> Batches:
     """Up to ``K_BATCHES`` batches of the user's data, as numpy structures, timed.
 
@@ -369,212 +268,21 @@ def sample_batches(capture: Any, arguments: dict[str, Any]) -> Batches:
     budget = capture.budget("input-only probe")
     try:
         if state.tee is not None:
-            batches = _flowed(state.tee)
+            batches = sampling.flowed(state.tee)
         elif kind == "tf.data":
-            batches = _fresh_iterator(capture, budget, lambda: iter(x), x.element_spec)
-            batches.method = "fresh iterator"
+            batches = sampling.fresh_iterator(capture, budget, lambda: iter(x), x.element_spec)
         elif kind == "keras.PyDataset":
-            batches = _index_pydataset(capture, budget, x)
+            batches = sampling.index_pydataset(capture, budget, x)
         elif kind.startswith("numpy") or kind == "tensor":
-            batches = _array_batches(capture, budget, x, arguments)
+            batches = sampling.array_batches(capture, budget, x, arguments)
         else:
             batches = Batches(not_measured=f"input of kind {kind} cannot be sampled")
     except Exception as exc:
         batches = Batches(not_measured=f"sampling failed: {type(exc).__name__}: {exc}"[:300])
     if capture.facts.data is not None and batches.items:
         capture.facts.data.batch_bytes = int(
-            statistics.mean(_nbytes(item) for item in batches.items)
+            statistics.mean(sampling.nbytes(item) for item in batches.items)
         )
-    return batches
-
-
-def _flowed(tee: _Tee) -> Batches:
-    from keras.src.trainers.data_adapters import data_adapter_utils
-
-    times = tee.times_ms
-    steady = times[_INPUT_WARMUP_BATCHES:] or times
-    batches = Batches(
-        items=[_to_numpy(i) for i in tee.items],
-        method="as they flowed through fit",
-        times_ms=[round(t, 4) for t in times],
-        input_only_ms=statistics.median(steady) if steady else None,
-        raw=list(tee.items),
-    )
-    if not tee.items:
-        batches.not_measured = "the generator yielded no batch during fit"
-        return batches
-    try:  # the spec Keras' GeneratorDataAdapter computed from the same first batches
-        batches.element_spec = data_adapter_utils.get_tensor_spec(
-            tee.items[: data_adapter_utils.NUM_BATCHES_FOR_TENSOR_SPEC]
-        )
-    except Exception:
-        batches.element_spec = None
-    return batches
-
-
-def _fresh_iterator(
-    capture: Any, budget: Budget, make_iterator: Callable[[], Any], element_spec: Any
-) -> Batches:
-    """Iterates a fresh iterator in a daemon thread, keeping the batches and their arrival
-    times, until ``K_BATCHES`` batches, ``_INPUT_TARGET_S`` or the budget."""
-    lock = threading.Lock()
-    arrivals: list[float] = []
-    raw: list[Any] = []
-    done = threading.Event()
-    stop = threading.Event()
-    error: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            iterator = make_iterator()
-            start = time.perf_counter()
-            arrivals_local = [start]
-            kept = 0
-            while not stop.is_set() and len(raw) < K_BATCHES:
-                try:
-                    item = next(iterator)
-                except StopIteration:
-                    break
-                now = time.perf_counter()
-                kept += _nbytes_tf(item)
-                with lock:
-                    arrivals.append((now - arrivals_local[-1]) * 1000.0)
-                    arrivals_local.append(now)
-                    raw.append(item)
-                if kept > _MAX_CACHE_BYTES and len(raw) >= 2:
-                    break
-                if now - start > _INPUT_TARGET_S and len(raw) >= _MIN_BATCHES:
-                    break
-        except BaseException as exc:  # reported to the caller
-            error.append(exc)
-        finally:
-            done.set()
-
-    thread = threading.Thread(target=run, name="rnndoctor input-only probe", daemon=True)
-    thread.start()
-    if not done.wait(budget.left()):
-        stop.set()
-        capture.cut_short(
-            budget,
-            f"the input pipeline delivered {len(raw)} batches within the {budget.seconds:g} s "
-            "budget; the probe moved on (a blocked next() call is left behind)",
-        )
-    with lock:
-        times = list(arrivals)
-        items = list(raw)
-    if error and not items:
-        raise error[0]
-    batches = Batches(
-        items=[_to_numpy(i) for i in items],
-        times_ms=[round(t, 4) for t in times],
-        raw=items,
-        element_spec=element_spec,
-    )
-    steady = times[_INPUT_WARMUP_BATCHES:]
-    if len(steady) >= 2:
-        batches.input_only_ms = sum(steady) / len(steady)
-    elif times:
-        batches.input_only_ms = statistics.median(times)
-    if not items:
-        batches.not_measured = "the input pipeline delivered no batch"
-    return batches
-
-
-def _nbytes_tf(item: Any) -> int:
-    import keras
-
-    total = 0
-    for leaf in keras.tree.flatten(item):
-        shape = getattr(leaf, "shape", None)
-        dtype = getattr(leaf, "dtype", None)
-        try:
-            count = 1
-            for dim in shape:
-                count *= int(dim) if dim is not None else 1
-            total += count * int(getattr(dtype, "size", 4) or 4)
-        except (TypeError, ValueError):
-            continue
-    return total
-
-
-def _index_pydataset(capture: Any, budget: Budget, x: Any) -> Batches:
-    """Indexes a ``keras.utils.PyDataset`` (``__getitem__``) as one worker would."""
-    from keras.src.trainers.data_adapters import data_adapter_utils
-    from keras.src.trainers.data_adapters.py_dataset_adapter import PyDatasetAdapter
-
-    adapter = PyDatasetAdapter(x, shuffle=False)  # no workers started: only standardises
-    try:
-        count = x.num_batches
-    except Exception:
-        count = None
-    total = K_BATCHES if count is None else min(K_BATCHES, int(count))
-    lock = threading.Lock()
-    times: list[float] = []
-    raw: list[Any] = []
-    done = threading.Event()
-    error: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            started = time.perf_counter()
-            for index in range(total):
-                start = time.perf_counter()
-                item = adapter._standardize_batch(x[index])
-                with lock:
-                    times.append((time.perf_counter() - start) * 1000.0)
-                    raw.append(item)
-                if time.perf_counter() - started > _INPUT_TARGET_S and len(raw) >= _MIN_BATCHES:
-                    break
-        except BaseException as exc:
-            error.append(exc)
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name="rnndoctor input-only probe", daemon=True).start()
-    if not done.wait(budget.left()):
-        capture.cut_short(
-            budget,
-            f"the PyDataset delivered {len(raw)} batches within the {budget.seconds:g} s budget",
-        )
-    with lock:
-        times, items = list(times), list(raw)
-    if error and not items:
-        raise error[0]
-    steady = times[_INPUT_WARMUP_BATCHES:] or times
-    batches = Batches(
-        items=[_to_numpy(i) for i in items],
-        method="fresh indexing (PyDataset.__getitem__, one worker)",
-        times_ms=[round(t, 4) for t in times],
-        input_only_ms=statistics.median(steady) if steady else None,
-        raw=items,
-    )
-    if items:
-        try:
-            batches.element_spec = data_adapter_utils.get_tensor_spec(
-                items[: data_adapter_utils.NUM_BATCHES_FOR_TENSOR_SPEC]
-            )
-        except Exception:
-            batches.element_spec = None
-    else:
-        batches.not_measured = "the PyDataset delivered no batch"
-    return batches
-
-
-def _array_batches(capture: Any, budget: Budget, x: Any, arguments: dict[str, Any]) -> Batches:
-    """Arrays and tensors go through Keras' own data adapter, as ``fit`` builds it."""
-    from keras.src.trainers.data_adapters import get_data_adapter
-
-    adapter = get_data_adapter(
-        x,
-        arguments.get("y"),
-        sample_weight=arguments.get("sample_weight"),
-        batch_size=arguments.get("batch_size") or 32,  # Keras' default for arrays
-        shuffle=bool(arguments.get("shuffle", True)),
-        class_weight=arguments.get("class_weight"),
-    )
-    dataset = adapter.get_tf_dataset()
-    batches = _fresh_iterator(capture, budget, lambda: iter(dataset), dataset.element_spec)
-    batches.method = "fresh iterator (Keras' array data adapter, as fit builds it)"
     return batches
 
 
@@ -611,7 +319,9 @@ class _StepTimer:
                     self.intervals.append((now - last_t) * 1000.0 / max(1, batch - last_batch))
                     self.timed_s += now - last_t
                 self.ends.append((batch, now))
-                enough = len(self.intervals) >= _POINT_MIN_STEPS and self.timed_s >= target_s
+                enough = (len(self.intervals) >= _POINT_MIN_STEPS and self.timed_s >= target_s) or (
+                    self.intervals and self.timed_s >= max(target_s, _POINT_LONG_S)
+                )
                 if time.monotonic() >= deadline:
                     self.out_of_time = True
                 if enough or self.out_of_time:
@@ -743,14 +453,20 @@ def run_probes(capture: Any, model: Any, arguments: dict[str, Any], batches: Bat
         "train_function": getattr(model, "train_function", None),
         "history": getattr(model, "history", None),
     }
+    # Each probe's fits leave cyclic garbage (epoch iterators, datasets, traced functions) whose
+    # collection takes up to seconds in a large TF heap: it is collected within the probe's own
+    # phase, so that the phase times say what each probe cost.
     try:
         capture.set_phase("compute-only probe")
         _compute_only(capture, model, probes, batches, _real_fit_kwargs(state, arguments))
         _breakdown(capture, probes)
+        gc.collect()
         capture.set_phase("batch-size probe")
         _batch_probe(capture, model, probes, batches, state)
+        gc.collect()
         capture.set_phase("steps_per_execution probe")
-        _spe_probe(capture, model, probes, batches, saved)
+        if _spe_probe(capture, model, probes, batches, saved):
+            gc.collect()
     finally:
         _restore(model, saved)
     capture.save()
@@ -866,6 +582,8 @@ def _compute_only(
         stopped = result.stopped
         if stopped or budget.expired():
             break
+        if cached and statistics.median(cached) >= _PAIR_LONG_STEP_MS:
+            break
     if not cached:
         probes.compute_only_not_measured = stopped or "no compute-only step was timed"
         if stopped and "budget" in stopped:
@@ -908,79 +626,6 @@ def _breakdown(capture: Any, probes: ProbeFacts) -> None:
     )
 
 
-def _memory_limit(capture: Any) -> tuple[float | None, str | None]:
-    """The extra memory (MiB) the batch-size probe may use, and where the figure comes from."""
-    env = os.environ.get(MEMORY_ENV)
-    if env:
-        try:
-            return float(env), MEMORY_ENV
-        except ValueError:
-            pass
-    gpu = _gpu_memory(capture)
-    if gpu is not None:
-        total_mib, current_mib = gpu
-        return (total_mib - current_mib) * _MEMORY_HEADROOM, "free GPU memory"
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) / 1024.0 * _MEMORY_HEADROOM, "MemAvailable"
-    except (OSError, ValueError, IndexError):
-        pass
-    return None, None
-
-
-def _gpu_memory(capture: Any) -> tuple[float, float] | None:
-    """``(total, in use)`` of the first GPU in MiB, or None without a GPU."""
-    env = capture.facts.environment
-    if env is None or not env.gpu_count or not env.gpu_memory_mib:
-        return None
-    try:
-        import tensorflow as tf
-
-        info = tf.config.experimental.get_memory_info("GPU:0")
-        return float(env.gpu_memory_mib[0]), info["current"] / 2**20
-    except Exception:
-        return None
-
-
-class _MemoryMeter:
-    """Peak extra memory of a probe point: the GPU allocator's peak on a GPU, else the growth
-    of the process's peak RSS (``VmHWM``, reset before the point)."""
-
-    def __init__(self, capture: Any):
-        self.gpu = _gpu_memory(capture) is not None
-        self.before: float | None = None
-
-    def start(self) -> None:
-        if self.gpu:
-            import tensorflow as tf
-
-            try:
-                tf.config.experimental.reset_memory_stats("GPU:0")
-                self.before = tf.config.experimental.get_memory_info("GPU:0")["current"] / 2**20
-            except Exception:
-                self.before = None
-        else:
-            self.before = _reset_peak_rss()
-
-    def growth_mib(self) -> float | None:
-        if self.before is None:
-            return None
-        if self.gpu:
-            import tensorflow as tf
-
-            try:
-                peak = tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
-            except Exception:
-                return None
-        else:
-            peak = _proc_status_mib("VmHWM")
-            if peak is None:
-                return None
-        return max(0.0, peak - self.before)
-
-
 def _batch_probe(
     capture: Any, model: Any, probes: ProbeFacts, batches: Batches, state: _State
 ) -> None:
@@ -1003,7 +648,7 @@ def _batch_probe(
             steps=0,
         )
     )
-    limit, source = _memory_limit(capture)
+    limit, source = memory.memory_limit(capture)
     probes.memory_limit_mib = round(limit, 3) if limit is not None else None
     probes.memory_limit_source = source
     # The memory a point needs: at least its own tiled batches; and the working set per sample,
@@ -1011,12 +656,16 @@ def _batch_probe(
     # model build and tracing), then from each point's own measured growth. A growth of zero
     # (memory the allocator kept from earlier work) gives no per-sample figure.
     per_sample_mib = None
-    fit_peak = _proc_status_mib("VmHWM")
-    if state.rss_before_fit_mib is not None and fit_peak is not None and not _gpu_memory(capture):
+    fit_peak = memory.proc_status_mib("VmHWM")
+    if (
+        state.rss_before_fit_mib is not None
+        and fit_peak is not None
+        and not memory.gpu_memory(capture)
+    ):
         per_sample_mib = max(0.0, fit_peak - state.rss_before_fit_mib) / base or None
-    batch_mib = sum(_nbytes_tf(item) for item in full) / 2**20
+    batch_mib = sum(sampling.nbytes_tf(item) for item in full) / 2**20
     budget = capture.budget("batch-size probe")
-    meter_gpu = _MemoryMeter(capture).gpu
+    meter_gpu = memory.MemoryMeter(capture).gpu
     previous = base
     spec = _relaxed(batches.element_spec, batch_dim_only=True)
     for factor in _BATCH_FACTORS:
@@ -1040,7 +689,7 @@ def _batch_probe(
             point.stopped = f"not run: out of its {budget.seconds:g} s time budget"
             capture.cut_short(budget, f"batch-size probe stopped before batch size {size}")
             break
-        meter = _MemoryMeter(capture)
+        meter = memory.MemoryMeter(capture)
         meter.start()
         try:
             dataset = _cached_dataset([_tile(item, factor, base) for item in full], spec)
@@ -1066,25 +715,26 @@ def _batch_probe(
 
 def _spe_probe(
     capture: Any, model: Any, probes: ProbeFacts, batches: Batches, saved: dict[str, Any]
-) -> None:
+) -> bool:
+    """Compute-only at steps_per_execution 1 and 16; returns whether it ran a fit."""
     if probes.compute_only_ms is None:
         probes.spe_probe_not_measured = "the compute-only probe did not run: " + (
             probes.compute_only_not_measured or ""
         )
-        return
+        return False
     current = int(saved["steps_per_execution"] or 1)
     if current != 1:
         probes.spe_probe_not_measured = (
             f"not run: the model already runs {current} steps per execution"
         )
-        return
+        return False
     if probes.compute_only_ms > _SPE_PROBE_MAX_STEP_MS:
         probes.spe_probe_not_measured = (
             f"not run: the compute-only step takes {probes.compute_only_ms:.1f} ms, so per-step "
             f"dispatch cannot reach 20% of it (that would take "
             f"{probes.compute_only_ms * 0.2:.1f} ms per step; Keras' fit loop costs about 1 ms)"
         )
-        return
+        return False
     budget = capture.budget("steps_per_execution probe")
     dataset = _cached_dataset(batches.raw, batches.element_spec)
     for value in (1, _SPE_PROBE):
@@ -1113,3 +763,4 @@ def _spe_probe(
         point.step_time_ms = round(result.step_time_ms, 4)
     model.steps_per_execution = saved["steps_per_execution"]
     model.train_function = saved["train_function"]
+    return True
