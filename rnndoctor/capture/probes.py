@@ -3,22 +3,25 @@
 Each probe measures one part of the user's real training step, on the user's own data and
 model, after the diagnosis window (DESIGN.md, Measurement):
 
-- **input-only**: a fresh iterator over the user's data with no model (``sample_batches``).
-  A tf.data pipeline is iterated again; numpy arrays and tensors go through Keras' own data
-  adapter, as ``fit`` builds it; a ``keras.utils.PyDataset`` is indexed. A Python generator
-  passed to ``fit`` cannot be iterated twice: ``prepare_fit_data`` wraps it before ``fit``
-  runs, so that its batches are timed and kept as they flow through ``fit``.
-- **compute-only**: training steps on up to ``K`` sampled batches cached in memory, with the
-  element spec ``fit`` saw (so the traced train function is reused): Keras' own ``fit`` loop
-  (``capture.original_fit()``) runs them with a timing callback and no user callbacks.
-- **input-bound share**: ``(step - compute_only - callbacks) / step``, cross-checked with
-  ``input_only / step``; the :class:`~rnndoctor.facts.StepBreakdown` splits the median step.
-- **batch-size probe**: compute-only samples/s at b, 2b and 4b (a cached batch tiled along
-  axis 0), bounded by its time budget and by memory: before each point the extra memory it
-  needs is estimated from the growth measured at the previous point, and compared with
-  ``MemAvailable`` (``/proc/meminfo``; a GPU's free memory on a GPU), or with the
-  ``RNNDOCTOR_PROBE_MEMORY_MIB`` environment variable when set. Out-of-memory errors
-  (``tf.errors.ResourceExhaustedError``, ``MemoryError``) stop the probe cleanly.
+- **input-only**: a fresh iterator over the user's data with no model (``sample_batches``,
+  :mod:`rnndoctor.capture.sampling`). A Python generator passed to ``fit`` cannot be iterated
+  twice: ``prepare_fit_data`` wraps it before ``fit`` runs, so that its batches are timed and
+  kept as they flow through ``fit``.
+- **compute-only**: training steps on up to ``K_BATCHES`` sampled batches cached in memory,
+  with the element spec ``fit`` saw (so the traced train function is reused): Keras' own
+  ``fit`` loop (``capture.original_fit()``) runs them with a timing callback and no user
+  callbacks. Where the data can be iterated again, short bursts of the same ``fit`` on the
+  user's real data alternate with the cached bursts (``real_step_ms``).
+- **input-bound share**: ``(real_step - compute_only) / (real_step + callbacks)`` from the
+  paired bursts, else ``(step - compute_only - callbacks) / step`` from the window's median
+  step; cross-checked with ``input_only / step``. The :class:`~rnndoctor.facts.StepBreakdown`
+  splits the window's median step.
+- **batch-size probe**: compute-only samples/s at b, 2b and 4b (the cached batches tiled along
+  axis 0), bounded by its time budget and by memory (:mod:`rnndoctor.capture.memory`): before
+  each point the extra memory it needs is estimated (at least its tiled batches; the working
+  set per sample from the previous point's measured growth) and compared with the limit.
+  Out-of-memory errors (``tf.errors.ResourceExhaustedError``, ``MemoryError``) stop the probe
+  cleanly.
 - **steps_per_execution probe**: compute-only at ``steps_per_execution`` 1 and 16.
 - **per-batch callbacks**: ``time_callbacks`` wraps each user callback's batch hooks.
 
@@ -52,6 +55,8 @@ _POINT_MAX_STEPS = 2000  # steps_per_epoch of a probe point's fit (the time targ
 _PAIR_ROUNDS = 2  # alternating bursts of real-data and cached-batch steps...
 _PAIR_BURST_S = 0.2  # ...each timed for this long
 _PAIR_LONG_STEP_MS = 100.0  # one round only when a step is this long: it averages over itself
+_PAIR_SLOW_START_S = 2.0  # one round only when a real-data burst took this long (buffers filling)
+_PAIR_MAX_ARRAY_BYTES = 256 * 2**20  # arrays above this are not re-adapted by a second fit
 _BATCH_FACTORS = (2, 4)  # the batch-size probe's points, times the user's batch size
 _SPE_PROBE = 16  # steps_per_execution compared with 1
 # The steps_per_execution probe retraces the train step inside a tf.while_loop (seconds for an
@@ -85,7 +90,12 @@ def _state(capture: Any) -> _State:
 
 def install(capture: Any = None) -> None:
     """Installs the hooks the probes need before the user's script runs: where each tf.data
-    dataset, ``PyDataset`` and Keras callback was built (the user's file:line). Idempotent."""
+    dataset, ``PyDataset`` and Keras callback was built (the user's file:line). Idempotent.
+
+    Args:
+        capture: the capture session (unused: the hooks are process-wide; the argument keeps
+            the capture modules' ``install(capture)`` form).
+    """
     global _installed
     data_mod.install()
     if _installed:
@@ -153,7 +163,6 @@ class _CallbackTimer:
         self.samples: list[tuple[int, float]] = []  # (steps covered, ms)
         self._begin_ms = 0.0
         self._begin_batch = 0
-        self._steps = 0
 
     def wrap(self) -> bool:
         """Wraps the hooks the callback overrides; False when it overrides none."""
@@ -289,45 +298,40 @@ def sample_batches(capture: Any, arguments: dict[str, Any]) -> Batches:
 # -- compute-only probes ---------------------------------------------------------------------
 
 
-class _StepTimer:
-    """A Keras callback (built lazily: Keras is imported inside) that times the steps of one
-    probe point and stops its ``fit`` once enough steps were timed."""
+def _step_timer(deadline: float, target_s: float = _POINT_TARGET_S) -> Any:
+    """A Keras callback that times the steps of one probe point (end to end, as the window
+    does: from one ``on_train_batch_end`` to the next, per step covered) and stops its ``fit``
+    once enough steps are timed or at ``deadline`` (a ``time.monotonic()`` value)."""
+    import keras
 
-    @staticmethod
-    def make(deadline: float, target_s: float = _POINT_TARGET_S) -> Any:
-        import keras
+    class StepTimer(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.ends: list[tuple[int, float]] = []
+            self.intervals: list[float] = []
+            self.timed_s = 0.0
 
-        class StepTimer(keras.callbacks.Callback):
-            def __init__(self):
-                super().__init__()
-                self.ends: list[tuple[int, float]] = []
-                self.intervals: list[float] = []
-                self.timed_s = 0.0
-                self.out_of_time = False
+        def on_train_batch_end(self, batch, logs=None):
+            for value in (logs or {}).values():  # read back: the step's work has finished
+                try:
+                    float(value)
+                    break
+                except (TypeError, ValueError):
+                    continue
+            now = time.perf_counter()
+            # The first call (tracing) and the steps up to _POINT_WARMUP_STEPS are not timed.
+            if self.ends and self.ends[-1][0] + 1 >= _POINT_WARMUP_STEPS:
+                last_batch, last_t = self.ends[-1]
+                self.intervals.append((now - last_t) * 1000.0 / max(1, batch - last_batch))
+                self.timed_s += now - last_t
+            self.ends.append((batch, now))
+            enough = (len(self.intervals) >= _POINT_MIN_STEPS and self.timed_s >= target_s) or (
+                self.intervals and self.timed_s >= max(target_s, _POINT_LONG_S)
+            )
+            if enough or time.monotonic() >= deadline:
+                self.model.stop_training = True
 
-            def on_train_batch_end(self, batch, logs=None):
-                for value in (logs or {}).values():  # read back: the step's work has finished
-                    try:
-                        float(value)
-                        break
-                    except (TypeError, ValueError):
-                        continue
-                now = time.perf_counter()
-                # The first call (tracing) and the steps up to _POINT_WARMUP_STEPS are not timed.
-                if self.ends and self.ends[-1][0] + 1 >= _POINT_WARMUP_STEPS:
-                    last_batch, last_t = self.ends[-1]
-                    self.intervals.append((now - last_t) * 1000.0 / max(1, batch - last_batch))
-                    self.timed_s += now - last_t
-                self.ends.append((batch, now))
-                enough = (len(self.intervals) >= _POINT_MIN_STEPS and self.timed_s >= target_s) or (
-                    self.intervals and self.timed_s >= max(target_s, _POINT_LONG_S)
-                )
-                if time.monotonic() >= deadline:
-                    self.out_of_time = True
-                if enough or self.out_of_time:
-                    self.model.stop_training = True
-
-        return StepTimer()
+    return StepTimer()
 
 
 @dataclass
@@ -354,7 +358,7 @@ def _run_point(
 ) -> _PointResult:
     """Runs Keras' own ``fit`` on ``dataset`` (or on ``fit_kwargs``, the user's own data) with
     no callback but the timer, until enough steps are timed or the budget ends."""
-    timer = _StepTimer.make(budget.deadline, target_s)
+    timer = _step_timer(budget.deadline, target_s)
     fit = capture.original_fit()
     kwargs = fit_kwargs or {"x": dataset, "shuffle": False, "steps_per_epoch": _POINT_MAX_STEPS}
     try:
@@ -371,8 +375,8 @@ def _run_point(
     return _PointResult(statistics.median(intervals), len(intervals), intervals=intervals)
 
 
-def _relaxed(spec: Any, batch_dim_only: bool) -> Any:
-    """``spec`` with the batch dimension unknown (``batch_dim_only``) or as given."""
+def _any_batch_size(spec: Any) -> Any:
+    """``spec`` with the batch dimension of every ``TensorSpec`` unknown (None)."""
     import tensorflow as tf
 
     def relax(s: Any) -> Any:
@@ -380,7 +384,7 @@ def _relaxed(spec: Any, batch_dim_only: bool) -> Any:
             return tf.TensorSpec([None, *s.shape[1:]], s.dtype, s.name)
         return s
 
-    return tf.nest.map_structure(relax, spec) if batch_dim_only else spec
+    return tf.nest.map_structure(relax, spec)
 
 
 def _cached_dataset(raw: list[Any], spec: Any) -> Any:
@@ -453,26 +457,36 @@ def run_probes(capture: Any, model: Any, arguments: dict[str, Any], batches: Bat
         "train_function": getattr(model, "train_function", None),
         "history": getattr(model, "history", None),
     }
-    # Each probe's fits leave cyclic garbage (epoch iterators, datasets, traced functions) whose
-    # collection takes up to seconds in a large TF heap: it is collected within the probe's own
-    # phase, so that the phase times say what each probe cost.
+    real_kwargs = _real_fit_kwargs(state, arguments)
+    stages = (
+        ("compute-only probe", "compute_only_not_measured",
+         lambda: _compute_only(capture, model, probes, batches, real_kwargs)),
+        ("batch-size probe", "batch_probe_not_measured",
+         lambda: _batch_probe(capture, model, probes, batches, state)),
+        ("steps_per_execution probe", "spe_probe_not_measured",
+         lambda: _spe_probe(capture, model, probes, batches, saved)),
+    )  # fmt: skip
     try:
-        capture.set_phase("compute-only probe")
-        _compute_only(capture, model, probes, batches, _real_fit_kwargs(state, arguments))
-        _breakdown(capture, probes)
-        gc.collect()
-        capture.set_phase("batch-size probe")
-        _batch_probe(capture, model, probes, batches, state)
-        gc.collect()
-        capture.set_phase("steps_per_execution probe")
-        if _spe_probe(capture, model, probes, batches, saved):
-            gc.collect()
+        for phase, not_measured, run in stages:
+            capture.set_phase(phase)
+            try:
+                run()
+            except Exception as exc:  # a probe's own failure: the others still run
+                setattr(probes, not_measured, f"failed: {type(exc).__name__}: {exc}"[:300])
+            if phase == "compute-only probe":
+                _breakdown(capture, probes)
+            # The probe's fits leave cyclic garbage (epoch iterators, datasets, traced
+            # functions) whose collection takes up to seconds in a large TF heap: collect it in
+            # the probe's own phase, so that the phase times say what each probe cost.
+            if phase != "steps_per_execution probe" or any(p.steps for p in probes.spe_probe):
+                gc.collect()
+            capture.save()
     finally:
         _restore(model, saved)
-    capture.save()
 
 
 def _restore(model: Any, saved: dict[str, Any]) -> None:
+    """Puts back the model's steps_per_execution, train function and history."""
     try:
         model.steps_per_execution = saved["steps_per_execution"]
         model.train_function = saved["train_function"]
@@ -527,7 +541,10 @@ def _real_fit_kwargs(state: _State, arguments: dict[str, Any]) -> dict[str, Any]
         try:
             import keras
 
-            count = len(keras.tree.flatten(x)[0])
+            leaves = keras.tree.flatten((x, arguments.get("y")))
+            count = len(leaves[0])
+            if sum(int(getattr(a, "nbytes", 0) or 0) for a in leaves) > _PAIR_MAX_ARRAY_BYTES:
+                return None  # fit's array adapter would convert them all again
         except Exception:
             return None
         steps = max(1, min(_POINT_MAX_STEPS, count // size))
@@ -572,15 +589,18 @@ def _compute_only(
     rounds = _PAIR_ROUNDS if real_kwargs is not None else 1
     target = _PAIR_BURST_S if real_kwargs is not None else _POINT_TARGET_S
     for _ in range(rounds):
+        slow_start = False
         if real_kwargs is not None:
+            started = time.monotonic()
             result = _run_point(capture, model, None, budget, target, real_kwargs)
             real += result.intervals
+            slow_start = time.monotonic() - started > _PAIR_SLOW_START_S
             if result.stopped:
                 real_kwargs = None  # the user's data failed here: keep the cached side
         result = _run_point(capture, model, dataset, budget, target)
         cached += result.intervals
         stopped = result.stopped
-        if stopped or budget.expired():
+        if stopped or budget.expired() or slow_start:
             break
         if cached and statistics.median(cached) >= _PAIR_LONG_STEP_MS:
             break
@@ -667,7 +687,7 @@ def _batch_probe(
     budget = capture.budget("batch-size probe")
     meter_gpu = memory.MemoryMeter(capture).gpu
     previous = base
-    spec = _relaxed(batches.element_spec, batch_dim_only=True)
+    spec = _any_batch_size(batches.element_spec)
     for factor in _BATCH_FACTORS:
         size = base * factor
         point = ProbePoint(value=size)
@@ -715,26 +735,27 @@ def _batch_probe(
 
 def _spe_probe(
     capture: Any, model: Any, probes: ProbeFacts, batches: Batches, saved: dict[str, Any]
-) -> bool:
-    """Compute-only at steps_per_execution 1 and 16; returns whether it ran a fit."""
+) -> None:
+    """Compute-only at steps_per_execution 1 and 16 (Keras builds a new multi-step train
+    function for 16; the model's own is restored afterwards)."""
     if probes.compute_only_ms is None:
         probes.spe_probe_not_measured = "the compute-only probe did not run: " + (
             probes.compute_only_not_measured or ""
         )
-        return False
+        return
     current = int(saved["steps_per_execution"] or 1)
     if current != 1:
         probes.spe_probe_not_measured = (
             f"not run: the model already runs {current} steps per execution"
         )
-        return False
+        return
     if probes.compute_only_ms > _SPE_PROBE_MAX_STEP_MS:
         probes.spe_probe_not_measured = (
             f"not run: the compute-only step takes {probes.compute_only_ms:.1f} ms, so per-step "
             f"dispatch cannot reach 20% of it (that would take "
             f"{probes.compute_only_ms * 0.2:.1f} ms per step; Keras' fit loop costs about 1 ms)"
         )
-        return False
+        return
     budget = capture.budget("steps_per_execution probe")
     dataset = _cached_dataset(batches.raw, batches.element_spec)
     for value in (1, _SPE_PROBE):
@@ -763,4 +784,3 @@ def _spe_probe(
         point.step_time_ms = round(result.step_time_ms, 4)
     model.steps_per_execution = saved["steps_per_execution"]
     model.train_function = saved["train_function"]
-    return True
