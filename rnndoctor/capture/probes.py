@@ -49,7 +49,7 @@ from rnndoctor.facts import CallbackTime, ProbeFacts, ProbePoint, StepBreakdown
 
 _POINT_WARMUP_STEPS = 1  # steps of a probe point that are not timed (tracing, iterator start)
 _POINT_MIN_STEPS = 3  # timed intervals per probe point, at least...
-_POINT_TARGET_S = 0.5  # ...and this much timed wall time, after the warm-up
+_POINT_TARGET_S = 0.3  # ...and this much timed wall time, after the warm-up
 _POINT_LONG_S = 1.0  # ...or, for long steps, this much timed wall time (one step or more)
 _POINT_MAX_STEPS = 2000  # steps_per_epoch of a probe point's fit (the time target stops it)
 _PAIR_ROUNDS = 2  # alternating bursts of real-data and cached-batch steps...
