@@ -52,10 +52,6 @@ _DATASET_METHODS = (
     "shuffle", "skip", "snapshot", "sparse_batch", "take", "take_while", "unbatch", "unique",
     "window", "with_options", "zip",
 )  # fmt: skip
-_STATIC_METHODS = (
-    "choose_from_datasets", "counter", "from_generator", "from_tensor_slices", "from_tensors",
-    "list_files", "load", "random", "range", "sample_from_datasets", "zip",
-)  # fmt: skip
 _READER_CLASSES = ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset")
 
 # GraphDef op (version suffix removed) -> DataNode.kind, and source_kind for sources.
@@ -178,7 +174,7 @@ def install() -> None:
             setattr(dataset, name, staticmethod(_hooked(name, original.__func__)))
         elif isinstance(original, classmethod):
             setattr(dataset, name, classmethod(_hooked(name, original.__func__)))
-        elif name not in _STATIC_METHODS and callable(original):
+        elif callable(original):
             setattr(dataset, name, _hooked(name, original))
     for cls_name in _READER_CLASSES:
         cls = getattr(tf.data, cls_name, None)
@@ -241,8 +237,17 @@ def data_kind(x: Any) -> str:
 
 
 def describe(x: Any, fit_location: SourceLocation | None = None) -> DataFacts:
-    """Describes ``fit``'s ``x`` as :class:`DataFacts`. Never raises: what cannot be read is
-    left empty, with ``graph_not_measured`` saying why for tf.data."""
+    """Describes ``fit``'s ``x`` as :class:`DataFacts`.
+
+    Never raises: what cannot be read is left empty, with ``graph_not_measured`` saying why for
+    tf.data.
+
+    Args:
+        x: what ``fit`` received as ``x``.
+        fit_location: the user's ``fit`` call, the location of a generator or PyDataset whose
+            own construction site was not recorded. Arrays get no location: where they were
+            built is not recorded.
+    """
     kind = data_kind(x)
     facts = DataFacts(kind=kind)
     recorded = site_of(x)
@@ -269,10 +274,10 @@ def describe(x: Any, fit_location: SourceLocation | None = None) -> DataFacts:
         code = getattr(x, "gi_code", None)
         if code is not None and sites.is_user_file(code.co_filename):
             facts.location = sites.source_location(code.co_filename, code.co_firstlineno)
-    else:
+    else:  # arrays and tensors
         facts.reiterable = True
-    if facts.location is None and kind != "tf.data":
-        facts.location = None if kind.startswith("numpy") or kind == "tensor" else fit_location
+    if facts.location is None and kind in ("keras.PyDataset", "python_generator"):
+        facts.location = fit_location
     return facts
 
 
@@ -293,11 +298,12 @@ def _describe_dataset(ds: Any, facts: DataFacts) -> None:
     _read_options(ds, facts)
     graph_def = graph_pb2.GraphDef.FromString(ds._as_serialized_graph().numpy())
     graph = pipeline_graph(graph_def)
-    _attach_locations(ds, graph)
+    output = _output_node(graph_def)
+    _attach_locations(ds, graph, output)
     order = list(nx.topological_sort(graph))
     facts.nodes = [graph.nodes[name]["node"] for name in order]
     facts.edges = [GraphEdge(src=a, dst=b, kind="feeds") for a, b in graph.edges]
-    summarise(facts, graph, output=_output_node(graph_def))
+    summarise(facts, graph, output=output)
     recorded = site_of(ds)
     facts.location = recorded[1] if recorded else _last_location(facts)
 
@@ -548,7 +554,7 @@ def _chain_length(ds: Any) -> int:
     return len(_graph_chain(graph, _output_node(graph_def)))
 
 
-def _attach_locations(ds: Any, graph: nx.DiGraph) -> None:
+def _attach_locations(ds: Any, graph: nx.DiGraph, output: str | None) -> None:
     """Gives each graph node on the main chain the user's line that built it.
 
     Each Python dataset object on the chain covers the graph nodes between its own output and
@@ -556,23 +562,20 @@ def _attach_locations(ds: Any, graph: nx.DiGraph) -> None:
     each Python dataset on the chain on its own and counting its chain length. Nodes built
     inside a hooked call (internal datasets) take that call's line.
     """
-    from tensorflow.core.framework import graph_pb2
-
-    graph_def = graph_pb2.GraphDef.FromString(ds._as_serialized_graph().numpy())
-    full = _graph_chain(graph, _output_node(graph_def))
+    full = _graph_chain(graph, output)
     full.reverse()  # source first
-    python = _python_chain(ds)
-    spans = []  # (chain length of this Python dataset, its record)
-    for obj in python:
+    spans = []  # (chain length of a recorded Python dataset, its record), output first
+    for obj in _python_chain(ds):
+        record = site_of(obj)
+        if record is None:
+            continue
         try:
-            spans.append((_chain_length(obj), site_of(obj)))
-        except Exception:
-            spans.append((None, site_of(obj)))
-    # Recorded datasets, from the source up; each owns the nodes up to its chain length.
+            spans.append((_chain_length(obj), record))
+        except Exception:  # this one cannot be serialised on its own: its nodes go to the next
+            continue
+    # From the source up, each recorded dataset owns the nodes up to its chain length.
     owner: dict[int, tuple[str, SourceLocation | None]] = {}
     for length, record in reversed(spans):
-        if length is None or record is None:
-            continue
         for index in range(length):
             if index < len(full) and index not in owner:
                 owner[index] = record
