@@ -32,8 +32,10 @@ References:
 
 from __future__ import annotations
 
+import ast
+
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, Location, Severity
 from rnndoctor.rules import _measured as m
 from rnndoctor.rules import rule
 
@@ -41,8 +43,9 @@ _MIN_SPEEDUP = 1.5  # RULES.md: a probe at 2x/4x the batch gives >= 1.5x samples
 _GPU_SMALL_BATCH = 64  # RULES.md: on GPU, batch < 64 flags at once (info)
 
 
-def _fix(facts: Facts, size: int) -> tuple[str, object, str | None]:
-    """The fix code, its location and the call it rewrites."""
+def _fix(facts: Facts, size: int) -> tuple[str, Location | None, str | None]:
+    """The fix code, its location (the pipeline's batch call, else the ``fit`` call) and the
+    call it rewrites."""
     data = facts.data
     if data is not None and data.kind == "tf.data":
         for kind in ("batch", "padded_batch"):
@@ -60,8 +63,6 @@ def _fix(facts: Facts, size: int) -> tuple[str, object, str | None]:
 
 def _with_batch_size(call: str | None, size: int) -> str | None:
     """``ds.batch(4)`` -> ``ds.batch(16)``: the first positional argument, else the keyword."""
-    import ast
-
     if not call:
         return None
     try:
