@@ -86,7 +86,7 @@ def _fix(facts: Facts) -> tuple[str, str]:
     "RD201",
     "input-bound",
     "measured input-bound share of the step: >= 5% info, >= 20% warning, >= 50% error",
-    needs=("probes", "steps"),
+    needs=("probes", "steps", "fit"),
 )
 def check(facts: Facts) -> list[Finding]:
     probes = facts.probes

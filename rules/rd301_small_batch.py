@@ -83,7 +83,7 @@ def _with_batch_size(call: str | None, size: int) -> str | None:
     "RD301",
     "small-batch",
     "a probe at 2x/4x the batch size gives >= 1.5x samples/s (on GPU: batch < 64, info)",
-    needs=("probes",),
+    needs=("probes", "fit"),
 )
 def check(facts: Facts) -> list[Finding]:
     points = facts.probes.batch_probe

@@ -47,7 +47,7 @@ _PART_SHARE = 0.02  # a callback below 2% of the step is not worth its own findi
     "RD404",
     "slow-callbacks",
     "per-batch callbacks take >= 10% of the step time",
-    needs=("probes", "steps"),
+    needs=("probes", "steps", "fit"),
 )
 def check(facts: Facts) -> list[Finding]:
     step = m.step_ms(facts)

@@ -171,7 +171,7 @@ def test_rd201_does_not_fire_below_xprofs_cut_off_or_when_not_measured():
     assert run(facts(step=3.1, compute=3.0), "RD201")[1] == []
     outcome, findings = run(facts(compute=None), "RD201")
     assert findings == [] and outcome.status == "passed"
-    assert outcome.rule.needs == ("probes", "steps")
+    assert outcome.rule.needs == ("probes", "steps", "fit")
 
 
 def test_rd201_is_not_evaluated_without_probes():
@@ -179,6 +179,14 @@ def test_rd201_is_not_evaluated_without_probes():
     f.probes = None
     outcome, findings = run(f, "RD201")
     assert outcome.status == "not_evaluated" and "'probes'" in outcome.reason
+
+
+def test_fit_probes_rules_are_not_evaluated_for_a_custom_loop():
+    f = facts()
+    f.fit = None  # a custom training loop: the probes run inside fit only
+    for rule_id in ("RD201", "RD301", "RD403", "RD404"):
+        outcome, _ = run(f, rule_id)
+        assert outcome.status == "not_evaluated" and "'fit'" in outcome.reason
 
 
 # -- RD202 -----------------------------------------------------------------------------------
