@@ -91,10 +91,22 @@ def input_evidence(facts: Facts) -> tuple[Evidence, ...]:
         )
     )
     rows.append(Evidence("per-batch callbacks", probes.callback_ms, "ms", "callback hooks timed"))
-    if probes.breakdown is not None:
+    if probes.real_step_ms is not None:
         rows.append(
-            Evidence("waiting for input", probes.breakdown.input_ms, "ms", "step - compute - host")
+            Evidence(
+                "step on the user's data",
+                probes.real_step_ms,
+                "ms",
+                "timed in bursts alternating with the compute-only ones, no callbacks",
+            )
         )
+    if probes.breakdown is not None:
+        basis = (
+            "step on the user's data - compute-only"
+            if probes.real_step_ms is not None
+            else "step - compute-only - callbacks"
+        )
+        rows.append(Evidence("waiting for input", probes.breakdown.input_ms, "ms", basis))
     if probes.input_bound_share is not None:
         rows.append(
             Evidence("input-bound share", round(probes.input_bound_share * 100, 1), "%", "probes")

@@ -124,16 +124,20 @@ def check(facts: Facts) -> list[Finding]:
     data = facts.data
     location = m.to_location(data.location) if data else None
     wait = probes.breakdown.input_ms if probes.breakdown else None
+    paired = probes.real_step_ms is not None
+    whole = probes.real_step_ms + (probes.callback_ms or 0.0) if paired else step
     return [
         Finding(
             rule_id="RD201",
             name="input-bound",
             severity=m.share_severity(share),
             message=(
-                f"The training step waits for its input: {m.pct(share)} of the "
-                f"{m.ms(step)} median step ({m.ms(wait)}) is spent waiting for the next batch "
-                f"({data.kind if data else 'unknown'} input); the same step on batches cached "
-                f"in memory takes {m.ms(probes.compute_only_ms)}."
+                f"The training step waits for its input: {m.pct(share)} of the step "
+                f"({m.ms(wait)} of {m.ms(whole)}"
+                + (", timed side by side with the same step on cached batches" if paired else "")
+                + f") is spent waiting for the next batch ({data.kind if data else 'unknown'} "
+                f"input); on batches cached in memory the step takes "
+                f"{m.ms(probes.compute_only_ms)}."
             ),
             location=location or m.fit_location(facts),
             evidence=tuple(evidence),
