@@ -165,6 +165,8 @@ def test_rd201_uses_the_paired_real_step_when_measured():
     outcome, findings = run(f, "RD201")
     assert f.probes.input_bound_share == pytest.approx(0.05)
     assert [x.severity for x in findings] == [Severity.INFO]
+    assert "(1.00 ms of 20.00 ms, timed side by side" in findings[0].message
+    assert {e.label: e.value for e in findings[0].evidence}["step on the user's data"] == 20.0
 
 
 def test_rd201_does_not_fire_below_xprofs_cut_off_or_when_not_measured():
