@@ -544,8 +544,8 @@ class TraceCount:
     """A ``tf.function`` and how often it was traced during the window.
 
     ``role``: ``train_function`` (Keras' train step, called by ``fit`` or by a loop of
-    ``train_on_batch``), ``custom_step`` (a user function that applies gradients) or ``other``. ``calls``: calls seen; ``shapes`` distinct input shapes seen,
-    as strings (at most a few).
+    ``train_on_batch``), ``custom_step`` (a user function that applies gradients) or ``other``.
+    ``calls``: calls seen; ``shapes`` distinct input shapes seen, as strings (at most a few).
 
     Since 1.1 (all optional): ``traces`` is TensorFlow's own count
     (``Function.experimental_get_tracing_count``), summed over ``instances``: the ``tf.function``
