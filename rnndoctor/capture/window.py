@@ -417,8 +417,7 @@ class Capture:
             self.set_phase("data pipeline inspection")
             probes.collect_data(self, arguments)
             if self.options.run_probes:
-                batches = probes.sample_batches(self, arguments)  # sets its own phase
-                self.set_phase("sequence sampling")
+                batches = probes.sample_batches(self, arguments)  # each sets its own phase
                 sequences.sample_sequences(self, model, batches)
                 self.save()
                 probes.run_probes(self, model, arguments, batches)
