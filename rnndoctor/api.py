@@ -26,12 +26,14 @@ from rnndoctor.facts import Facts, RunInfo
 def record_construction_sites() -> None:
     """Records, from now on, the file:line where each Keras layer is built.
 
-    Call it before building the model; layers built earlier have no recorded site, and their
-    findings say "construction site not recorded". ``rnndoctor check`` does this for you.
+    Call it before building the model and the data; layers, datasets and callbacks built
+    earlier have no recorded site, and their findings say "construction site not recorded".
+    ``rnndoctor check`` does this for you.
     """
-    from rnndoctor.capture import sites
+    from rnndoctor.capture import probes, sites
 
     sites.install()
+    probes.install()  # where tf.data datasets, PyDatasets and callbacks are built
 
 
 def diagnose(
@@ -43,6 +45,7 @@ def diagnose(
     profile_steps: int = 3,
     out: str | os.PathLike | None = None,
     probe_fast_path: bool = True,
+    run_probes: bool = True,
     select: list[str] | None = None,
     ignore: list[str] | None = None,
     **fit_kwargs: Any,
@@ -61,6 +64,9 @@ def diagnose(
         out: directory for ``facts.json``, ``report.html``, ``report.json`` and the profile
             logdir; None keeps the facts in memory and profiles into a temporary directory.
         probe_fast_path: run the cuDNN fast-path probe on each LSTM/GRU layer.
+        run_probes: after the window, run the input-only, compute-only, batch-size and
+            steps_per_execution probes and the sequence sampling (they train the model a little
+            further; a few seconds on a small model).
         select: rule IDs or names to run (default: all).
         ignore: rule IDs or names to skip.
         **fit_kwargs: passed to ``model.fit`` (``y``, ``batch_size``, ``epochs``, ``callbacks``...).
@@ -101,6 +107,7 @@ def diagnose(
         profile_steps=profile_steps,
         profile_dir=profile_dir,
         probe_fast_path=probe_fast_path,
+        run_probes=run_probes,
     )
     facts_path = os.path.join(out, "facts.json") if out is not None else None
     capture = Capture(facts, options, facts_path)

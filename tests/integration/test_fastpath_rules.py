@@ -12,7 +12,9 @@ from scenarios import SCENARIOS, Scenario, line_of  # noqa: E402
 
 rnndoctor.record_construction_sites()
 
-FAST = dict(steps=2, warmup_steps=1, profile_steps=0, epochs=1, batch_size=16, verbose=0)
+FAST = dict(
+    steps=2, warmup_steps=1, profile_steps=0, epochs=1, batch_size=16, verbose=0, run_probes=False
+)  # the RD1xx verdicts need no probe; tests/integration/test_probes.py runs them
 
 
 def _diagnose(build):
