@@ -28,8 +28,9 @@ def _r(value: float) -> float:
 def breakdown_bar(breakdown: StepBreakdown | None) -> dict[str, Any] | None:
     """A stacked bar of the median step: input, compute, host overhead (callbacks), other.
 
-    Returns ``{"w", "h", "parts": [{"key", "label", "ms", "share", "x", "w"}]}``; parts of 0 ms
-    are dropped. None when there is no breakdown or the step time is not positive.
+    Returns ``{"w", "h", "parts": [{"key", "label", "ms", "share", "x", "w"}], "over_ms"}``;
+    parts of 0 ms or less are dropped; ``over_ms`` is how much the probes' parts exceed the step
+    (a negative ``other_ms``), else 0. None when there is no breakdown or no positive step time.
     """
     if breakdown is None or breakdown.step_ms <= 0:
         return None
@@ -37,8 +38,8 @@ def breakdown_bar(breakdown: StepBreakdown | None) -> dict[str, Any] | None:
         ("input", "input (waiting for the next batch)", breakdown.input_ms),
         ("compute", "compute (train step on cached batches)", breakdown.compute_ms),
         ("host", "host overhead (per-batch callbacks)", breakdown.host_ms),
-        ("other", "unaccounted (probes add up to more than the step)", abs(breakdown.other_ms)),
-    ]
+        ("other", "other (Keras' per-step overhead, run-to-run difference)", breakdown.other_ms),
+    ]  # a negative remainder (the probes add up to more than the step) gets no segment
     total = sum(ms for _, _, ms in parts) or 1.0
     x = 0.0
     out = []
@@ -51,7 +52,7 @@ def breakdown_bar(breakdown: StepBreakdown | None) -> dict[str, Any] | None:
              "x": _r(x), "w": _r(width)}
         )  # fmt: skip
         x += width
-    return {"w": CHART_W, "h": _BAR_H, "parts": out}
+    return {"w": CHART_W, "h": _BAR_H, "parts": out, "over_ms": max(0.0, -breakdown.other_ms)}
 
 
 def probe_curve(points: list[ProbePoint], unit: str = "batch size") -> dict[str, Any] | None:
