@@ -24,8 +24,12 @@ ENV = jinja2.Environment(
 _CHART_W, _CHART_H = 600, 120  # step-time chart size, px
 
 
-def _fmt(value: Any) -> str:
+def format_value(value: Any) -> str:
+    """How the report shows a value: floats below 1 with 4 significant digits (``0.0975``),
+    below 1000 with up to 3 decimals, above with 1; None as a dash; anything else as ``str``."""
     if isinstance(value, float):
+        if abs(value) < 1:
+            return f"{value:.4g}"
         text = f"{value:,.3f}" if abs(value) < 1e3 else f"{value:,.1f}"
         return text.rstrip("0").rstrip(".")
     return "—" if value is None else str(value)
@@ -76,7 +80,7 @@ def step_chart(step_ms: list[float]) -> dict[str, Any] | None:
     return {"w": _CHART_W, "h": _CHART_H, "bars": bars, "top_ms": top}
 
 
-ENV.filters["fmt"] = _fmt
+ENV.filters["fmt"] = format_value
 
 
 def bucket_boundaries(report: Report, seq: SequenceInput) -> list[int]:

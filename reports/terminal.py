@@ -24,18 +24,21 @@ def summary_lines(report: Report, written: dict[str, os.PathLike] | None = None)
     for f in report.findings:
         where = f"{_rel(f.location.file)}:{f.location.line}" if f.location else "-"
         lines.append(f"{f.rule_id} {f.severity.label:<7} {where}  {f.message}")
-    not_evaluated = [o.rule.id for o in report.outcomes if o.status in ("not_evaluated", "failed")]
+    unevaluated = [o for o in report.outcomes if o.status in ("not_evaluated", "failed")]
+    need_gpu = [o.rule.id for o in unevaluated if (o.reason or "").startswith("needs a GPU")]
+    not_evaluated = [o.rule.id for o in unevaluated if o.rule.id not in need_gpu]
     skipped = [o.rule.id for o in report.outcomes if o.status == "skipped"]
-    evaluated = len(report.outcomes) - len(not_evaluated) - len(skipped)
+    evaluated = len(report.outcomes) - len(unevaluated) - len(skipped)
+    if need_gpu:
+        lines.append(f"not evaluated, need a GPU: {', '.join(need_gpu)}")
     if not_evaluated:
         lines.append(f"not evaluated: {', '.join(not_evaluated)} (facts missing; see the report)")
     if skipped:
         lines.append(f"skipped: {', '.join(skipped)} (--select / --ignore)")
     if not report.findings:
         lines.append(
-            "no findings"
-            if not not_evaluated
-            else f"no findings from the {evaluated} rules evaluated: this is not a clean result"
+            f"no findings from the {evaluated} rules evaluated"
+            + (": the rules not evaluated could still fire" if not_evaluated else "")
         )
     for n in facts.run.neutralised:
         target = f" (would have written {_rel(n.detail)})" if n.detail else ""

@@ -46,8 +46,8 @@ from __future__ import annotations
 
 from rnndoctor.facts import CustomLoopFacts, Facts
 from rnndoctor.findings import Evidence, Finding, Fix
+from rnndoctor.rules import NotEvaluated, rule
 from rnndoctor.rules import _host_hw as hh
-from rnndoctor.rules import rule
 
 
 def decorator(loop: CustomLoopFacts) -> str:
@@ -101,10 +101,17 @@ def _gain(facts: Facts, loop: CustomLoopFacts) -> tuple[str, float | None]:
     "RD402",
     "eager-custom-loop",
     "a custom loop applies gradients eagerly (no tf.function)",
-    needs=("loop",),
+    needs=(),
 )
 def check(facts: Facts) -> list[Finding]:
     loop = facts.loop
+    if loop is None:
+        if facts.fit is not None:
+            return []  # the script trains with Model.fit: no custom loop to check
+        raise NotEvaluated(
+            "the run reached neither Model.fit nor a gradient update of a custom loop "
+            f"(it ended with outcome '{facts.run.outcome}' during '{facts.run.phase}')"
+        )
     if not loop.eager or loop.functions_run_eagerly:
         return []
     evidence = [

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from rnndoctor.reports.html import format_value
+
 pytestmark = pytest.mark.slow
 
 SCRIPTS = Path(__file__).parents[1] / "scripts"
@@ -87,7 +89,7 @@ def test_demo_report_in_headless_chromium_shows_every_finding_offline(demo):
     for finding in report["findings"]:
         assert finding["rule_id"] in text
         for evidence in finding["evidence"]:
-            assert evidence["label"] in text and str(evidence["value"]) in text
+            assert evidence["label"] in text and format_value(evidence["value"]) in text
         assert finding["fix"]["code"] in text
         assert f"{Path(finding['location']['file']).name}:{finding['location']['line']}" in text
 
@@ -104,14 +106,15 @@ def test_hostile_layer_name_and_script_path_are_inert_in_every_format(demo, tmp_
     facts_file.write_text(json.dumps(facts))
     out = tmp_path / "out"
     result = rnndoctor("report", str(facts_file), "--out", str(out), "--format", "html,md,sarif",
-                       cwd=tmp_path)  # fmt: skip
+                       "--fail-on", "never", cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr
     html = (out / "report.html").read_text()
     assert HOSTILE not in html and "<b onmouseover" not in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
     sarif = (out / "report.sarif").read_text()
     assert "<" not in sarif and ">" not in sarif
-    assert json.loads(sarif)["runs"][0]["results"][0]["properties"]["layer"] == HOSTILE
+    layers = [r["properties"].get("layer") for r in json.loads(sarif)["runs"][0]["results"]]
+    assert HOSTILE in layers
     for line in (out / "report.md").read_text().splitlines():
         # raw only inside code spans or fenced blocks, which Markdown shows as text
         if HOSTILE in line or "<b " in line:

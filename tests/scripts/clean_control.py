@@ -11,8 +11,8 @@ import tensorflow as tf
 from keras import layers
 
 rng = np.random.default_rng(0)
-x = rng.normal(size=(32768, 30, 8)).astype("float32")
-y = rng.normal(size=(32768, 1)).astype("float32")
+x = rng.normal(size=(16384, 30, 8)).astype("float32")
+y = rng.normal(size=(16384, 1)).astype("float32")
 
 
 def scale(features, target):
@@ -21,13 +21,13 @@ def scale(features, target):
 
 ds = (
     tf.data.Dataset.from_tensor_slices((x, y))
-    .batch(512)
+    .batch(256)
     .map(scale, num_parallel_calls=tf.data.AUTOTUNE)
     .cache()
     .shuffle(64)
     .prefetch(tf.data.AUTOTUNE)
 )
 
-model = keras.Sequential([keras.Input((30, 8)), layers.LSTM(32), layers.Dense(1)])
+model = keras.Sequential([keras.Input((30, 8)), layers.LSTM(128), layers.Dense(1)])
 model.compile(optimizer="adam", loss="mse", steps_per_execution=8)
 model.fit(ds, epochs=2, callbacks=[keras.callbacks.EarlyStopping(monitor="loss", patience=2)])

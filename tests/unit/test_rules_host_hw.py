@@ -105,10 +105,14 @@ def test_rd402_loop_body_at_module_level_points_at_apply_gradients():
     assert finding.fix.safety == "display-only" and "def train_step" in finding.fix.code
 
 
-def test_rd402_is_not_evaluated_without_a_custom_loop():
+def test_rd402_passes_a_fit_script_and_is_not_evaluated_when_nothing_trained():
     facts = facts_of("fit-run-eagerly")
-    assert facts.loop is None
-    assert outcome(facts, "RD402").status == "not_evaluated"
+    assert facts.loop is None and facts.fit is not None
+    assert outcome(facts, "RD402").status == "passed"  # fit's step is Keras' tf.function (RD401)
+    facts.fit = None
+    facts.run.outcome = "script_error"
+    result = outcome(facts, "RD402")
+    assert result.status == "not_evaluated" and "neither Model.fit" in result.reason
 
 
 # -- RD405 retracing -------------------------------------------------------------------------
