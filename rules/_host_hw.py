@@ -10,6 +10,7 @@ import re
 from rnndoctor.facts import Facts, SourceLocation
 from rnndoctor.findings import Location, Severity
 from rnndoctor.rules import NotEvaluated
+from rnndoctor.rules import _fastpath as fp
 
 # Severity of a measured speedup (RULES.md: error means at least 2x slower than it needs to be;
 # warning a measurable slowdown).
@@ -17,17 +18,7 @@ ERROR_SPEEDUP = 2.0
 WARNING_SPEEDUP = 1.1  # below this, a measured gain is within run-to-run noise: info
 
 
-def location(loc: SourceLocation | None) -> Location | None:
-    """The finding's :class:`Location` for a recorded :class:`SourceLocation`."""
-    if loc is None:
-        return None
-    return Location(
-        file=loc.file,
-        line=loc.line,
-        code=loc.code,
-        context_start=loc.context_start,
-        context=tuple(loc.context),
-    )
+location = fp.to_location  # one SourceLocation -> Location converter
 
 
 def first_location(*locations: SourceLocation | None) -> Location | None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import ast
 
-from rnndoctor.facts import DataNode, Facts, SourceLocation
+from rnndoctor.facts import DataNode, Facts
 from rnndoctor.findings import Evidence, Location, Severity
+from rnndoctor.rules import _fastpath as fp
 
 # xprof's input-pipeline analysis calls a step "moderately" input-bound from 5% of the step time
 # waiting for input and "highly" input-bound from 20%: kModeratelyInfeedBoundThresholdInPercent
@@ -24,17 +25,7 @@ WARNING_SHARE = 0.20
 ERROR_SHARE = 0.50
 
 
-def to_location(loc: SourceLocation | None) -> Location | None:
-    """A finding's :class:`Location` from a facts :class:`SourceLocation`."""
-    if loc is None:
-        return None
-    return Location(
-        file=loc.file,
-        line=loc.line,
-        code=loc.code,
-        context_start=loc.context_start,
-        context=tuple(loc.context),
-    )
+to_location = fp.to_location  # one SourceLocation -> Location converter
 
 
 def input_share(facts: Facts) -> tuple[float | None, str]:

@@ -27,6 +27,7 @@ import keras
 
 from rnndoctor.capture import loop, neutralise, probes, sequences, sites
 from rnndoctor.capture.budget import Budget, Budgets
+from rnndoctor.capture.data import data_kind
 from rnndoctor.capture.model import collect_model
 from rnndoctor.capture.profile import summarize_profile
 from rnndoctor.facts import CutShort, Facts, FitConfig, StepTimes
@@ -208,25 +209,6 @@ class DiagnosisWindow(keras.callbacks.Callback):
         return times
 
 
-def _data_kind(x: Any) -> str:
-    import numpy as np
-    import tensorflow as tf
-
-    if isinstance(x, tf.data.Dataset):
-        return "tf.data"
-    if isinstance(x, keras.utils.PyDataset):
-        return "keras.PyDataset"
-    if isinstance(x, np.ndarray):
-        return "numpy"
-    if isinstance(x, (dict, list, tuple)):
-        return "numpy (multi-input)"
-    if inspect.isgenerator(x) or hasattr(x, "__next__"):
-        return "python_generator"
-    if tf.is_tensor(x):
-        return "tensor"
-    return type(x).__name__
-
-
 def _dataset_batch_size(x: Any) -> int | None:
     """The batch size a tf.data pipeline's last batch op sets, when it is a constant."""
     for attr in ("_batch_size",):
@@ -251,7 +233,7 @@ def _name(obj: Any) -> str | None:
 def fit_config(model: Any, arguments: dict[str, Any], location) -> FitConfig:
     """Describes the ``fit`` call from its bound arguments and the model's compile state."""
     x = arguments.get("x")
-    kind = _data_kind(x)
+    kind = data_kind(x)
     batch_size = arguments.get("batch_size")
     if kind == "tf.data":
         batch_size = _dataset_batch_size(x)
