@@ -40,7 +40,7 @@ def breakdown_bar(breakdown: StepBreakdown | None) -> dict[str, Any] | None:
         ("host", "host overhead (per-batch callbacks)", breakdown.host_ms),
         ("other", "other (Keras' per-step overhead, run-to-run difference)", breakdown.other_ms),
     ]  # a negative remainder (the probes add up to more than the step) gets no segment
-    total = sum(ms for _, _, ms in parts) or 1.0
+    total = max(breakdown.step_ms, sum(ms for _, _, ms in parts if ms > 0))  # shares of this
     x = 0.0
     out = []
     for key, label, ms in parts:
@@ -48,7 +48,7 @@ def breakdown_bar(breakdown: StepBreakdown | None) -> dict[str, Any] | None:
             continue
         width = ms / total * CHART_W
         out.append(
-            {"key": key, "label": label, "ms": ms, "share": ms / breakdown.step_ms,
+            {"key": key, "label": label, "ms": ms, "share": ms / total,
              "x": _r(x), "w": _r(width)}
         )  # fmt: skip
         x += width

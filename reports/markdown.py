@@ -90,13 +90,14 @@ def _probes(report: Report) -> list[str]:
     out = ["## Where the step time goes", ""]
     b = pr.breakdown
     if b is not None:
+        total = max(b.step_ms, b.input_ms + b.compute_ms + b.host_ms)  # as the HTML's shares
         out += ["| part of the median step | ms | share |", "|---|---|---|"]
         for label, ms in (("input (waiting for the next batch)", b.input_ms),
                           ("compute (train step on cached batches)", b.compute_ms),
                           ("host overhead (per-batch callbacks)", b.host_ms),
                           ("unaccounted", b.other_ms)):  # fmt: skip
-            if ms:
-                out += [f"| {label} | {ms:.2f} | {_pct(ms / b.step_ms if b.step_ms else None)} |"]
+            if ms > 0:
+                out += [f"| {label} | {ms:.2f} | {_pct(ms / total if total else None)} |"]
         out += [""]
     rows = [
         ("input-only time per batch", f"{pr.input_only_ms} ms ({pr.input_only_method})"

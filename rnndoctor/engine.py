@@ -131,10 +131,13 @@ class Report:
         probes = self.facts.probes
         b = probes.breakdown if probes else None
         if b is not None and b.step_ms > 0:
+            # The probes run after the window, under the machine load of their own moment: when
+            # their parts add up to more than the step, the shares are of that sum.
+            total = max(b.step_ms, b.input_ms + b.compute_ms + b.host_ms)
             return (
-                f" Of the {b.step_ms:.1f} ms median step, {b.input_ms / b.step_ms * 100:.0f}% is "
-                f"waiting for input, {b.compute_ms / b.step_ms * 100:.0f}% compute and "
-                f"{b.host_ms / b.step_ms * 100:.0f}% per-batch callbacks (measured)."
+                f" Of the {b.step_ms:.1f} ms median step, {b.input_ms / total * 100:.0f}% is "
+                f"waiting for input, {b.compute_ms / total * 100:.0f}% compute and "
+                f"{b.host_ms / total * 100:.0f}% per-batch callbacks (measured)."
             )
         profile = self.facts.profile
         top = profile.top_op_types[0] if profile and profile.top_op_types else None
