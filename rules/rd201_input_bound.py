@@ -19,7 +19,10 @@ Evidence:
     ``probes.input_bound_share``, ``probes.breakdown``; the cross-check
     ``probes.input_only_ms`` / ``probes.input_share_check`` (a fresh iterator over the same data
     with no model); xprof's ``profile.input_pipeline`` (input share on GPU, or its verbatim
-    "not measured" statement); ``data`` (the pipeline graph) for the fix.
+    "not measured" statement); ``data`` (the pipeline graph) for the fix. The share reported
+    (and its severity) is the step difference counted only up to the input-only cross-check
+    (``rules/_measured.py: corroborated_share``): a step difference the input-only time cannot
+    explain is noise or loop overhead that no input fix removes.
 
 Example:
     ``tf.data.Dataset.from_generator(slow_python_examples, ...).batch(32)``
@@ -90,9 +93,11 @@ def _fix(facts: Facts) -> tuple[str, str]:
 )
 def check(facts: Facts) -> list[Finding]:
     probes = facts.probes
-    share = probes.input_bound_share
+    if probes.input_bound_share is None:
+        return []  # not measured (probes.*_not_measured says why)
+    share, _ = m.input_share(facts)  # counted up to the input-only cross-check
     if share is None or share < m.INFO_SHARE:
-        return []  # below xprof's cut-off, or not measured (probes.*_not_measured says why)
+        return []  # below xprof's cut-off
     step = m.step_ms(facts)
     evidence = list(m.input_evidence(facts))
     if probes.input_share_check is not None:

@@ -169,6 +169,21 @@ def test_rd201_uses_the_paired_real_step_when_measured():
     assert {e.label: e.value for e in findings[0].evidence}["step on the user's data"] == 20.0
 
 
+def test_rd201_counts_a_step_difference_only_as_far_as_input_only_time_explains_it():
+    # The demo's case: the step difference says 8% waiting, but producing a batch takes 0.2 ms
+    # of a 350 ms step; no input fix removes the difference, so no finding.
+    f = facts(step=350.0, compute=322.0, input_only=0.2)
+    assert f.probes.input_bound_share == pytest.approx(0.08)
+    assert run(f, "RD201")[1] == []
+    # Half the difference explained: the finding reports the corroborated share, and says so.
+    f = facts(step=10.0, compute=3.0, input_only=3.5)
+    _, (finding,) = run(f, "RD201")
+    assert finding.severity is Severity.WARNING  # 35%, not the 70% step difference
+    values = {e.label: e.value for e in finding.evidence}
+    assert values["step difference (step - compute-only), as measured"] == 70.0
+    assert finding.speedup == pytest.approx(1 / (1 - 0.35), rel=0.02)
+
+
 def test_rd201_does_not_fire_below_xprofs_cut_off_or_when_not_measured():
     assert run(facts(step=3.1, compute=3.0), "RD201")[1] == []
     outcome, findings = run(facts(compute=None), "RD201")
