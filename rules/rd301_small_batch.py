@@ -48,6 +48,14 @@ def _fix(facts: Facts, size: int) -> tuple[str, Location | None, str | None]:
     call it rewrites."""
     data = facts.data
     if data is not None and data.kind == "tf.data":
+        buckets = [n for n in m.nodes_of(facts, "bucket") if n.location is not None]
+        if data.batch_kind == "bucket" and buckets:
+            loc = buckets[-1].location
+            code = _with_bucket_batch_sizes(loc.call_source, size) or (
+                f"ds = ds.bucket_by_sequence_length(length_fn, BOUNDARIES, "
+                f"bucket_batch_sizes=[{size}] * (len(BOUNDARIES) + 1))"
+            )
+            return code, m.to_location(loc), loc.call_source
         for kind in ("batch", "padded_batch"):
             nodes = [n for n in m.nodes_of(facts, kind) if n.location is not None]
             if nodes:
@@ -59,6 +67,34 @@ def _fix(facts: Facts, size: int) -> tuple[str, Location | None, str | None]:
     call = facts.fit.location.call_source if facts.fit and facts.fit.location else None
     code = m.with_keyword(call, "batch_size", str(size)) or f"model.fit(..., batch_size={size})"
     return code, m.fit_location(facts), call
+
+
+def _with_bucket_batch_sizes(call: str | None, size: int) -> str | None:
+    """``ds.bucket_by_sequence_length(f, B, [64] * 9)`` -> ``...(f, B, [128] * (len(B) + 1))``:
+    the bucketed pipeline's batch size is its ``bucket_batch_sizes`` (tf.data.Dataset
+    .bucket_by_sequence_length: one batch size per bucket, ``len(bucket_boundaries) + 1``)."""
+    if not call:
+        return None
+    try:
+        node = ast.parse(call.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(node, ast.Call):
+        return None
+    bounds = (
+        node.args[1]
+        if len(node.args) > 1
+        else next((k.value for k in node.keywords if k.arg == "bucket_boundaries"), None)
+    )
+    if bounds is None:
+        return None
+    sizes = ast.parse(f"[{size}] * (len({ast.unparse(bounds)}) + 1)", mode="eval").body
+    if len(node.args) > 2:
+        node.args[2] = sizes
+    else:
+        node.keywords = [k for k in node.keywords if k.arg != "bucket_batch_sizes"]
+        node.keywords.append(ast.keyword(arg="bucket_batch_sizes", value=sizes))
+    return ast.unparse(node)
 
 
 def _with_batch_size(call: str | None, size: int) -> str | None:

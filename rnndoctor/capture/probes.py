@@ -16,8 +16,9 @@ model, after the diagnosis window (DESIGN.md, Measurement):
   paired bursts, else ``(step - compute_only - callbacks) / step`` from the window's median
   step; cross-checked with ``input_only / step``. The :class:`~rnndoctor.facts.StepBreakdown`
   splits the window's median step.
-- **batch-size probe**: compute-only samples/s at b, 2b and 4b (the cached batches tiled along
-  axis 0), bounded by its time budget and by memory (:mod:`rnndoctor.capture.memory`): before
+- **batch-size probe**: compute-only samples/s at b, 2b and 4b (the same few cached batches,
+  tiled along axis 0, at every point, so that the points differ in batch size only), bounded
+  by its time budget and by memory (:mod:`rnndoctor.capture.memory`): before
   each point the extra memory it needs is estimated (at least its tiled batches; the working
   set per sample from the previous point's measured growth) and compared with the limit.
   Out-of-memory errors (``tf.errors.ResourceExhaustedError``, ``MemoryError``) stop the probe
@@ -660,14 +661,9 @@ def _batch_probe(
         probes.batch_probe_not_measured = "the sampled batches have no batch dimension"
         return
     full = [item for item, s in zip(batches.raw, sizes, strict=True) if s == base][:4]
-    probes.batch_probe.append(
-        ProbePoint(
-            value=base,
-            step_time_ms=probes.compute_only_ms,
-            samples_per_s=round(base * 1000.0 / probes.compute_only_ms, 2),
-            steps=0,
-        )
-    )
+    # Every point, the user's batch size included, trains on the same few batches (tiled), so
+    # that the points differ in batch size only: with bucketed or per-batch padded data, the
+    # compute-only probe's 16 batches have other lengths than these.
     limit, source = memory.memory_limit(capture)
     probes.memory_limit_mib = round(limit, 3) if limit is not None else None
     probes.memory_limit_source = source
@@ -688,7 +684,7 @@ def _batch_probe(
     meter_gpu = memory.MemoryMeter(capture).gpu
     previous = base
     spec = _any_batch_size(batches.element_spec)
-    for factor in _BATCH_FACTORS:
+    for factor in (1, *_BATCH_FACTORS):
         size = base * factor
         point = ProbePoint(value=size)
         probes.batch_probe.append(point)
@@ -696,10 +692,10 @@ def _batch_probe(
         if per_sample_mib is not None:
             # GPU: the allocator's peak is a step's whole working set, which scales with the
             # batch; CPU: the peak RSS growth is the memory beyond what earlier points kept.
-            extra = size if meter_gpu else size - previous
+            extra = size if meter_gpu else max(0, size - previous)
             estimate = max(estimate, per_sample_mib * extra)
         point.memory_estimate_mib = round(estimate, 3)
-        if limit is not None and estimate > limit:
+        if factor > 1 and limit is not None and estimate > limit:  # b itself: fit ran it
             point.stopped = (
                 f"not run: estimated {estimate:.3g} MiB more memory, over the {limit:g} MiB "
                 f"limit ({source})"
