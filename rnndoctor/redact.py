@@ -21,6 +21,18 @@ from rnndoctor.engine import Report, RuleOutcome
 # Environment variables whose values are removed wherever they appear.
 _SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|KEY|AUTH|CREDENTIAL|PRIVATE", re.I)
 _MIN_SECRET_LEN = 6  # shorter values would match ordinary words (documented in the README)
+# Secret literals in the script's own text (code context, script.log): a quoted string assigned to
+# a secret-named variable or keyword (api_key = "sk-..."), and an upper-case NAME=value as
+# environment dumps and config printouts show it (API_KEY=sk-...). Unquoted code such as
+# `tokenizer = Tokenizer(...)` is left alone.
+_SECRET_WORD = r"(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|CREDENTIAL|PRIVATE_?KEY)"
+_QUOTED_SECRET = re.compile(
+    rf"(\b\w*{_SECRET_WORD}\w*[\"']?\s*[:=]\s*)([\"'])([^\"'\s]{{{_MIN_SECRET_LEN},}})\2",
+    re.I,
+)
+_ASSIGNED_SECRET = re.compile(
+    rf"(\b[A-Z0-9_]*{_SECRET_WORD}[A-Z0-9_]*=)([^\s\"',;]{{{_MIN_SECRET_LEN},}})"
+)
 
 
 def _names() -> list[tuple[str, str]]:
@@ -65,6 +77,8 @@ def make_scrubber(base_dir: str | None, cwd: str | None = None) -> Callable[[str
     def scrub(text: str) -> str:
         for value, label in secrets:
             text = text.replace(value, label)
+        text = _QUOTED_SECRET.sub(r"\1\2<redacted>\2", text)
+        text = _ASSIGNED_SECRET.sub(r"\1<redacted>", text)
         for folder, relative in folders:
             text = text.replace(folder + "/", "" if relative == "." else relative + "/")
             text = re.sub(rf"{re.escape(folder)}(?![\w.-])", relative, text)

@@ -198,3 +198,16 @@ def test_a_facts_file_with_a_wrong_type_is_a_one_line_usage_error(facts_file, tm
     assert result.exit_code == EXIT_USAGE
     assert "facts.steps.median_step_time_ms must be a number" in result.output
     assert "Traceback" not in result.output
+
+
+def test_redact_removes_secret_literals_in_the_scripts_own_text_and_keeps_ordinary_code():
+    from rnndoctor.redact import make_scrubber
+
+    scrub = make_scrubber(None)
+    assert scrub('print("API_KEY=sk-abcdef123456")') == 'print("API_KEY=<redacted>")'
+    assert scrub('api_key = "sk-abcdef123"') == 'api_key = "<redacted>"'
+    assert scrub('client(token="ghp_abcdefgh")') == 'client(token="<redacted>")'
+    assert scrub('{"password": "hunter22"}') == '{"password": "<redacted>"}'
+    for code in ("tokenizer = Tokenizer(num_words=100)", "max_tokens=256",
+                 "sorted(x, key=lambda v: v)", "PASSWORD=short"):  # fmt: skip
+        assert scrub(code) == code
