@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.addaudithook(_watch_backend)
     _start_watchdog(capture)
     _watch_os_exit(capture)
-    capture.set_phase("running the script until its first Model.fit call")
+    capture.set_phase("running the script until its first Model.fit call or gradient update")
     try:
         runpy.run_path(script, run_name="__main__")
     except StopScript:
@@ -346,7 +346,10 @@ def main(argv: list[str] | None = None) -> int:
         loop.finish_pending(capture)  # a custom loop that ended before its window was done
         if not capture.fit_called and not capture.window_finished:
             facts.run.outcome = "no_fit"
-            facts.run.message = "the script ended without calling Model.fit"
+            facts.run.message = (
+                "the script ended without calling Model.fit or applying gradients with a Keras "
+                "optimizer"
+            )
     facts.run.wall_time_s = round(time.monotonic() - started, 3)
     facts.save(facts_path)
     return 0

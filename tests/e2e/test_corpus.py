@@ -92,11 +92,12 @@ CASES = [
     Case("import_error", "import_error.py", 3,
          r"ModuleNotFoundError: No module named 'rnndoctor_corpus_no_such_module' at "
          + _corpus("import_error.py") + ":2 ", outcome="script_error"),
-    Case("no_fit", "no_fit.py", 3, r"the script ended without calling Model\.fit \(partial",
-         outcome="no_fit"),
+    Case("no_fit", "no_fit.py", 3,
+         r"the script ended without calling Model\.fit or applying gradients with a Keras "
+         r"optimizer \(partial", outcome="no_fit"),
     Case("loops_before_fit", "loops_before_fit.py", 4,
          r"--timeout 20 s reached during phase 'running the script until its first Model\.fit "
-         r"call'; the script was stopped$", timeout=20, outcome="timeout"),
+         r"call or gradient update'; the script was stopped$", timeout=20, outcome="timeout"),
     Case("crash_in_window", "crash_in_window.py", 3,
          r"RuntimeError: simulated crash in the middle of training at "
          + _corpus("crash_in_window.py") + ":10 ", outcome="script_error"),
@@ -108,7 +109,7 @@ CASES = [
          outcome="script_error"),
     Case("interrupted", "loops_before_fit.py", 130,
          r"^interrupted \(Ctrl-C\) during phase 'running the script until its first Model\.fit "
-         r"call'$", timeout=120, outcome="interrupted"),
+         r"call or gradient update'$", timeout=120, outcome="interrupted"),
     Case("hanging_generator", "hanging_generator.py", 4,
          r"--timeout 30 s reached during phase 'measured steps'; the script was stopped$",
          timeout=30, outcome="timeout"),
@@ -338,7 +339,7 @@ def test_the_corpus_runs_within_its_budget(runs):
 def test_a_timeout_names_the_phase_cut_short_and_kills_escaped_processes(runs):
     run = runs["loops_before_fit"]
     facts = run.doc["facts"]
-    phase = "running the script until its first Model.fit call"
+    phase = "running the script until its first Model.fit call or gradient update"
     assert facts["run"]["phase"] == phase
     assert facts["run"]["cut_short"][-1]["phase"] == phase
     assert "--timeout 20 s reached" in facts["run"]["cut_short"][-1]["reason"]
