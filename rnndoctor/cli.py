@@ -202,6 +202,8 @@ _CHAINED = ("During handling of the above exception", "The above exception was t
 # TensorFlow's C++ INFO lines (absl format: I<mmdd> <time> <thread> <file>:<line>] ...)
 _TF_INFO = re.compile(r"^I\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ \S+:\d+\] ")
 _ABSL_PREAMBLE = "WARNING: All log messages before absl::InitializeLog() is called are written"
+# The second line of TensorFlow's cpu_feature_guard INFO message (the first is an _TF_INFO line).
+_TF_CPU_FEATURES = "To enable the following instructions:"
 
 
 def _log_tail(log_path: Path, lines: int, keep_tracebacks: bool) -> list[str]:
@@ -240,7 +242,7 @@ def _log_tail(log_path: Path, lines: int, keep_tracebacks: bool) -> list[str]:
             not line.strip()
             or line.startswith(_CHAINED)
             or _TF_INFO.match(line)
-            or line.startswith(_ABSL_PREAMBLE)
+            or line.startswith((_ABSL_PREAMBLE, _TF_CPU_FEATURES))
         ):
             continue
         kept.append(line)
