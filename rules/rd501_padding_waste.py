@@ -107,7 +107,8 @@ def bucket_code(facts: Facts, record: SequenceInput, result: bk.BucketPlan) -> t
         "    .prefetch(tf.data.AUTOTUNE)",
         ")",
         "# model.fit(dataset, ...): drop batch_size; validation_split does not apply to a",
-        "# dataset, so pass validation_data (built the same way from held-out arrays)",
+        "# dataset, so pass validation_data (built the same way from held-out arrays).",
+        "# The model's Input must take any length: keras.Input(shape=(None, ...)).",
     ]
     safety = "unsafe" if kind in (None, "numpy") and record.input_rank in (2, 3) else "display-only"
     return "\n".join(head + body), safety
