@@ -446,3 +446,16 @@ def test_rule_docs_have_every_section():
         for section in ("What it detects:", "Why it slows training:", "Evidence:", "Example:",
                         "Use instead:", "Fix safety:", "References:"):  # fmt: skip
             assert section in doc, (rule_id, section)
+
+
+def test_rd301_fix_on_a_bucketed_pipeline_rewrites_its_bucket_batch_sizes():
+    from rnndoctor.rules.rd301_small_batch import _with_bucket_batch_sizes
+
+    call = "ds.bucket_by_sequence_length(length, BOUNDARIES, BATCH_SIZES)"
+    assert _with_bucket_batch_sizes(call, 128) == (
+        "ds.bucket_by_sequence_length(length, BOUNDARIES, [128] * (len(BOUNDARIES) + 1))"
+    )
+    keywords = "ds.bucket_by_sequence_length(f, bucket_boundaries=[3, 5], bucket_batch_sizes=[4])"
+    assert _with_bucket_batch_sizes(keywords, 8).endswith(
+        "bucket_batch_sizes=[8] * (len([3, 5]) + 1))"
+    )
