@@ -63,7 +63,22 @@ def _notes(before: Facts, after: Facts, fixed: list[Finding]) -> list[str]:
                 "both runs ran without one, so the step-time ratio shows only the fixes' effect "
                 "on this CPU"
             )
+    for label, facts in (("first", before), ("second", after)):
+        steps = facts.steps
+        if steps and steps.median_step_time_ms and steps.p90_step_time_ms:
+            spread = steps.p90_step_time_ms / steps.median_step_time_ms
+            if spread >= _SPREAD_NOTE:
+                notes.append(
+                    f"the {label} run's step times vary widely (p90 {spread:.1f}x the median, "
+                    f"over {steps.measured_steps} steps; batches of different lengths, say): "
+                    "the ratio of medians is rough; check with more --steps"
+                )
     return notes
+
+
+# p90 / median at which a run's median step time is called rough (a bucketed pipeline's batches
+# differ in length by design; the median of 20 such steps moves from run to run).
+_SPREAD_NOTE = 1.5
 
 
 def compare_reports(before: Report, after: Report) -> Comparison:
