@@ -171,13 +171,8 @@ def batch_size(facts: Facts) -> int | None:
 def with_keyword(call_source: str | None, name: str, value: str) -> str | None:
     """``call_source`` (one call, as recorded) with keyword ``name=value`` set; None when the
     source is not a single call."""
-    if not call_source:
-        return None
-    try:
-        node = ast.parse(call_source.strip(), mode="eval").body
-    except SyntaxError:
-        return None
-    if not isinstance(node, ast.Call):
+    node = fp.parse_call(call_source)
+    if node is None:
         return None
     node.keywords = [k for k in node.keywords if k.arg != name]
     node.keywords.append(ast.keyword(arg=name, value=ast.parse(value, mode="eval").body))

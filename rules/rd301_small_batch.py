@@ -36,6 +36,7 @@ import ast
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, Location, Severity
+from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _measured as m
 from rnndoctor.rules import rule
 
@@ -73,13 +74,8 @@ def _with_bucket_batch_sizes(call: str | None, size: int) -> str | None:
     """``ds.bucket_by_sequence_length(f, B, [64] * 9)`` -> ``...(f, B, [128] * (len(B) + 1))``:
     the bucketed pipeline's batch size is its ``bucket_batch_sizes`` (tf.data.Dataset
     .bucket_by_sequence_length: one batch size per bucket, ``len(bucket_boundaries) + 1``)."""
-    if not call:
-        return None
-    try:
-        node = ast.parse(call.strip(), mode="eval").body
-    except SyntaxError:
-        return None
-    if not isinstance(node, ast.Call):
+    node = fp.parse_call(call)
+    if node is None:
         return None
     bounds = (
         node.args[1]
@@ -99,13 +95,8 @@ def _with_bucket_batch_sizes(call: str | None, size: int) -> str | None:
 
 def _with_batch_size(call: str | None, size: int) -> str | None:
     """``ds.batch(4)`` -> ``ds.batch(16)``: the first positional argument, else the keyword."""
-    if not call:
-        return None
-    try:
-        node = ast.parse(call.strip(), mode="eval").body
-    except SyntaxError:
-        return None
-    if not isinstance(node, ast.Call):
+    node = fp.parse_call(call)
+    if node is None:
         return None
     if node.args:
         node.args[0] = ast.Constant(size)
