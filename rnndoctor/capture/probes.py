@@ -647,6 +647,33 @@ def _breakdown(capture: Any, probes: ProbeFacts) -> None:
     )
 
 
+def _out_of_budget(capture: Any, budget: Budget, point: ProbePoint, what: str) -> bool:
+    """True (and ``point.stopped`` / ``capture.cut_short`` set) when ``budget`` ran out before the
+    probe point ``what`` (``batch size 256``, ``16``) could start."""
+    if not budget.expired():
+        return False
+    point.stopped = f"not run: out of its {budget.seconds:g} s time budget"
+    capture.cut_short(budget, f"{budget.phase} stopped before {what}")
+    return True
+
+
+def _time_point(
+    capture: Any, model: Any, point: ProbePoint, dataset: Any, budget: Budget, what: str
+) -> bool:
+    """Runs one probe point and fills ``point`` (``steps``, ``stopped``, ``step_time_ms``, a
+    median in ms). Returns False when it gave no time (its probe stops there); a point cut by
+    the budget is recorded with ``capture.cut_short``."""
+    result = _run_point(capture, model, dataset, budget)
+    point.steps = result.steps
+    point.stopped = result.stopped
+    if result.step_time_ms is None:
+        if result.stopped and "budget" in result.stopped:
+            capture.cut_short(budget, f"{budget.phase} stopped at {what}")
+        return False
+    point.step_time_ms = round(result.step_time_ms, 4)
+    return True
+
+
 def _batch_probe(
     capture: Any, model: Any, probes: ProbeFacts, batches: Batches, state: _State
 ) -> None:
@@ -701,9 +728,7 @@ def _batch_probe(
                 f"limit ({source})"
             )
             break
-        if budget.expired():
-            point.stopped = f"not run: out of its {budget.seconds:g} s time budget"
-            capture.cut_short(budget, f"batch-size probe stopped before batch size {size}")
+        if _out_of_budget(capture, budget, point, f"batch size {size}"):
             break
         meter = memory.MemoryMeter(capture)
         meter.start()
@@ -714,15 +739,9 @@ def _batch_probe(
                 "out of memory" if _is_oom(exc) else f"failed: {type(exc).__name__}: {exc}"
             )[:300]
             break
-        result = _run_point(capture, model, dataset, budget)
-        point.steps = result.steps
-        point.stopped = result.stopped
-        if result.step_time_ms is None:
-            if result.stopped and "budget" in result.stopped:
-                capture.cut_short(budget, f"batch-size probe stopped at batch size {size}")
+        if not _time_point(capture, model, point, dataset, budget, f"batch size {size}"):
             break
-        point.step_time_ms = round(result.step_time_ms, 4)
-        point.samples_per_s = round(size * 1000.0 / result.step_time_ms, 2)
+        point.samples_per_s = round(size * 1000.0 / point.step_time_ms, 2)
         growth = meter.growth_mib()
         if growth and size > previous:
             per_sample_mib = growth / (size if meter_gpu else size - previous)
@@ -760,9 +779,7 @@ def _spe_probe(
         if value == 1:  # the compute-only probe ran at the model's steps_per_execution, 1
             point.step_time_ms = probes.compute_only_ms
             continue
-        if budget.expired():
-            point.stopped = f"not run: out of its {budget.seconds:g} s time budget"
-            capture.cut_short(budget, f"steps_per_execution probe stopped before {value}")
+        if _out_of_budget(capture, budget, point, str(value)):
             break
         try:
             model.steps_per_execution = value
@@ -770,13 +787,7 @@ def _spe_probe(
         except Exception as exc:
             point.stopped = f"failed: {type(exc).__name__}: {exc}"[:300]
             break
-        result = _run_point(capture, model, dataset, budget)
-        point.steps = result.steps
-        point.stopped = result.stopped
-        if result.step_time_ms is None:
-            if result.stopped and "budget" in result.stopped:
-                capture.cut_short(budget, f"steps_per_execution probe stopped at {value}")
+        if not _time_point(capture, model, point, dataset, budget, str(value)):
             break
-        point.step_time_ms = round(result.step_time_ms, 4)
     model.steps_per_execution = saved["steps_per_execution"]
     model.train_function = saved["train_function"]
