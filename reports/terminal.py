@@ -25,7 +25,7 @@ def summary_lines(report: Report, written: dict[str, os.PathLike] | None = None)
         where = f"{_rel(f.location.file)}:{f.location.line}" if f.location else "-"
         lines.append(f"{f.rule_id} {f.severity.label:<7} {where}  {f.message}")
     unevaluated = [o for o in report.outcomes if o.status in ("not_evaluated", "failed")]
-    need_gpu = [o.rule.id for o in unevaluated if (o.reason or "").startswith("needs a GPU")]
+    need_gpu = [o.rule.id for o in unevaluated if o.needs_gpu]
     not_evaluated = [o.rule.id for o in unevaluated if o.rule.id not in need_gpu]
     skipped = [o.rule.id for o in report.outcomes if o.status == "skipped"]
     evaluated = len(report.outcomes) - len(unevaluated) - len(skipped)

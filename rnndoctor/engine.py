@@ -9,24 +9,37 @@ run.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Finding, Severity
-from rnndoctor.rules import NotEvaluated, Rule, all_rules
+from rnndoctor.rules import NeedsGPU, NotEvaluated, Rule, all_rules
+
+
+class Status(enum.StrEnum):
+    """What one rule did (``RuleOutcome.status``; the values are what ``report.json`` holds)."""
+
+    FIRED = "fired"
+    PASSED = "passed"
+    NOT_EVALUATED = "not_evaluated"  # its facts are missing, or were not measured in this run
+    FAILED = "failed"  # the rule raised
+    SKIPPED = "skipped"  # --select / --ignore
 
 
 @dataclass
 class RuleOutcome:
-    """What one rule did: ``status`` is ``fired``, ``passed``, ``not_evaluated`` (its facts are
-    missing), ``failed`` (the rule raised) or ``skipped`` (``--select`` / ``--ignore``)."""
+    """What one rule did: its :class:`Status`, the reason (not evaluated, failed, skipped) and
+    its findings. ``needs_gpu``: not evaluated because the facts it reads need a GPU
+    (:class:`rnndoctor.rules.NeedsGPU`)."""
 
     rule: Rule
-    status: str
+    status: Status
     reason: str | None = None
     findings: list[Finding] = field(default_factory=list)
+    needs_gpu: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -196,22 +209,24 @@ def evaluate(
     outcomes = []
     for rule in all_rules():
         if select and not _matches(rule, select):
-            outcomes.append(RuleOutcome(rule, "skipped", "not selected (--select)"))
+            outcomes.append(RuleOutcome(rule, Status.SKIPPED, "not selected (--select)"))
             continue
         if ignore and _matches(rule, ignore):
-            outcomes.append(RuleOutcome(rule, "skipped", "ignored (--ignore)"))
+            outcomes.append(RuleOutcome(rule, Status.SKIPPED, "ignored (--ignore)"))
             continue
         missing = _missing(facts, rule.needs)
         if missing:
-            outcomes.append(RuleOutcome(rule, "not_evaluated", missing))
+            outcomes.append(RuleOutcome(rule, Status.NOT_EVALUATED, missing))
             continue
         try:
             findings = list(rule.check(facts))
         except NotEvaluated as exc:  # a fact the rule needs was not measured in this run
-            outcomes.append(RuleOutcome(rule, "not_evaluated", str(exc)))
+            gpu = isinstance(exc, NeedsGPU)
+            outcomes.append(RuleOutcome(rule, Status.NOT_EVALUATED, str(exc), needs_gpu=gpu))
             continue
         except Exception as exc:  # a broken rule must not hide the others' findings
-            outcomes.append(RuleOutcome(rule, "failed", f"{type(exc).__name__}: {exc}"))
+            outcomes.append(RuleOutcome(rule, Status.FAILED, f"{type(exc).__name__}: {exc}"))
             continue
-        outcomes.append(RuleOutcome(rule, "fired" if findings else "passed", None, findings))
+        status = Status.FIRED if findings else Status.PASSED
+        outcomes.append(RuleOutcome(rule, status, None, findings))
     return Report(facts=facts, outcomes=outcomes)

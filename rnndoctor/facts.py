@@ -33,6 +33,7 @@ Top-level sections (each ``None`` when the run ended before it was gathered):
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import types
 import typing
@@ -41,6 +42,68 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = "1.1"
+
+
+class Outcome(enum.StrEnum):
+    """How a capture ended (``RunInfo.outcome``); the values are what ``facts.json`` holds."""
+
+    RUNNING = "running"  # the child is still working, or was killed
+    COMPLETED = "completed"  # the diagnosis window finished
+    NO_FIT = "no_fit"  # the script ended without calling Model.fit or applying gradients
+    SCRIPT_ERROR = "script_error"  # the script raised, or its process ended
+    CAPTURE_ERROR = "capture_error"  # the check could not run here, or rnndoctor failed
+    TIMEOUT = "timeout"  # set by the parent when it killed the child
+    INTERRUPTED = "interrupted"  # Ctrl-C
+
+    @property
+    def failed(self) -> bool:
+        """The script failed or could not be checked (exit code 3)."""
+        return self in (Outcome.SCRIPT_ERROR, Outcome.NO_FIT, Outcome.CAPTURE_ERROR)
+
+
+class Phase(enum.StrEnum):
+    """The capture's phases, as ``RunInfo.phase`` and ``RunInfo.phases`` name them."""
+
+    STARTING = "starting"
+    IMPORTING = "importing TensorFlow and Keras"
+    RUNNING_SCRIPT = "running the script until its first Model.fit call or gradient update"
+    STARTING_FIT = "starting fit (data adapter, model build)"
+    WARMUP = "warm-up steps"
+    MEASURED = "measured steps"
+    PROFILED = "profiled steps"
+    LOOP_WARMUP = "custom loop: warm-up steps"
+    LOOP_MEASURED = "custom loop: measured steps"
+    LOOP_PROFILED = "custom loop: profiled steps"
+    LOOP_TWIN = "custom loop: traced twin of the eager step"
+    LOOP_BASELINE = "custom loop: tracing baseline"
+    MODEL = "model inspection and cuDNN fast-path probe"
+    DATA = "data pipeline inspection"
+    INPUT_PROBE = "input-only probe (sampling batches)"
+    SEQUENCES = "sequence sampling"
+    COMPUTE_PROBE = "compute-only probe"
+    BATCH_PROBE = "batch-size probe"
+    SPE_PROBE = "steps_per_execution probe"
+    PROFILE = "profile conversion (xprof)"
+    DONE = "done"
+
+
+class DataKind(enum.StrEnum):
+    """The known kinds of ``fit``'s ``x`` (``FitConfig.data_kind``, ``DataFacts.kind``); any
+    other object is recorded by its type name."""
+
+    TF_DATA = "tf.data"
+    NUMPY = "numpy"
+    NUMPY_MULTI = "numpy (multi-input)"
+    TENSOR = "tensor"
+    PYTHON_GENERATOR = "python_generator"
+    PY_DATASET = "keras.PyDataset"
+
+    @staticmethod
+    def is_array(kind: str | None) -> bool:
+        """In-memory arrays (numpy, several numpy inputs, a tensor): Keras' array adapter
+        batches them, with ``batch_size`` defaulting to 32."""
+        return kind in (DataKind.NUMPY, DataKind.NUMPY_MULTI, DataKind.TENSOR)
+
 
 # The fast-path arguments of LSTM/GRU and the value each takes by default, which is also the value
 # the cuDNN kernel needs (Keras 3: `cudnn_ok`, `_do_lstm_arguments_support_cudnn`,
@@ -131,8 +194,8 @@ class RunInfo:
     script: str
     argv: list[str]
     cwd: str
-    outcome: str = "running"
-    phase: str = "starting"
+    outcome: Outcome = Outcome.RUNNING
+    phase: str = Phase.STARTING
     message: str | None = None
     error_type: str | None = None
     error_location: SourceLocation | None = None
@@ -727,7 +790,7 @@ class SequenceInput:
     number of sequences of each; never truncated). ``batch_sizes``: the rows of each sampled
     batch (with ``padded_lengths``, the timesteps computed). ``per_batch_padded_fraction``: the
     expected padded fraction with each batch padded to its own longest sequence
-    (``rules/_bucketing.py``). ``input_rank``: rank of the model input array (2: ids,
+    (``rnndoctor/stats.py``). ``input_rank``: rank of the model input array (2: ids,
     3: features). ``targets_per_step``: the targets have the input's (batch, time) shape.
     ``padding_location``: the user's call that padded this input (``padding_function``:
     ``pad_sequences``, ``padded_batch`` or ``bucket_by_sequence_length``; ``padding_argument``:
@@ -871,6 +934,12 @@ def _build(tp: Any, value: Any, path: str = "facts") -> Any:
         if not isinstance(value, dict):
             raise ValueError(f"{path} must be an object")
         return value
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(value)
+        except ValueError:
+            choices = ", ".join(m.value for m in tp)
+            raise ValueError(f"{path} must be one of {choices}, not {value!r}"[:200]) from None
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ValueError(f"{path} must be an object")

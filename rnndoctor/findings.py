@@ -8,7 +8,7 @@ from typing import Any
 
 
 class Severity(enum.IntEnum):
-    """How bad a finding is (``../shared/RULES.md``).
+    """How bad a finding is.
 
     ``ERROR``: the job will crash, or runs at least 2x slower than it needs to.
     ``WARNING``: a measurable slowdown. ``INFO``: worth knowing.
@@ -41,15 +41,43 @@ class Evidence:
     source: str = ""
 
 
+class FixSafety(enum.StrEnum):
+    """How safe a fix is to apply, as ruff's fix applicability says it (``Applicability``:
+    safe / unsafe / display-only). The values are what ``report.json`` holds."""
+
+    SAFE = "safe"  # same results, faster: can be applied as it is
+    UNSAFE = "unsafe"  # changes the model's behaviour or results (what it learns): review it
+    DISPLAY_ONLY = "display-only"  # a sketch to adapt by hand, not a rewrite of the user's code
+
+
 @dataclass(frozen=True)
 class Fix:
-    """A concrete change. ``safety``: ``safe`` (same results, faster), ``unsafe`` (changes the
-    model's behaviour or results; review it) or ``display-only`` (a sketch to adapt)."""
+    """A concrete change: ``code`` to paste, replacing ``before`` where that is given.
+
+    ``safety`` is a :class:`FixSafety` (a plain string of one of its values is converted).
+
+    Raises:
+        ValueError: ``safety`` is not one of FixSafety's values.
+    """
 
     title: str
     code: str
-    safety: str = "unsafe"
+    safety: FixSafety = FixSafety.UNSAFE
     before: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.safety, FixSafety):
+            object.__setattr__(self, "safety", FixSafety(self.safety))
+
+
+@dataclass(frozen=True)
+class BucketPlan:
+    """Bucket boundaries a finding suggests, typed for the renderers (RD501): ``boundaries`` in
+    timesteps (``bucket_by_sequence_length``'s ``bucket_boundaries``) and ``batch_sizes`` (its
+    ``bucket_batch_sizes``, one more than the boundaries; empty when not suggested)."""
+
+    boundaries: tuple[int, ...]
+    batch_sizes: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -69,7 +97,7 @@ class Finding:
     """One rule's conclusion about one place (a layer, the fit call, the dataset).
 
     Attributes:
-        rule_id: stable ID from ``RULES.md`` (``RD101``).
+        rule_id: stable ID (``RD101``), as the rule registry (``rnndoctor.rules``) declares it.
         name: the rule's kebab-case name (``recurrent-dropout``).
         severity: see :class:`Severity`.
         message: one sentence, naming the layer and the offending argument and value.
@@ -84,6 +112,8 @@ class Finding:
             on a GPU once this fix (and only the fixes listed with it) is applied; None elsewhere.
         fast_path_caveat: a condition that verdict depends on and this run did not check (the
             layout of the masks the layer receives), or None.
+        bucket_plan: the bucket boundaries the fix suggests, for the renderers (RD501); None
+            elsewhere, and then left out of :meth:`to_dict`.
     """
 
     rule_id: str
@@ -98,9 +128,12 @@ class Finding:
     speedup: float | None = None
     fast_path_after_fix: bool | None = None
     fast_path_caveat: str | None = None
+    bucket_plan: BucketPlan | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["severity"] = self.severity.label
         data["evidence"] = [asdict(e) for e in self.evidence]
+        if self.bucket_plan is None:
+            del data["bucket_plan"]
         return data

@@ -121,6 +121,7 @@ def redact_report(report: Report) -> Report:
             status=o.status,
             reason=scrub(o.reason) if o.reason else o.reason,
             findings=[_walk(f, scrub) for f in o.findings],
+            needs_gpu=o.needs_gpu,
         )
         for o in report.outcomes
     ]

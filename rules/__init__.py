@@ -85,7 +85,12 @@ class Rule:
 class NotEvaluated(Exception):
     """Raised by a rule's check when a fact it needs could not be measured in this run (a GPU
     fact on a CPU-only run, say). The engine reports the rule as ``not_evaluated`` with the
-    message as the reason (``NotEvaluated("needs a GPU: ...")``), never as a pass."""
+    message as the reason, never as a pass."""
+
+
+class NeedsGPU(NotEvaluated):
+    """A :class:`NotEvaluated` whose missing fact can only be measured on a GPU (this run saw
+    none). Reports list these rules apart: they say nothing about a CPU-only run."""
 
 
 _REGISTRY: dict[str, Rule] = {}

@@ -9,7 +9,7 @@ import re
 
 from rnndoctor.facts import Facts, SourceLocation
 from rnndoctor.findings import Location, Severity
-from rnndoctor.rules import NotEvaluated
+from rnndoctor.rules import NeedsGPU
 from rnndoctor.rules import _fastpath as fp
 
 # Severity of a measured speedup (RULES.md: error means at least 2x slower than it needs to be;
@@ -41,14 +41,14 @@ def severity_of_speedup(speedup: float | None) -> Severity:
 
 
 def require_gpu(facts: Facts) -> None:
-    """Raises :class:`NotEvaluated` unless TensorFlow saw a GPU in this run.
+    """Raises :class:`NeedsGPU` unless TensorFlow saw a GPU in this run.
 
     Raises:
-        NotEvaluated: no GPU was visible, so the GPU facts the rule needs were not measured.
+        NeedsGPU: no GPU was visible, so the GPU facts the rule needs were not measured.
     """
     env = facts.environment
     if env is None or not env.gpu_count:
-        raise NotEvaluated(
+        raise NeedsGPU(
             "needs a GPU: TensorFlow saw no GPU in this run, so the GPU facts this rule reads "
             "were not measured"
         )

@@ -4,7 +4,7 @@ What it detects:
     A sequence input whose measured padded fraction (padded timesteps / all timesteps of the
     sampled batches) is at least 30%. The fix buckets by length: ``bucket_by_sequence_length``
     boundaries computed exactly from the sampled length distribution
-    (``rules/_bucketing.py``: dynamic programming over the sorted distinct lengths, minimising
+    (``rnndoctor/stats.py``: dynamic programming over the sorted distinct lengths, minimising
     the expected padded timesteps with each batch padded to its own longest sequence), with the
     padded fraction expected after bucketing.
 
@@ -48,9 +48,9 @@ References:
 
 from __future__ import annotations
 
+from rnndoctor import stats as bk
 from rnndoctor.facts import Facts, SequenceInput
 from rnndoctor.findings import Evidence, Finding, Fix, Severity
-from rnndoctor.rules import _bucketing as bk
 from rnndoctor.rules import _sequences as sq
 from rnndoctor.rules import rule
 
@@ -151,7 +151,7 @@ def check(facts: Facts) -> list[Finding]:
             Evidence("padded fraction now", round(result.padded_fraction_now, 4),
                      source="sampled batches"),
             Evidence("padded fraction after bucketing (expected)",
-                     round(result.padded_fraction_after, 4), source="rules/_bucketing.py"),
+                     round(result.padded_fraction_after, 4), source="rnndoctor/stats.py"),
             Evidence("suggested bucket boundaries", list(result.boundaries), "timesteps",
                      source="exact: least expected padded timesteps over the sampled lengths"),
             Evidence("bucket batch size", result.batch_sizes[0], "sequences",

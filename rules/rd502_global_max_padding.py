@@ -10,7 +10,7 @@ Why it slows training:
     Every batch pays for the longest sequence in the whole data set. With ``padded_batch`` on
     shuffled sequences a batch is padded to its own longest one, whose expected length is the
     expected maximum of ``batch_size`` draws from the sampled length distribution
-    (``rules/_bucketing.py``). A step's compute grows linearly with ``batch x padded length``, so
+    (``rnndoctor/stats.py``). A step's compute grows linearly with ``batch x padded length``, so
     the estimated speedup is padded timesteps now / expected with per-batch padding. Bucketing
     (RD501) saves more; per-batch padding is the one-line change.
 
@@ -38,9 +38,9 @@ References:
 
 from __future__ import annotations
 
+from rnndoctor import stats as bk
 from rnndoctor.facts import Facts, SequenceInput
 from rnndoctor.findings import Evidence, Finding, Fix, Severity
-from rnndoctor.rules import _bucketing as bk
 from rnndoctor.rules import _sequences as sq
 from rnndoctor.rules import rule
 
@@ -124,7 +124,7 @@ def check(facts: Facts) -> list[Finding]:
                         "expected padded length per batch with padded_batch",
                         round(expected_length, 2),
                         "timesteps",
-                        source="rules/_bucketing.py (expected max of the batch)",
+                        source="rnndoctor/stats.py (expected max of the batch)",
                     ),
                     Evidence(
                         "longest sampled sequence",

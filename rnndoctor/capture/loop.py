@@ -602,10 +602,10 @@ class _Loop:
             source="custom loop",
         )
         if self.step_ms:
-            from rnndoctor.capture.window import _percentile
+            from rnndoctor.stats import percentile
 
             times.median_step_time_ms = round(statistics.median(self.step_ms), 4)
-            times.p90_step_time_ms = round(_percentile(self.step_ms, 0.9), 4)
+            times.p90_step_time_ms = round(percentile(self.step_ms, 0.9), 4)
             if times.batch_size:
                 times.samples_per_s = round(
                     times.batch_size * 1000.0 / times.median_step_time_ms, 2

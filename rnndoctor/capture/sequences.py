@@ -42,6 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from rnndoctor import stats
 from rnndoctor.capture import sites
 from rnndoctor.facts import (
     LengthHistogram,
@@ -50,7 +51,6 @@ from rnndoctor.facts import (
     SequenceInput,
     SourceLocation,
 )
-from rnndoctor.rules import _bucketing
 
 _MAX_LENGTHS = 4096  # per-sequence lengths kept in the facts (the exact distribution is kept too)
 _HISTOGRAM_BINS = 24  # equal-width bins of the length histogram (at most one per length)
@@ -771,20 +771,20 @@ def _length_stats(record: SequenceInput, lengths: Any, lengths_per_batch: list[A
     values, counts = np.unique(lengths, return_counts=True)
     record.length_values = [int(v) for v in values]
     record.length_counts = [int(c) for c in counts]
-    computed = _bucketing.padded_steps(record.padded_lengths, record.batch_sizes)
+    computed = stats.padded_steps(record.padded_lengths, record.batch_sizes)
     valid = int(lengths.sum())
-    record.padded_fraction = round(_bucketing.padded_fraction(valid, computed), 6)
+    record.padded_fraction = round(stats.padded_fraction(valid, computed), 6)
     batch_max = [int(b.max()) if len(b) else 0 for b in lengths_per_batch]
     padded = record.padded_lengths
     record.global_max_padding = (
         len(padded) > 1 and len(set(padded)) == 1 and any(m < padded[0] for m in batch_max)
     )
     if len(lengths):
-        dist = _bucketing.LengthDistribution(tuple(record.length_values), tuple(counts.tolist()))
+        dist = stats.LengthDistribution(tuple(record.length_values), tuple(counts.tolist()))
         batch_size = max(set(record.batch_sizes), key=record.batch_sizes.count)
-        expected = _bucketing.expected_padded_steps(dist, (), batch_size)
+        expected = stats.expected_padded_steps(dist, (), batch_size)
         if expected > 0:
-            record.per_batch_padded_fraction = round(_bucketing.padded_fraction(valid, expected), 6)
+            record.per_batch_padded_fraction = round(stats.padded_fraction(valid, expected), 6)
         record.quantiles = {
             "min": float(lengths.min()),
             **{k: float(np.percentile(lengths, q)) for k, q in _QUANTILES},

@@ -31,6 +31,7 @@ from rnndoctor.capture.data import data_kind
 from rnndoctor.capture.model import collect_model
 from rnndoctor.capture.profile import summarize_profile
 from rnndoctor.facts import CutShort, Facts, FitConfig, StepTimes
+from rnndoctor.stats import percentile
 
 
 class StopScript(BaseException):
@@ -64,13 +65,6 @@ class WindowOptions:
     probe_fast_path: bool = True
     timeout_s: float | None = None
     run_probes: bool = True
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    k = (len(ordered) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
 class DiagnosisWindow(keras.callbacks.Callback):
@@ -202,7 +196,7 @@ class DiagnosisWindow(keras.callbacks.Callback):
         )
         if self.step_ms:
             times.median_step_time_ms = round(statistics.median(self.step_ms), 4)
-            times.p90_step_time_ms = round(_percentile(self.step_ms, 0.9), 4)
+            times.p90_step_time_ms = round(percentile(self.step_ms, 0.9), 4)
             times.median_train_function_ms = round(statistics.median(self.train_function_ms), 4)
             if batch_size:
                 times.samples_per_s = round(batch_size * 1000.0 / times.median_step_time_ms, 2)

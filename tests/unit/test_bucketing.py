@@ -1,4 +1,4 @@
-"""rules/_bucketing.py against brute force on the same lengths (pure: no TensorFlow)."""
+"""rnndoctor/stats.py against brute force on the same lengths (pure: no TensorFlow)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from rnndoctor.rules import _bucketing as bk
+from rnndoctor import stats as bk
 
 
 def _expected_max(lengths: list[int], batch: int) -> Fraction:

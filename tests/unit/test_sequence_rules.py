@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from rnndoctor import stats as bk
 from rnndoctor.engine import evaluate
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Severity
-from rnndoctor.rules import _bucketing as bk
 from rnndoctor.rules import _fastpath as fp
 
 RULES = Path(__file__).parents[1] / "data" / "rules"

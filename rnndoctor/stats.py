@@ -1,7 +1,9 @@
-"""Padding arithmetic and exact bucket boundaries. Pure Python: no TensorFlow, no numpy, no I/O.
+"""Shared pure math: step-time statistics, padding arithmetic and exact bucket boundaries.
 
-Used by RD501 (padding waste) and RD502 (global-max padding), and by the capture to fill
-``SequenceInput.per_batch_padded_fraction``.
+Pure Python: no TensorFlow, no numpy, no I/O. The one module that both the capture layer and the
+rules import for arithmetic, so that a percentile or a padded fraction is computed one way
+everywhere. Used by the step window (``percentile``), RD501 (padding waste) and RD502
+(global-max padding), and by the capture to fill ``SequenceInput.per_batch_padded_fraction``.
 
 The cost model (DESIGN.md, Measurement: padding): an RNN step costs the same for a valid and for
 a padded timestep (the generic while loop runs every step; cuDNN reads every step of the padded
@@ -28,6 +30,7 @@ not modelled.
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -38,6 +41,26 @@ MAX_BOUNDARIES = 8
 # Fewer boundaries are preferred while they give up less than this much padded fraction
 # (an absolute difference, 0.01 = one percentage point) against the best with MAX_BOUNDARIES.
 BOUNDARY_GAIN_MIN_FRACTION = 0.01
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-quantile (0 <= q <= 1) of ``values`` by linear interpolation between the
+    closest ranks (numpy's default ``linear`` method; ``statistics.quantiles`` ``inclusive``).
+
+    Raises:
+        ValueError: ``values`` is empty, or ``q`` is outside [0, 1].
+    """
+    if not values:
+        raise ValueError("percentile of no values")
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"q must be in [0, 1], not {q}")
+    if len(values) == 1 or q == 0.0:
+        return float(min(values))
+    if q == 1.0:
+        return float(max(values))
+    # quantiles(n=1000) gives the cut points at 0.001 .. 0.999; q is a multiple of 0.001 in use.
+    cuts = statistics.quantiles(values, n=1000, method="inclusive")
+    return float(cuts[round(q * 1000) - 1])
 
 
 @dataclass(frozen=True)
