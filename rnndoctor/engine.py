@@ -10,7 +10,7 @@ run.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,6 +195,7 @@ def evaluate(
     facts: Facts,
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
+    rule_options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Report:
     """Runs every registered rule (or the ``select``ed ones, minus ``ignore``d) over ``facts``.
 
@@ -205,6 +206,8 @@ def evaluate(
         facts: the gathered facts.
         select: rule IDs or names to run; None runs all.
         ignore: rule IDs or names to skip.
+        rule_options: per rule ID, option values over the rule's defaults
+            (``[tool.rnndoctor.rules.RD201]``); see :func:`rnndoctor.rules.check_rule_options`.
     """
     outcomes = []
     for rule in all_rules():

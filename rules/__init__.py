@@ -14,9 +14,10 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
+from typing import Any
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Finding
@@ -127,6 +128,19 @@ def _load() -> None:
             entry.load()
         except Exception as exc:  # a broken plug-in must not take the built-in rules down
             print(f"rnndoctor: could not load rule plug-in {entry.name}: {exc}", file=sys.stderr)
+
+
+def check_rule_options(table: Mapping[str, Mapping[str, Any]]) -> None:
+    """Checks ``[tool.rnndoctor.rules.<ID>]`` tables: rule ID (or name) -> option -> value.
+
+    Raises:
+        ValueError: one line naming the first unknown rule, unknown option or ill-typed value.
+    """
+    for key in table:
+        try:
+            get_rule(key)
+        except KeyError:
+            raise ValueError(f"unknown rule {key!r} in [tool.rnndoctor.rules]") from None
 
 
 def all_rules() -> list[Rule]:
