@@ -1,0 +1,63 @@
+"""What the benchmarks run: every script under ``tests/scripts/`` and the bundled demo, each
+through a real ``rnndoctor`` executable, with the wall time and the peak memory of its process
+tree. Run by hand, never in CI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+AT_LEAST_WARNING = ("warning", "error")
+_POLL_S = 0.1
+
+
+def checks(root: Path = ROOT) -> list[tuple[str, list[str]]]:
+    """``(name, rnndoctor arguments)`` for every script under tests/scripts and the demo."""
+    scripts = sorted((root / "tests" / "scripts").glob("*.py"))
+    runs = [(f"tests/scripts/{p.name}", ["check", str(p)]) for p in scripts]
+    return runs + [("demo", ["demo"]), ("demo --fixed", ["demo", "--fixed"])]
+
+
+def run_tree(command: list[str], cwd: Path) -> dict[str, Any]:
+    """Runs ``command`` and polls its process tree: exit code, wall time (s), peak memory (MiB,
+    the largest sum of the resident set sizes of the tree's processes seen at one poll)."""
+    started = time.monotonic()
+    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = 0
+    root = psutil.Process(proc.pid)
+    while proc.poll() is None:
+        try:
+            tree = [root, *root.children(recursive=True)]
+            peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+        except psutil.Error:
+            pass
+        time.sleep(_POLL_S)
+    stderr = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
+    return {
+        "exit": proc.returncode,
+        "wall_s": round(time.monotonic() - started, 2),
+        "peak_mib": round(peak / 2**20, 1),
+        "stderr_tail": stderr.splitlines()[-3:],
+    }
+
+
+def run_check(rnndoctor: str, args: list[str], out: Path, cwd: Path) -> dict[str, Any]:
+    """One ``rnndoctor`` run with ``--format json --fail-on never``: exit code, wall time, peak
+    memory, and the rule IDs (and severities) of its findings."""
+    result = run_tree(
+        [rnndoctor, *args, "--out", str(out), "--format", "json", "--fail-on", "never"], cwd
+    )
+    try:
+        report = json.loads((out / "report.json").read_text())
+    except (OSError, ValueError):
+        report = {}
+    findings = report.get("findings", [])
+    result["ids"] = sorted({f["rule_id"] for f in findings if f["severity"] in AT_LEAST_WARNING})
+    result["findings"] = sorted({f"{f['rule_id']}:{f['severity']}" for f in findings})
+    return result
