@@ -11,7 +11,8 @@ Foreign CPU time = the system-wide busy CPU time (``psutil.cpu_times()``, i.e. `
 Linux, summed over all CPUs) minus the CPU time of this process and its children
 (``psutil.Process().cpu_times()`` plus each live descendant's), both as differences between the
 start and the end of the phase. The readers are injectable, so the arithmetic is unit-tested
-with fake counters.
+with fake counters. Caveat: in a container whose ``/proc/stat`` shows the host's CPUs while a CPU
+quota limits the container, the share is relative to the host's CPUs (what ``/proc/stat`` sums).
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ NOISY_FOREIGN_CORES = 0.25
 MAX_WIDEN_FACTOR = 3.0
 
 # Drift: the halves of a series differ when the interval of median(second) / median(first)
-# excludes 1 by more than this margin (5%: below the smallest measured gain a rule reports, RD404's
-# 10% share of the step, so a drift smaller than that cannot turn a finding).
+# excludes 1 by more than this margin. 5%: half the smallest cut-off of the timed rules (RD404,
+# per-batch callbacks >= 10% of the step: rules/rd404_slow_callbacks.py), so a drift below it
+# cannot by itself carry a figure across a cut-off.
 DRIFT_MARGIN = 0.05
 # A run of slow steps: at least this many consecutive steps above median + 3 scaled MAD (the
 # robust outlier cut of Leys et al., J. Exp. Soc. Psychol. 49(4), 2013). Even with heavy tails

@@ -284,13 +284,18 @@ def paired_from_samples(
         The result, ``ratio`` = median of ``a / b`` per pair (> 1: B is faster).
 
     Raises:
-        ValueError: no pairs, arms of different lengths, or a value that is not positive.
+        ValueError: no pairs, arms of different lengths, a value that is not positive, or a
+            step count below 1 (a step list of another length fails in ``PairedResult``).
     """
     a, b = tuple(float(v) for v in a_values), tuple(float(v) for v in b_values)
     if not a or len(a) != len(b):
         raise ValueError(f"need as many values of A as of B, at least one: {len(a)} and {len(b)}")
     if min(a) <= 0.0 or min(b) <= 0.0:
         raise ValueError("paired values must be positive")
+    steps_a = tuple(a_steps) if a_steps is not None else (1,) * len(a)
+    steps_b = tuple(b_steps) if b_steps is not None else (1,) * len(b)
+    if min(steps_a + steps_b) < 1:
+        raise ValueError("every value must rest on at least one step")
     ratios = [x / y for x, y in zip(a, b, strict=True)]
     low, high = bootstrap_median_interval(ratios, level=level, resamples=resamples, seed=seed)
     return PairedResult(
@@ -305,8 +310,8 @@ def paired_from_samples(
         spread_b=relative_spread(b),
         a_values=a,
         b_values=b,
-        a_steps=tuple(a_steps) if a_steps is not None else (1,) * len(a),
-        b_steps=tuple(b_steps) if b_steps is not None else (1,) * len(b),
+        a_steps=steps_a,
+        b_steps=steps_b,
         unit=unit,
         cut_short=cut_short,
     )

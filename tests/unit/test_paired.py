@@ -240,6 +240,13 @@ def test_paired_from_samples_rejects_bad_samples(a, b):
         paired_from_samples(a, b)
 
 
+def test_paired_from_samples_checks_steps():
+    with pytest.raises(ValueError):
+        paired_from_samples([1.0], [1.0], a_steps=[0])
+    with pytest.raises(ValueError, match="pairs"):
+        paired_from_samples([1.0], [1.0], b_steps=[1, 1])
+
+
 def test_paired_result_checks_its_sizes():
     with pytest.raises(ValueError, match="pairs"):
         PairedResult(1.0, 1.0, 1.0, 1.0, 1.0, 2, 0.9, 0.0, 0.0, (1.0,), (1.0,), (1,), (1,))
