@@ -296,3 +296,252 @@ def plan_buckets(
         padded_fraction_after=padded_fraction(valid, after),
         speedup=padded_steps_now / after,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Paired measurements (issue 11, DESIGN.md "Trust"): the median, a bootstrap interval of a
+# median, and the result of a paired A/B timing that the probes and `--verify` share.
+# ---------------------------------------------------------------------------------------------
+
+# Consistency factor that makes the MAD estimate the standard deviation of normal data
+# (1 / Phi^-1(3/4) = 1.4826; Rousseeuw & Croux, JASA 88(424), 1993; Leys et al., J. Exp. Soc.
+# Psychol. 49(4), 2013).
+MAD_NORMAL_SCALE = 1.4826
+
+
+def median(values: Sequence[float]) -> float:
+    """The median of ``values`` (the mean of the two middle values for an even count).
+
+    Raises:
+        ValueError: ``values`` is empty.
+    """
+    if not values:
+        raise ValueError("median of no values")
+    return float(statistics.median(values))
+
+
+def mad(values: Sequence[float], *, scaled: bool = True) -> float:
+    """The median absolute deviation from the median of ``values``.
+
+    Args:
+        values: the sample.
+        scaled: multiply by :data:`MAD_NORMAL_SCALE`, so that for normal data the result
+            estimates the standard deviation (Leys et al. 2013 use the scaled MAD in their
+            "median +- 3 MAD" outlier rule).
+
+    Raises:
+        ValueError: ``values`` is empty.
+    """
+    centre = median(values)
+    raw = median([abs(v - centre) for v in values])
+    return raw * MAD_NORMAL_SCALE if scaled else raw
+
+
+def _check_bootstrap(level: float, resamples: int) -> None:
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), not {level}")
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, not {resamples}")
+
+
+def _percentile_bounds(estimates: list[float], level: float) -> tuple[float, float]:
+    """The ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of bootstrap estimates."""
+    tail = (1.0 - level) / 2.0
+    return percentile(estimates, tail), percentile(estimates, 1.0 - tail)
+
+
+def bootstrap_median_interval(
+    ratios: Sequence[float], level: float = 0.90, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """A bootstrap percentile interval of the median of ``ratios`` (one value per pair).
+
+    The pairs are resampled with replacement ``resamples`` times with ``random.Random(seed)``;
+    the interval is the ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the resampled
+    medians: the percentile interval of Efron & Tibshirani, "An Introduction to the Bootstrap"
+    (Chapman & Hall, 1993), chapter 13. Resampling whole pairs keeps whatever the two arms of a
+    pair share (the machine's state at that moment) together. The same inputs and seed give the
+    same interval on every run and platform (``Random.choices`` is deterministic for a seed).
+
+    The quantiles use :func:`percentile`, whose ranks are multiples of 0.001: ``level`` should be
+    a multiple of 0.002 (0.90, 0.95, 0.99 all are).
+
+    Args:
+        ratios: the per-pair values (e.g. time of A / time of B).
+        level: the coverage of the interval, in (0, 1).
+        resamples: bootstrap resamples.
+        seed: the seed of the resampling.
+
+    Returns:
+        (low, high). A single pair gives (ratio, ratio).
+
+    Raises:
+        ValueError: no ratios, ``level`` outside (0, 1) or ``resamples`` < 1.
+    """
+    if not ratios:
+        raise ValueError("bootstrap interval of no values")
+    _check_bootstrap(level, resamples)
+    import random  # here, not at the top: this section is appended to a shared module
+
+    values = [float(r) for r in ratios]
+    rng = random.Random(seed)
+    n = len(values)
+    estimates = [statistics.median(rng.choices(values, k=n)) for _ in range(resamples)]
+    return _percentile_bounds(estimates, level)
+
+
+def bootstrap_ratio_of_medians_interval(
+    first: Sequence[float],
+    second: Sequence[float],
+    level: float = 0.90,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """A bootstrap percentile interval of ``median(second) / median(first)`` for two
+    independent samples (e.g. the two halves of a series of step times).
+
+    Each sample is resampled with replacement on its own (the two-sample bootstrap, Efron &
+    Tibshirani 1993, chapter 8), then the percentile interval is taken as in
+    :func:`bootstrap_median_interval`. Deterministic for a seed.
+
+    Returns:
+        (low, high).
+
+    Raises:
+        ValueError: an empty sample, a non-positive median of a resample of ``first``,
+            ``level`` outside (0, 1) or ``resamples`` < 1.
+    """
+    if not first or not second:
+        raise ValueError("ratio of medians of an empty sample")
+    _check_bootstrap(level, resamples)
+    a, b = [float(v) for v in first], [float(v) for v in second]
+    if min(a) <= 0.0:
+        raise ValueError("the first sample must be positive")
+    import random  # here, not at the top: this section is appended to a shared module
+
+    rng = random.Random(seed)
+    estimates = [
+        statistics.median(rng.choices(b, k=len(b))) / statistics.median(rng.choices(a, k=len(a)))
+        for _ in range(resamples)
+    ]
+    return _percentile_bounds(estimates, level)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A measured figure with its bootstrap interval: what a decision rests on.
+
+    Attributes:
+        value: the point estimate (a median, or a median of paired ratios).
+        low: the lower bound of the interval.
+        high: the upper bound of the interval.
+        level: the coverage of the interval, in (0, 1) (0.90 for a 90% interval).
+        widen_factor: how much the interval was widened for a noisy machine (1.0: not at all;
+            see ``rnndoctor.decide.widen``).
+
+    Raises:
+        ValueError: ``low > high`` or ``level`` outside (0, 1).
+    """
+
+    value: float
+    low: float
+    high: float
+    level: float = 0.90
+    widen_factor: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.low > self.high:
+            raise ValueError(f"interval low {self.low} > high {self.high}")
+        if not 0.0 < self.level < 1.0:
+            raise ValueError(f"level must be in (0, 1), not {self.level}")
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    """The outcome of a paired A/B measurement (interleaved bursts A B A B ...).
+
+    Pair ``i`` is ``(a_values[i], b_values[i])``: the per-step time of the i-th burst of A and
+    of the burst of B that followed it. **Direction**: ``ratio`` is the median over pairs of
+    ``a_values[i] / b_values[i]``; timing the same work, ``ratio > 1`` means B is faster than A
+    (B's speedup over A). Put the current setting in A and the candidate in B, so that the ratio
+    reads as "the candidate is ratio x faster". When the arms do different work (batch b vs 2b),
+    a step-time ratio is not a gain: convert it with ``rnndoctor.paired.throughput_ratio``.
+
+    Attributes:
+        median_a: median of ``a_values`` (in ``unit``).
+        median_b: median of ``b_values`` (in ``unit``).
+        ratio: median of the paired ratios ``a / b``.
+        low: lower bound of the bootstrap percentile interval of ``ratio`` (Efron & Tibshirani
+            1993), possibly widened (``widen_factor``).
+        high: upper bound of that interval.
+        pairs: number of pairs.
+        level: coverage of the interval (0.90 for 90%).
+        spread_a: (p90 - p10) / median of ``a_values``: the arm's own noise, relative.
+        spread_b: the same for ``b_values``.
+        a_values: per-step time of each burst of A (in ``unit``), in the order measured.
+        b_values: per-step time of each burst of B (in ``unit``).
+        a_steps: steps in each burst of A (burst time = ``a_values[i] * a_steps[i]``).
+        b_steps: steps in each burst of B.
+        unit: the unit of the per-arm values ("ms" for the paired timer).
+        cut_short: why the measurement stopped before it had the steps and time it wanted
+            (``None``: it had them).
+        widen_factor: how much the interval was widened for a noisy machine (1.0: not at all).
+    """
+
+    median_a: float
+    median_b: float
+    ratio: float
+    low: float
+    high: float
+    pairs: int
+    level: float
+    spread_a: float
+    spread_b: float
+    a_values: tuple[float, ...]
+    b_values: tuple[float, ...]
+    a_steps: tuple[int, ...]
+    b_steps: tuple[int, ...]
+    unit: str = "ms"
+    cut_short: str | None = None
+    widen_factor: float = 1.0
+
+    def __post_init__(self) -> None:
+        sizes = {len(self.a_values), len(self.b_values), len(self.a_steps), len(self.b_steps)}
+        if sizes != {self.pairs}:
+            raise ValueError(f"{self.pairs} pairs but samples of sizes {sorted(sizes)}")
+
+    @property
+    def interval(self) -> Interval:
+        """The ratio and its interval, for ``rnndoctor.decide``."""
+        return Interval(self.ratio, self.low, self.high, self.level, self.widen_factor)
+
+    @property
+    def steps_a(self) -> int:
+        """Timed steps of A, all bursts."""
+        return sum(self.a_steps)
+
+    @property
+    def steps_b(self) -> int:
+        """Timed steps of B, all bursts."""
+        return sum(self.b_steps)
+
+    @property
+    def total_a(self) -> float:
+        """Timed time of A, all bursts (in ``unit``)."""
+        return sum(v * n for v, n in zip(self.a_values, self.a_steps, strict=True))
+
+    @property
+    def total_b(self) -> float:
+        """Timed time of B, all bursts (in ``unit``)."""
+        return sum(v * n for v, n in zip(self.b_values, self.b_steps, strict=True))
+
+
+def relative_spread(values: Sequence[float]) -> float:
+    """``(p90 - p10) / median`` of ``values``: a robust, unit-free noise figure.
+
+    Raises:
+        ValueError: ``values`` is empty or its median is not positive.
+    """
+    centre = median(values)
+    if centre <= 0.0:
+        raise ValueError(f"relative spread needs a positive median, not {centre}")
+    return (percentile(values, 0.90) - percentile(values, 0.10)) / centre

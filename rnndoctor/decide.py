@@ -1,0 +1,148 @@
+"""Decisions on intervals: when a measured figure may fire a finding, and how it is quoted.
+
+Issue 11 (DESIGN.md "Trust"): a measured rule fires at warning or error only when the whole
+interval of its figure clears the rule's cut-off (RD301: the lower bound of the throughput ratio
+>= 1.5x); when only the median clears it, the finding is ``info`` and says "inconclusive: 1.6x
+(90% interval 1.2–1.9x)"; when the median does not clear it, there is no finding. The cut-offs
+stay where the rules have them; only the evidence a decision needs is stronger. Every measured
+gain is quoted with its interval, in the one format of :func:`format_ratio` and
+:func:`format_share`.
+
+On a noisy machine (``rnndoctor.machine``) the interval is widened first (:func:`widen`), so a
+finding that rests on a noisy phase becomes inconclusive rather than flipping between runs.
+
+Pure Python.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Literal, TypeVar
+
+from rnndoctor.stats import Interval, PairedResult
+
+Evidence = TypeVar("Evidence", Interval, PairedResult)
+Kind = Literal["ratio", "share"]
+
+
+class Decision(enum.Enum):
+    """Where an interval stands against a rule's cut-off."""
+
+    CLEARS = "clears"
+    """The whole interval is on the finding's side of the cut-off: it may fire at its severity."""
+    INCONCLUSIVE = "inconclusive"
+    """Only the point estimate is: the finding is ``info`` and says "inconclusive: ..."."""
+    BELOW = "below"
+    """The point estimate is not: no finding."""
+
+
+def as_interval(evidence: Interval | PairedResult) -> Interval:
+    """The interval of ``evidence`` (a paired result's ratio, or an interval as it is).
+
+    Raises:
+        TypeError: ``evidence`` is neither.
+    """
+    if isinstance(evidence, PairedResult):
+        return evidence.interval
+    if isinstance(evidence, Interval):
+        return evidence
+    raise TypeError(f"expected an Interval or a PairedResult, not {type(evidence).__name__}")
+
+
+def decide(evidence: Interval | PairedResult, cutoff: float, *, higher_is_worse: bool) -> Decision:
+    """Decide a measured rule on the interval of its figure.
+
+    Args:
+        evidence: the figure and its interval (a :class:`PairedResult` is decided on its
+            ``ratio``; convert a batch-size result with ``rnndoctor.paired.throughput_ratio``
+            first).
+        cutoff: the rule's cut-off, unchanged (e.g. 1.5 for RD301's throughput ratio). A bound
+            equal to the cut-off clears it (the rules' cut-offs read ">=").
+        higher_is_worse: True when the finding fires on values at or above the cut-off (a gain
+            to be had, a share of time lost); False when it fires at or below it.
+
+    Returns:
+        CLEARS when the whole interval clears the cut-off, INCONCLUSIVE when only the point
+        estimate does, BELOW otherwise.
+    """
+    interval = as_interval(evidence)
+    if higher_is_worse:
+        near, value = interval.low, interval.value
+        if near >= cutoff:
+            return Decision.CLEARS
+        return Decision.INCONCLUSIVE if value >= cutoff else Decision.BELOW
+    near, value = interval.high, interval.value
+    if near <= cutoff:
+        return Decision.CLEARS
+    return Decision.INCONCLUSIVE if value <= cutoff else Decision.BELOW
+
+
+def _level_text(level: float) -> str:
+    return f"{round(level * 100.0, 1):g}%"
+
+
+def format_ratio(evidence: Interval | PairedResult, *, digits: int = 1) -> str:
+    """A ratio with its interval: ``1.6x (90% interval 1.2–1.9x)`` (an en dash between bounds)."""
+    i = as_interval(evidence)
+    return (
+        f"{i.value:.{digits}f}x ({_level_text(i.level)} interval "
+        f"{i.low:.{digits}f}–{i.high:.{digits}f}x)"
+    )
+
+
+def format_share(evidence: Interval | PairedResult, *, digits: int = 0) -> str:
+    """A share (a fraction in [0, 1]) with its interval: ``44% (90% interval 31–52%)``."""
+    i = as_interval(evidence)
+    return (
+        f"{i.value * 100.0:.{digits}f}% ({_level_text(i.level)} interval "
+        f"{i.low * 100.0:.{digits}f}–{i.high * 100.0:.{digits}f}%)"
+    )
+
+
+def describe(decision: Decision, evidence: Interval | PairedResult, *, kind: Kind) -> str:
+    """The figure as a finding quotes it: ``1.6x (90% interval 1.2–1.9x)`` when it clears,
+    ``inconclusive: 1.6x (90% interval 1.2–1.9x)`` when only its median does, and
+    ``below the cut-off: ...`` (for logs; BELOW gives no finding)."""
+    text = format_ratio(evidence) if kind == "ratio" else format_share(evidence)
+    if decision is Decision.INCONCLUSIVE:
+        return "inconclusive: " + text
+    if decision is Decision.BELOW:
+        return "below the cut-off: " + text
+    return text
+
+
+def widen(evidence: Evidence, factor: float, *, kind: Kind = "ratio") -> Evidence:
+    """Widen an interval around its point estimate by ``factor`` (>= 1), for a noisy machine.
+
+    Each bound's distance from the point estimate is multiplied by ``factor``:
+
+    - ``kind="ratio"``: on the log scale, ``low' = value * (low / value) ** factor`` (and so for
+      ``high``), so a ratio's interval stays positive and widens alike in both directions
+      (1.6x with 1.2–1.9x widened by 2 gives 0.9–2.26x);
+    - ``kind="share"``: linearly, ``low' = value - factor * (value - low)``, clamped to [0, 1].
+
+    The factor comes from the measured foreign load (``rnndoctor.machine.MachineLoad
+    .widen_factor``); the widened result records the product of all factors applied in
+    ``widen_factor``, so the report can say by how much.
+
+    Raises:
+        ValueError: ``factor`` < 1, or a ratio interval with a bound or value that is not
+            positive.
+    """
+    if factor < 1.0:
+        raise ValueError(f"a widening factor must be >= 1, not {factor}")
+    if factor == 1.0:
+        return evidence
+    i = as_interval(evidence)
+    if kind == "ratio":
+        if min(i.value, i.low) <= 0.0:
+            raise ValueError("a ratio interval must be positive to widen on the log scale")
+        low = i.value * (i.low / i.value) ** factor
+        high = i.value * (i.high / i.value) ** factor
+    else:
+        low = max(0.0, i.value - factor * (i.value - i.low))
+        high = min(1.0, i.value + factor * (i.high - i.value))
+    return dataclasses.replace(
+        evidence, low=low, high=high, widen_factor=evidence.widen_factor * factor
+    )

@@ -1,0 +1,120 @@
+"""Decisions on intervals, their text, and widening under load (constructed intervals)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rnndoctor.decide import (
+    Decision,
+    as_interval,
+    decide,
+    describe,
+    format_ratio,
+    format_share,
+    widen,
+)
+from rnndoctor.paired import paired_from_samples
+from rnndoctor.stats import Interval
+
+
+@pytest.mark.parametrize(
+    ("interval", "expected"),
+    [
+        (Interval(1.8, 1.6, 2.0), Decision.CLEARS),
+        (Interval(1.7, 1.5, 1.9), Decision.CLEARS),  # a bound on the cut-off clears it (>=)
+        (Interval(1.6, 1.2, 1.9), Decision.INCONCLUSIVE),
+        (Interval(1.5, 1.2, 1.9), Decision.INCONCLUSIVE),
+        (Interval(1.4, 1.1, 1.7), Decision.BELOW),
+        (Interval(1.0, 0.9, 1.1), Decision.BELOW),
+    ],
+)
+def test_decide_when_higher_is_worse(interval, expected):
+    assert decide(interval, 1.5, higher_is_worse=True) is expected
+
+
+@pytest.mark.parametrize(
+    ("interval", "expected"),
+    [
+        (Interval(0.6, 0.5, 0.7), Decision.CLEARS),
+        (Interval(0.7, 0.6, 0.9), Decision.INCONCLUSIVE),
+        (Interval(0.9, 0.7, 1.1), Decision.BELOW),
+    ],
+)
+def test_decide_when_lower_is_worse(interval, expected):
+    assert decide(interval, 0.8, higher_is_worse=False) is expected
+
+
+def test_decide_on_a_paired_result_uses_its_ratio():
+    result = paired_from_samples([20.0] * 5, [10.0] * 5)
+    assert decide(result, 1.5, higher_is_worse=True) is Decision.CLEARS
+    assert decide(result, 2.5, higher_is_worse=True) is Decision.BELOW
+
+
+def test_decide_rejects_other_evidence():
+    with pytest.raises(TypeError):
+        decide((1.6, 1.2, 1.9), 1.5, higher_is_worse=True)  # type: ignore[arg-type]
+
+
+def test_formats():
+    assert format_ratio(Interval(1.6, 1.2, 1.9)) == "1.6x (90% interval 1.2–1.9x)"
+    assert format_share(Interval(0.44, 0.31, 0.52)) == "44% (90% interval 31–52%)"
+    assert format_ratio(Interval(1.234, 1.1, 1.3, level=0.95), digits=2) == (
+        "1.23x (95% interval 1.10–1.30x)"
+    )
+
+
+def test_describe():
+    interval = Interval(1.6, 1.2, 1.9)
+    assert describe(Decision.INCONCLUSIVE, interval, kind="ratio") == (
+        "inconclusive: 1.6x (90% interval 1.2–1.9x)"
+    )
+    assert describe(Decision.CLEARS, interval, kind="ratio") == "1.6x (90% interval 1.2–1.9x)"
+    assert describe(Decision.BELOW, Interval(0.44, 0.31, 0.52), kind="share").startswith(
+        "below the cut-off: 44%"
+    )
+
+
+def test_interval_checks():
+    with pytest.raises(ValueError):
+        Interval(1.0, 1.2, 1.1)
+    with pytest.raises(ValueError):
+        Interval(1.0, 0.9, 1.1, level=1.0)
+
+
+def test_widen_a_ratio_on_the_log_scale():
+    wide = widen(Interval(1.6, 1.2, 1.9), 2.0)
+    assert wide.value == 1.6
+    assert wide.low == pytest.approx(1.6 * 0.75**2)  # 0.9
+    assert wide.high == pytest.approx(1.6 * (1.9 / 1.6) ** 2)
+    assert wide.widen_factor == 2.0
+    assert widen(wide, 1.5).widen_factor == 3.0
+    assert widen(Interval(1.6, 1.2, 1.9), 1.0) == Interval(1.6, 1.2, 1.9)
+
+
+def test_widening_turns_a_clear_finding_inconclusive():
+    clear = Interval(1.8, 1.6, 2.0)
+    assert decide(clear, 1.5, higher_is_worse=True) is Decision.CLEARS
+    assert decide(widen(clear, 2.0), 1.5, higher_is_worse=True) is Decision.INCONCLUSIVE
+
+
+def test_widen_a_share_linearly_within_0_and_1():
+    wide = widen(Interval(0.44, 0.31, 0.52), 2.0, kind="share")
+    assert (wide.low, wide.high) == pytest.approx((0.18, 0.60))
+    edge = widen(Interval(0.9, 0.8, 0.95), 3.0, kind="share")
+    assert edge.high == 1.0 and edge.low == pytest.approx(0.6)
+
+
+def test_widen_a_paired_result_keeps_its_type():
+    result = paired_from_samples([20.0, 21.0, 19.0, 20.5], [10.0, 10.0, 10.5, 9.5])
+    wide = widen(result, 2.0)
+    assert type(wide) is type(result)
+    assert wide.widen_factor == 2.0 and wide.ratio == result.ratio
+    assert wide.low <= result.low and wide.high >= result.high
+    assert as_interval(wide).widen_factor == 2.0
+
+
+def test_widen_rejects_bad_factors_and_ratios():
+    with pytest.raises(ValueError):
+        widen(Interval(1.6, 1.2, 1.9), 0.5)
+    with pytest.raises(ValueError):
+        widen(Interval(0.5, 0.0, 1.0), 2.0)

@@ -1,0 +1,169 @@
+"""The machine-load sampler with fake counters, and drift detection on constructed series."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from rnndoctor.machine import (
+    CpuCounters,
+    LoadSampler,
+    MachineLoad,
+    drift,
+    machine_load,
+    own_cpu_s,
+    system_busy_s,
+)
+
+
+def _load(foreign_s: float, *, wall_s: float = 2.0, cpus: int = 2, own_s: float = 3.0):
+    before = CpuCounters(busy_s=100.0, own_s=10.0, wall_s=50.0)
+    after = CpuCounters(busy_s=100.0 + own_s + foreign_s, own_s=10.0 + own_s, wall_s=50.0 + wall_s)
+    return machine_load(before, after, cpus=cpus, load_avg_1m=1.5)
+
+
+def test_foreign_share_arithmetic():
+    load = _load(1.0)  # 1 CPU second by others over 2 s on 2 CPUs
+    assert load.foreign_cpu_s == pytest.approx(1.0)
+    assert load.own_cpu_s == pytest.approx(3.0)
+    assert load.foreign_cpu_share == pytest.approx(0.25)
+    assert load.foreign_cores == pytest.approx(0.5)
+    assert load.noisy
+    assert load.widen_factor == pytest.approx(1.5)
+    assert load.describe() == (
+        "noisy machine: other processes used 0.5 of 2 CPUs (25%) over 2.0 s; load average 1.5"
+    )
+
+
+def test_quiet_machine_does_not_widen():
+    load = _load(0.4)  # 0.2 cores
+    assert not load.noisy and load.widen_factor == 1.0
+    assert load.describe().startswith("quiet machine:")
+
+
+def test_noisy_cut_off_is_a_quarter_core():
+    assert _load(0.5).noisy  # exactly 0.25 cores over 2 s
+    assert not _load(0.49).noisy
+
+
+def test_counters_are_clamped():
+    assert _load(-0.2).foreign_cpu_s == 0.0  # rounding between two counters, not load
+    full = _load(100.0, cpus=2)
+    assert full.foreign_cpu_share == 1.0
+    assert full.widen_factor == 3.0  # capped
+
+
+def test_machine_load_checks():
+    c = CpuCounters(0.0, 0.0, 1.0)
+    with pytest.raises(ValueError):
+        machine_load(c, c, cpus=2, load_avg_1m=0.0)
+    with pytest.raises(ValueError):
+        machine_load(c, CpuCounters(0.0, 0.0, 2.0), cpus=0, load_avg_1m=0.0)
+
+
+def _reader(*values: float):
+    it = iter(values)
+    return lambda: next(it)
+
+
+def test_load_sampler_with_fake_readers():
+    sampler = LoadSampler(
+        busy=_reader(1000.0, 1006.0),  # 6 CPU s busy system-wide
+        own=_reader(50.0, 54.0),  # 4 of them ours
+        clock=_reader(10.0, 14.0),  # over 4 s
+        loadavg=lambda: (2.5, 1.0, 0.5),
+        cpu_count=lambda: 2,
+    )
+    with sampler:
+        pass
+    load = sampler.result
+    assert isinstance(load, MachineLoad)
+    assert load.foreign_cpu_s == pytest.approx(2.0)
+    assert load.foreign_cpu_share == pytest.approx(0.25)
+    assert load.load_avg_1m == 2.5 and load.cpus == 2 and load.wall_s == 4.0
+
+
+def test_load_sampler_start_stop_and_unknown_cpu_count():
+    sampler = LoadSampler(
+        busy=_reader(0.0, 1.0),
+        own=_reader(0.0, 0.0),
+        clock=_reader(0.0, 2.0),
+        loadavg=lambda: (0.0, 0.0, 0.0),
+        cpu_count=lambda: None,
+    )
+    load = sampler.start().stop()
+    assert load.cpus == 1 and load.foreign_cpu_share == pytest.approx(0.5)
+    with pytest.raises(RuntimeError):
+        sampler.stop()
+
+
+def test_real_readers_run():
+    assert system_busy_s() > 0.0
+    assert own_cpu_s() > 0.0
+    load = LoadSampler(clock=_reader(0.0, 1.0)).start().stop()
+    assert 0.0 <= load.foreign_cpu_share <= 1.0 and load.cpus >= 1
+
+
+def _flat(n: int, seed: int, level: float = 10.0, noise: float = 0.02) -> list[float]:
+    rng = random.Random(seed)
+    return [level * (1.0 + rng.gauss(0.0, noise)) for _ in range(n)]
+
+
+def test_no_drift_on_flat_noise():
+    for seed in range(5):
+        result = drift(_flat(60, seed))
+        assert not result.drifted, result.description
+        assert result.description.startswith("no drift: second half")
+        assert result.low <= 1.0 <= result.high
+
+
+def test_no_drift_on_a_constant_series():
+    result = drift([10.0] * 30)
+    assert not result.drifted and result.slow_run == 0 and result.halves_ratio == 1.0
+
+
+def test_drift_on_a_step_change():
+    result = drift(_flat(30, 1) + _flat(30, 2, level=12.0))
+    assert result.drifted and result.halves_differ
+    assert result.halves_ratio == pytest.approx(1.2, rel=0.03)
+    assert re.fullmatch(
+        r"second half (19|20|21)% slower \(90% interval \d+–\d+%\)", result.description
+    ), result.description
+
+
+def test_drift_faster_second_half():
+    result = drift(_flat(30, 1, level=12.0) + _flat(30, 2))
+    assert result.drifted and result.halves_ratio == pytest.approx(10.0 / 12.0, rel=0.03)
+    assert re.fullmatch(r"second half 1\d% faster \(90% interval \d+–\d+%\)", result.description)
+
+
+def test_drift_on_a_run_of_slow_steps():
+    values = _flat(60, 4)
+    values[20:26] = [15.0] * 6
+    result = drift(values)
+    assert result.drifted and not result.halves_differ
+    assert result.slow_run == 6 and result.slow_run_start == 20
+    assert "6 consecutive slow steps from step 20" in result.description
+
+
+def test_a_short_run_is_not_drift():
+    values = _flat(60, 4)
+    values[20:24] = [15.0] * 4
+    result = drift(values)
+    assert not result.drifted and result.slow_run == 4
+
+
+def test_too_few_steps_to_compare_halves():
+    result = drift([10.0, 10.1, 9.9, 10.0, 10.2])
+    assert result.halves_ratio is None and not result.drifted
+    assert result.description == "no drift: 5 steps: too few to compare"
+
+
+def test_drift_checks():
+    for bad in ([], [1.0, 0.0, 1.0]):
+        with pytest.raises(ValueError):
+            drift(bad)
+    with pytest.raises(ValueError):
+        drift([1.0] * 10, run_steps=0)
