@@ -30,6 +30,7 @@ not modelled.
 
 from __future__ import annotations
 
+import random
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -380,8 +381,6 @@ def bootstrap_median_interval(
     if not ratios:
         raise ValueError("bootstrap interval of no values")
     _check_bootstrap(level, resamples)
-    import random  # here, not at the top: this section is appended to a shared module
-
     values = [float(r) for r in ratios]
     rng = random.Random(seed)
     n = len(values)
@@ -416,8 +415,6 @@ def bootstrap_ratio_of_medians_interval(
     a, b = [float(v) for v in first], [float(v) for v in second]
     if min(a) <= 0.0:
         raise ValueError("the first sample must be positive")
-    import random  # here, not at the top: this section is appended to a shared module
-
     rng = random.Random(seed)
     estimates = [
         statistics.median(rng.choices(b, k=len(b))) / statistics.median(rng.choices(a, k=len(a)))
