@@ -145,7 +145,8 @@ class Options:
         try:
             check_rule_options(self.rule_options)
         except ValueError as exc:
-            raise OptionsError(f"{self.config_file}: {exc}") from None
+            where = f"{self.config_file}: " if self.config_file else ""
+            raise OptionsError(f"{where}{exc}") from None
 
     def validate_window(self) -> None:
         """Checks the diagnosis window's numbers (``check`` only).

@@ -27,7 +27,7 @@ _PROCESS_ENDED = "ProcessEnded"  # RunInfo.error_type when the child ended witho
 
 
 @dataclasses.dataclass(frozen=True)
-class _Paths:
+class CheckPaths:
     """Where one check writes: the report folder, its facts and the script's output."""
 
     out: Path
@@ -97,7 +97,7 @@ def validate(script: Path, cli: Mapping[str, Any], console: Console) -> Options 
     return options
 
 
-def prepare_out(options: Options, console: Console) -> _Paths | None:
+def prepare_out(options: Options, console: Console) -> CheckPaths | None:
     """Creates the report folder and removes what an earlier check left there (our files only,
     never the user's); None after a usage error (already printed)."""
     from rnndoctor.reports import FILENAMES
@@ -110,11 +110,11 @@ def prepare_out(options: Options, console: Console) -> _Paths | None:
         return None
     for stale in (_FACTS_NAME, _FACTS_TMP, *FILENAMES.values()):
         (out / stale).unlink(missing_ok=True)
-    return _Paths(out)
+    return CheckPaths(out)
 
 
 def supervise(
-    script: Path, script_args: list[str], options: Options, paths: _Paths, console: Console
+    script: Path, script_args: list[str], options: Options, paths: CheckPaths, console: Console
 ) -> supervisor.ChildRun:
     """Runs the capture child on the script under the supervisor (progress, timeout, kill)."""
     child_options = dataclasses.replace(options, out=str(paths.out))
@@ -140,7 +140,11 @@ def _redact_log(log_path: Path, script: Path, console: Console) -> None:
 
 
 def _no_facts(
-    exc: Exception, child: supervisor.ChildRun, options: Options, paths: _Paths, console: Console
+    exc: Exception,
+    child: supervisor.ChildRun,
+    options: Options,
+    paths: CheckPaths,
+    console: Console,
 ) -> ExitCode:
     """The exit code, and its message, when the child saved no readable facts."""
     if child.interrupted:
@@ -198,7 +202,7 @@ def settle(facts: Facts, child: supervisor.ChildRun, timeout: float | None) -> N
 
 
 def _render_and_summarise(
-    facts: Facts, options: Options, paths: _Paths, console: Console
+    facts: Facts, options: Options, paths: CheckPaths, console: Console
 ) -> Report:
     """Renders the reports (redacting the saved facts too with ``--redact``) and prints the
     terminal summary."""
@@ -219,7 +223,7 @@ def exit_code(
     child: supervisor.ChildRun,
     report: Report,
     options: Options,
-    paths: _Paths,
+    paths: CheckPaths,
     console: Console,
 ) -> ExitCode:
     """The check's exit code, with the one-line error (and the log's tail) for a failure."""
