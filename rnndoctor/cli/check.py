@@ -44,7 +44,7 @@ class CheckPaths:
 def run_check(
     script: Path, script_args: list[str], cli: Mapping[str, Any], console: Console
 ) -> ExitCode:
-    """Runs the whole check and returns its exit code (see ``EXIT_CODES_HELP``).
+    """Runs the whole check and returns its exit code (:class:`ExitCode`; the help lists them).
 
     Args:
         script: the user's training script.
