@@ -1,3 +1,5 @@
+"""``python -m rnndoctor``: the same as the ``rnndoctor`` command."""
+
 from rnndoctor.cli import main
 
 main()

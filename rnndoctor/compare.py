@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from rnndoctor.engine import Report, evaluate
 from rnndoctor.facts import Facts
@@ -110,9 +111,20 @@ def compare_facts(
     after: Facts,
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
+    rule_options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Comparison:
-    """Runs the current rules (the same selection on both) on both runs' facts and pairs them."""
+    """Runs the current rules (the same selection and rule options on both) on both runs' facts
+    and pairs them.
+
+    Args:
+        before: the first run's facts.
+        after: the second run's facts.
+        select: rule IDs or names to run; None runs all.
+        ignore: rule IDs or names to skip.
+        rule_options: ``[tool.rnndoctor.rules.<RULE>]`` option values, as
+            :func:`rnndoctor.engine.evaluate` takes them.
+    """
     return compare_reports(
-        evaluate(before, select=select, ignore=ignore),
-        evaluate(after, select=select, ignore=ignore),
+        evaluate(before, select=select, ignore=ignore, rule_options=rule_options),
+        evaluate(after, select=select, ignore=ignore, rule_options=rule_options),
     )

@@ -1,16 +1,34 @@
-"""Every option of a check, with its default written once, and the exit codes.
+"""Every option of a check, with its default written once; ``[tool.rnndoctor]``; the exit codes.
 
-The CLI builds :class:`Options` (command line over ``[tool.rnndoctor]`` over these defaults); the
+The CLI builds :class:`Options` with :func:`resolve` (command line over ``[tool.rnndoctor]`` in the
+nearest ``pyproject.toml`` over these defaults) and checks them with :meth:`Options.validate`; the
 capture child receives the window part as ``--key value`` arguments (:meth:`Options.child_argv`)
-and reads them back with :func:`parse_child_args`; :func:`rnndoctor.diagnose` takes the same
-defaults. Pure: no TensorFlow, no typer.
+and reads them back with :func:`parse_child_args`. Pure: no TensorFlow, no typer.
+
+Keys in the table use the option names, with dashes or underscores; a sub-table per rule (ID or
+name) sets that rule's options::
+
+    [tool.rnndoctor]
+    steps = 30
+    fail-on = "warning"
+    format = ["html", "json", "sarif"]
+    ignore = ["RD108", "custom-cell"]
+
+    [tool.rnndoctor.rules.RD201]
+    min_padded_fraction = 0.3
 """
 
 from __future__ import annotations
 
 import argparse
 import enum
-from dataclasses import dataclass, field
+import math
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 
@@ -29,6 +47,12 @@ class ExitCode(enum.IntEnum):
 
 FORMATS = ("html", "json", "md", "sarif")
 FAIL_ON = ("error", "warning", "info", "never")
+_IN_FILE = {"in_file": True}  # field metadata: the option may be set in [tool.rnndoctor]
+_RULES_KEY = "rules"  # [tool.rnndoctor.rules.<RULE>]: Options.rule_options
+
+
+class OptionsError(ValueError):
+    """A bad option value, or a malformed ``[tool.rnndoctor]`` table (one line, for the user)."""
 
 
 @dataclass
@@ -40,8 +64,9 @@ class Options:
         steps: measured training steps, after the warm-up.
         warmup: warm-up steps, run first and not timed (tracing, allocation).
         profile_steps: steps captured by the TF profiler after the measured ones (0: none).
-        timeout: seconds before the script's whole process group is killed.
-        fail_on: exit 1 at or above this severity (``error``, ``warning``, ``info``, ``never``).
+        timeout: seconds before the script's whole process tree is killed (None: no limit,
+            the capture child run by hand).
+        fail_on: exit 1 at or above this severity (``FAIL_ON``).
         format: report formats (``FORMATS``).
         select: rule IDs or names to run (empty: all).
         ignore: rule IDs or names to skip.
@@ -50,35 +75,241 @@ class Options:
             sequence sampling.
         probe_fast_path: run the cuDNN fast-path probe on each LSTM/GRU layer.
         debug: show tracebacks after a failure.
-        rule_options: ``[tool.rnndoctor.rules.RD201]`` tables, by rule ID: option name -> value.
+        rule_options: ``[tool.rnndoctor.rules.RD201]`` tables, by rule ID or name as the file
+            writes it: option name -> value.
+        config_file: the ``pyproject.toml`` whose ``[tool.rnndoctor]`` was read (None: none).
+        from_config: the options whose value came from that table (for error messages).
     """
 
-    out: str = "rnndoctor-report"
-    steps: int = 20
-    warmup: int = 3
-    profile_steps: int = 3
-    timeout: float | None = 600.0
-    fail_on: str = "error"
-    format: list[str] = field(default_factory=lambda: ["html", "json"])
-    select: list[str] = field(default_factory=list)
-    ignore: list[str] = field(default_factory=list)
-    redact: bool = False
+    out: str = field(default="rnndoctor-report", metadata=_IN_FILE)
+    steps: int = field(default=20, metadata=_IN_FILE)
+    warmup: int = field(default=3, metadata=_IN_FILE)
+    profile_steps: int = field(default=3, metadata=_IN_FILE)
+    timeout: float | None = field(default=600.0, metadata=_IN_FILE)
+    fail_on: str = field(default="error", metadata=_IN_FILE)
+    format: list[str] = field(default_factory=lambda: ["html", "json"], metadata=_IN_FILE)
+    select: list[str] = field(default_factory=list, metadata=_IN_FILE)
+    ignore: list[str] = field(default_factory=list, metadata=_IN_FILE)
+    redact: bool = field(default=False, metadata=_IN_FILE)
     no_probes: bool = False
     probe_fast_path: bool = True
     debug: bool = False
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    config_file: Path | None = None
+    from_config: frozenset[str] = frozenset()
 
     def child_argv(self) -> list[str]:
         """The capture child's arguments for the window options (before the script)."""
         return [
             "--out", self.out, "--steps", str(self.steps), "--warmup", str(self.warmup),
-            "--profile-steps", str(self.profile_steps), "--timeout", str(self.timeout),
+            "--profile-steps", str(self.profile_steps),
+            *([] if self.timeout is None else ["--timeout", str(self.timeout)]),
             *(["--no-probes"] if self.no_probes else []),
             *([] if self.probe_fast_path else ["--no-probe"]),
         ]  # fmt: skip
 
+    def label(self, key: str) -> str:
+        """How to name an option in an error: ``--fail-on`` or ``fail-on in /p/pyproject.toml``."""
+        name = key.replace("_", "-")
+        if key in self.from_config:
+            return f"{name} in {self.config_file} [tool.rnndoctor]"
+        return f"--{name}"
+
+    def validate(self) -> None:
+        """Checks the formats, ``fail_on``, the rules named and the rules' option tables.
+
+        Raises:
+            OptionsError: the first bad value, in one line naming where it was set.
+        """
+        unknown = sorted(set(self.format) - set(FORMATS))
+        if unknown or not self.format:
+            raise OptionsError(
+                f"unknown {self.label('format')} {', '.join(unknown)}: "
+                f"choose from {', '.join(FORMATS)}"
+            )
+        if self.fail_on not in FAIL_ON:
+            raise OptionsError(
+                f"unknown {self.label('fail_on')} {self.fail_on!r}: "
+                f"choose from {', '.join(FAIL_ON)}"
+            )
+        from rnndoctor.rules import check_rule_options, get_rule
+
+        for key in ("select", "ignore"):
+            for name in getattr(self, key):
+                try:
+                    get_rule(name)
+                except KeyError:
+                    raise OptionsError(
+                        f"unknown rule {name!r} in {self.label(key)} (see `rnndoctor rules`)"
+                    ) from None
+        try:
+            check_rule_options(self.rule_options)
+        except ValueError as exc:
+            where = f"{self.config_file}: " if self.config_file else ""
+            raise OptionsError(f"{where}{exc}") from None
+
+    def validate_window(self) -> None:
+        """Checks the diagnosis window's numbers (``check`` only).
+
+        Raises:
+            OptionsError: steps under 1, a negative warm-up or profile count, a timeout of 0 s or
+                less.
+        """
+        timeout = math.inf if self.timeout is None else self.timeout
+        for bad, message in (
+            (self.steps < 1, f"{self.label('steps')} must be at least 1 (got {self.steps})"),
+            (self.warmup < 0, f"{self.label('warmup')} must be 0 or more (got {self.warmup})"),
+            (self.profile_steps < 0, f"{self.label('profile_steps')} must be 0 or more "
+                                     f"(got {self.profile_steps})"),
+            (timeout <= 0, f"{self.label('timeout')} must be more than 0 seconds "
+                           f"(got {timeout:g})"),
+        ):  # fmt: skip
+            if bad:
+                raise OptionsError(message)
+
 
 DEFAULTS = Options()
+
+_HINTS = typing.get_type_hints(Options)
+_TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+    list: "a list",
+}
+
+
+def _accepted(hint: Any) -> tuple[type, ...]:
+    """The TOML value types an option of type ``hint`` accepts."""
+    if typing.get_origin(hint) is list:
+        return (list, str)  # a list, or one comma-separated string
+    if isinstance(hint, types.UnionType):
+        hint = next(t for t in typing.get_args(hint) if t is not types.NoneType)
+    return (int, float) if hint is float else (hint,)
+
+
+FILE_KEYS: dict[str, tuple[type, ...]] = {
+    f.name: _accepted(_HINTS[f.name]) for f in fields(Options) if f.metadata.get("in_file")
+}
+_LISTS = {f.name for f in fields(Options) if typing.get_origin(_HINTS[f.name]) is list}
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """``[tool.rnndoctor]`` as read from one ``pyproject.toml``.
+
+    Attributes:
+        path: the file (None: no file, or no table in it).
+        values: option values by field name (dashes turned to underscores).
+        rule_options: the ``[tool.rnndoctor.rules.<RULE>]`` tables, by the key the file uses.
+    """
+
+    path: Path | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+    rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` in ``start`` or a parent folder, or None."""
+    start = start.resolve()
+    for folder in [start, *start.parents]:
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(start: Path) -> ConfigFile:
+    """Reads ``[tool.rnndoctor]`` from the nearest ``pyproject.toml`` at or above ``start``.
+
+    Raises:
+        OptionsError: the file does not parse, or the table has an unknown key or a bad type.
+    """
+    path = find_pyproject(start)
+    if path is None:
+        return ConfigFile()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
+        raise OptionsError(f"{path}: {exc}") from None
+    table = data.get("tool", {}).get("rnndoctor")
+    if table is None:
+        return ConfigFile()
+    if not isinstance(table, dict):
+        raise OptionsError(f"{path}: [tool.rnndoctor] must be a table")
+    values = {}
+    for key, value in table.items():
+        if key == _RULES_KEY:
+            continue
+        name = key.replace("-", "_")
+        _check_type(path, key, name, value)
+        values[name] = value
+    return ConfigFile(path, values, _rule_tables(path, table.get(_RULES_KEY, {})))
+
+
+def _check_type(path: Path, key: str, name: str, value: Any) -> None:
+    """Raises OptionsError when ``key`` is no option or ``value`` has the wrong type."""
+    accepted = FILE_KEYS.get(name)
+    if accepted is None:
+        raise OptionsError(f"{path}: unknown key {key!r} in [tool.rnndoctor]")
+    if isinstance(value, bool) and bool not in accepted:
+        raise OptionsError(f"{path}: [tool.rnndoctor] {key} must not be a boolean")
+    if not isinstance(value, accepted):
+        expected = " or ".join(_TYPE_NAMES[t] for t in accepted)
+        raise OptionsError(
+            f"{path}: [tool.rnndoctor] {key} must be {expected}, not {value!r}"[:300]
+        )
+
+
+def _rule_tables(path: Path, tables: Any) -> dict[str, dict[str, Any]]:
+    """``[tool.rnndoctor.rules]``: each key a rule ID or name, each value a table of options."""
+    if not isinstance(tables, dict):
+        raise OptionsError(f"{path}: [tool.rnndoctor] {_RULES_KEY} must be a table of tables")
+    for rule, table in tables.items():
+        if not isinstance(table, dict):
+            raise OptionsError(
+                f"{path}: [tool.rnndoctor.rules] {rule} must be a table, not {table!r}"[:300]
+            )
+    return {rule: dict(table) for rule, table in tables.items()}
+
+
+def resolve(cli: Mapping[str, Any], config: ConfigFile | None = None) -> Options:
+    """Merges command-line values (None or ``[]``: not given) over the config over the defaults.
+
+    List options (``format``, ``select``, ``ignore``) accept lists or comma-separated strings. An
+    ``out`` from the config is relative to the folder of its ``pyproject.toml``.
+
+    Args:
+        cli: values by field name; fields not in ``[tool.rnndoctor]`` (``no_probes``,
+            ``debug``) are taken as given.
+        config: the table read by :func:`load_config` (None: none).
+    """
+    config = config or ConfigFile()
+    values: dict[str, Any] = {}
+    from_config = set()
+    for f in fields(Options):
+        value = cli.get(f.name)
+        if f.name in FILE_KEYS and (value is None or value == []):
+            if f.name in config.values:
+                from_config.add(f.name)
+            value = config.values.get(f.name, getattr(DEFAULTS, f.name))
+        if value is None:
+            continue
+        if f.name in _LISTS:
+            items = [value] if isinstance(value, str) else list(value)
+            value = [p.strip() for item in items for p in str(item).split(",") if p.strip()]
+        values[f.name] = value
+    if config.path is not None and "out" in from_config:
+        values["out"] = str(config.path.parent / values["out"])
+    if values.get("timeout") is not None:
+        values["timeout"] = float(values["timeout"])
+    values.update(
+        rule_options=config.rule_options,
+        config_file=config.path,
+        from_config=frozenset(from_config),
+    )
+    return Options(**values)
 
 
 def parse_child_args(argv: list[str]) -> tuple[Options, str, list[str]]:

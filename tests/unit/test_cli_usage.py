@@ -7,7 +7,8 @@ import re
 from typer.testing import CliRunner
 
 from rnndoctor import __version__
-from rnndoctor.cli import EXIT_USAGE, app, example_path
+from rnndoctor.cli import app, example_path
+from rnndoctor.options import ExitCode
 
 runner = CliRunner(env={"COLUMNS": "120", "NO_COLOR": "1", "TERM": "dumb"})
 
@@ -20,14 +21,14 @@ def test_version():
 
 def test_missing_script_is_a_usage_error_with_one_line(tmp_path):
     result = runner.invoke(app, ["check", str(tmp_path / "nope.py"), "--out", str(tmp_path)])
-    assert result.exit_code == EXIT_USAGE
+    assert result.exit_code == ExitCode.USAGE
     assert "script not found" in result.output
     assert "Traceback" not in result.output
 
 
 def test_directory_instead_of_script_is_a_usage_error(tmp_path):
     result = runner.invoke(app, ["check", str(tmp_path), "--out", str(tmp_path / "o")])
-    assert result.exit_code == EXIT_USAGE
+    assert result.exit_code == ExitCode.USAGE
     assert "not a file" in result.output
 
 
@@ -35,7 +36,7 @@ def test_bad_option_value_is_a_usage_error(tmp_path):
     script = tmp_path / "t.py"
     script.write_text("")
     result = runner.invoke(app, ["check", str(script), "--fail-on", "sometimes"])
-    assert result.exit_code == EXIT_USAGE
+    assert result.exit_code == ExitCode.USAGE
 
 
 def test_help_documents_the_exit_codes():
@@ -60,8 +61,8 @@ def test_unknown_format_and_bad_numbers_name_the_option(tmp_path):
     script = tmp_path / "t.py"
     script.write_text("")
     result = runner.invoke(app, ["check", str(script), "--format", "html,pdf"])
-    assert result.exit_code == EXIT_USAGE
+    assert result.exit_code == ExitCode.USAGE
     assert "rnndoctor: error: unknown --format pdf" in result.output
     result = runner.invoke(app, ["check", str(script), "--steps", "0"])
-    assert result.exit_code == EXIT_USAGE
+    assert result.exit_code == ExitCode.USAGE
     assert "--steps must be at least 1 (got 0)" in result.output

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rnndoctor import config
-from rnndoctor.cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, app
+from rnndoctor import options
+from rnndoctor.cli import app
 from rnndoctor.compare import compare_facts
 from rnndoctor.engine import evaluate
 from rnndoctor.facts import Facts
+from rnndoctor.options import ExitCode
 from rnndoctor.redact import make_scrubber
 from rnndoctor.reports import RENDERERS
 
@@ -39,11 +40,11 @@ def test_report_rerenders_every_format_and_exits_by_fail_on(facts_file, tmp_path
     out = tmp_path / "again"
     args = ["report", str(facts_file), "--out", str(out), "--format", "html,json,md,sarif"]
     result = runner.invoke(app, args)
-    assert result.exit_code == EXIT_OK, result.output
+    assert result.exit_code == ExitCode.OK, result.output
     assert {p.name for p in out.iterdir()} == {
         "report.html", "report.json", "report.md", "report.sarif"
     }  # fmt: skip
-    assert runner.invoke(app, [*args, "--fail-on", "warning"]).exit_code == EXIT_FINDINGS
+    assert runner.invoke(app, [*args, "--fail-on", "warning"]).exit_code == ExitCode.FINDINGS
 
 
 def test_report_select_and_ignore_take_ids_and_names(facts_file, tmp_path):
@@ -51,7 +52,7 @@ def test_report_select_and_ignore_take_ids_and_names(facts_file, tmp_path):
         out = tmp_path / "sel"
         result = runner.invoke(app, ["report", str(facts_file), "--out", str(out),
                                      "--format", "json", *extra])  # fmt: skip
-        assert result.exit_code == EXIT_OK, result.output
+        assert result.exit_code == ExitCode.OK, result.output
         rules = json.loads((out / "report.json").read_text())["rules"]
         return sorted(r["rule_id"] for r in rules if r["status"] != "skipped")
 
@@ -61,7 +62,7 @@ def test_report_select_and_ignore_take_ids_and_names(facts_file, tmp_path):
     assert {"rule_id": "RD101", "name": "recurrent-dropout", "status": "skipped",
             "reason": "ignored (--ignore)", "findings": 0} in doc["rules"]  # fmt: skip
     bad = runner.invoke(app, ["report", str(facts_file), "--select", "RD999"])
-    assert bad.exit_code == EXIT_USAGE and "unknown rule 'RD999'" in bad.output
+    assert bad.exit_code == ExitCode.USAGE and "unknown rule 'RD999'" in bad.output
 
 
 def test_report_takes_a_report_json_too(facts_file, tmp_path):
@@ -70,7 +71,7 @@ def test_report_takes_a_report_json_too(facts_file, tmp_path):
     )
     again = runner.invoke(app, ["report", str(tmp_path / "a" / "report.json"),
                                 "--out", str(tmp_path / "b"), "--format", "md"])  # fmt: skip
-    assert again.exit_code == EXIT_OK and (tmp_path / "b" / "report.md").is_file()
+    assert again.exit_code == ExitCode.OK and (tmp_path / "b" / "report.md").is_file()
 
 
 def test_report_imports_no_tensorflow(facts_file, tmp_path):
@@ -95,20 +96,21 @@ def test_pyproject_table_sets_defaults_and_rejects_unknown_keys(facts_file, tmp_
     )
     out = tmp_path / "cfg"
     result = runner.invoke(app, ["report", str(facts_file), "--out", str(out)])
-    assert result.exit_code == EXIT_FINDINGS
+    assert result.exit_code == ExitCode.FINDINGS
     assert {p.name for p in out.iterdir()} == {"report.json", "report.sarif"}
     # the command line wins over the table
     assert runner.invoke(app, ["report", str(facts_file), "--out", str(out),
-                               "--fail-on", "error"]).exit_code == EXIT_OK  # fmt: skip
+                               "--fail-on", "error"]).exit_code == ExitCode.OK  # fmt: skip
     (tmp_path / "pyproject.toml").write_text("[tool.rnndoctor]\nsteps_typo = 3\n")
     bad = runner.invoke(app, ["report", str(facts_file)])
-    assert bad.exit_code == EXIT_USAGE and "unknown key 'steps_typo'" in bad.output
+    assert bad.exit_code == ExitCode.USAGE and "unknown key 'steps_typo'" in bad.output
 
 
 def test_config_resolution_order():
-    merged = config.resolve({"steps": 5, "format": None}, {"steps": 9, "format": "md,sarif"})
-    assert merged["steps"] == 5 and merged["format"] == ["md", "sarif"]
-    assert merged["timeout"] == config.DEFAULTS["timeout"]
+    table = options.ConfigFile(values={"steps": 9, "format": "md,sarif"})
+    merged = options.resolve({"steps": 5, "format": None}, table)
+    assert merged.steps == 5 and merged.format == ["md", "sarif"]
+    assert merged.timeout == options.DEFAULTS.timeout
 
 
 def test_rules_lists_and_documents():
@@ -117,7 +119,7 @@ def test_rules_lists_and_documents():
     assert re.search(r"^RD101\s+recurrent-dropout\s+", listing.output, re.M)
     doc = runner.invoke(app, ["rules", "unroll"])
     assert doc.exit_code == 0 and "What it detects:" in doc.output and "RD104" in doc.output
-    assert runner.invoke(app, ["rules", "RD999"]).exit_code == EXIT_USAGE
+    assert runner.invoke(app, ["rules", "RD999"]).exit_code == ExitCode.USAGE
 
 
 def test_sarif_validates_against_the_sarif_2_1_0_schema():
@@ -182,7 +184,7 @@ def test_html_has_verdict_and_forecast_sections(tmp_path):
 def test_config_errors_name_the_pyproject_and_the_expected_type(facts_file, tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.rnndoctor]\nfail-on = "warn"\n')
     bad = runner.invoke(app, ["report", str(facts_file)])
-    assert bad.exit_code == EXIT_USAGE
+    assert bad.exit_code == ExitCode.USAGE
     assert "unknown fail-on in" in bad.output and "pyproject.toml" in bad.output
     (tmp_path / "pyproject.toml").write_text('[tool.rnndoctor]\nsteps = "ten"\n')
     bad = runner.invoke(app, ["report", str(facts_file)])
@@ -195,7 +197,7 @@ def test_a_facts_file_with_a_wrong_type_is_a_one_line_usage_error(facts_file, tm
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps(data))
     result = runner.invoke(app, ["report", str(broken)])
-    assert result.exit_code == EXIT_USAGE
+    assert result.exit_code == ExitCode.USAGE
     assert "facts.steps.median_step_time_ms must be a number" in result.output
     assert "Traceback" not in result.output
 

@@ -15,8 +15,9 @@ import uuid
 
 import pytest
 
-from rnndoctor import cli
 from rnndoctor.capture import __main__ as child
+from rnndoctor.cli import app, supervisor
+from rnndoctor.options import ExitCode
 from rnndoctor.redact import redact_file
 
 LOG = """\
@@ -40,7 +41,7 @@ RuntimeError: boom
 def test_the_log_tail_leaves_out_tracebacks_and_tensorflow_info_lines(tmp_path):
     log = tmp_path / "script.log"
     log.write_text(LOG)
-    tail = cli._log_tail(log, 12, keep_tracebacks=False)
+    tail = supervisor.log_tail(log, 12, keep_tracebacks=False)
     assert tail == [
         "loading data",
         " 1/16 ━━━━━━━━━━━━━━━━━━━━ 5s 368ms/step - loss: 1.6697data file? ",
@@ -53,10 +54,10 @@ def test_the_log_tail_leaves_out_tracebacks_and_tensorflow_info_lines(tmp_path):
 def test_the_debug_tail_keeps_everything(tmp_path):
     log = tmp_path / "script.log"
     log.write_text(LOG)
-    tail = cli._log_tail(log, 200, keep_tracebacks=True)
+    tail = supervisor.log_tail(log, 200, keep_tracebacks=True)
     assert tail == LOG.splitlines()
-    assert cli._log_tail(log, 3, keep_tracebacks=True) == LOG.splitlines()[-3:]
-    assert cli._log_tail(tmp_path / "missing.log", 3, keep_tracebacks=False) == []
+    assert supervisor.log_tail(log, 3, keep_tracebacks=True) == LOG.splitlines()[-3:]
+    assert supervisor.log_tail(tmp_path / "missing.log", 3, keep_tracebacks=False) == []
 
 
 def test_redact_file_removes_secrets_and_keeps_other_bytes(tmp_path, monkeypatch):
@@ -76,10 +77,10 @@ def test_redact_file_removes_secrets_and_keeps_other_bytes(tmp_path, monkeypatch
 
 
 def test_status_text_names_signals():
-    assert cli._status_text(70) == "status 70"
-    assert cli._status_text(-signal.SIGSEGV) == "killed by SIGSEGV"
-    assert "out-of-memory killer" in cli._status_text(-signal.SIGKILL)
-    assert cli._status_text(None) == "no status"
+    assert supervisor.status_text(70) == "status 70"
+    assert supervisor.status_text(-signal.SIGSEGV) == "killed by SIGSEGV"
+    assert "out-of-memory killer" in supervisor.status_text(-signal.SIGKILL)
+    assert supervisor.status_text(None) == "no status"
 
 
 def test_the_process_tree_is_killed_escaped_processes_included():
@@ -93,18 +94,18 @@ def test_the_process_tree_is_killed_escaped_processes_included():
         "print('started', flush=True)\n"
         "time.sleep(120)\n"
     )
-    env = dict(os.environ, **{cli._RUN_ID_VAR: run_id})
+    env = dict(os.environ, **{supervisor.RUN_ID_VAR: run_id})
     proc = subprocess.Popen(
         [sys.executable, "-c", code], env=env, start_new_session=True, stdout=subprocess.PIPE
     )
     assert proc.stdout.readline().strip() == b"started"
     deadline = time.monotonic() + 10
-    while len(cli._marked_processes(run_id)) < 3 and time.monotonic() < deadline:
+    while len(supervisor.marked_processes(run_id)) < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert len(cli._marked_processes(run_id)) == 3
-    escaped = cli._end_process_tree(proc, run_id)
+    assert len(supervisor.marked_processes(run_id)) == 3
+    escaped = supervisor.end_process_tree(proc, run_id)
     assert len(escaped) == 1  # the one in its own session
-    assert cli._marked_processes(run_id) == []
+    assert supervisor.marked_processes(run_id) == []
     assert proc.returncode == -signal.SIGKILL
 
 
@@ -156,8 +157,6 @@ def test_an_unknown_check_option_points_at_the_script_arguments(tmp_path):
 
     script = tmp_path / "train.py"
     script.write_text("")
-    result = CliRunner(env={"COLUMNS": "200"}).invoke(
-        cli.app, ["check", str(script), "--epochs", "3"]
-    )
-    assert result.exit_code == cli.EXIT_USAGE
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["check", str(script), "--epochs", "3"])
+    assert result.exit_code == ExitCode.USAGE
     assert "No such option: --epochs. Arguments for your script go after `--`" in result.output

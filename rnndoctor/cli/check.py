@@ -1,0 +1,265 @@
+"""``rnndoctor check``, step by step: validate, prepare the report folder, supervise the capture
+child, settle the facts' outcome, render, and map the result to an :class:`ExitCode`."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rnndoctor.cli import supervisor
+from rnndoctor.cli.common import failed, fails, load_options, render
+from rnndoctor.cli.console import Console
+from rnndoctor.facts import CutShort, Facts, Outcome
+from rnndoctor.options import ExitCode, Options, OptionsError
+
+if TYPE_CHECKING:
+    from rnndoctor.engine import Report
+
+LOG_NAME = "script.log"
+_FACTS_NAME = "facts.json"
+_FACTS_TMP = "facts.json.tmp"  # Facts.save writes here first, then renames
+_PROCESS_ENDED = "ProcessEnded"  # RunInfo.error_type when the child ended without saying how
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckPaths:
+    """Where one check writes: the report folder, its facts and the script's output."""
+
+    out: Path
+
+    @property
+    def facts(self) -> Path:
+        return self.out / _FACTS_NAME
+
+    @property
+    def log(self) -> Path:
+        return self.out / LOG_NAME
+
+
+def run_check(
+    script: Path, script_args: list[str], cli: Mapping[str, Any], console: Console
+) -> ExitCode:
+    """Runs the whole check and returns its exit code (:class:`ExitCode`; the help lists them).
+
+    Args:
+        script: the user's training script.
+        script_args: its arguments (after ``--``).
+        cli: option values from the command line, by :class:`Options` field (None: not given).
+        console: where to print; redaction is turned on here when the options ask for it.
+    """
+    options = validate(script, cli, console)
+    if options is None:
+        return ExitCode.USAGE
+    paths = prepare_out(options, console)
+    if paths is None:
+        return ExitCode.USAGE
+    child = supervise(script, script_args, options, paths, console)
+    (paths.out / _FACTS_TMP).unlink(missing_ok=True)  # a save the kill cut short
+    if options.redact:
+        _redact_log(paths.log, script, console)
+    try:
+        facts = Facts.load(paths.facts)
+    except (OSError, ValueError) as exc:
+        return _no_facts(exc, child, options, paths, console)
+    settle(facts, child, options.timeout)
+    facts.save(paths.facts)
+    report = _render_and_summarise(facts, options, paths, console)
+    return exit_code(facts, child, report, options, paths, console)
+
+
+def validate(script: Path, cli: Mapping[str, Any], console: Console) -> Options | None:
+    """The script and the options; None after a usage error (already printed).
+
+    Turns terminal redaction on when the options ask for it (paths relative to the working
+    directory), and off while they are read.
+    """
+    if not script.exists():
+        console.error(f"script not found: {script}")
+        return None
+    if not script.is_file():
+        console.error(f"not a file: {script} (give the training script's .py file)")
+        return None
+    console.redact(False)
+    options = load_options(cli, script.resolve().parent, console)
+    if options is None:
+        return None
+    console.redact(options.redact, os.getcwd())  # terminal paths: relative to where you are
+    try:
+        options.validate_window()
+    except OptionsError as exc:
+        console.error(str(exc))
+        return None
+    return options
+
+
+def prepare_out(options: Options, console: Console) -> CheckPaths | None:
+    """Creates the report folder and removes what an earlier check left there (our files only,
+    never the user's); None after a usage error (already printed)."""
+    from rnndoctor.reports import FILENAMES
+
+    out = Path(options.out).resolve()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        console.error(f"cannot create the output directory {out}: {exc.strerror}")
+        return None
+    for stale in (_FACTS_NAME, _FACTS_TMP, *FILENAMES.values()):
+        (out / stale).unlink(missing_ok=True)
+    return CheckPaths(out)
+
+
+def supervise(
+    script: Path, script_args: list[str], options: Options, paths: CheckPaths, console: Console
+) -> supervisor.ChildRun:
+    """Runs the capture child on the script under the supervisor (progress, timeout, kill)."""
+    child_options = dataclasses.replace(options, out=str(paths.out))
+    command = [
+        sys.executable, "-P", "-m", "rnndoctor.capture", *child_options.child_argv(),
+        str(script.resolve()), *script_args,
+    ]  # fmt: skip
+    console.say(f"rnndoctor: running {script} (script output: {paths.log})", err=True)
+    if options.config_file:
+        console.say(f"rnndoctor: options from {options.config_file} [tool.rnndoctor]", err=True)
+    timeout = options.timeout if options.timeout is not None else float("inf")
+    return supervisor.Supervisor(command, paths.log, paths.facts, timeout).run()
+
+
+def _redact_log(log_path: Path, script: Path, console: Console) -> None:
+    """Redacts ``script.log`` in place (``--redact``), as the reports are redacted."""
+    from rnndoctor.redact import redact_file
+
+    try:
+        redact_file(log_path, str(script.resolve().parent), os.getcwd())
+    except OSError as exc:
+        console.error(f"could not redact {log_path}: {exc.strerror}")
+
+
+def _no_facts(
+    exc: Exception,
+    child: supervisor.ChildRun,
+    options: Options,
+    paths: CheckPaths,
+    console: Console,
+) -> ExitCode:
+    """The exit code, and its message, when the child saved no readable facts."""
+    if child.interrupted:
+        console.error("interrupted before any fact was saved")
+        return ExitCode.INTERRUPTED
+    show_log_tail(paths.log, console)
+    if child.timed_out:
+        console.error(
+            f"timed out after {options.timeout:g} s before any fact was saved (log: {paths.log})"
+        )
+        return ExitCode.TIMEOUT
+    console.error(
+        f"the capture process failed ({supervisor.status_text(child.status)}) and saved no "
+        f"facts: {exc}; see {paths.log}"
+    )
+    return ExitCode.INTERNAL
+
+
+def settle(facts: Facts, child: supervisor.ChildRun, timeout: float | None) -> None:
+    """Writes into ``facts.run`` what only the parent knows: escaped processes, a timeout, a
+    Ctrl-C, or a child that ended without saying how (``os._exit``, a signal)."""
+    run = facts.run
+    if child.escaped:
+        run.notes.append(
+            f"{len(child.escaped)} process(es) the script started had left its process group and "
+            "were killed after the check"
+        )
+    if child.timed_out or child.interrupted:
+        run.outcome = Outcome.TIMEOUT if child.timed_out else Outcome.INTERRUPTED
+        reason = (
+            f"--timeout {timeout:g} s reached: the script's processes were killed"
+            if child.timed_out
+            else "interrupted (Ctrl-C): the script's processes were killed"
+        )
+        run.cut_short.append(CutShort(phase=run.phase, reason=reason, budget_s=None))
+        run.message = (
+            f"--timeout {timeout:g} s reached during phase '{run.phase}'; the script was stopped"
+            if child.timed_out
+            else f"interrupted (Ctrl-C) during phase '{run.phase}'"
+        )
+        run.wall_time_s = round(time.monotonic() - child.started_s, 3)
+    elif run.outcome == Outcome.RUNNING and child.status != ExitCode.CHILD_INTERNAL:
+        # The child ended without saying how: the script called os._exit, or the process died
+        # of a signal (a crash in native code, the out-of-memory killer).
+        window_done = facts.steps is not None
+        run.outcome = Outcome.CAPTURE_ERROR if window_done else Outcome.SCRIPT_ERROR
+        run.error_type = _PROCESS_ENDED
+        run.message = (
+            f"the process ended ({supervisor.status_text(child.status)}) during phase "
+            f"'{run.phase}'"
+            + ("" if window_done else ": the script called os._exit, or crashed in native code")
+        )
+        run.cut_short.append(CutShort(phase=run.phase, reason=run.message, budget_s=None))
+        run.wall_time_s = round(time.monotonic() - child.started_s, 3)
+
+
+def _render_and_summarise(
+    facts: Facts, options: Options, paths: CheckPaths, console: Console
+) -> Report:
+    """Renders the reports (redacting the saved facts too with ``--redact``) and prints the
+    terminal summary."""
+    from rnndoctor.reports.terminal import PhaseDisplay, summary_lines
+
+    render_started = time.monotonic()
+    report, written = render(facts, options, paths.out)
+    if options.redact:
+        report.facts.save(paths.facts)  # the folder gets attached to tickets: redact it too
+    PhaseDisplay().line("rendering the reports", time.monotonic() - render_started)
+    for line in summary_lines(report, written):
+        console.say(line)
+    return report
+
+
+def exit_code(
+    facts: Facts,
+    child: supervisor.ChildRun,
+    report: Report,
+    options: Options,
+    paths: CheckPaths,
+    console: Console,
+) -> ExitCode:
+    """The check's exit code, with the one-line error (and the log's tail) for a failure."""
+    run = facts.run
+    if child.timed_out or child.interrupted:
+        if child.timed_out:
+            show_log_tail(paths.log, console)
+        console.error(run.message or "stopped")
+        return ExitCode.TIMEOUT if child.timed_out else ExitCode.INTERRUPTED
+    if run.outcome == Outcome.CAPTURE_ERROR and run.error_type == _PROCESS_ENDED:
+        show_log_tail(paths.log, console)
+        console.error(f"{run.message} (partial report written; see {paths.log})")
+        return ExitCode.INTERNAL
+    if failed(run.outcome):
+        show_log_tail(paths.log, console)
+        where = ""
+        if run.error_location:
+            where = f" at {run.error_location.file}:{run.error_location.line}"
+        console.error(f"{run.message}{where} (partial report written; script output: {paths.log})")
+        return ExitCode.SCRIPT_FAILED
+    if child.status != 0 or run.outcome != Outcome.COMPLETED:
+        show_log_tail(paths.log, console)
+        console.error(
+            f"the capture process failed ({supervisor.status_text(child.status)}) during phase "
+            f"'{run.phase}'; see {paths.log}"
+        )
+        return ExitCode.INTERNAL
+    return ExitCode.FINDINGS if fails(report, options.fail_on) else ExitCode.OK
+
+
+def show_log_tail(log_path: Path, console: Console) -> None:
+    """Prints the last lines of the script's output (more, tracebacks kept, with ``--debug``)."""
+    lines = supervisor.DEBUG_TAIL_LINES if console.debug else supervisor.TAIL_LINES
+    tail = supervisor.log_tail(log_path, lines, console.debug)
+    if not tail:
+        return
+    console.say(f"rnndoctor: last lines of the script's output ({log_path}):", err=True)
+    for line in tail:
+        console.say(f"  | {line}", err=True)
