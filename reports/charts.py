@@ -2,18 +2,23 @@
 
 Layout only: every value drawn is a measured value from the Facts or a Finding; these functions
 place them on a canvas (pixel coordinates, rounded to 0.01 px) and compute no new measurement.
-The charts are drawn by ``templates/report.html.j2`` without JavaScript.
+The charts are drawn by ``templates/report.html.j2`` without JavaScript; the shares the
+breakdown bar draws come from :func:`rnndoctor.reports.view.breakdown_shares`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
-from rnndoctor.facts import DataFacts, ProbePoint, SequenceInput, StepBreakdown
+from rnndoctor.facts import DataFacts, ProbePoint, SequenceInput
+
+if TYPE_CHECKING:
+    from rnndoctor.reports.view import Breakdown
 
 CHART_W = 600  # px, the width of every chart's viewBox
+_STEPS_H = 120  # px, the step-time chart's height
 _BAR_H = 26  # px, the breakdown bar's height
 _CURVE_H = 160  # px, the batch-size curve's height
 _HIST_H = 150  # px, the length histogram's height
@@ -25,34 +30,50 @@ def _r(value: float) -> float:
     return round(value, 2)
 
 
-def breakdown_bar(breakdown: StepBreakdown | None) -> dict[str, Any] | None:
+def step_chart(step_ms: list[float]) -> dict[str, Any] | None:
+    """Bar geometry for the per-step times: one bar per measured step, scaled to the slowest.
+
+    Returns ``{"w", "h", "bars": [{"x", "y", "w", "h", "ms", "i"}], "top_ms"}``; None without
+    step times.
+    """
+    if not step_ms:
+        return None
+    top = max(step_ms) or 1.0
+    width = CHART_W / len(step_ms)
+    bars = [
+        {
+            "x": round(i * width, 2),
+            "w": round(max(width - 1, 1), 2),
+            "h": round(v / top * (_STEPS_H - 14), 2),
+            "y": round(_STEPS_H - v / top * (_STEPS_H - 14), 2),
+            "ms": v,
+            "i": i + 1,
+        }
+        for i, v in enumerate(step_ms)
+    ]
+    return {"w": CHART_W, "h": _STEPS_H, "bars": bars, "top_ms": top}
+
+
+def breakdown_bar(breakdown: Breakdown | None) -> dict[str, Any] | None:
     """A stacked bar of the median step: input, compute, host overhead (callbacks), other.
 
     Returns ``{"w", "h", "parts": [{"key", "label", "ms", "share", "x", "w"}], "over_ms"}``;
-    parts of 0 ms or less are dropped; ``over_ms`` is how much the probes' parts exceed the step
-    (a negative ``other_ms``), else 0. None when there is no breakdown or no positive step time.
+    the parts are the breakdown's shown ones (more than 0 ms), each as wide as its share;
+    ``over_ms`` is how much the probes' parts exceed the step, else 0. None when there is no
+    breakdown or no positive step time.
     """
     if breakdown is None or breakdown.step_ms <= 0:
         return None
-    parts = [
-        ("input", "input (waiting for the next batch)", breakdown.input_ms),
-        ("compute", "compute (train step on cached batches)", breakdown.compute_ms),
-        ("host", "host overhead (per-batch callbacks)", breakdown.host_ms),
-        ("other", "other (Keras' per-step overhead, run-to-run difference)", breakdown.other_ms),
-    ]  # a negative remainder (the probes add up to more than the step) gets no segment
-    total = max(breakdown.step_ms, sum(ms for _, _, ms in parts if ms > 0))  # shares of this
     x = 0.0
     out = []
-    for key, label, ms in parts:
-        if ms <= 0:
-            continue
-        width = ms / total * CHART_W
+    for part in breakdown.shown:
+        width = (part.share or 0.0) * CHART_W
         out.append(
-            {"key": key, "label": label, "ms": ms, "share": ms / total,
+            {"key": part.key, "label": part.label, "ms": part.ms, "share": part.share,
              "x": _r(x), "w": _r(width)}
         )  # fmt: skip
         x += width
-    return {"w": CHART_W, "h": _BAR_H, "parts": out, "over_ms": max(0.0, -breakdown.other_ms)}
+    return {"w": CHART_W, "h": _BAR_H, "parts": out, "over_ms": breakdown.over_ms}
 
 
 def probe_curve(points: list[ProbePoint], unit: str = "batch size") -> dict[str, Any] | None:
