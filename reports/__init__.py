@@ -9,7 +9,8 @@ written the same way everywhere by the filters of :mod:`rnndoctor.reports.format
 
 Layout:
     ``view.py``: the view model (:func:`~rnndoctor.reports.view.build_view`).
-    ``charts.py``: the SVG charts' geometry. ``formatting.py``: values, shares, Markdown escaping.
+    ``shares.py``: the breakdown-share formula. ``charts.py``: the SVG charts' geometry.
+    ``formatting.py``: how values, percentages and Markdown-safe text are written.
     ``templating.py``: the one jinja2 environment. ``templates/``: ``report.html.j2``,
     ``report.md.j2``, ``compare.html.j2``, the shared ``_base.css.j2`` and ``_macros.j2``.
     ``html.py``, ``markdown.py``, ``sarif.py``, ``terminal.py``, ``compare.py``: the renderers.

@@ -3,19 +3,17 @@
 Layout only: every value drawn is a measured value from the Facts or a Finding; these functions
 place them on a canvas (pixel coordinates, rounded to 0.01 px) and compute no new measurement.
 The charts are drawn by ``templates/report.html.j2`` without JavaScript; the shares the
-breakdown bar draws come from :func:`rnndoctor.reports.view.breakdown_shares`.
+breakdown bar draws come from :func:`rnndoctor.reports.shares.breakdown_shares`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import networkx as nx
 
 from rnndoctor.facts import DataFacts, ProbePoint, SequenceInput
-
-if TYPE_CHECKING:
-    from rnndoctor.reports.view import Breakdown
+from rnndoctor.reports.shares import Breakdown
 
 CHART_W = 600  # px, the width of every chart's viewBox
 _STEPS_H = 120  # px, the step-time chart's height

@@ -14,77 +14,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rnndoctor.engine import Forecast, Report, RuleOutcome, Status
-from rnndoctor.facts import Facts, Outcome, SequenceInput, StepBreakdown
+from rnndoctor.facts import Facts, Outcome, SequenceInput
 from rnndoctor.findings import Finding, Severity
 from rnndoctor.reports import charts
+from rnndoctor.reports.shares import Breakdown, breakdown_shares
 
 if TYPE_CHECKING:
     from rnndoctor.rules import Rule
 
 _PADDING_RULE = "RD501"  # the rule whose bucket boundaries the length histograms mark
-
-# The parts of the median step, in the order every output lists them: (key, label).
-BREAKDOWN_PARTS = (
-    ("input", "input (waiting for the next batch)"),
-    ("compute", "compute (train step on cached batches)"),
-    ("host", "host overhead (per-batch callbacks)"),
-    ("other", "other (Keras' per-step overhead, run-to-run difference)"),
-)
-
-
-@dataclass(frozen=True)
-class Part:
-    """One part of the median step: its ``key`` (``input``, ``compute``, ``host``, ``other``),
-    label, time in ms and ``share`` of :attr:`Breakdown.total_ms` (None when that is 0)."""
-
-    key: str
-    label: str
-    ms: float
-    share: float | None
-
-
-@dataclass(frozen=True)
-class Breakdown:
-    """The probes' step-time breakdown as shares.
-
-    ``total_ms`` is the larger of the median step and the sum of the positive parts: the probes
-    run after the window, under the machine load of their own moment, so when their parts add up
-    to more than the step the shares are of that sum. ``over_ms`` is how much they exceed the step
-    (a negative ``other_ms``), else 0.
-    """
-
-    step_ms: float
-    total_ms: float
-    parts: tuple[Part, ...]  # all four, in BREAKDOWN_PARTS order
-    over_ms: float
-
-    @property
-    def shown(self) -> tuple[Part, ...]:
-        """The parts of more than 0 ms, the ones a bar or a table shows."""
-        return tuple(p for p in self.parts if p.ms > 0)
-
-    def part(self, key: str) -> Part:
-        """The part named ``key``."""
-        return next(p for p in self.parts if p.key == key)
-
-
-def breakdown_shares(breakdown: StepBreakdown | None) -> Breakdown | None:
-    """The one share formula of the reports (the verdict, the bar, the tables); None without a
-    breakdown."""
-    if breakdown is None:
-        return None
-    times = {
-        "input": breakdown.input_ms,
-        "compute": breakdown.compute_ms,
-        "host": breakdown.host_ms,
-        "other": breakdown.other_ms,
-    }
-    total = max(breakdown.step_ms, sum(ms for ms in times.values() if ms > 0))
-    parts = tuple(
-        Part(key, label, times[key], times[key] / total if total else None)
-        for key, label in BREAKDOWN_PARTS
-    )
-    return Breakdown(breakdown.step_ms, total, parts, max(0.0, -breakdown.other_ms))
 
 
 @dataclass(frozen=True)
