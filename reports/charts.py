@@ -55,7 +55,8 @@ def step_chart(step_ms: list[float]) -> dict[str, Any] | None:
 def breakdown_bar(breakdown: Breakdown | None) -> dict[str, Any] | None:
     """A stacked bar of the median step: input, compute, host overhead (callbacks), other.
 
-    Returns ``{"w", "h", "parts": [{"key", "label", "ms", "share", "x", "w"}], "over_ms"}``;
+    Returns ``{"w", "h", "view_h", "parts": [{"key", "label", "ms", "share", "x", "w"}],
+    "over_ms"}``;
     the parts are the breakdown's shown ones (more than 0 ms), each as wide as its share;
     ``over_ms`` is how much the probes' parts exceed the step, else 0. None when there is no
     breakdown or no positive step time.
@@ -71,14 +72,16 @@ def breakdown_bar(breakdown: Breakdown | None) -> dict[str, Any] | None:
              "x": _r(x), "w": _r(width)}
         )  # fmt: skip
         x += width
-    return {"w": CHART_W, "h": _BAR_H, "parts": out, "over_ms": breakdown.over_ms}
+    return {"w": CHART_W, "h": _BAR_H, "view_h": _BAR_H + 4, "parts": out,
+            "over_ms": breakdown.over_ms}  # fmt: skip
 
 
 def probe_curve(points: list[ProbePoint], unit: str = "batch size") -> dict[str, Any] | None:
     """The batch-size probe as a line of measured samples/s over evenly spaced probe points.
 
-    Returns ``{"w", "h", "points": [{"x", "y", "value", "samples_per_s", "step_time_ms"}],
-    "stopped": [ProbePoint], "top", "path"}``; None when no point has a throughput.
+    Returns ``{"w", "h", "points": [{"x", "y", "label_y", "value", "samples_per_s",
+    "step_time_ms"}], "stopped": [ProbePoint], "top", "path", "base", "axis_x1", "axis_x2",
+    "label_y"}``; None when no point has a throughput.
     """
     measured = [p for p in points if p.samples_per_s]
     if not measured:
@@ -91,13 +94,14 @@ def probe_curve(points: list[ProbePoint], unit: str = "batch size") -> dict[str,
         x = _PAD + (i * step if len(measured) > 1 else span / 2)
         y = _CURVE_H - _PAD - (p.samples_per_s or 0.0) / top * (_CURVE_H - 2 * _PAD)
         out.append(
-            {"x": _r(x), "y": _r(y), "value": p.value, "samples_per_s": p.samples_per_s,
-             "step_time_ms": p.step_time_ms}
+            {"x": _r(x), "y": _r(y), "label_y": _r(y) - 8, "value": p.value,
+             "samples_per_s": p.samples_per_s, "step_time_ms": p.step_time_ms}
         )  # fmt: skip
     path = " ".join(f"{'M' if i == 0 else 'L'}{p['x']},{p['y']}" for i, p in enumerate(out))
     return {
         "w": CHART_W, "h": _CURVE_H, "points": out, "top": top, "path": path, "unit": unit,
         "stopped": [p for p in points if p.stopped], "base": _CURVE_H - _PAD,
+        "axis_x1": out[0]["x"] - 10, "axis_x2": CHART_W - 10, "label_y": _CURVE_H - 8,
     }  # fmt: skip
 
 
@@ -105,7 +109,8 @@ def data_graph(data: DataFacts | None) -> dict[str, Any] | None:
     """The tf.data pipeline DAG, layered top to bottom in dataflow order (networkx topological
     generations), one box per node.
 
-    Returns ``{"w", "h", "nodes": [{"x", "y", "node"}], "edges": [{"x1", "y1", "x2", "y2"}]}``;
+    Returns ``{"w", "h", "nodes": [{"x", "y", "text_x", "op_y", "kind_y", "node"}],
+    "edges": [{"x1", "y1", "x2", "y2"}], "node_w", "node_h"}``;
     None when there is no graph.
     """
     if data is None or not data.nodes:
@@ -128,7 +133,10 @@ def data_graph(data: DataFacts | None) -> dict[str, Any] | None:
             x = (width - row_w) / 2 + col * (_NODE_W + _NODE_GAP_X)
             y = 4 + row * (_NODE_H + _NODE_GAP_Y)
             pos[name] = (x, y)
-            boxes.append({"x": _r(x), "y": _r(y), "node": graph.nodes[name]["node"]})
+            boxes.append(
+                {"x": _r(x), "y": _r(y), "text_x": _r(x) + 8, "op_y": _r(y) + 18,
+                 "kind_y": _r(y) + 35, "node": graph.nodes[name]["node"]}
+            )  # fmt: skip
     edges = [
         {
             "x1": _r(pos[a][0] + _NODE_W / 2),
@@ -148,7 +156,7 @@ def length_histogram(seq: SequenceInput, boundaries: list[int] | None = None) ->
     the suggested bucket boundaries (from the RD501 finding) marked.
 
     Returns ``{"w", "h", "bars", "padded": [{"x", "value"}], "bounds": [{"x", "value"}],
-    "top", "x_max"}``; None without a histogram.
+    "top", "x_max", "base", "x0", "x1", "label_y"}``; None without a histogram.
     """
     hist = seq.histogram
     if hist is None or not hist.counts or len(hist.edges) != len(hist.counts) + 1:
@@ -173,4 +181,5 @@ def length_histogram(seq: SequenceInput, boundaries: list[int] | None = None) ->
     padded = [{"x": sx(v), "value": v} for v in sorted(set(seq.padded_lengths))]
     bounds = [{"x": sx(v), "value": v} for v in sorted(set(boundaries or []))]
     return {"w": CHART_W, "h": _HIST_H, "bars": bars, "padded": padded, "bounds": bounds,
-            "top": top, "x_max": x_max, "base": base, "x0": sx(lo), "x1": sx(x_max)}  # fmt: skip
+            "top": top, "x_max": x_max, "base": base, "x0": sx(lo), "x1": sx(x_max),
+            "label_y": _HIST_H - 6}  # fmt: skip
