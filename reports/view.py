@@ -129,6 +129,18 @@ def verdict(facts: Facts, findings: Sequence[Finding], breakdown: Breakdown | No
     return f"Main issue: {first.rule_id} {first.name}{where}{speed}." + measured
 
 
+def _forecast_gap(facts: Facts) -> str:
+    """Why the engine gives no job forecast (read when it gives none)."""
+    if not facts.steps or facts.steps.median_step_time_ms is None:
+        return "no step time was measured"
+    if facts.loop:
+        return "a custom training loop: rnndoctor does not know how many steps it runs"
+    return (
+        "the number of steps per epoch or of epochs is unknown (an infinite or unsized dataset "
+        "with no steps_per_epoch)"
+    )
+
+
 @dataclass(frozen=True)
 class ReportView:
     """What the renderers show, computed once (:func:`build_view`).
@@ -146,6 +158,7 @@ class ReportView:
         tally: the rules grouped by what they did.
         verdict: the one-sentence headline.
         forecast: the job forecast, or None.
+        forecast_gap: why there is no forecast (when ``forecast`` is None).
         breakdown: the step-time breakdown's shares, or None.
         step_chart, breakdown_bar, probe_curve, data_graph: chart geometry
             (:mod:`rnndoctor.reports.charts`), None when there is nothing to draw.
@@ -164,6 +177,7 @@ class ReportView:
     tally: RuleTally
     verdict: str
     forecast: Forecast | None
+    forecast_gap: str
     breakdown: Breakdown | None
     step_chart: dict | None = None
     breakdown_bar: dict | None = None
@@ -219,6 +233,7 @@ def build_view(report: Report) -> ReportView:
         tally=_tally(outcomes),
         verdict=verdict(facts, findings, breakdown),
         forecast=report.forecast,
+        forecast_gap=_forecast_gap(facts),
         breakdown=breakdown,
         base_dir=os.path.dirname(facts.run.script) if facts.run.script else None,
         **_charts(facts, findings, breakdown),
