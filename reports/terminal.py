@@ -11,9 +11,12 @@ from rnndoctor.reports.formatting import ms
 from rnndoctor.reports.view import ReportView, build_view
 
 
-def summary_lines(report: Report, written: dict[str, os.PathLike] | None = None) -> list[str]:
-    """Plain lines (no colour codes), worst finding first."""
-    view = build_view(report)
+def summary_lines(
+    report: Report, written: dict[str, os.PathLike] | None = None, view: ReportView | None = None
+) -> list[str]:
+    """Plain lines (no colour codes), in the report's order of findings, then the paths of the
+    ``written`` reports (from ``view`` if given)."""
+    view = view or build_view(report)
     facts = view.facts
     lines = []
     steps = facts.steps
