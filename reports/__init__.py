@@ -1,28 +1,53 @@
 """Renderers (importable as ``rnndoctor.reports``): one mapping, all fed by the same Report.
 
-Renderers only render: every number they show is in the Facts or the Findings already.
+What this package owns: turning a :class:`rnndoctor.engine.Report` into what a person or a tool
+reads: the HTML report, the Markdown report, ``report.json``, SARIF, the terminal summary and
+the comparison page. It renders only: every number it shows is in the Facts or the Findings
+already. Whatever the outputs share beyond those fields (the verdict, the breakdown's shares,
+orderings, counts, chart geometry) is computed once, in :mod:`rnndoctor.reports.view`, and
+written the same way everywhere by the filters of :mod:`rnndoctor.reports.formatting`.
+
+Layout:
+    ``view.py``: the view model (:func:`~rnndoctor.reports.view.build_view`).
+    ``shares.py``: the breakdown-share formula. ``charts.py``: the SVG charts' geometry.
+    ``formatting.py``: how values, percentages and Markdown-safe text are written.
+    ``templating.py``: the one jinja2 environment. ``templates/``: ``report.html.j2``,
+    ``report.md.j2``, ``compare.html.j2``, the shared ``_base.css.j2`` and ``_macros.j2``.
+    ``html.py``, ``markdown.py``, ``sarif.py``, ``terminal.py``, ``compare.py``: the renderers.
+
+What it may import: :mod:`rnndoctor.engine` (the Report), :mod:`rnndoctor.facts`,
+:mod:`rnndoctor.findings`, :mod:`rnndoctor.compare`, rule metadata (:class:`rnndoctor.rules.Rule`
+for types), and its own libraries (jinja2, networkx, rich). Never :mod:`rnndoctor.capture`,
+TensorFlow or Keras: ``rnndoctor report`` re-renders saved facts without them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from rnndoctor.engine import Report
 from rnndoctor.reports.html import render_html
 from rnndoctor.reports.markdown import render_markdown
 from rnndoctor.reports.sarif import render_sarif
+from rnndoctor.reports.view import ReportView, build_view
 
 
-def render_json(report: Report) -> str:
+class Renderer(Protocol):
+    """Renders a report as text; ``view``: the report's view, when the caller built it already."""
+
+    def __call__(self, report: Report, view: ReportView | None = None) -> str: ...
+
+
+def render_json(report: Report, view: ReportView | None = None) -> str:
     """``report.json``: facts, findings (``rule_id``, ``name``, ``severity``, ``message``,
     ``location`` {file, line, code}, ``layer``, ``evidence``, ``fix``, ``gain``,
-    ``fast_path_after_fix``) and each rule's outcome."""
+    ``fast_path_after_fix``) and each rule's outcome. The view is not needed."""
     return json.dumps(report.to_dict(), indent=2, default=repr)
 
 
-RENDERERS: dict[str, Callable[[Report], str]] = {
+RENDERERS: dict[str, Renderer] = {
     "html": render_html,
     "json": render_json,
     "md": render_markdown,
@@ -32,7 +57,8 @@ FILENAMES = {fmt: f"report.{fmt}" for fmt in RENDERERS}
 
 
 def write_reports(report: Report, out_dir: str | Path, formats: list[str]) -> dict[str, Path]:
-    """Renders ``report`` in each format into ``out_dir``; returns the written paths by format.
+    """Renders ``report`` in each format into ``out_dir`` (from one view); returns the written
+    paths by format.
 
     Raises:
         KeyError: an unknown format.
@@ -40,9 +66,11 @@ def write_reports(report: Report, out_dir: str | Path, formats: list[str]) -> di
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    # one view for every format that reads it (report.json is the report's own dict)
+    view = build_view(report) if set(formats) - {"json"} else None
     written = {}
     for fmt in dict.fromkeys(formats):
         path = out / FILENAMES[fmt]
-        path.write_text(RENDERERS[fmt](report), encoding="utf-8")
+        path.write_text(RENDERERS[fmt](report, view), encoding="utf-8")
         written[fmt] = path
     return written

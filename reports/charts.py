@@ -2,7 +2,8 @@
 
 Layout only: every value drawn is a measured value from the Facts or a Finding; these functions
 place them on a canvas (pixel coordinates, rounded to 0.01 px) and compute no new measurement.
-The charts are drawn by ``templates/report.html.j2`` without JavaScript.
+The charts are drawn by ``templates/report.html.j2`` without JavaScript; the shares the
+breakdown bar draws come from :func:`rnndoctor.reports.shares.breakdown_shares`.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from typing import Any
 
 import networkx as nx
 
-from rnndoctor.facts import DataFacts, ProbePoint, SequenceInput, StepBreakdown
+from rnndoctor.facts import DataFacts, ProbePoint, SequenceInput
+from rnndoctor.reports.shares import Breakdown
 
 CHART_W = 600  # px, the width of every chart's viewBox
+_STEPS_H = 120  # px, the step-time chart's height
 _BAR_H = 26  # px, the breakdown bar's height
 _CURVE_H = 160  # px, the batch-size curve's height
 _HIST_H = 150  # px, the length histogram's height
@@ -25,41 +28,60 @@ def _r(value: float) -> float:
     return round(value, 2)
 
 
-def breakdown_bar(breakdown: StepBreakdown | None) -> dict[str, Any] | None:
+def step_chart(step_ms: list[float]) -> dict[str, Any] | None:
+    """Bar geometry for the per-step times: one bar per measured step, scaled to the slowest.
+
+    Returns ``{"w", "h", "bars": [{"x", "y", "w", "h", "ms", "i"}], "top_ms"}``; None without
+    step times.
+    """
+    if not step_ms:
+        return None
+    top = max(step_ms) or 1.0
+    width = CHART_W / len(step_ms)
+    bars = [
+        {
+            "x": round(i * width, 2),
+            "w": round(max(width - 1, 1), 2),
+            "h": round(v / top * (_STEPS_H - 14), 2),
+            "y": round(_STEPS_H - v / top * (_STEPS_H - 14), 2),
+            "ms": v,
+            "i": i + 1,
+        }
+        for i, v in enumerate(step_ms)
+    ]
+    return {"w": CHART_W, "h": _STEPS_H, "bars": bars, "top_ms": top}
+
+
+def breakdown_bar(breakdown: Breakdown | None) -> dict[str, Any] | None:
     """A stacked bar of the median step: input, compute, host overhead (callbacks), other.
 
-    Returns ``{"w", "h", "parts": [{"key", "label", "ms", "share", "x", "w"}], "over_ms"}``;
-    parts of 0 ms or less are dropped; ``over_ms`` is how much the probes' parts exceed the step
-    (a negative ``other_ms``), else 0. None when there is no breakdown or no positive step time.
+    Returns ``{"w", "h", "view_h", "parts": [{"key", "label", "ms", "share", "x", "w"}],
+    "over_ms"}``;
+    the parts are the breakdown's shown ones (more than 0 ms), each as wide as its share;
+    ``over_ms`` is how much the probes' parts exceed the step, else 0. None when there is no
+    breakdown or no positive step time.
     """
     if breakdown is None or breakdown.step_ms <= 0:
         return None
-    parts = [
-        ("input", "input (waiting for the next batch)", breakdown.input_ms),
-        ("compute", "compute (train step on cached batches)", breakdown.compute_ms),
-        ("host", "host overhead (per-batch callbacks)", breakdown.host_ms),
-        ("other", "other (Keras' per-step overhead, run-to-run difference)", breakdown.other_ms),
-    ]  # a negative remainder (the probes add up to more than the step) gets no segment
-    total = max(breakdown.step_ms, sum(ms for _, _, ms in parts if ms > 0))  # shares of this
     x = 0.0
     out = []
-    for key, label, ms in parts:
-        if ms <= 0:
-            continue
-        width = ms / total * CHART_W
+    for part in breakdown.shown:
+        width = (part.share or 0.0) * CHART_W
         out.append(
-            {"key": key, "label": label, "ms": ms, "share": ms / total,
+            {"key": part.key, "label": part.label, "ms": part.ms, "share": part.share,
              "x": _r(x), "w": _r(width)}
         )  # fmt: skip
         x += width
-    return {"w": CHART_W, "h": _BAR_H, "parts": out, "over_ms": max(0.0, -breakdown.other_ms)}
+    return {"w": CHART_W, "h": _BAR_H, "view_h": _BAR_H + 4, "parts": out,
+            "over_ms": breakdown.over_ms}  # fmt: skip
 
 
 def probe_curve(points: list[ProbePoint], unit: str = "batch size") -> dict[str, Any] | None:
     """The batch-size probe as a line of measured samples/s over evenly spaced probe points.
 
-    Returns ``{"w", "h", "points": [{"x", "y", "value", "samples_per_s", "step_time_ms"}],
-    "stopped": [ProbePoint], "top", "path"}``; None when no point has a throughput.
+    Returns ``{"w", "h", "points": [{"x", "y", "label_y", "value", "samples_per_s",
+    "step_time_ms"}], "stopped": [ProbePoint], "top", "path", "base", "axis_x1", "axis_x2",
+    "label_y"}``; None when no point has a throughput.
     """
     measured = [p for p in points if p.samples_per_s]
     if not measured:
@@ -72,13 +94,14 @@ def probe_curve(points: list[ProbePoint], unit: str = "batch size") -> dict[str,
         x = _PAD + (i * step if len(measured) > 1 else span / 2)
         y = _CURVE_H - _PAD - (p.samples_per_s or 0.0) / top * (_CURVE_H - 2 * _PAD)
         out.append(
-            {"x": _r(x), "y": _r(y), "value": p.value, "samples_per_s": p.samples_per_s,
-             "step_time_ms": p.step_time_ms}
+            {"x": _r(x), "y": _r(y), "label_y": _r(y) - 8, "value": p.value,
+             "samples_per_s": p.samples_per_s, "step_time_ms": p.step_time_ms}
         )  # fmt: skip
     path = " ".join(f"{'M' if i == 0 else 'L'}{p['x']},{p['y']}" for i, p in enumerate(out))
     return {
         "w": CHART_W, "h": _CURVE_H, "points": out, "top": top, "path": path, "unit": unit,
         "stopped": [p for p in points if p.stopped], "base": _CURVE_H - _PAD,
+        "axis_x1": out[0]["x"] - 10, "axis_x2": CHART_W - 10, "label_y": _CURVE_H - 8,
     }  # fmt: skip
 
 
@@ -86,7 +109,8 @@ def data_graph(data: DataFacts | None) -> dict[str, Any] | None:
     """The tf.data pipeline DAG, layered top to bottom in dataflow order (networkx topological
     generations), one box per node.
 
-    Returns ``{"w", "h", "nodes": [{"x", "y", "node"}], "edges": [{"x1", "y1", "x2", "y2"}]}``;
+    Returns ``{"w", "h", "nodes": [{"x", "y", "text_x", "op_y", "kind_y", "node"}],
+    "edges": [{"x1", "y1", "x2", "y2"}], "node_w", "node_h"}``;
     None when there is no graph.
     """
     if data is None or not data.nodes:
@@ -109,7 +133,10 @@ def data_graph(data: DataFacts | None) -> dict[str, Any] | None:
             x = (width - row_w) / 2 + col * (_NODE_W + _NODE_GAP_X)
             y = 4 + row * (_NODE_H + _NODE_GAP_Y)
             pos[name] = (x, y)
-            boxes.append({"x": _r(x), "y": _r(y), "node": graph.nodes[name]["node"]})
+            boxes.append(
+                {"x": _r(x), "y": _r(y), "text_x": _r(x) + 8, "op_y": _r(y) + 18,
+                 "kind_y": _r(y) + 35, "node": graph.nodes[name]["node"]}
+            )  # fmt: skip
     edges = [
         {
             "x1": _r(pos[a][0] + _NODE_W / 2),
@@ -129,7 +156,7 @@ def length_histogram(seq: SequenceInput, boundaries: list[int] | None = None) ->
     the suggested bucket boundaries (from the RD501 finding) marked.
 
     Returns ``{"w", "h", "bars", "padded": [{"x", "value"}], "bounds": [{"x", "value"}],
-    "top", "x_max"}``; None without a histogram.
+    "top", "x_max", "base", "x0", "x1", "label_y"}``; None without a histogram.
     """
     hist = seq.histogram
     if hist is None or not hist.counts or len(hist.edges) != len(hist.counts) + 1:
@@ -154,4 +181,5 @@ def length_histogram(seq: SequenceInput, boundaries: list[int] | None = None) ->
     padded = [{"x": sx(v), "value": v} for v in sorted(set(seq.padded_lengths))]
     bounds = [{"x": sx(v), "value": v} for v in sorted(set(boundaries or []))]
     return {"w": CHART_W, "h": _HIST_H, "bars": bars, "padded": padded, "bounds": bounds,
-            "top": top, "x_max": x_max, "base": base, "x0": sx(lo), "x1": sx(x_max)}  # fmt: skip
+            "top": top, "x_max": x_max, "base": base, "x0": sx(lo), "x1": sx(x_max),
+            "label_y": _HIST_H - 6}  # fmt: skip

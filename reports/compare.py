@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 from rnndoctor.compare import Comparison
-from rnndoctor.reports.html import ENV
-
-
-def _ms(value: float | None) -> str:
-    return "not measured" if value is None else f"{value:.1f} ms"
+from rnndoctor.reports.formatting import ms
+from rnndoctor.reports.templating import environment
 
 
 def ratio_text(comparison: Comparison) -> str:
@@ -15,7 +12,7 @@ def ratio_text(comparison: Comparison) -> str:
     ratio = comparison.step_time_ratio
     if ratio is None:
         return "not measured (a run has no measured step)"
-    steps = f"(median step {_ms(comparison.before_step_ms)} -> {_ms(comparison.after_step_ms)})"
+    steps = f"(median step {ms(comparison.before_step_ms)} -> {ms(comparison.after_step_ms)})"
     if round(ratio, 2) == 1.0:
         return f"about the same, 1.00x {steps}"
     if ratio > 1:
@@ -38,7 +35,7 @@ def print_comparison(comparison: Comparison, before: str, after: str) -> None:
     table.add_column("before", no_wrap=True)
     table.add_column("after", no_wrap=True)
     table.add_row("outcome", comparison.before.run.outcome, comparison.after.run.outcome)
-    table.add_row("median step time", _ms(comparison.before_step_ms), _ms(comparison.after_step_ms))
+    table.add_row("median step time", ms(comparison.before_step_ms), ms(comparison.after_step_ms))
     table.add_row(
         "findings",
         str(len(comparison.fixed) + len(comparison.unverified) + len(comparison.remaining)),
@@ -58,10 +55,14 @@ def print_comparison(comparison: Comparison, before: str, after: str) -> None:
 
 def render_comparison_html(comparison: Comparison, before: str, after: str) -> str:
     """The comparison as one self-contained HTML page (autoescaped, no network loads)."""
-    return ENV.get_template("compare.html.j2").render(
-        c=comparison,
-        before=before,
-        after=after,
-        ratio=ratio_text(comparison),
-        groups=[(label, getattr(comparison, label)) for label in _GROUPS],
+    return (
+        environment()
+        .get_template("compare.html.j2")
+        .render(
+            c=comparison,
+            before=before,
+            after=after,
+            ratio=ratio_text(comparison),
+            groups=[(label, getattr(comparison, label)) for label in _GROUPS],
+        )
     )

@@ -20,6 +20,7 @@ from typing import Any
 
 from rnndoctor.engine import Report
 from rnndoctor.findings import Finding, Severity
+from rnndoctor.reports.view import ReportView, build_view
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -72,14 +73,15 @@ def _result(finding: Finding, index: int, root: str | None, script_dir: str | No
     return result
 
 
-def render_sarif(report: Report) -> str:
-    """Renders ``report`` as a SARIF 2.1.0 log (JSON text)."""
-    facts = report.facts
+def render_sarif(report: Report, view: ReportView | None = None) -> str:
+    """Renders ``report`` as a SARIF 2.1.0 log (JSON text), from ``view`` if given."""
+    view = view or build_view(report)
+    facts = view.facts
     root = facts.run.source_root
     if root is None and facts.run.script and os.path.isabs(facts.run.script):
         root = os.path.dirname(facts.run.script)  # facts from before source_root existed
     script_dir = facts.run.script_dir_in_source_root
-    rules = [o.rule for o in report.outcomes]
+    rules = view.rules
     index = {rule.id: i for i, rule in enumerate(rules)}
     run: dict[str, Any] = {
         "tool": {
@@ -99,7 +101,10 @@ def render_sarif(report: Report) -> str:
                 ],
             }
         },
-        "results": [_result(f, index[f.rule_id], root, script_dir) for f in report.findings],
+        "results": [
+            _result(item.finding, index[item.finding.rule_id], root, script_dir)
+            for item in view.findings
+        ],
         "invocations": [
             {
                 "executionSuccessful": facts.run.outcome == "completed",

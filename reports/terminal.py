@@ -1,51 +1,74 @@
-"""The short terminal summary: one line per finding, then the report's path."""
+"""The short terminal summary (one line per finding, then the reports' paths) and the live
+phase display of ``rnndoctor check``."""
 
 from __future__ import annotations
 
 import os
 
 from rnndoctor.engine import Report
+from rnndoctor.facts import Facts
+from rnndoctor.reports.formatting import ms
+from rnndoctor.reports.view import ReportView, build_view
 
 
-def summary_lines(report: Report, written: dict[str, os.PathLike] | None = None) -> list[str]:
-    """Plain lines (no colour codes), worst finding first."""
-    facts = report.facts
+def summary_lines(
+    report: Report, written: dict[str, os.PathLike] | None = None, view: ReportView | None = None
+) -> list[str]:
+    """Plain lines (no colour codes), in the report's order of findings, then the paths of the
+    ``written`` reports (from ``view`` if given)."""
+    view = view or build_view(report)
+    facts = view.facts
     lines = []
     steps = facts.steps
     if steps and steps.median_step_time_ms is not None:
         n = steps.measured_steps
         lines.append(
-            f"step time: median {steps.median_step_time_ms:.1f} ms, p90 "
-            f"{steps.p90_step_time_ms:.1f} ms over {n} step{'' if n == 1 else 's'}"
+            f"step time: median {ms(steps.median_step_time_ms)}, p90 "
+            f"{ms(steps.p90_step_time_ms)} over {n} step{'' if n == 1 else 's'}"
             + (f" ({steps.samples_per_s:.0f} samples/s)" if steps.samples_per_s else "")
         )
     if facts.model is not None and not facts.model.rnn_layers:
         lines.append(f"model '{facts.model.name}' has no RNN layer: the RD1xx rules found nothing")
-    for f in report.findings:
+    for item in view.findings:
+        f = item.finding
         where = f"{_rel(f.location.file)}:{f.location.line}" if f.location else "-"
         lines.append(f"{f.rule_id} {f.severity.label:<7} {where}  {f.message}")
-    unevaluated = [o for o in report.outcomes if o.status in ("not_evaluated", "failed")]
-    need_gpu = [o.rule.id for o in unevaluated if o.needs_gpu]
-    not_evaluated = [o.rule.id for o in unevaluated if o.rule.id not in need_gpu]
-    skipped = [o.rule.id for o in report.outcomes if o.status == "skipped"]
-    evaluated = len(report.outcomes) - len(unevaluated) - len(skipped)
-    if need_gpu:
-        lines.append(f"not evaluated, need a GPU: {', '.join(need_gpu)}")
-    if not_evaluated:
-        lines.append(f"not evaluated: {', '.join(not_evaluated)} (facts missing; see the report)")
-    if skipped:
-        lines.append(f"skipped: {', '.join(skipped)} (--select / --ignore)")
-    if not report.findings:
+    lines += _rule_lines(view)
+    lines += _run_lines(facts)
+    for fmt, path in (written or {}).items():
+        lines.append(f"{fmt} report: {path}")
+    return lines
+
+
+def _rule_lines(view: ReportView) -> list[str]:
+    """The rules that did not run, and the clean-run line."""
+    tally = view.tally
+    lines = []
+    if tally.need_gpu:
+        lines.append(f"not evaluated, need a GPU: {', '.join(tally.need_gpu)}")
+    if tally.not_evaluated:
         lines.append(
-            f"no findings from the {evaluated} rules evaluated"
-            + (": the rules not evaluated could still fire" if not_evaluated else "")
+            f"not evaluated: {', '.join(tally.not_evaluated)} (facts missing; see the report)"
         )
+    if tally.skipped:
+        lines.append(f"skipped: {', '.join(tally.skipped)} (--select / --ignore)")
+    if not view.findings:
+        lines.append(
+            f"no findings from the {tally.evaluated} rules evaluated"
+            + (": the rules not evaluated could still fire" if tally.not_evaluated else "")
+        )
+    return lines
+
+
+def _run_lines(facts: Facts) -> list[str]:
+    """What the check turned off, the probes that stopped, the phases cut short, the notes."""
+    lines = []
     for n in facts.run.neutralised:
         target = f" (would have written {_rel(n.detail)})" if n.detail else ""
         where = f" at {_rel(n.location.file)}:{n.location.line}" if n.location else ""
         calls = f", {n.calls} calls" if n.calls > 1 else ""
         lines.append(f"neutralised: {n.what}{target}{where}{calls}")
-    probes = getattr(facts, "probes", None)
+    probes = facts.probes
     for label, points in (
         ("batch-size probe stopped at batch size", probes.batch_probe if probes else []),
         ("steps_per_execution probe stopped at", probes.spe_probe if probes else []),
@@ -58,8 +81,6 @@ def summary_lines(report: Report, written: dict[str, os.PathLike] | None = None)
         lines.append(f"cut short: {c.phase}{budget}: {c.reason}")
     for note in facts.run.notes:
         lines.append(f"note: {note}")
-    for fmt, path in (written or {}).items():
-        lines.append(f"{fmt} report: {path}")
     return lines
 
 

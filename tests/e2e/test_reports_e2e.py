@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rnndoctor.reports.html import format_value
+from rnndoctor.reports.formatting import format_value
 
 pytestmark = pytest.mark.slow
 

@@ -1,0 +1,240 @@
+"""The report's view model: everything the renderers show beyond the Facts' and Findings' own
+fields, computed once from a :class:`rnndoctor.engine.Report` by :func:`build_view`.
+
+The HTML and Markdown templates, the terminal summary and SARIF all read a :class:`ReportView`,
+so that a share, an ordering or a verdict is computed in one place and every output agrees. The
+view adds no measurement: shares are of measured times, chart geometry places measured values.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from rnndoctor.engine import Forecast, Report, RuleOutcome, Status
+from rnndoctor.facts import Facts, Outcome, SequenceInput
+from rnndoctor.findings import Finding, Severity
+from rnndoctor.reports import charts
+from rnndoctor.reports.shares import Breakdown, breakdown_shares
+
+if TYPE_CHECKING:
+    from rnndoctor.rules import Rule
+
+_PADDING_RULE = "RD501"  # the rule whose bucket boundaries the length histograms mark
+
+
+@dataclass(frozen=True)
+class ContextLine:
+    """A numbered source line around a finding's location; ``hit`` marks the finding's line."""
+
+    number: int
+    text: str
+    hit: bool
+
+
+@dataclass(frozen=True)
+class FindingView:
+    """A finding with its source context numbered."""
+
+    finding: Finding
+    context: tuple[ContextLine, ...]
+
+
+def _context(finding: Finding) -> tuple[ContextLine, ...]:
+    loc = finding.location
+    if loc is None or not loc.context or not loc.context_start:
+        return ()
+    return tuple(
+        ContextLine(n, text, n == loc.line) for n, text in enumerate(loc.context, loc.context_start)
+    )
+
+
+@dataclass(frozen=True)
+class RuleTally:
+    """The rules by what they did, as the terminal summary groups them (rule IDs)."""
+
+    need_gpu: tuple[str, ...]  # not evaluated (or failed) because the facts they read need a GPU
+    not_evaluated: tuple[str, ...]  # the other rules not evaluated or failed
+    skipped: tuple[str, ...]  # --select / --ignore
+    evaluated: int  # fired or passed
+
+
+def _tally(outcomes: Sequence[RuleOutcome]) -> RuleTally:
+    unevaluated = [o for o in outcomes if o.status in (Status.NOT_EVALUATED, Status.FAILED)]
+    need_gpu = tuple(o.rule.id for o in unevaluated if o.needs_gpu)
+    skipped = tuple(o.rule.id for o in outcomes if o.status == Status.SKIPPED)
+    return RuleTally(
+        need_gpu=need_gpu,
+        not_evaluated=tuple(o.rule.id for o in unevaluated if o.rule.id not in need_gpu),
+        skipped=skipped,
+        evaluated=len(outcomes) - len(unevaluated) - len(skipped),
+    )
+
+
+def bucket_boundaries(findings: Sequence[Finding], seq: SequenceInput) -> list[int]:
+    """The bucket boundaries an RD501 finding suggests for ``seq`` (its ``bucket_plan``), to mark
+    them on the length histogram; [] if none."""
+    for finding in findings:
+        if finding.rule_id != _PADDING_RULE:
+            continue
+        if finding.layer and seq.rnn_layers and finding.layer not in seq.rnn_layers:
+            continue
+        if finding.bucket_plan is not None:
+            return list(finding.bucket_plan.boundaries)
+        # until RD501 sets bucket_plan
+        for e in finding.evidence:
+            if e.label.startswith("suggested bucket boundaries") and isinstance(e.value, list):
+                return [int(v) for v in e.value]
+    return []
+
+
+def _measured_sentence(facts: Facts, breakdown: Breakdown | None) -> str:
+    """The verdict's measured context: the step-time breakdown from the probes, else the
+    profile's top op type."""
+    if breakdown is not None and breakdown.step_ms > 0:
+        shares = {p.key: (p.share or 0.0) * 100 for p in breakdown.parts}
+        return (
+            f" Of the {breakdown.step_ms:.1f} ms median step, {shares['input']:.0f}% is "
+            f"waiting for input, {shares['compute']:.0f}% compute and "
+            f"{shares['host']:.0f}% per-batch callbacks (measured)."
+        )
+    profile = facts.profile
+    top = profile.top_op_types[0] if profile and profile.top_op_types else None
+    if top is None:
+        return ""
+    return (
+        f" In the profiled steps, {top.op_type} took {top.share * 100:.0f}% of the "
+        f"{top.host_or_device.lower()} op time."
+    )
+
+
+def verdict(facts: Facts, findings: Sequence[Finding], breakdown: Breakdown | None) -> str:
+    """The report's one-sentence headline, from the run's outcome, the findings (the first is
+    the main issue) and the measured breakdown or profile."""
+    run = facts.run
+    if run.outcome != Outcome.COMPLETED:
+        return f"The run ended early ({run.outcome}, during {run.phase}): {run.message or ''}"
+    measured = _measured_sentence(facts, breakdown)
+    if not findings:
+        return "No finding." + measured
+    first = findings[0]
+    where = (
+        f" at {first.location.file.rsplit('/', 1)[-1]}:{first.location.line}"
+        if first.location
+        else ""
+    )
+    speed = f", an estimated {first.speedup:.1f}x faster step" if first.speedup else ""
+    return f"Main issue: {first.rule_id} {first.name}{where}{speed}." + measured
+
+
+def _forecast_gap(facts: Facts) -> str:
+    """Why the engine gives no job forecast (read when it gives none)."""
+    if not facts.steps or facts.steps.median_step_time_ms is None:
+        return "no step time was measured"
+    if facts.loop:
+        return "a custom training loop: rnndoctor does not know how many steps it runs"
+    return (
+        "the number of steps per epoch or of epochs is unknown (an infinite or unsized dataset "
+        "with no steps_per_epoch)"
+    )
+
+
+@dataclass(frozen=True)
+class ReportView:
+    """What the renderers show, computed once (:func:`build_view`).
+
+    Attributes:
+        report: the report rendered.
+        facts: its facts.
+        findings: the findings in the report's order (largest estimated speedup first), each
+            with its numbered source context.
+        outcomes: every rule's outcome, in registry order.
+        rules: the rules, in registry order.
+        docs: the rules' docs, those that fired first.
+        docs_open: how many of ``docs`` (the first ones) fired, shown expanded.
+        counts: the number of findings by severity label.
+        tally: the rules grouped by what they did.
+        verdict: the one-sentence headline.
+        forecast: the job forecast, or None.
+        forecast_gap: why there is no forecast (when ``forecast`` is None).
+        breakdown: the step-time breakdown's shares, or None.
+        step_chart, breakdown_bar, probe_curve, data_graph: chart geometry
+            (:mod:`rnndoctor.reports.charts`), None when there is nothing to draw.
+        histograms: per sequence input (in the facts' order), its length histogram, or None.
+        base_dir: the script's folder, that :meth:`short` writes paths relative to.
+    """
+
+    report: Report
+    facts: Facts
+    findings: tuple[FindingView, ...]
+    outcomes: tuple[RuleOutcome, ...]
+    rules: tuple[Rule, ...]
+    docs: tuple[Rule, ...]
+    docs_open: int
+    counts: dict[str, int]
+    tally: RuleTally
+    verdict: str
+    forecast: Forecast | None
+    forecast_gap: str
+    breakdown: Breakdown | None
+    step_chart: dict | None = None
+    breakdown_bar: dict | None = None
+    probe_curve: dict | None = None
+    data_graph: dict | None = None
+    histograms: tuple[dict | None, ...] = field(default=())
+    base_dir: str | None = None
+
+    def short(self, path: str | None) -> str:
+        """``path`` relative to the script's folder when it lies inside it, else as given."""
+        if not path:
+            return ""
+        if self.base_dir:
+            try:
+                rel = os.path.relpath(path, self.base_dir)
+                if not rel.startswith(".."):
+                    return rel
+            except ValueError:
+                pass
+        return path
+
+
+def _charts(facts: Facts, findings: Sequence[Finding], breakdown: Breakdown | None) -> dict:
+    steps, probes = facts.steps, facts.probes
+    inputs = facts.sequences.inputs if facts.sequences else []
+    return {
+        "step_chart": charts.step_chart(steps.step_time_ms) if steps else None,
+        "breakdown_bar": charts.breakdown_bar(breakdown),
+        "probe_curve": charts.probe_curve(probes.batch_probe) if probes else None,
+        "data_graph": charts.data_graph(facts.data),
+        "histograms": tuple(
+            charts.length_histogram(s, bucket_boundaries(findings, s)) for s in inputs
+        ),
+    }
+
+
+def build_view(report: Report) -> ReportView:
+    """The view of ``report``, for every renderer."""
+    facts = report.facts
+    findings = report.findings  # sorted by the engine on each access: read it once
+    outcomes = tuple(report.outcomes)
+    fired = [o.rule for o in outcomes if o.status == Status.FIRED]
+    breakdown = breakdown_shares(facts.probes.breakdown if facts.probes else None)
+    return ReportView(
+        report=report,
+        facts=facts,
+        findings=tuple(FindingView(f, _context(f)) for f in findings),
+        outcomes=outcomes,
+        rules=tuple(o.rule for o in outcomes),
+        docs=tuple(fired + [o.rule for o in outcomes if o.status != Status.FIRED]),
+        docs_open=len({f.rule_id for f in findings}),
+        counts={s.label: sum(f.severity == s for f in findings) for s in Severity},
+        tally=_tally(outcomes),
+        verdict=verdict(facts, findings, breakdown),
+        forecast=report.forecast,
+        forecast_gap=_forecast_gap(facts),
+        breakdown=breakdown,
+        base_dir=os.path.dirname(facts.run.script) if facts.run.script else None,
+        **_charts(facts, findings, breakdown),
+    )

@@ -1,0 +1,159 @@
+"""The reports' view model, share formula, filters and template environment (no TF)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import jinja2
+import pytest
+
+from rnndoctor.compare import compare_facts
+from rnndoctor.engine import RuleOutcome, Status, evaluate
+from rnndoctor.facts import (
+    Facts,
+    OpStat,
+    ProbeFacts,
+    ProfileSummary,
+    SequenceInput,
+    StepBreakdown,
+)
+from rnndoctor.findings import BucketPlan, Evidence, Finding, Severity
+from rnndoctor.reports import RENDERERS, write_reports
+from rnndoctor.reports.compare import render_comparison_html
+from rnndoctor.reports.formatting import md_numbered, ms, pct
+from rnndoctor.reports.shares import breakdown_shares
+from rnndoctor.reports.templating import environment
+from rnndoctor.reports.view import bucket_boundaries, build_view
+
+DATA = Path(__file__).parents[1] / "data" / "rules"
+
+
+def _facts(name: str = "RD101-offending") -> Facts:
+    return Facts.from_dict(json.loads((DATA / f"{name}.json").read_text())["facts"])
+
+
+def _with_breakdown(facts: Facts, **parts: float) -> Facts:
+    facts.probes = ProbeFacts(breakdown=StepBreakdown(**parts))
+    return facts
+
+
+def test_shares_are_of_the_step_or_of_the_probes_larger_sum():
+    within = breakdown_shares(StepBreakdown(50.0, 25.0, 20.0, 5.0))
+    assert within.total_ms == 50.0 and within.over_ms == 0.0
+    assert [(p.key, p.share) for p in within.shown] == [
+        ("input", 0.5), ("compute", 0.4), ("host", 0.1)
+    ]  # fmt: skip
+    over = breakdown_shares(StepBreakdown(40.0, 25.0, 20.0, 5.0, other_ms=-10.0))
+    assert over.total_ms == 50.0 and over.over_ms == 10.0
+    assert [p.key for p in over.shown] == ["input", "compute", "host"]
+    assert over.part("other").ms == -10.0
+    assert breakdown_shares(None) is None
+
+
+def test_every_output_shows_the_same_shares():
+    facts = _with_breakdown(
+        _facts(), step_ms=40.0, input_ms=25.0, compute_ms=20.0, host_ms=5.0, other_ms=-10.0
+    )
+    report = evaluate(facts)
+    view = build_view(report)
+    assert view.verdict.endswith(
+        " Of the 40.0 ms median step, 50% is waiting for input, 40% compute and 10% per-batch "
+        "callbacks (measured)."
+    )
+    html = RENDERERS["html"](report)
+    assert "<td>50.0 %</td>" in html and "<td>40.0 %</td>" in html and "<td>10.0 %</td>" in html
+    widths = re.findall(r'class="seg \w+" x="[\d.]+" y="2" width="([\d.]+)"', html)
+    assert [float(w) for w in widths] == [300.0, 240.0, 60.0]
+    md = RENDERERS["md"](report)
+    assert "| input (waiting for the next batch) | 25.00 | 50.0 % |" in md
+    assert "| host overhead (per-batch callbacks) | 5.00 | 10.0 % |" in md
+    assert f"**Verdict:** {view.verdict}" in md.replace("\\_", "_")
+
+
+def test_verdict_names_the_main_issue_or_the_profiles_top_op():
+    view = build_view(evaluate(_facts()))
+    first = view.findings[0].finding
+    assert view.verdict.startswith(f"Main issue: {first.rule_id} {first.name} at ")
+    facts = _facts("RD101-compliant")
+    facts.profile = ProfileSummary("profile", top_op_types=[OpStat("MatMul", "Host", 420.0, 0.42)])
+    clean = build_view(evaluate(facts, select=["RD101"]))
+    assert (
+        clean.verdict == "No finding. In the profiled steps, MatMul took 42% of the host op time."
+    )
+
+
+def test_the_partial_run_verdict():
+    facts = _facts()
+    facts.run.outcome, facts.run.phase, facts.run.message = "timeout", "measured steps", "killed"
+    assert build_view(evaluate(facts)).verdict == (
+        "The run ended early (timeout, during measured steps): killed"
+    )
+
+
+def _padding_finding(**extra) -> Finding:
+    return Finding("RD501", "padding-waste", Severity.ERROR, "padding", layer="seq/lstm", **extra)
+
+
+def test_histogram_boundaries_come_from_the_bucket_plan_first():
+    seq = SequenceInput(input="x", rnn_layers=["seq/lstm"])
+    labelled = (Evidence("suggested bucket boundaries", [1, 2], "timesteps"),)
+    planned = _padding_finding(evidence=labelled, bucket_plan=BucketPlan((3, 6), (64, 64, 32)))
+    assert bucket_boundaries([planned], seq) == [3, 6]
+    assert bucket_boundaries([_padding_finding(evidence=labelled)], seq) == [1, 2]
+    other_layer = replace(planned, layer="other/gru")
+    assert bucket_boundaries([other_layer], seq) == []
+    assert bucket_boundaries([replace(planned, rule_id="RD502")], seq) == []
+
+
+def test_view_orders_docs_fired_first_and_counts_by_severity():
+    report = evaluate(_facts())
+    view = build_view(report)
+    fired = [o.rule.id for o in report.outcomes if o.status == Status.FIRED]
+    assert [r.id for r in view.docs[: len(fired)]] == fired
+    assert view.docs_open == len(fired) == 1
+    assert view.counts == {"error": 0, "warning": 1, "info": 0}
+    assert [item.finding for item in view.findings] == report.findings
+
+
+def test_tally_puts_gpu_rules_on_their_own():
+    report = evaluate(_facts())
+    rule = report.outcomes[0].rule
+    report.outcomes.append(RuleOutcome(rule, Status.NOT_EVALUATED, "needs a GPU", needs_gpu=True))
+    tally = build_view(report).tally
+    assert rule.id in tally.need_gpu and rule.id not in tally.not_evaluated
+
+
+@pytest.mark.parametrize("fraction", [0.0, 0.00049, 0.1234, 0.12345, 0.5, 0.99951, 1.0, 1.5])
+def test_pct_writes_what_the_templates_rounded_before(fraction):
+    old = jinja2.Environment().from_string("{{ (x * 100)|round(1) }} %").render(x=fraction)
+    assert pct(fraction) == old
+    assert pct(None) == "not measured" and pct(None, missing="—") == "—"
+
+
+def test_ms_and_numbered_context():
+    assert ms(250.04) == "250.0 ms" and ms(None) == "not measured"
+    view = build_view(evaluate(_facts()))
+    (item,) = view.findings
+    text = md_numbered(item.context)
+    assert sum(line.startswith(">") for line in text.splitlines()) == 1
+
+
+def test_one_environment_escapes_all_but_markdown():
+    env = environment()
+    assert env is environment()
+    assert env.autoescape("report.html.j2") and env.autoescape("_macros.j2")
+    assert env.autoescape("compare.html.j2") and not env.autoescape("report.md.j2")
+    for name in ("fmt", "pct", "ms", "duration", "md_text", "md_code", "md_block"):
+        assert name in env.filters
+
+
+def test_both_pages_share_one_style_sheet(tmp_path):
+    css = environment().loader.get_source(environment(), "_base.css.j2")[0]
+    first_rule = next(line for line in css.splitlines() if line.startswith("html {"))
+    html = write_reports(evaluate(_facts()), tmp_path, ["html"])["html"].read_text()
+    page = render_comparison_html(compare_facts(_facts(), _facts("RD101-compliant")), "a", "b")
+    assert first_rule in html and first_rule in page
+    assert '<p class="muted">Findings are matched' in page
