@@ -120,47 +120,6 @@ class Report:
             )
         return forecast
 
-    @property
-    def verdict(self) -> str:
-        """The report's one-sentence headline, from the run's outcome, findings and profile."""
-        run = self.facts.run
-        if run.outcome != "completed":
-            return f"The run ended early ({run.outcome}, during {run.phase}): {run.message or ''}"
-        measured = self._measured_sentence()
-        if not self.findings:
-            return "No finding." + measured
-        first = self.findings[0]
-        where = (
-            f" at {first.location.file.rsplit('/', 1)[-1]}:{first.location.line}"
-            if (first.location)
-            else ""
-        )
-        speed = f", an estimated {first.speedup:.1f}x faster step" if first.speedup else ""
-        return f"Main issue: {first.rule_id} {first.name}{where}{speed}." + measured
-
-    def _measured_sentence(self) -> str:
-        """The verdict's measured context: the step-time breakdown from the probes, else the
-        profile's top op type."""
-        probes = self.facts.probes
-        b = probes.breakdown if probes else None
-        if b is not None and b.step_ms > 0:
-            # The probes run after the window, under the machine load of their own moment: when
-            # their parts add up to more than the step, the shares are of that sum.
-            total = max(b.step_ms, b.input_ms + b.compute_ms + b.host_ms)
-            return (
-                f" Of the {b.step_ms:.1f} ms median step, {b.input_ms / total * 100:.0f}% is "
-                f"waiting for input, {b.compute_ms / total * 100:.0f}% compute and "
-                f"{b.host_ms / total * 100:.0f}% per-batch callbacks (measured)."
-            )
-        profile = self.facts.profile
-        top = profile.top_op_types[0] if profile and profile.top_op_types else None
-        if top is None:
-            return ""
-        return (
-            f" In the profiled steps, {top.op_type} took {top.share * 100:.0f}% of the "
-            f"{top.host_or_device.lower()} op time."
-        )
-
     def fails(self, fail_on: Severity | None) -> bool:
         """True when a finding is at or above ``fail_on`` (None: never fails)."""
         return fail_on is not None and any(f.severity >= fail_on for f in self.findings)
