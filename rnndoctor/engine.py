@@ -9,6 +9,7 @@ run.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -16,7 +17,14 @@ from typing import Any
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Finding, Severity
-from rnndoctor.rules import NeedsGPU, NotEvaluated, Rule, all_rules
+from rnndoctor.rules import (
+    NeedsGPU,
+    NotEvaluated,
+    OptionValues,
+    Rule,
+    all_rules,
+    resolve_rule_options,
+)
 
 
 class Status(enum.StrEnum):
@@ -206,9 +214,13 @@ def evaluate(
         facts: the gathered facts.
         select: rule IDs or names to run; None runs all.
         ignore: rule IDs or names to skip.
-        rule_options: per rule ID, option values over the rule's defaults
+        rule_options: per rule ID (or name), option values over the rule's defaults
             (``[tool.rnndoctor.rules.RD201]``); see :func:`rnndoctor.rules.check_rule_options`.
+
+    Raises:
+        ValueError: ``rule_options`` names an unknown rule or option, or an ill-typed value.
     """
+    options = resolve_rule_options(rule_options)
     outcomes = []
     for rule in all_rules():
         if select and not _matches(rule, select):
@@ -217,19 +229,21 @@ def evaluate(
         if ignore and _matches(rule, ignore):
             outcomes.append(RuleOutcome(rule, Status.SKIPPED, "ignored (--ignore)"))
             continue
-        missing = _missing(facts, rule.needs)
-        if missing:
-            outcomes.append(RuleOutcome(rule, Status.NOT_EVALUATED, missing))
-            continue
-        try:
-            findings = list(rule.check(facts))
-        except NotEvaluated as exc:  # a fact the rule needs was not measured in this run
-            gpu = isinstance(exc, NeedsGPU)
-            outcomes.append(RuleOutcome(rule, Status.NOT_EVALUATED, str(exc), needs_gpu=gpu))
-            continue
-        except Exception as exc:  # a broken rule must not hide the others' findings
-            outcomes.append(RuleOutcome(rule, Status.FAILED, f"{type(exc).__name__}: {exc}"))
-            continue
-        status = Status.FIRED if findings else Status.PASSED
-        outcomes.append(RuleOutcome(rule, status, None, findings))
+        outcomes.append(_run(rule, facts, options[rule.id]))
     return Report(facts=facts, outcomes=outcomes)
+
+
+def _run(rule: Rule, facts: Facts, options: OptionValues) -> RuleOutcome:
+    """Runs one rule; its findings carry the rule's ID and name, whatever the check wrote."""
+    missing = _missing(facts, rule.needs)
+    if missing:
+        return RuleOutcome(rule, Status.NOT_EVALUATED, missing)
+    try:
+        found = rule.run(facts, options)
+    except NotEvaluated as exc:  # a fact the rule needs was not measured in this run
+        gpu = isinstance(exc, NeedsGPU)
+        return RuleOutcome(rule, Status.NOT_EVALUATED, str(exc), needs_gpu=gpu)
+    except Exception as exc:  # a broken rule must not hide the others' findings
+        return RuleOutcome(rule, Status.FAILED, f"{type(exc).__name__}: {exc}")
+    findings = [dataclasses.replace(f, rule_id=rule.id, name=rule.name) for f in found]
+    return RuleOutcome(rule, Status.FIRED if findings else Status.PASSED, None, findings)
