@@ -35,7 +35,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Finding
+from rnndoctor.findings import Finding, FixSafety
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
@@ -70,13 +70,11 @@ def check(facts: Facts) -> list[Finding]:
             fp.arg_finding(
                 facts,
                 layer,
-                rule_id="RD101",
-                name="recurrent-dropout",
                 args=args,
                 basis=basis,
                 set_args=set_args,
                 fix_title=title,
-                safety="unsafe",
+                safety=FixSafety.UNSAFE,
                 why="Keras only tries the cuDNN kernel when recurrent_dropout is 0 "
                 "(LSTM/GRU.inner_loop).",
             )

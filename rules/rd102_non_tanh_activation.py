@@ -30,7 +30,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Finding
+from rnndoctor.findings import Finding, FixSafety
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
@@ -39,12 +39,10 @@ from rnndoctor.rules import rule
 def check(facts: Facts) -> list[Finding]:
     return fp.single_arg_check(
         facts,
-        rule_id="RD102",
-        name="non-tanh-activation",
         arg="activation",
         static=lambda v: v != "tanh",
         fix_title="Drop the activation argument: the default tanh is what cuDNN computes",
-        safety="unsafe",
+        safety=FixSafety.UNSAFE,
         why="cuDNN's fused kernel computes tanh only "
         "(cudnn_ok in keras/src/backend/tensorflow/rnn.py).",
     )

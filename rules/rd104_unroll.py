@@ -29,7 +29,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Finding
+from rnndoctor.findings import Finding, FixSafety
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
@@ -38,11 +38,9 @@ from rnndoctor.rules import rule
 def check(facts: Facts) -> list[Finding]:
     return fp.single_arg_check(
         facts,
-        rule_id="RD104",
-        name="unroll",
         arg="unroll",
         static=bool,
         fix_title="Drop unroll=True",
-        safety="safe",
+        safety=FixSafety.SAFE,
         why="cuDNN needs a rolled loop (cudnn_ok requires not unroll).",
     )

@@ -27,7 +27,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Finding
+from rnndoctor.findings import Finding, FixSafety
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
@@ -36,11 +36,9 @@ from rnndoctor.rules import rule
 def check(facts: Facts) -> list[Finding]:
     return fp.single_arg_check(
         facts,
-        rule_id="RD105",
-        name="no-bias",
         arg="use_bias",
         static=lambda v: not v,
         fix_title="Drop use_bias=False (biases start at zero, so the initial model is unchanged)",
-        safety="unsafe",
+        safety=FixSafety.UNSAFE,
         why="cuDNN needs biases (cudnn_ok requires use_bias).",
     )

@@ -30,7 +30,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
@@ -48,8 +48,6 @@ def check(facts: Facts) -> list[Finding]:
         eligible = probe.fixed_takes_fast_path if probe and probe.probed else None
         findings.append(
             Finding(
-                rule_id="RD108",
-                name="simple-rnn",
                 severity=Severity.INFO,
                 message=f"SimpleRNN layer '{layer.path}' always runs the generic per-timestep "
                 "loop; Keras has no fused kernel for it. A GRU of the same width can take the "
@@ -67,7 +65,7 @@ def check(facts: Facts) -> list[Finding]:
                 fix=Fix(
                     title="When speed matters, use a GRU (a different model: retrain)",
                     code=code,
-                    safety="unsafe",
+                    safety=FixSafety.UNSAFE,
                     before=call,
                 ),
                 gain=fp.gain_text(facts),

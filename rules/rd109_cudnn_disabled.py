@@ -28,7 +28,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Finding
+from rnndoctor.findings import Finding, FixSafety
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
@@ -37,11 +37,9 @@ from rnndoctor.rules import rule
 def check(facts: Facts) -> list[Finding]:
     return fp.single_arg_check(
         facts,
-        rule_id="RD109",
-        name="cudnn-disabled",
         arg="use_cudnn",
         static=lambda v: v is False,
         fix_title='Drop use_cudnn=False (the default "auto" uses cuDNN when it can)',
-        safety="safe",
+        safety=FixSafety.SAFE,
         why='Keras only tries cuDNN when use_cudnn is "auto" or True (LSTM/GRU.inner_loop).',
     )

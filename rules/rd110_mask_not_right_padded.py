@@ -50,7 +50,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts, SequenceInput
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _sequences as sq
 from rnndoctor.rules import rule
@@ -85,7 +85,7 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
             title = "Pad at the end: pad_sequences(..., padding='post')" + (
                 ", for the inputs and the per-step targets alike" if len(lines) > 1 else ""
             )
-            return Fix(title, "\n".join(lines), "unsafe", before="\n".join(before))
+            return Fix(title, "\n".join(lines), FixSafety.UNSAFE, before="\n".join(before))
     if record.left_padded_rows:
         code = "\n".join(
             [
@@ -94,7 +94,7 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
                 "dataset = dataset.padded_batch(batch_size)",
             ]
         )
-        return Fix("Pad at the end instead of the start", code, "display-only")
+        return Fix("Pad at the end instead of the start", code, FixSafety.DISPLAY_ONLY)
     if record.length_source == "mask_zero":
         code = "\n".join(
             [
@@ -104,7 +104,7 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
                 "layers.Embedding(vocab_size + 1, dim, mask_zero=True)",
             ]
         )
-        return Fix("Keep id 0 for padding only", code, "display-only")
+        return Fix("Keep id 0 for padding only", code, FixSafety.DISPLAY_ONLY)
     code = "\n".join(
         [
             "# real steps equal the mask value, so the mask has holes: pick a mask value that",
@@ -112,7 +112,7 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
             "layers.Masking(mask_value=PAD_VALUE)",
         ]
     )
-    return Fix("Mask only the padding, at the end of each sequence", code, "display-only")
+    return Fix("Mask only the padding, at the end of each sequence", code, FixSafety.DISPLAY_ONLY)
 
 
 @rule(
@@ -164,8 +164,6 @@ def check(facts: Facts) -> list[Finding]:
         evidence += sq.cudnn_evidence(eligible)
         findings.append(
             Finding(
-                rule_id="RD110",
-                name="mask-not-right-padded",
                 severity=Severity.ERROR,
                 message=message,
                 layer=eligible[0].path,

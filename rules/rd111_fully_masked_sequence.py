@@ -39,7 +39,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts, SequenceInput
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _sequences as sq
 from rnndoctor.rules import rule
 
@@ -62,7 +62,7 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
                 f"dataset = dataset.filter(lambda x, y: {valid})",
             ]
         )
-        return Fix("Filter out the empty sequences before batching", code, "unsafe")
+        return Fix("Filter out the empty sequences before batching", code, FixSafety.UNSAFE)
     keep = (
         f"np.any({x} != {value!r}, axis=tuple(range(1, {x}.ndim)))"
         if rank3
@@ -74,7 +74,7 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
             f"{x}, {y} = {x}[keep], {y}[keep]",
         ]
     )
-    return Fix("Drop the empty sequences after padding, before fit", code, "unsafe")
+    return Fix("Drop the empty sequences after padding, before fit", code, FixSafety.UNSAFE)
 
 
 @rule(
@@ -121,8 +121,6 @@ def check(facts: Facts) -> list[Finding]:
         evidence += sq.cudnn_evidence(eligible)
         findings.append(
             Finding(
-                rule_id="RD111",
-                name="fully-masked-sequence",
                 severity=severity,
                 message=message,
                 layer=(eligible or layers)[0].path,

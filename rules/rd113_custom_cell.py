@@ -29,7 +29,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
@@ -41,8 +41,6 @@ def check(facts: Facts) -> list[Finding]:
         cells = ", ".join(layer.cell_classes) or layer.cell_class
         findings.append(
             Finding(
-                rule_id="RD113",
-                name="custom-cell",
                 severity=Severity.INFO,
                 message=f"{layer.class_name} layer '{layer.path}' runs the user-defined cell "
                 f"{cells} once per timestep in a generic loop; no fused kernel applies.",
@@ -53,7 +51,7 @@ def check(facts: Facts) -> list[Finding]:
                     title="Use keras.layers.LSTM/GRU if the cell is a standard LSTM/GRU step; "
                     "otherwise let XLA fuse the cell's ops, and measure",
                     code="model.compile(optimizer, loss, jit_compile=True)",
-                    safety="display-only",
+                    safety=FixSafety.DISPLAY_ONLY,
                     before=layer.location.call_source if layer.location else None,
                 ),
                 gain="not measured: the fused alternative depends on what the cell computes",

@@ -40,7 +40,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _sequences as sq
 from rnndoctor.rules import rule
@@ -103,14 +103,16 @@ def check(facts: Facts) -> list[Finding]:
                 evidence.append(Evidence("the script's error", facts.run.message, source="run"))
             findings.append(
                 Finding(
-                    rule_id="RD114",
-                    name="ragged-input",
                     severity=Severity.ERROR if keras3 else Severity.WARNING,
                     message=f"{fp.layer_label(layer)} receives a tf.RaggedTensor. {consequence}",
                     layer=layer.path,
                     location=fp.location(layer),
                     evidence=tuple(evidence),
-                    fix=Fix("Feed dense, right-padded batches with a mask", _FIX, "display-only"),
+                    fix=Fix(
+                        "Feed dense, right-padded batches with a mask",
+                        _FIX,
+                        FixSafety.DISPLAY_ONLY,
+                    ),
                     gain="not a speed estimate: with Keras 3 the job fails before its first step"
                     if keras3
                     else "not measured: the generic loop instead of the cuDNN kernel",

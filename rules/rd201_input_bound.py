@@ -45,7 +45,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety
 from rnndoctor.rules import _measured as m
 from rnndoctor.rules import rule
 
@@ -133,8 +133,6 @@ def check(facts: Facts) -> list[Finding]:
     whole = probes.real_step_ms + (probes.callback_ms or 0.0) if paired else step
     return [
         Finding(
-            rule_id="RD201",
-            name="input-bound",
             severity=m.share_severity(share),
             message=(
                 f"The training step waits for its input: {m.pct(share)} of the step "
@@ -146,7 +144,7 @@ def check(facts: Facts) -> list[Finding]:
             ),
             location=location or m.fit_location(facts),
             evidence=tuple(evidence),
-            fix=Fix(title=title, code=code, safety="display-only"),
+            fix=Fix(title=title, code=code, safety=FixSafety.DISPLAY_ONLY),
             gain=gain,
             speedup=speedup,
         )

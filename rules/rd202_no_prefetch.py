@@ -37,7 +37,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _measured as m
 from rnndoctor.rules import rule
 
@@ -84,8 +84,6 @@ def check(facts: Facts) -> list[Finding]:
     call = location.call_source if location else None
     return [
         Finding(
-            rule_id="RD202",
-            name="no-prefetch",
             severity=severity,
             message=(
                 f"The tf.data pipeline ends in {last.op if last else 'an op'}, not in prefetch: "
@@ -105,7 +103,7 @@ def check(facts: Facts) -> list[Finding]:
                     if call
                     else "ds = ds.prefetch(tf.data.AUTOTUNE)"
                 ),
-                safety="safe",
+                safety=FixSafety.SAFE,
                 before=call,
             ),
             gain=gain,

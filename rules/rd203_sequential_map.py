@@ -37,7 +37,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _measured as m
 from rnndoctor.rules import rule
 
@@ -71,8 +71,6 @@ def check(facts: Facts) -> list[Finding]:
         python = node.python
         findings.append(
             Finding(
-                rule_id="RD203",
-                name="sequential-map",
                 severity=Severity.WARNING if share >= m.WARNING_SHARE else Severity.INFO,
                 message=(
                     f"A map ({node.op}) runs one element at a time because {why}, while "
@@ -88,7 +86,7 @@ def check(facts: Facts) -> list[Finding]:
                 fix=Fix(
                     title="Run the map in parallel",
                     code=code or "ds = ds.map(f, num_parallel_calls=tf.data.AUTOTUNE)",
-                    safety="unsafe" if stateful else "safe",
+                    safety=FixSafety.UNSAFE if stateful else FixSafety.SAFE,
                     before=call,
                 ),
                 gain=(

@@ -40,7 +40,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _measured as m
 from rnndoctor.rules import rule
 
@@ -76,8 +76,6 @@ def check(facts: Facts) -> list[Finding]:
     for what, location in places:
         findings.append(
             Finding(
-                rule_id="RD204",
-                name="python-generator-source",
                 severity=Severity.WARNING if share >= m.WARNING_SHARE else Severity.INFO,
                 message=(
                     f"The input runs Python code per element ({what}), under the GIL, while "
@@ -102,7 +100,7 @@ def check(facts: Facts) -> list[Finding]:
                         f"      .batch({size})\n"
                         "      .prefetch(tf.data.AUTOTUNE))"
                     ),
-                    safety="display-only",
+                    safety=FixSafety.DISPLAY_ONLY,
                 ),
                 gain=(
                     f"part of the input share {m.pct(share)}; at most about "

@@ -35,7 +35,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _measured as m
 from rnndoctor.rules import rule
 
@@ -77,8 +77,6 @@ def check(facts: Facts) -> list[Finding]:
     call = last.location.call_source if last.location else None
     return [
         Finding(
-            rule_id="RD205",
-            name="no-cache",
             severity=Severity.WARNING if share >= m.WARNING_SHARE else Severity.INFO,
             message=(
                 f"The pipeline recomputes {len(work)} preprocessing step(s) every epoch for "
@@ -97,7 +95,7 @@ def check(facts: Facts) -> list[Finding]:
                 title="Cache after the deterministic preprocessing",
                 code=(f"{call}.cache()" if call else "ds = ds.map(preprocess).cache()")
                 + "  # then shuffle / batch / prefetch",
-                safety="unsafe" if random_maps else "safe",
+                safety=FixSafety.UNSAFE if random_maps else FixSafety.SAFE,
                 before=call,
             ),
             gain=(

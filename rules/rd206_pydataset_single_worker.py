@@ -35,7 +35,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _measured as m
 from rnndoctor.rules import rule
 
@@ -63,8 +63,6 @@ def check(facts: Facts) -> list[Finding]:
     probes = facts.probes
     return [
         Finding(
-            rule_id="RD206",
-            name="pydataset-single-worker",
             severity=Severity.WARNING if share >= m.WARNING_SHARE else Severity.INFO,
             message=(
                 f"The PyDataset loads each batch on one thread (workers={workers}, "
@@ -85,7 +83,7 @@ def check(facts: Facts) -> list[Finding]:
                     f"super().__init__(workers={suggested}, use_multiprocessing=True, "
                     "max_queue_size=10, **kwargs)"
                 ),
-                safety="unsafe",
+                safety=FixSafety.UNSAFE,
             ),
             gain=(
                 f"part of the input share {m.pct(share)}: with {suggested} workers, up to "

@@ -35,7 +35,7 @@ from __future__ import annotations
 import ast
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Location, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Location, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _measured as m
 from rnndoctor.rules import rule
@@ -133,8 +133,6 @@ def check(facts: Facts) -> list[Finding]:
         code, location, before = _fix(facts, best.value)
         return [
             Finding(
-                rule_id="RD301",
-                name="small-batch",
                 severity=Severity.WARNING,
                 message=(
                     f"Batch size {base.value} leaves throughput on the table: the compute-only "
@@ -149,7 +147,7 @@ def check(facts: Facts) -> list[Finding]:
                         f"(x{best.value // base.value}, the linear scaling rule)"
                     ),
                     code=code,
-                    safety="unsafe",
+                    safety=FixSafety.UNSAFE,
                     before=before,
                 ),
                 gain=(
@@ -167,8 +165,6 @@ def check(facts: Facts) -> list[Finding]:
         why = facts.probes.batch_probe_not_measured or "the batch-size probe did not run"
         return [
             Finding(
-                rule_id="RD301",
-                name="small-batch",
                 severity=Severity.INFO,
                 message=(
                     f"Batch size {size} on a GPU: most of the device idles at this size "
@@ -179,7 +175,7 @@ def check(facts: Facts) -> list[Finding]:
                 fix=Fix(
                     title="Try a larger batch, and scale the learning rate with it",
                     code=code,
-                    safety="unsafe",
+                    safety=FixSafety.UNSAFE,
                     before=before,
                 ),
                 gain=f"not measured: {why}",

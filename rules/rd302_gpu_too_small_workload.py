@@ -39,7 +39,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import NotEvaluated, rule
 from rnndoctor.rules import _host_hw as hh
 
@@ -91,8 +91,6 @@ def check(facts: Facts) -> list[Finding]:
     )
     return [
         Finding(
-            rule_id="RD302",
-            name="gpu-too-small-workload",
             severity=Severity.WARNING,
             message=(
                 f"The GPU is busy {busy_ms:.2f} ms of each {steps.median_step_time_ms:.2f} ms "
@@ -109,7 +107,7 @@ def check(facts: Facts) -> list[Finding]:
                     "model.fit(..., batch_size=4 * BATCH)  # and scale the learning rate\n"
                     '# compare: CUDA_VISIBLE_DEVICES="" python train.py'
                 ),
-                safety="display-only",
+                safety=FixSafety.DISPLAY_ONLY,
             ),
             gain=(
                 f"not estimated: a device busy for the whole step would make it at most "

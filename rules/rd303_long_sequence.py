@@ -36,7 +36,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _sequences as sq
 from rnndoctor.rules import rule
@@ -76,8 +76,6 @@ def check(facts: Facts) -> list[Finding]:
         first = layers[0] if layers else None
         findings.append(
             Finding(
-                rule_id="RD303",
-                name="long-sequence",
                 severity=Severity.INFO,
                 message=(
                     f"{sq.layers_label(layers)} loops over a median of {steps:g} timesteps per "
@@ -98,7 +96,7 @@ def check(facts: Facts) -> list[Finding]:
                     ),
                     Evidence("threshold", LONG_SEQUENCE_STEPS, "timesteps", source="RULES.md"),
                 ),  # fmt: skip
-                fix=Fix("Shorten what the RNN loops over", _FIX, "display-only"),
+                fix=Fix("Shorten what the RNN loops over", _FIX, FixSafety.DISPLAY_ONLY),
                 gain="not measured: depends on the chosen change (a 4x downsampling makes the "
                 "recurrent loop 4x shorter)",
             )
@@ -119,8 +117,6 @@ def check(facts: Facts) -> list[Finding]:
                 continue
             findings.append(
                 Finding(
-                    rule_id="RD303",
-                    name="long-sequence",
                     severity=Severity.INFO,
                     message=f"{fp.layer_label(layer)} loops over {shape[1]} timesteps (its "
                     "static input shape): the step time and the activation memory grow linearly "
@@ -136,7 +132,7 @@ def check(facts: Facts) -> list[Finding]:
                         ),
                         Evidence("threshold", LONG_SEQUENCE_STEPS, "timesteps", source="RULES.md"),
                     ),  # fmt: skip
-                    fix=Fix("Shorten what the RNN loops over", _FIX, "display-only"),
+                    fix=Fix("Shorten what the RNN loops over", _FIX, FixSafety.DISPLAY_ONLY),
                     gain="not measured: depends on the chosen change",
                 )
             )

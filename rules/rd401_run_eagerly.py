@@ -44,7 +44,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety
 from rnndoctor.rules import NotEvaluated, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _host_hw as hh
@@ -132,7 +132,7 @@ def check(facts: Facts) -> list[Finding]:
         fix = Fix(
             title="Turn eager execution of tf.functions off (or delete the call)",
             code="tf.config.run_functions_eagerly(False)",
-            safety="safe",
+            safety=FixSafety.SAFE,
             before=switch.code if via_config and switch else None,
         )
     else:
@@ -142,7 +142,7 @@ def check(facts: Facts) -> list[Finding]:
         fix = Fix(
             title="Compile without run_eagerly (it defaults to False)",
             code=rewritten or "model.compile(optimizer=..., loss=...)  # no run_eagerly=True",
-            safety="safe",
+            safety=FixSafety.SAFE,
             before=call,
         )
     location = hh.first_location(
@@ -152,8 +152,6 @@ def check(facts: Facts) -> list[Finding]:
     )
     return [
         Finding(
-            rule_id="RD401",
-            name="run-eagerly",
             severity=hh.severity_of_speedup(speedup),
             message=f"{what}: every op is dispatched from Python, one at a time, on every step.",
             location=location,

@@ -45,7 +45,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import CustomLoopFacts, Facts
-from rnndoctor.findings import Evidence, Finding, Fix
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety
 from rnndoctor.rules import NotEvaluated, rule
 from rnndoctor.rules import _host_hw as hh
 
@@ -141,7 +141,7 @@ def check(facts: Facts) -> list[Finding]:
             title=f"Trace {loop.step_function} once into a graph: @tf.function with an "
             "input_signature (None for the batch and any varying dimension)",
             code=f"{decorator(loop)}\n{code}",
-            safety="unsafe",
+            safety=FixSafety.UNSAFE,
             before=code,
         )
         location = hh.location(loop.step_location)
@@ -159,14 +159,12 @@ def check(facts: Facts) -> list[Finding]:
                 f"    {apply_line}\n"
                 "    return loss\n"
             ),
-            safety="display-only",
+            safety=FixSafety.DISPLAY_ONLY,
         )
         location = hh.location(loop.location)
         where = "in the loop body"
     return [
         Finding(
-            rule_id="RD402",
-            name="eager-custom-loop",
             severity=hh.severity_of_speedup(speedup),
             message=(
                 f"The custom training loop applies its gradients eagerly {where}: every op of "

@@ -39,7 +39,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _measured as m
 from rnndoctor.rules import rule
 
@@ -69,8 +69,6 @@ def check(facts: Facts) -> list[Finding]:
     call = facts.fit.location.call_source if facts.fit.location else None
     return [
         Finding(
-            rule_id="RD403",
-            name="tiny-steps",
             severity=Severity.ERROR if dispatch >= m.ERROR_SHARE else Severity.WARNING,
             message=(
                 f"Per-step host dispatch costs {saved_ms:.2f} ms, {m.pct(dispatch)} of the "
@@ -97,7 +95,7 @@ def check(facts: Facts) -> list[Finding]:
                     if facts.fit.optimizer and facts.fit.loss
                     else f"model.compile(..., steps_per_execution={many.value})"
                 ),
-                safety="safe",
+                safety=FixSafety.SAFE,
                 before=call,
             ),
             gain=(

@@ -35,7 +35,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _measured as m
 from rnndoctor.rules import rule
 
@@ -67,8 +67,6 @@ def check(facts: Facts) -> list[Finding]:
         speedup = step / max(step - cb.per_step_ms, 1e-6)
         findings.append(
             Finding(
-                rule_id="RD404",
-                name="slow-callbacks",
                 severity=severity,
                 message=(
                     f"Callback {cb.name} takes {cb.per_step_ms:.2f} ms per step in its batch "
@@ -90,7 +88,7 @@ def check(facts: Facts) -> list[Finding]:
                         "            return\n"
                         "        ...  # the per-batch work"
                     ),
-                    safety="display-only",
+                    safety=FixSafety.DISPLAY_ONLY,
                 ),
                 gain=(
                     f"{cb.name}'s {cb.per_step_ms:.2f} ms removed from each step: about "

@@ -46,7 +46,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts, TraceCount
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _host_hw as hh
 from rnndoctor.rules import rule
 
@@ -111,7 +111,7 @@ def _fix(t: TraceCount) -> Fix:
                 "    pad_to_bucket_boundary=True,\n"
                 ")"
             ),
-            safety="display-only",
+            safety=FixSafety.DISPLAY_ONLY,
         )
     if python_args:
         names = ", ".join(a.name for a in python_args)
@@ -121,14 +121,14 @@ def _fix(t: TraceCount) -> Fix:
             code=f"{t.name}(..., "
             + ", ".join(f"{a.name}=tf.constant({a.name})" for a in python_args)
             + ")",
-            safety="safe",
+            safety=FixSafety.SAFE,
         )
     if t.instances > 1 and t.traced_calls <= t.instances:
         return Fix(
             title="Create the tf.function once, before the loop (each new tf.function object "
             "traces again)",
             code=f"{t.name} = tf.function({t.name})  # once, outside the training loop",
-            safety="display-only",
+            safety=FixSafety.DISPLAY_ONLY,
         )
     if tensor_args and all(a.spec for a in tensor_args) and len(tensor_args) == len(t.arguments):
         specs = "".join(f"    {a.spec},  # {a.name}\n" for a in tensor_args)
@@ -141,13 +141,13 @@ def _fix(t: TraceCount) -> Fix:
             title=f"One graph for every shape of {changed}: an input_signature with None for "
             "the dimensions that varied (or @tf.function(reduce_retracing=True))",
             code=decorator if line.startswith("@") else f"{decorator}\n{line}",
-            safety="safe",
+            safety=FixSafety.SAFE,
             before=line,
         )
     return Fix(
         title="Let TensorFlow generalise the shapes after a few tracings",
         code="@tf.function(reduce_retracing=True)",
-        safety="safe",
+        safety=FixSafety.SAFE,
         before=t.location.code if t.location else None,
     )
 
@@ -203,8 +203,6 @@ def check(facts: Facts) -> list[Finding]:
         )
         findings.append(
             Finding(
-                rule_id="RD405",
-                name="retracing",
                 severity=severity,
                 message=(
                     f"The training tf.function {t.name} traced on {t.traced_calls} of its "

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from rnndoctor import stats as bk
 from rnndoctor.facts import Facts, SequenceInput
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _sequences as sq
 from rnndoctor.rules import rule
 
@@ -65,7 +65,9 @@ def plan(record: SequenceInput) -> bk.BucketPlan:
     return bk.plan_buckets(dist, sq.batch_size(record), steps)
 
 
-def bucket_code(facts: Facts, record: SequenceInput, result: bk.BucketPlan) -> tuple[str, str]:
+def bucket_code(
+    facts: Facts, record: SequenceInput, result: bk.BucketPlan
+) -> tuple[str, FixSafety]:
     """Ready-to-paste bucketing code and its safety (``unsafe``, or ``display-only`` where the
     pipeline cannot be written from the facts)."""
     x, y = sq.data_names(facts)
@@ -96,7 +98,7 @@ def bucket_code(facts: Facts, record: SequenceInput, result: bk.BucketPlan) -> t
             "    .prefetch(tf.data.AUTOTUNE)",
             ")",
         ]
-        return "\n".join(head + body), "display-only"
+        return "\n".join(head + body), FixSafety.DISPLAY_ONLY
     body = [
         "dataset = (",
         f"    tf.data.Dataset.from_tensor_slices(({x}, {y}))",
@@ -110,7 +112,8 @@ def bucket_code(facts: Facts, record: SequenceInput, result: bk.BucketPlan) -> t
         "# dataset, so pass validation_data (built the same way from held-out arrays).",
         "# The model's Input must take any length: keras.Input(shape=(None, ...)).",
     ]
-    safety = "unsafe" if kind in (None, "numpy") and record.input_rank in (2, 3) else "display-only"
+    rewritable = kind in (None, "numpy") and record.input_rank in (2, 3)
+    safety = FixSafety.UNSAFE if rewritable else FixSafety.DISPLAY_ONLY
     return "\n".join(head + body), safety
 
 
@@ -170,8 +173,6 @@ def check(facts: Facts) -> list[Finding]:
         ]  # fmt: skip
         findings.append(
             Finding(
-                rule_id="RD501",
-                name="padding-waste",
                 severity=Severity.ERROR
                 if result.speedup >= SPEEDUP_ERROR_MIN
                 else Severity.WARNING,

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from rnndoctor import stats as bk
 from rnndoctor.facts import Facts, SequenceInput
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _sequences as sq
 from rnndoctor.rules import rule
 
@@ -48,7 +48,7 @@ SPEEDUP_MIN = 1.05  # rnndoctor's choice: per-batch padding must save >= 5% of t
 SPEEDUP_ERROR_MIN = 2.0  # RULES.md: error "runs at least 2x slower than it needs to"
 
 
-def _code(facts: Facts, record: SequenceInput, batch: int) -> tuple[str, str]:
+def _code(facts: Facts, record: SequenceInput, batch: int) -> tuple[str, FixSafety]:
     x, y = sq.data_names(facts)
     lines = [
         "import tensorflow as tf",
@@ -68,7 +68,8 @@ def _code(facts: Facts, record: SequenceInput, batch: int) -> tuple[str, str]:
         "# model.fit(dataset, ...): drop batch_size; pass validation_data, not validation_split",
     ]
     kind = facts.fit.data_kind if facts.fit else None
-    safety = "unsafe" if kind in (None, "numpy") and record.input_rank in (2, 3) else "display-only"
+    rewritable = kind in (None, "numpy") and record.input_rank in (2, 3)
+    safety = FixSafety.UNSAFE if rewritable else FixSafety.DISPLAY_ONLY
     return "\n".join(lines), safety
 
 
@@ -100,8 +101,6 @@ def check(facts: Facts) -> list[Finding]:
         code, safety = _code(facts, record, batch)
         findings.append(
             Finding(
-                rule_id="RD502",
-                name="global-max-padding",
                 severity=Severity.ERROR if speedup >= SPEEDUP_ERROR_MIN else Severity.WARNING,
                 message=(
                     f"Every sampled batch of input '{record.input}' is padded to {padded} steps, "

@@ -36,7 +36,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import NotEvaluated, rule
 from rnndoctor.rules import _host_hw as hh
 
@@ -89,8 +89,6 @@ def check(facts: Facts) -> list[Finding]:
     )
     return [
         Finding(
-            rule_id="RD601",
-            name="mixed-precision-off",
             severity=Severity.WARNING,
             message=(
                 f"The GPU has Tensor Cores (compute capability "
@@ -106,7 +104,7 @@ def check(facts: Facts) -> list[Finding]:
                     "the model\n"
                     '# last layer: keras.layers.Dense(n, dtype="float32")'
                 ),
-                safety="unsafe",
+                safety=FixSafety.UNSAFE,
             ),
             gain=(
                 "not measured: this run trained in float32 only (a mixed-precision run of this "

@@ -37,7 +37,7 @@ from __future__ import annotations
 import ast
 
 from rnndoctor.facts import Facts, RNNLayer
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _host_hw as hh
 from rnndoctor.rules import rule
@@ -100,7 +100,7 @@ def check(facts: Facts) -> list[Finding]:
             fix = Fix(
                 title=f"Round units up to a multiple of {_ALIGN}",
                 code=_units_fix(layer, _up(units)),
-                safety="unsafe",
+                safety=FixSafety.UNSAFE,
                 before=layer.location.call_source if layer.location else None,
             )
         else:
@@ -108,12 +108,10 @@ def check(facts: Facts) -> list[Finding]:
                 title=f"Pad or project the input features to {_up(features)} (a multiple of "
                 f"{_ALIGN})",
                 code=f"keras.layers.Dense({_up(features)})  # before {layer.class_name}",
-                safety="display-only",
+                safety=FixSafety.DISPLAY_ONLY,
             )
         findings.append(
             Finding(
-                rule_id="RD602",
-                name="tensor-core-alignment",
                 severity=Severity.INFO,
                 message=(
                     f"{fp.layer_label(layer)}: "
@@ -132,8 +130,6 @@ def check(facts: Facts) -> list[Finding]:
     if isinstance(batch, int) and batch % _ALIGN:
         findings.append(
             Finding(
-                rule_id="RD602",
-                name="tensor-core-alignment",
                 severity=Severity.INFO,
                 message=f"Batch size {batch} is not a multiple of {_ALIGN} under mixed precision.",
                 location=hh.first_location(
@@ -144,7 +140,7 @@ def check(facts: Facts) -> list[Finding]:
                 fix=Fix(
                     title=f"Use a batch size that is a multiple of {_ALIGN}",
                     code=f"batch_size={_up(batch)}",
-                    safety="unsafe",
+                    safety=FixSafety.UNSAFE,
                 ),
                 gain="not measured: this run did not time an aligned variant",
             )

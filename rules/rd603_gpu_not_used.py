@@ -36,7 +36,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import NotEvaluated, rule
 
 
@@ -75,8 +75,6 @@ def check(facts: Facts) -> list[Finding]:
     )
     return [
         Finding(
-            rule_id="RD603",
-            name="gpu-not-used",
             severity=Severity.WARNING,
             message=(
                 f"The machine has {len(env.nvidia_gpus) or 'an'} NVIDIA GPU(s) but TensorFlow "
@@ -86,7 +84,7 @@ def check(facts: Facts) -> list[Finding]:
             fix=Fix(
                 title="Install a CUDA build of TensorFlow with its libraries",
                 code=fix_code,
-                safety="display-only",
+                safety=FixSafety.DISPLAY_ONLY,
             ),  # fmt: skip
             gain=(
                 "not measured: the GPU could not run in this environment, so there is no GPU "

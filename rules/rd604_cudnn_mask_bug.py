@@ -38,7 +38,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import NotEvaluated, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _host_hw as hh
@@ -89,8 +89,6 @@ def check(facts: Facts) -> list[Finding]:
             continue  # the generic kernel runs: cuDNN's RNN is not used
         findings.append(
             Finding(
-                rule_id="RD604",
-                name="cudnn-mask-bug",
                 severity=Severity.ERROR,
                 message=(
                     f"{fp.layer_label(layer)} receives a mask and runs on cuDNN {shown}, "
@@ -112,7 +110,7 @@ def check(facts: Facts) -> list[Finding]:
                     title="Upgrade cuDNN to 8.9.2 or later (or use_cudnn=False on this layer "
                     "until then: correct, but the slow kernel)",
                     code=f'pip install --upgrade "{package}>=8.9.2,<9"',
-                    safety="display-only",
+                    safety=FixSafety.DISPLAY_ONLY,
                 ),
                 gain="not a speed issue: the results of masked steps cannot be trusted",
             )
