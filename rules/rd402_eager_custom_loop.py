@@ -36,6 +36,15 @@ Fix safety:
     The traced twin ran the user's step function under ``tf.function`` on a real batch; where it
     could not, ``loop.twin_not_measured`` says why.
 
+Options:
+    ``error_speedup`` = 2.0 (x (step-time speedup)): the measured speedup from which the
+    finding is an error. Source: rnndoctor's severity scale (rnndoctor/findings.py: Severity):
+    error means at least 2x slower than it needs to be.
+
+    ``warning_speedup`` = 1.1 (x (step-time speedup)): the measured speedup from which the
+    finding is a warning (below it: info; unmeasured: warning). Source: rnndoctor's choice: a
+    smaller measured gain is within run-to-run noise.
+
 References:
     https://www.tensorflow.org/guide/function; https://www.tensorflow.org/guide/
     keras/writing_a_training_loop_from_scratch ("Speeding-up your training step with
@@ -45,8 +54,8 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import CustomLoopFacts, Facts
-from rnndoctor.findings import Evidence, Finding, Fix, FixSafety
-from rnndoctor.rules import NotEvaluated, rule
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import NotEvaluated, OptionValues, rule
 from rnndoctor.rules import _host_hw as hh
 
 
@@ -102,8 +111,10 @@ def _gain(facts: Facts, loop: CustomLoopFacts) -> tuple[str, float | None]:
     "eager-custom-loop",
     "a custom loop applies gradients eagerly (no tf.function)",
     needs=(),
+    severity=Severity.WARNING,
+    options=(hh.ERROR_SPEEDUP, hh.WARNING_SPEEDUP),
 )
-def check(facts: Facts) -> list[Finding]:
+def check(facts: Facts, options: OptionValues) -> list[Finding]:
     loop = facts.loop
     if loop is None:
         if facts.fit is not None:
@@ -165,7 +176,7 @@ def check(facts: Facts) -> list[Finding]:
         where = "in the loop body"
     return [
         Finding(
-            severity=hh.severity_of_speedup(speedup),
+            severity=hh.severity_of_speedup(speedup, options),
             message=(
                 f"The custom training loop applies its gradients eagerly {where}: every op of "
                 "every step is dispatched from Python, one at a time."
