@@ -30,12 +30,17 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Finding, FixSafety
+from rnndoctor.findings import Finding, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
 
-@rule("RD102", "non-tanh-activation", "LSTM/GRU activation is not tanh, so cuDNN is skipped")
+@rule(
+    "RD102",
+    "non-tanh-activation",
+    "LSTM/GRU activation is not tanh, so cuDNN is skipped",
+    severity=Severity.WARNING,
+)
 def check(facts: Facts) -> list[Finding]:
     return fp.single_arg_check(
         facts,

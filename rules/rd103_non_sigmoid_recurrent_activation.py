@@ -29,7 +29,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Finding, FixSafety
+from rnndoctor.findings import Finding, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
@@ -38,6 +38,7 @@ from rnndoctor.rules import rule
     "RD103",
     "non-sigmoid-recurrent-activation",
     "recurrent_activation is not sigmoid, so cuDNN is skipped",
+    severity=Severity.WARNING,
 )
 def check(facts: Facts) -> list[Finding]:
     return fp.single_arg_check(

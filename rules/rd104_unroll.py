@@ -29,12 +29,12 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Finding, FixSafety
+from rnndoctor.findings import Finding, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
 
-@rule("RD104", "unroll", "unroll=True rules out the cuDNN kernel")
+@rule("RD104", "unroll", "unroll=True rules out the cuDNN kernel", severity=Severity.WARNING)
 def check(facts: Facts) -> list[Finding]:
     return fp.single_arg_check(
         facts,

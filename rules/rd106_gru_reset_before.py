@@ -30,12 +30,17 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Finding, FixSafety
+from rnndoctor.findings import Finding, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
 
-@rule("RD106", "gru-reset-before", "GRU with reset_after=False has no cuDNN kernel")
+@rule(
+    "RD106",
+    "gru-reset-before",
+    "GRU with reset_after=False has no cuDNN kernel",
+    severity=Severity.WARNING,
+)
 def check(facts: Facts) -> list[Finding]:
     return fp.single_arg_check(
         facts,

@@ -34,7 +34,7 @@ from __future__ import annotations
 import ast
 
 from rnndoctor.facts import Facts, RNNLayer
-from rnndoctor.findings import Evidence, Finding, Fix, FixSafety
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
@@ -120,6 +120,11 @@ def _finding(facts: Facts, layer: RNNLayer) -> Finding:
     )
 
 
-@rule("RD107", "generic-rnn-wrapper", "keras.layers.RNN(LSTMCell/GRUCell) is never fused")
+@rule(
+    "RD107",
+    "generic-rnn-wrapper",
+    "keras.layers.RNN(LSTMCell/GRUCell) is never fused",
+    severity=Severity.WARNING,
+)
 def check(facts: Facts) -> list[Finding]:
     return [_finding(facts, layer) for layer in fp.rnn_layers(facts, ("generic_rnn",))]

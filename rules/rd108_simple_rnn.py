@@ -35,7 +35,7 @@ from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
 
-@rule("RD108", "simple-rnn", "SimpleRNN has no fused kernel (info)")
+@rule("RD108", "simple-rnn", "SimpleRNN has no fused kernel (info)", severity=Severity.INFO)
 def check(facts: Facts) -> list[Finding]:
     findings = []
     for layer in fp.rnn_layers(facts, ("simple_rnn",)):

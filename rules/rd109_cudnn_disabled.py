@@ -28,12 +28,17 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Finding, FixSafety
+from rnndoctor.findings import Finding, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
 
-@rule("RD109", "cudnn-disabled", "use_cudnn=False disables the fused kernel")
+@rule(
+    "RD109",
+    "cudnn-disabled",
+    "use_cudnn=False disables the fused kernel",
+    severity=Severity.WARNING,
+)
 def check(facts: Facts) -> list[Finding]:
     return fp.single_arg_check(
         facts,

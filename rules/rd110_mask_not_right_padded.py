@@ -120,6 +120,7 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
     "mask-not-right-padded",
     "sampled masks are left-padded or have holes; the cuDNN path rejects them",
     needs=("model", "sequences"),
+    severity=Severity.ERROR,
 )
 def check(facts: Facts) -> list[Finding]:
     sq.require_sampled(facts)

@@ -82,6 +82,7 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
     "fully-masked-sequence",
     "a sampled batch holds a sequence with every step masked; the cuDNN path rejects it",
     needs=("model", "sequences"),
+    severity=Severity.ERROR,
 )
 def check(facts: Facts) -> list[Finding]:
     sq.require_sampled(facts)

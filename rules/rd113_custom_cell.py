@@ -34,7 +34,12 @@ from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
 
-@rule("RD113", "custom-cell", "a user-defined RNN cell has no fused kernel (info)")
+@rule(
+    "RD113",
+    "custom-cell",
+    "a user-defined RNN cell has no fused kernel (info)",
+    severity=Severity.INFO,
+)
 def check(facts: Facts) -> list[Finding]:
     findings = []
     for layer in fp.rnn_layers(facts, ("custom_cell",)):

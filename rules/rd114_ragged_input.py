@@ -66,6 +66,7 @@ def _keras_major(facts: Facts) -> int | None:
     "ragged-input",
     "an LSTM/GRU receives a RaggedTensor: Keras 3 cannot run it, and cuDNN never takes it",
     needs=("model", "sequences"),
+    severity=Severity.ERROR,
 )
 def check(facts: Facts) -> list[Finding]:
     sq.require_sampled(facts)

@@ -51,6 +51,7 @@ _BFLOAT16_CC = (8, 0)  # Ampere and later run bfloat16 on Tensor Cores (mixed pr
     "mixed-precision-off",
     "a GPU of compute capability >= 7.0 and a float32 policy",
     needs=("environment",),
+    severity=Severity.WARNING,
 )
 def check(facts: Facts) -> list[Finding]:
     hh.require_gpu(facts)

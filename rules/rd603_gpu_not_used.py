@@ -45,6 +45,7 @@ from rnndoctor.rules import NotEvaluated, rule
     "gpu-not-used",
     "an NVIDIA GPU is present on the machine, but TensorFlow sees none",
     needs=("environment",),
+    severity=Severity.WARNING,
 )
 def check(facts: Facts) -> list[Finding]:
     env = facts.environment

@@ -31,8 +31,9 @@ References:
     keras/src/backend/tensorflow/rnn.py: cudnn_ok and _compute_sequence_length_from_mask (a
     masked LSTM/GRU passes its sequence lengths to the cuDNN kernel);
     https://github.com/tensorflow/tensorflow/issues/60192 ("Masked LSTM and GRU using cuDNN
-    8.1+ give randomly corrupted results and crashes"); ../shared/RULES.md RD604 (fixed in
-    cuDNN 8.9.2).
+    8.1+ give randomly corrupted results and crashes"); the affected range this rule checks,
+    8.1.0 to 8.9.1 (fixed in 8.9.2), is kept in this module (``_BUGGY_FIRST`` /
+    ``_BUGGY_LAST``).
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ def _version(facts: Facts) -> tuple[tuple[int, ...], str]:
     "cudnn-mask-bug",
     "a masked LSTM/GRU on cuDNN 8.1 to 8.9.1 (known corruption bug, fixed in 8.9.2)",
     needs=("environment", "model"),
+    severity=Severity.ERROR,
 )
 def check(facts: Facts) -> list[Finding]:
     hh.require_gpu(facts)
