@@ -42,6 +42,7 @@ ENTRY_POINT_GROUP = "rnndoctor.rules"
 _BUILTIN_MODULE = re.compile(r"rd\d{3}_\w+")
 
 OptionValue = bool | int | float | str
+_TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,8 @@ class Option:
             return value
         where = f"{rule_id} option {self.name!r}" if rule_id else f"option {self.name!r}"
         raise ValueError(
-            f"{where} takes a {kind.__name__} ({self.unit}; default {self.default!r}), "
-            f"not {value!r}"
+            f"{where} takes {_TYPE_WORDS.get(kind, kind.__name__)} ({self.unit}; default "
+            f"{self.default!r}), not {value!r}"
         )
 
 

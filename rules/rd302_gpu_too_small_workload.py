@@ -36,7 +36,7 @@ Options:
 
     ``input_bound_share`` = 0.2 (fraction of the step): from this measured input-bound share
     the idle time is the input pipeline's, which RD201 reports, and this rule stays silent.
-    Source: RD201's ``warning_input_share`` default, openxla/xprof
+    Source: RD201's warning cut-off, openxla/xprof
     xprof/convert/op_stats_to_input_pipeline_analysis.cc, kHighlyInfeedBoundThresholdInPercent
     = 20.
 
