@@ -1,10 +1,15 @@
 """The engine: runs the registered rules over Facts and assembles a :class:`Report`.
 
-Pure: no TensorFlow, no I/O. A rule whose required Facts sections are missing, or that raises
+Each rule's check gets its option values (the defaults its ``@rule`` declares, with any
+``rule_options`` override over them, :func:`rnndoctor.rules.resolve_rule_options`), and every
+finding it returns is stamped with the rule's ``rule_id`` and ``name`` from the registry, so a
+rule module never writes its own identity. Pure: no TensorFlow, no I/O.
+
+A rule whose required Facts sections are missing, or that raises
 :class:`rnndoctor.rules.NotEvaluated` (a fact it needs was not measured, such as a GPU fact on a
 CPU-only run), is reported as ``not_evaluated`` with the reason, never as a silent pass; a rule
 that raises anything else is reported as ``failed`` with the error, and the other rules still
-run.
+run. Ill-formed ``rule_options`` raise ``ValueError`` before any rule runs.
 """
 
 from __future__ import annotations
