@@ -40,6 +40,7 @@ from rnndoctor.findings import Finding, Severity
 ENTRY_POINT_GROUP = "rnndoctor.rules"
 
 _BUILTIN_MODULE = re.compile(r"rd\d{3}_\w+")
+_OPTION_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 OptionValue = bool | int | float | str
 _TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
@@ -67,6 +68,15 @@ class Option:
     unit: str
     source: str
     help: str = ""
+
+    def __post_init__(self) -> None:
+        if not _OPTION_NAME.fullmatch(self.name):
+            raise ValueError(f"option name {self.name!r} is not snake_case")
+        if type(self.default) not in _TYPE_WORDS:
+            raise ValueError(
+                f"option {self.name!r}: the default must be a bool, int, float or str, not "
+                f"{self.default!r}"
+            )
 
     def coerce(self, value: Any, rule_id: str = "") -> OptionValue:
         """``value`` as this option's type.

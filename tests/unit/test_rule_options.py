@@ -129,6 +129,10 @@ def test_the_decorator_rejects_options_the_check_does_not_take():
             lambda facts, options: []
         )
     assert "RD999" not in rules_pkg._REGISTRY and "RD998" not in rules_pkg._REGISTRY
+    with pytest.raises(ValueError, match="snake_case"):
+        Option("Min-X", 1, unit="things", source="test")
+    with pytest.raises(ValueError, match="must be a bool, int, float or str"):
+        Option("min_x", (1, 2), unit="things", source="test")
 
 
 def test_the_engine_stamps_rule_id_and_name_and_fix_safety_is_typed():
