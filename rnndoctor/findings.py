@@ -98,7 +98,8 @@ class Finding:
 
     Attributes:
         rule_id: stable ID (``RD101``), as the rule registry (``rnndoctor.rules``) declares it.
-            A rule's check leaves it empty; the engine stamps it from the registry.
+            A rule's check leaves it empty (:func:`rnndoctor.rules.finding`); the engine stamps
+            it from the registry.
         name: the rule's kebab-case name (``recurrent-dropout``), stamped the same way.
         severity: see :class:`Severity`.
         message: one sentence, naming the layer and the offending argument and value.
@@ -117,8 +118,8 @@ class Finding:
             elsewhere, and then left out of :meth:`to_dict`.
     """
 
-    rule_id: str = field(default="", kw_only=True)
-    name: str = field(default="", kw_only=True)
+    rule_id: str
+    name: str
     severity: Severity
     message: str
     layer: str | None = None

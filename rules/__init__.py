@@ -192,6 +192,13 @@ class Rule:
         return list(self.check(facts, options if options is not None else self.option_values()))
 
 
+def finding(severity: Severity, message: str, **fields: Any) -> Finding:
+    """A finding of the rule being checked, with ``rule_id`` and ``name`` left empty: the engine
+    stamps them from the registry. ``fields`` are :class:`rnndoctor.findings.Finding`'s others
+    (``layer``, ``location``, ``evidence``, ``fix``, ``gain``, ``speedup``, ...)."""
+    return Finding(rule_id="", name="", severity=severity, message=message, **fields)
+
+
 class NotEvaluated(Exception):
     """Raised by a rule's check when a fact it needs could not be measured in this run (a GPU
     fact on a CPU-only run, say). The engine reports the rule as ``not_evaluated`` with the

@@ -16,6 +16,7 @@ from typing import Any
 
 from rnndoctor.facts import FAST_PATH_DEFAULTS, Facts, RNNLayer, SequenceInput, SourceLocation
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Location, Severity
+from rnndoctor.rules import finding
 
 FUSED_KINDS = ("lstm", "gru")
 
@@ -348,7 +349,7 @@ def arg_finding(
         evidence.append(
             Evidence("construction site", "not recorded", source="layer built before the hook")
         )
-    return Finding(
+    return finding(
         severity=severity(facts),
         message=f"{layer_label(layer)} sets {shown}: {why} {after}",
         layer=layer.path,

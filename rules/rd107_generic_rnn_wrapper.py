@@ -36,7 +36,7 @@ import ast
 from rnndoctor.facts import Facts, RNNLayer
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
-from rnndoctor.rules import rule
+from rnndoctor.rules import finding, rule
 
 
 def _merged_call(call_source: str | None, replacement: str) -> str | None:
@@ -106,7 +106,7 @@ def _finding(facts: Facts, layer: RNNLayer) -> Finding:
         )
         eligible = None
         after = "Each LSTM/GRU layer can then take the cuDNN kernel."
-    return Finding(
+    return finding(
         severity=fp.severity(facts),
         message=f"RNN layer '{layer.path}' wraps {cells}: keras.layers.RNN always runs the "
         f"generic per-timestep loop and never the fused cuDNN kernel. {after}",

@@ -32,7 +32,7 @@ from __future__ import annotations
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
-from rnndoctor.rules import rule
+from rnndoctor.rules import finding, rule
 
 
 @rule("RD108", "simple-rnn", "SimpleRNN has no fused kernel (info)", severity=Severity.INFO)
@@ -47,7 +47,7 @@ def check(facts: Facts) -> list[Finding]:
         ) or fp.build_call("GRU", layer.args, {a: None for a in blocking}, call)
         eligible = probe.fixed_takes_fast_path if probe and probe.probed else None
         findings.append(
-            Finding(
+            finding(
                 severity=Severity.INFO,
                 message=f"SimpleRNN layer '{layer.path}' always runs the generic per-timestep "
                 "loop; Keras has no fused kernel for it. A GRU of the same width can take the "

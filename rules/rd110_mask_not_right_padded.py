@@ -53,7 +53,7 @@ from rnndoctor.facts import Facts, SequenceInput
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _sequences as sq
-from rnndoctor.rules import rule
+from rnndoctor.rules import finding, rule
 
 _PAD_SEQUENCES_PARAMS = ("sequences", "maxlen", "dtype", "padding", "truncating", "value")
 
@@ -164,7 +164,7 @@ def check(facts: Facts) -> list[Finding]:
         ]  # fmt: skip
         evidence += sq.cudnn_evidence(eligible)
         findings.append(
-            Finding(
+            finding(
                 severity=Severity.ERROR,
                 message=message,
                 layer=eligible[0].path,

@@ -41,7 +41,7 @@ from __future__ import annotations
 from rnndoctor.facts import Facts, SequenceInput
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _sequences as sq
-from rnndoctor.rules import rule
+from rnndoctor.rules import finding, rule
 
 
 def _fix(facts: Facts, record: SequenceInput) -> Fix:
@@ -121,7 +121,7 @@ def check(facts: Facts) -> list[Finding]:
         ]  # fmt: skip
         evidence += sq.cudnn_evidence(eligible)
         findings.append(
-            Finding(
+            finding(
                 severity=severity,
                 message=message,
                 layer=(eligible or layers)[0].path,

@@ -31,7 +31,7 @@ from __future__ import annotations
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
-from rnndoctor.rules import rule
+from rnndoctor.rules import finding, rule
 
 
 @rule(
@@ -45,7 +45,7 @@ def check(facts: Facts) -> list[Finding]:
     for layer in fp.rnn_layers(facts, ("custom_cell",)):
         cells = ", ".join(layer.cell_classes) or layer.cell_class
         findings.append(
-            Finding(
+            finding(
                 severity=Severity.INFO,
                 message=f"{layer.class_name} layer '{layer.path}' runs the user-defined cell "
                 f"{cells} once per timestep in a generic loop; no fused kernel applies.",

@@ -43,7 +43,7 @@ from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _sequences as sq
-from rnndoctor.rules import rule
+from rnndoctor.rules import finding, rule
 
 _FIX = """\
 # Dense, right-padded batches with a mask instead of a RaggedTensor:
@@ -103,7 +103,7 @@ def check(facts: Facts) -> list[Finding]:
             if facts.run.outcome == "script_error" and facts.run.message:
                 evidence.append(Evidence("the script's error", facts.run.message, source="run"))
             findings.append(
-                Finding(
+                finding(
                     severity=Severity.ERROR if keras3 else Severity.WARNING,
                     message=f"{fp.layer_label(layer)} receives a tf.RaggedTensor. {consequence}",
                     layer=layer.path,

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import OptionValues, rule
+from rnndoctor.rules import OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
 
 
@@ -147,7 +147,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     paired = probes.real_step_ms is not None
     whole = probes.real_step_ms + (probes.callback_ms or 0.0) if paired else step
     return [
-        Finding(
+        finding(
             severity=m.share_severity(
                 share, options.warning_input_share, options.error_input_share
             ),

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import Option, OptionValues, rule
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
 
 _WARNING_INPUT_SHARE = Option(
@@ -107,7 +107,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     location = (last.location if last and last.location else None) or data.location
     call = location.call_source if location else None
     return [
-        Finding(
+        finding(
             severity=severity,
             message=(
                 f"The tf.data pipeline ends in {last.op if last else 'an op'}, not in prefetch: "

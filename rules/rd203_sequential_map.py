@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import OptionValues, rule
+from rnndoctor.rules import OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
 
 
@@ -81,7 +81,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         code = m.with_keyword(call, "num_parallel_calls", "tf.data.AUTOTUNE")
         python = node.python
         findings.append(
-            Finding(
+            finding(
                 severity=Severity.WARNING
                 if share >= options.warning_input_share
                 else Severity.INFO,

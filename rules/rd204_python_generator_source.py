@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import OptionValues, rule
+from rnndoctor.rules import OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
 
 
@@ -86,7 +86,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     findings = []
     for what, location in places:
         findings.append(
-            Finding(
+            finding(
                 severity=Severity.WARNING
                 if share >= options.warning_input_share
                 else Severity.INFO,

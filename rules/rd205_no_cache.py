@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import Option, OptionValues, rule
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
 
 # Cache only what fits in half of the memory the probes may use (itself 80% of MemAvailable):
@@ -98,7 +98,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     last = work[-1]
     call = last.location.call_source if last.location else None
     return [
-        Finding(
+        finding(
             severity=Severity.WARNING if share >= options.warning_input_share else Severity.INFO,
             message=(
                 f"The pipeline recomputes {len(work)} preprocessing step(s) every epoch for "

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import Option, OptionValues, rule
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
 
 _MAX_SUGGESTED_WORKERS = Option(
@@ -83,7 +83,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     suggested = max(2, min(options.max_suggested_workers, cpus or 4))
     probes = facts.probes
     return [
-        Finding(
+        finding(
             severity=Severity.WARNING if share >= options.warning_input_share else Severity.INFO,
             message=(
                 f"The PyDataset loads each batch on one thread (workers={workers}, "

@@ -44,7 +44,7 @@ import ast
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Location, Severity
-from rnndoctor.rules import Option, OptionValues, rule
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _measured as m
 
@@ -154,7 +154,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             return []
         code, location, before = _fix(facts, best.value)
         return [
-            Finding(
+            finding(
                 severity=Severity.WARNING,
                 message=(
                     f"Batch size {base.value} leaves throughput on the table: the compute-only "
@@ -186,7 +186,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         code, location, before = _fix(facts, options.gpu_small_batch)
         why = facts.probes.batch_probe_not_measured or "the batch-size probe did not run"
         return [
-            Finding(
+            finding(
                 severity=Severity.INFO,
                 message=(
                     f"Batch size {size} on a GPU: most of the device idles at this size "

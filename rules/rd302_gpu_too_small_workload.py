@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import NotEvaluated, Option, OptionValues, rule
+from rnndoctor.rules import NotEvaluated, Option, OptionValues, finding, rule
 from rnndoctor.rules import _host_hw as hh
 from rnndoctor.rules import _measured as m
 
@@ -116,7 +116,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         facts.loop.location if facts.loop else None,
     )
     return [
-        Finding(
+        finding(
             severity=Severity.WARNING,
             message=(
                 f"The GPU is busy {busy_ms:.2f} ms of each {steps.median_step_time_ms:.2f} ms "

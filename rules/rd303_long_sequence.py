@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from rnndoctor.facts import Facts, RNNLayer, SequenceInput
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import Option, OptionValues, rule
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _sequences as sq
 
@@ -108,7 +108,7 @@ def _sampled_finding(record: SequenceInput, layers: list[RNNLayer], threshold: i
     """The finding for a sampled input whose median padded length reaches ``threshold``."""
     steps = sq.median(record.padded_lengths)
     first = layers[0] if layers else None
-    return Finding(
+    return finding(
         severity=Severity.INFO,
         message=(
             f"{sq.layers_label(layers)} loops over a median of {steps:g} timesteps per "
@@ -137,7 +137,7 @@ def _sampled_finding(record: SequenceInput, layers: list[RNNLayer], threshold: i
 
 def _static_finding(facts: Facts, layer: RNNLayer, steps: int, threshold: int) -> Finding:
     """The finding for an RNN layer whose static time dimension reaches ``threshold``."""
-    return Finding(
+    return finding(
         severity=Severity.INFO,
         message=f"{fp.layer_label(layer)} loops over {steps} timesteps (its "
         "static input shape): the step time and the activation memory grow linearly "

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import NotEvaluated, OptionValues, rule
+from rnndoctor.rules import NotEvaluated, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _host_hw as hh
 
@@ -162,7 +162,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         loop.location if loop else None,
     )
     return [
-        Finding(
+        finding(
             severity=hh.severity_of_speedup(speedup, options),
             message=f"{what}: every op is dispatched from Python, one at a time, on every step.",
             location=location,

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 from rnndoctor.facts import CustomLoopFacts, Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import NotEvaluated, OptionValues, rule
+from rnndoctor.rules import NotEvaluated, OptionValues, finding, rule
 from rnndoctor.rules import _host_hw as hh
 
 
@@ -175,7 +175,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         location = hh.location(loop.location)
         where = "in the loop body"
     return [
-        Finding(
+        finding(
             severity=hh.severity_of_speedup(speedup, options),
             message=(
                 f"The custom training loop applies its gradients eagerly {where}: every op of "

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import Option, OptionValues, rule
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
 
 _MIN_DISPATCH_SHARE = Option(
@@ -97,7 +97,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     speedup = step / after
     call = facts.fit.location.call_source if facts.fit.location else None
     return [
-        Finding(
+        finding(
             severity=Severity.ERROR
             if dispatch >= options.error_dispatch_share
             else Severity.WARNING,

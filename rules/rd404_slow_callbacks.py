@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import Option, OptionValues, rule
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
 
 _MIN_CALLBACK_SHARE = Option(
@@ -99,7 +99,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         share = cb.per_step_ms / step
         speedup = step / max(step - cb.per_step_ms, 1e-6)
         findings.append(
-            Finding(
+            finding(
                 severity=severity,
                 message=(
                     f"Callback {cb.name} takes {cb.per_step_ms:.2f} ms per step in its batch "

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 from rnndoctor.facts import Facts, TraceCount
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import Option, OptionValues, rule
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _host_hw as hh
 
 # TensorFlow warns when this many calls of a tf.function triggered tracing (among its last
@@ -227,7 +227,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             facts.fit.location if facts.fit and t.role == "train_function" else None,
         )
         findings.append(
-            Finding(
+            finding(
                 severity=severity,
                 message=(
                     f"The training tf.function {t.name} traced on {t.traced_calls} of its "

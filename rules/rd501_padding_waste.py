@@ -60,7 +60,7 @@ from __future__ import annotations
 from rnndoctor import stats as bk
 from rnndoctor.facts import Facts, SequenceInput
 from rnndoctor.findings import BucketPlan, Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import Option, OptionValues, rule
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _sequences as sq
 
 MIN_PADDED_FRACTION = Option(
@@ -188,7 +188,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             where,
         ]  # fmt: skip
         findings.append(
-            Finding(
+            finding(
                 severity=Severity.ERROR
                 if result.speedup >= options.error_speedup
                 else Severity.WARNING,

@@ -53,7 +53,7 @@ from __future__ import annotations
 from rnndoctor import stats as bk
 from rnndoctor.facts import Facts, SequenceInput
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import Option, OptionValues, rule
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _sequences as sq
 
 MIN_SPEEDUP = Option(
@@ -119,7 +119,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         layers = sq.fed_layers(facts, record)
         code, safety = _code(facts, record, batch)
         findings.append(
-            Finding(
+            finding(
                 severity=Severity.ERROR if speedup >= options.error_speedup else Severity.WARNING,
                 message=(
                     f"Every sampled batch of input '{record.input}' is padded to {padded} steps, "

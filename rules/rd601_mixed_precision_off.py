@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import NotEvaluated, rule
+from rnndoctor.rules import NotEvaluated, finding, rule
 from rnndoctor.rules import _host_hw as hh
 
 # TensorFlow's mixed precision guide: mixed precision speeds up NVIDIA GPUs of compute
@@ -89,7 +89,7 @@ def check(facts: Facts) -> list[Finding]:
         facts.fit.location if facts.fit else None,
     )
     return [
-        Finding(
+        finding(
             severity=Severity.WARNING,
             message=(
                 f"The GPU has Tensor Cores (compute capability "

@@ -44,7 +44,7 @@ import ast
 
 from rnndoctor.facts import Facts, RNNLayer
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import Option, OptionValues, rule
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _host_hw as hh
 
@@ -127,7 +127,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 safety=FixSafety.DISPLAY_ONLY,
             )
         findings.append(
-            Finding(
+            finding(
                 severity=Severity.INFO,
                 message=(
                     f"{fp.layer_label(layer)}: "
@@ -145,7 +145,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     batch = batch or (facts.fit.batch_size if facts.fit else None)
     if isinstance(batch, int) and batch % align:
         findings.append(
-            Finding(
+            finding(
                 severity=Severity.INFO,
                 message=f"Batch size {batch} is not a multiple of {align} under mixed precision.",
                 location=hh.first_location(

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import NotEvaluated, rule
+from rnndoctor.rules import NotEvaluated, finding, rule
 
 
 @rule(
@@ -75,7 +75,7 @@ def check(facts: Facts) -> list[Finding]:
         "python -c \"import tensorflow as tf; print(tf.config.list_physical_devices('GPU'))\""
     )
     return [
-        Finding(
+        finding(
             severity=Severity.WARNING,
             message=(
                 f"The machine has {len(env.nvidia_gpus) or 'an'} NVIDIA GPU(s) but TensorFlow "

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import NotEvaluated, rule
+from rnndoctor.rules import NotEvaluated, finding, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _host_hw as hh
 
@@ -90,7 +90,7 @@ def check(facts: Facts) -> list[Finding]:
         if layer.fast_path is not None and layer.fast_path.takes_fast_path is False:
             continue  # the generic kernel runs: cuDNN's RNN is not used
         findings.append(
-            Finding(
+            finding(
                 severity=Severity.ERROR,
                 message=(
                     f"{fp.layer_label(layer)} receives a mask and runs on cuDNN {shown}, "
