@@ -2,8 +2,9 @@
 
 Each rule's check gets its option values (the defaults its ``@rule`` declares, with any
 ``rule_options`` override over them, :func:`rnndoctor.rules.resolve_rule_options`), and every
-finding it returns is stamped with the rule's ``rule_id`` and ``name`` from the registry, so a
-rule module never writes its own identity. Pure: no TensorFlow, no I/O.
+finding it returns is stamped with the rule's ``rule_id`` and ``name`` from the registry (and
+its default severity where the check set none), so a rule module never writes its identity.
+Pure: no TensorFlow, no I/O.
 
 A rule whose required Facts sections are missing, or that raises
 :class:`rnndoctor.rules.NotEvaluated` (a fact it needs was not measured, such as a GPU fact on a
@@ -239,7 +240,8 @@ def evaluate(
 
 
 def _run(rule: Rule, facts: Facts, options: OptionValues) -> RuleOutcome:
-    """Runs one rule; its findings carry the rule's ID and name, whatever the check wrote."""
+    """Runs one rule; its findings carry the rule's ID and name, whatever the check wrote, and
+    the rule's default severity where the check set none."""
     missing = _missing(facts, rule.needs)
     if missing:
         return RuleOutcome(rule, Status.NOT_EVALUATED, missing)
@@ -250,5 +252,11 @@ def _run(rule: Rule, facts: Facts, options: OptionValues) -> RuleOutcome:
         return RuleOutcome(rule, Status.NOT_EVALUATED, str(exc), needs_gpu=gpu)
     except Exception as exc:  # a broken rule must not hide the others' findings
         return RuleOutcome(rule, Status.FAILED, f"{type(exc).__name__}: {exc}")
-    findings = [dataclasses.replace(f, rule_id=rule.id, name=rule.name) for f in found]
+    findings = [_stamped(f, rule) for f in found]
     return RuleOutcome(rule, Status.FIRED if findings else Status.PASSED, None, findings)
+
+
+def _stamped(found: Finding, rule: Rule) -> Finding:
+    """``found`` with the rule's ID and name, and its default severity where it has none."""
+    severity = found.severity if found.severity is not None else rule.severity
+    return dataclasses.replace(found, rule_id=rule.id, name=rule.name, severity=severity)

@@ -140,8 +140,9 @@ class Rule:
         check: the pure function, ``check(facts)`` or, for a rule with options,
             ``check(facts, options)``.
         doc: the rule's documentation (its module's docstring).
-        severity: the rule's default severity: that of its findings unless the check grades
-            them from what it measured (the doc says how).
+        severity: the rule's default severity: that of every finding whose check sets none
+            (:func:`finding`); a check that grades a finding from what it measured sets its own
+            (the doc says how).
         options: the options the check reads (:class:`Option`), in the doc's order.
     """
 
@@ -192,11 +193,16 @@ class Rule:
         return list(self.check(facts, options if options is not None else self.option_values()))
 
 
-def finding(severity: Severity, message: str, **fields: Any) -> Finding:
-    """A finding of the rule being checked, with ``rule_id`` and ``name`` left empty: the engine
-    stamps them from the registry. ``fields`` are :class:`rnndoctor.findings.Finding`'s others
-    (``layer``, ``location``, ``evidence``, ``fix``, ``gain``, ``speedup``, ...)."""
-    return Finding(rule_id="", name="", severity=severity, message=message, **fields)
+def finding(message: str, severity: Severity | None = None, **fields: Any) -> Finding:
+    """A finding of the rule being checked, as its check returns it to the engine.
+
+    ``rule_id`` and ``name`` are left empty, and ``severity`` None means the rule's default
+    severity (:attr:`Rule.severity`): the engine stamps all three from the registry. ``fields``
+    are :class:`rnndoctor.findings.Finding`'s others (``layer``, ``location``, ``evidence``,
+    ``fix``, ``gain``, ``speedup``, ...).
+    """
+    unstamped: Any = severity  # None until the engine stamps the rule's default
+    return Finding(rule_id="", name="", severity=unstamped, message=message, **fields)
 
 
 class NotEvaluated(Exception):
@@ -234,7 +240,8 @@ def rule(
 
     The check is ``check(facts) -> list[Finding]``, or ``check(facts, options)`` when the rule
     declares ``options`` (it then reads ``options.<name>``, an :class:`OptionValues`). Its
-    findings leave ``rule_id`` and ``name`` empty: the engine stamps them from here.
+    findings (built with :func:`finding`) leave ``rule_id`` and ``name`` empty, and
+    ``severity`` too where it is the default: the engine stamps them from here.
 
     Args:
         id: stable ID (``RD201``).

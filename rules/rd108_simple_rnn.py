@@ -48,7 +48,6 @@ def check(facts: Facts) -> list[Finding]:
         eligible = probe.fixed_takes_fast_path if probe and probe.probed else None
         findings.append(
             finding(
-                severity=Severity.INFO,
                 message=f"SimpleRNN layer '{layer.path}' always runs the generic per-timestep "
                 "loop; Keras has no fused kernel for it. A GRU of the same width can take the "
                 "cuDNN kernel" + (f" once {', '.join(blocking)} is removed." if blocking else "."),

@@ -165,7 +165,6 @@ def check(facts: Facts) -> list[Finding]:
         evidence += sq.cudnn_evidence(eligible)
         findings.append(
             finding(
-                severity=Severity.ERROR,
                 message=message,
                 layer=eligible[0].path,
                 location=location,

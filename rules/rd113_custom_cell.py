@@ -46,7 +46,6 @@ def check(facts: Facts) -> list[Finding]:
         cells = ", ".join(layer.cell_classes) or layer.cell_class
         findings.append(
             finding(
-                severity=Severity.INFO,
                 message=f"{layer.class_name} layer '{layer.path}' runs the user-defined cell "
                 f"{cells} once per timestep in a generic loop; no fused kernel applies.",
                 layer=layer.path,

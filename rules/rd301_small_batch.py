@@ -155,7 +155,6 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         code, location, before = _fix(facts, best.value)
         return [
             finding(
-                severity=Severity.WARNING,
                 message=(
                     f"Batch size {base.value} leaves throughput on the table: the compute-only "
                     f"probe trains {best.samples_per_s:,.0f} samples/s at batch {best.value} "

@@ -117,7 +117,6 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     )
     return [
         finding(
-            severity=Severity.WARNING,
             message=(
                 f"The GPU is busy {busy_ms:.2f} ms of each {steps.median_step_time_ms:.2f} ms "
                 f"step ({share:.0%}): the workload is too small to keep it fed, and host "

@@ -109,7 +109,6 @@ def _sampled_finding(record: SequenceInput, layers: list[RNNLayer], threshold: i
     steps = sq.median(record.padded_lengths)
     first = layers[0] if layers else None
     return finding(
-        severity=Severity.INFO,
         message=(
             f"{sq.layers_label(layers)} loops over a median of {steps:g} timesteps per "
             f"batch (input '{record.input}', valid length p50 "
@@ -138,7 +137,6 @@ def _sampled_finding(record: SequenceInput, layers: list[RNNLayer], threshold: i
 def _static_finding(facts: Facts, layer: RNNLayer, steps: int, threshold: int) -> Finding:
     """The finding for an RNN layer whose static time dimension reaches ``threshold``."""
     return finding(
-        severity=Severity.INFO,
         message=f"{fp.layer_label(layer)} loops over {steps} timesteps (its "
         "static input shape): the step time and the activation memory grow linearly "
         "with it.",

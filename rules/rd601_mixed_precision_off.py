@@ -90,7 +90,6 @@ def check(facts: Facts) -> list[Finding]:
     )
     return [
         finding(
-            severity=Severity.WARNING,
             message=(
                 f"The GPU has Tensor Cores (compute capability "
                 f"{'.'.join(map(str, best))}) but the model trains in float32."

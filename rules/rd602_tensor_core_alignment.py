@@ -128,7 +128,6 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             )
         findings.append(
             finding(
-                severity=Severity.INFO,
                 message=(
                     f"{fp.layer_label(layer)}: "
                     + " and ".join(f"{k} {v}" for k, v in off.items())
@@ -146,7 +145,6 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     if isinstance(batch, int) and batch % align:
         findings.append(
             finding(
-                severity=Severity.INFO,
                 message=f"Batch size {batch} is not a multiple of {align} under mixed precision.",
                 location=hh.first_location(
                     facts.fit.location if facts.fit else None,

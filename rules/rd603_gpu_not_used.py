@@ -76,7 +76,6 @@ def check(facts: Facts) -> list[Finding]:
     )
     return [
         finding(
-            severity=Severity.WARNING,
             message=(
                 f"The machine has {len(env.nvidia_gpus) or 'an'} NVIDIA GPU(s) but TensorFlow "
                 f"sees none ({build}): training runs on the CPU."

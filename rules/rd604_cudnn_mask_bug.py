@@ -91,7 +91,6 @@ def check(facts: Facts) -> list[Finding]:
             continue  # the generic kernel runs: cuDNN's RNN is not used
         findings.append(
             finding(
-                severity=Severity.ERROR,
                 message=(
                     f"{fp.layer_label(layer)} receives a mask and runs on cuDNN {shown}, "
                     "whose masked RNN kernels give randomly corrupted results (fixed in 8.9.2)."

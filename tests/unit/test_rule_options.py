@@ -140,6 +140,12 @@ def test_the_engine_stamps_rule_id_and_name_and_fix_safety_is_typed():
     (finding,) = report.findings
     assert (finding.rule_id, finding.name) == ("RD402", "eager-custom-loop")
     assert isinstance(finding.fix.safety, FixSafety)
+    # RD108 sets no severity of its own: its findings get the decorator's default (info)
+    rd108 = Facts.from_dict(
+        json.loads((DATA / "rules" / "RD108-offending.json").read_text())["facts"]
+    )
+    assert [f.severity for f in evaluate(rd108, select=["RD108"]).findings] == [Severity.INFO]
+    assert get_rule("RD108").severity is Severity.INFO
     for path in sorted((DATA / "rules").glob("*-offending.json")):
         facts = Facts.from_dict(json.loads(path.read_text())["facts"])
         findings = evaluate(facts).findings
