@@ -15,7 +15,6 @@ run. Ill-formed ``rule_options`` raise ``ValueError`` before any rule runs.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -246,17 +245,10 @@ def _run(rule: Rule, facts: Facts, options: OptionValues) -> RuleOutcome:
     if missing:
         return RuleOutcome(rule, Status.NOT_EVALUATED, missing)
     try:
-        found = rule.run(facts, options)
+        findings = rule.run(facts, options)  # stamped with the rule's ID, name and severity
     except NotEvaluated as exc:  # a fact the rule needs was not measured in this run
         gpu = isinstance(exc, NeedsGPU)
         return RuleOutcome(rule, Status.NOT_EVALUATED, str(exc), needs_gpu=gpu)
     except Exception as exc:  # a broken rule must not hide the others' findings
         return RuleOutcome(rule, Status.FAILED, f"{type(exc).__name__}: {exc}")
-    findings = [_stamped(f, rule) for f in found]
     return RuleOutcome(rule, Status.FIRED if findings else Status.PASSED, None, findings)
-
-
-def _stamped(found: Finding, rule: Rule) -> Finding:
-    """``found`` with the rule's ID and name, and its default severity where it has none."""
-    severity = found.severity if found.severity is not None else rule.severity
-    return dataclasses.replace(found, rule_id=rule.id, name=rule.name, severity=severity)

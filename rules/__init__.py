@@ -5,9 +5,9 @@ What it owns: one module per rule (``rdNNN_<name>.py``), each a pure function
 ``check(facts[, options]) -> list[Finding]`` registered with :func:`rule`, which declares the
 rule's identity (ID, name, summary, default severity) and its :class:`Option` s in one place;
 the shared rule logic in the private ``_*.py`` modules; :func:`check_rule_options`, which checks
-the ``[tool.rnndoctor.rules.<ID>]`` tables. The engine (``rnndoctor/engine.py``) runs the rules
-and stamps each finding's ``rule_id`` and ``name`` from the registry, so a rule module never
-writes them.
+the ``[tool.rnndoctor.rules.<ID>]`` tables. The engine (``rnndoctor/engine.py``) runs each
+rule through :meth:`Rule.run`, which stamps every finding's ``rule_id`` and ``name`` from the
+registry, so a rule module never writes them.
 
 What it may import: ``rnndoctor.facts``, ``rnndoctor.findings`` and ``rnndoctor.stats`` (pure,
 no TensorFlow, no I/O), and the standard library. Never the capture layer, the CLI or reports.
@@ -24,6 +24,7 @@ rules.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import pkgutil
@@ -185,19 +186,40 @@ class Rule:
             values[name] = option.coerce(value, self.id)
         return OptionValues(values)
 
-    def run(self, facts: Facts, options: OptionValues | None = None) -> list[Finding]:
-        """Calls the check (with ``options``, by default the defaults) and returns its findings
-        as the check built them (the engine stamps ``rule_id`` and ``name``)."""
+    def run(
+        self, facts: Facts, options: OptionValues | Mapping[str, Any] | None = None
+    ) -> list[Finding]:
+        """Runs the check and returns its findings stamped with this rule's ``rule_id``,
+        ``name`` and, where the check set none, its default severity.
+
+        Args:
+            facts: the gathered facts.
+            options: the option values (:meth:`option_values`), or a plain mapping of
+                overrides over the defaults (``{"min_input_share": 0.1}``); None: the defaults.
+
+        Raises:
+            ValueError: ``options`` names an unknown option or holds an ill-typed value.
+            NotEvaluated: as the check raises it.
+        """
+        if not isinstance(options, OptionValues):
+            options = self.option_values(options)
         if not self.options and _arity(self.check) < 2:
-            return list(self.check(facts))
-        return list(self.check(facts, options if options is not None else self.option_values()))
+            found = self.check(facts)
+        else:
+            found = self.check(facts, options)
+        return [self._stamped(f) for f in found]
+
+    def _stamped(self, found: Finding) -> Finding:
+        severity = found.severity if found.severity is not None else self.severity
+        return dataclasses.replace(found, rule_id=self.id, name=self.name, severity=severity)
 
 
 def finding(message: str, severity: Severity | None = None, **fields: Any) -> Finding:
     """A finding of the rule being checked, as its check returns it to the engine.
 
     ``rule_id`` and ``name`` are left empty, and ``severity`` None means the rule's default
-    severity (:attr:`Rule.severity`): the engine stamps all three from the registry. ``fields``
+    severity (:attr:`Rule.severity`): :meth:`Rule.run`, through which the engine runs every
+    rule, stamps all three from the registry. ``fields``
     are :class:`rnndoctor.findings.Finding`'s others (``layer``, ``location``, ``evidence``,
     ``fix``, ``gain``, ``speedup``, ...).
     """
@@ -241,7 +263,7 @@ def rule(
     The check is ``check(facts) -> list[Finding]``, or ``check(facts, options)`` when the rule
     declares ``options`` (it then reads ``options.<name>``, an :class:`OptionValues`). Its
     findings (built with :func:`finding`) leave ``rule_id`` and ``name`` empty, and
-    ``severity`` too where it is the default: the engine stamps them from here.
+    ``severity`` too where it is the default: :meth:`Rule.run` stamps them from here.
 
     Args:
         id: stable ID (``RD201``).

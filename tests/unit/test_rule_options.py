@@ -175,6 +175,10 @@ def test_rd405_fires_exactly_from_the_configured_tracing_count():
     assert ("RD405", Severity.ERROR) in _ids(facts, RD405={"min_tracing_calls": 7})
     assert "RD405" not in dict(_ids(facts, RD405={"min_tracing_calls": 8}))
     assert "RD405" not in dict(_ids(facts, retracing={"min_tracing_calls": 8}))  # by name
+    # a rule run directly: the same findings, stamped, with overrides as a plain mapping
+    (direct,) = get_rule("RD405").run(facts)
+    assert (direct.rule_id, direct.name, direct.severity) == ("RD405", "retracing", Severity.ERROR)
+    assert get_rule("RD405").run(facts, {"min_tracing_calls": 8}) == []
     # the evidence quotes the cut-off in force
     report = evaluate(facts, rule_options={"rd405": {"min_tracing_calls": 6}})
     (finding,) = [f for f in report.findings if f.rule_id == "RD405"]
