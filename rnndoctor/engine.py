@@ -1,10 +1,16 @@
 """The engine: runs the registered rules over Facts and assembles a :class:`Report`.
 
-Pure: no TensorFlow, no I/O. A rule whose required Facts sections are missing, or that raises
+Each rule's check gets its option values (the defaults its ``@rule`` declares, with any
+``rule_options`` override over them, :func:`rnndoctor.rules.resolve_rule_options`), and every
+finding it returns is stamped with the rule's ``rule_id`` and ``name`` from the registry (and
+its default severity where the check set none), so a rule module never writes its identity.
+Pure: no TensorFlow, no I/O.
+
+A rule whose required Facts sections are missing, or that raises
 :class:`rnndoctor.rules.NotEvaluated` (a fact it needs was not measured, such as a GPU fact on a
 CPU-only run), is reported as ``not_evaluated`` with the reason, never as a silent pass; a rule
 that raises anything else is reported as ``failed`` with the error, and the other rules still
-run.
+run. Ill-formed ``rule_options`` raise ``ValueError`` before any rule runs.
 """
 
 from __future__ import annotations
@@ -16,7 +22,14 @@ from typing import Any
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Finding, Severity
-from rnndoctor.rules import NeedsGPU, NotEvaluated, Rule, all_rules
+from rnndoctor.rules import (
+    NeedsGPU,
+    NotEvaluated,
+    OptionValues,
+    Rule,
+    all_rules,
+    resolve_rule_options,
+)
 
 
 class Status(enum.StrEnum):
@@ -165,9 +178,13 @@ def evaluate(
         facts: the gathered facts.
         select: rule IDs or names to run; None runs all.
         ignore: rule IDs or names to skip.
-        rule_options: per rule ID, option values over the rule's defaults
+        rule_options: per rule ID (or name), option values over the rule's defaults
             (``[tool.rnndoctor.rules.RD201]``); see :func:`rnndoctor.rules.check_rule_options`.
+
+    Raises:
+        ValueError: ``rule_options`` names an unknown rule or option, or an ill-typed value.
     """
+    options = resolve_rule_options(rule_options)
     outcomes = []
     for rule in all_rules():
         if select and not _matches(rule, select):
@@ -176,19 +193,21 @@ def evaluate(
         if ignore and _matches(rule, ignore):
             outcomes.append(RuleOutcome(rule, Status.SKIPPED, "ignored (--ignore)"))
             continue
-        missing = _missing(facts, rule.needs)
-        if missing:
-            outcomes.append(RuleOutcome(rule, Status.NOT_EVALUATED, missing))
-            continue
-        try:
-            findings = list(rule.check(facts))
-        except NotEvaluated as exc:  # a fact the rule needs was not measured in this run
-            gpu = isinstance(exc, NeedsGPU)
-            outcomes.append(RuleOutcome(rule, Status.NOT_EVALUATED, str(exc), needs_gpu=gpu))
-            continue
-        except Exception as exc:  # a broken rule must not hide the others' findings
-            outcomes.append(RuleOutcome(rule, Status.FAILED, f"{type(exc).__name__}: {exc}"))
-            continue
-        status = Status.FIRED if findings else Status.PASSED
-        outcomes.append(RuleOutcome(rule, status, None, findings))
+        outcomes.append(_run(rule, facts, options[rule.id]))
     return Report(facts=facts, outcomes=outcomes)
+
+
+def _run(rule: Rule, facts: Facts, options: OptionValues) -> RuleOutcome:
+    """Runs one rule; its findings carry the rule's ID and name, whatever the check wrote, and
+    the rule's default severity where the check set none."""
+    missing = _missing(facts, rule.needs)
+    if missing:
+        return RuleOutcome(rule, Status.NOT_EVALUATED, missing)
+    try:
+        findings = rule.run(facts, options)  # stamped with the rule's ID, name and severity
+    except NotEvaluated as exc:  # a fact the rule needs was not measured in this run
+        gpu = isinstance(exc, NeedsGPU)
+        return RuleOutcome(rule, Status.NOT_EVALUATED, str(exc), needs_gpu=gpu)
+    except Exception as exc:  # a broken rule must not hide the others' findings
+        return RuleOutcome(rule, Status.FAILED, f"{type(exc).__name__}: {exc}")
+    return RuleOutcome(rule, Status.FIRED if findings else Status.PASSED, None, findings)

@@ -98,8 +98,11 @@ class Finding:
 
     Attributes:
         rule_id: stable ID (``RD101``), as the rule registry (``rnndoctor.rules``) declares it.
-        name: the rule's kebab-case name (``recurrent-dropout``).
-        severity: see :class:`Severity`.
+            A rule's check leaves it empty (:func:`rnndoctor.rules.finding`); the engine stamps
+            it from the registry.
+        name: the rule's kebab-case name (``recurrent-dropout``), stamped the same way.
+        severity: see :class:`Severity`; a check that sets none gets its rule's default
+            severity, stamped by the engine.
         message: one sentence, naming the layer and the offending argument and value.
         layer: the layer's path in the model tree, or None for model-wide findings.
         location: the user's file:line, or None when it could not be recorded.

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from rnndoctor.facts import FAST_PATH_DEFAULTS, Facts, RNNLayer, SequenceInput, SourceLocation
-from rnndoctor.findings import Evidence, Finding, Fix, Location, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Location, Severity
+from rnndoctor.rules import finding
 
 FUSED_KINDS = ("lstm", "gru")
 
@@ -319,13 +320,11 @@ def arg_finding(
     facts: Facts,
     layer: RNNLayer,
     *,
-    rule_id: str,
-    name: str,
     args: tuple[str, ...],
     basis: str,
     set_args: dict[str, Any] | None = None,
     fix_title: str,
-    safety: str,
+    safety: FixSafety,
     why: str,
 ) -> Finding:
     """A finding for fast-path arguments ``args`` of ``layer`` (removed, or set to ``set_args``)."""
@@ -350,9 +349,7 @@ def arg_finding(
         evidence.append(
             Evidence("construction site", "not recorded", source="layer built before the hook")
         )
-    return Finding(
-        rule_id=rule_id,
-        name=name,
+    return finding(
         severity=severity(facts),
         message=f"{layer_label(layer)} sets {shown}: {why} {after}",
         layer=layer.path,
@@ -368,12 +365,10 @@ def arg_finding(
 def single_arg_check(
     facts: Facts,
     *,
-    rule_id: str,
-    name: str,
     arg: str,
     static: Callable[[Any], bool],
     fix_title: str,
-    safety: str,
+    safety: FixSafety,
     why: str,
     set_value: Any = None,
     kinds: tuple[str, ...] = FUSED_KINDS,
@@ -388,8 +383,6 @@ def single_arg_check(
             arg_finding(
                 facts,
                 layer,
-                rule_id=rule_id,
-                name=name,
                 args=(arg,),
                 basis=basis,
                 set_args={arg: set_value} if set_value is not None else None,

@@ -6,16 +6,31 @@ Pure: no TensorFlow, no I/O.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from rnndoctor.facts import Facts, SourceLocation
 from rnndoctor.findings import Location, Severity
-from rnndoctor.rules import NeedsGPU
+from rnndoctor.rules import NeedsGPU, Option
 from rnndoctor.rules import _fastpath as fp
 
-# Severity of a measured speedup (RULES.md: error means at least 2x slower than it needs to be;
-# warning a measurable slowdown).
-ERROR_SPEEDUP = 2.0
-WARNING_SPEEDUP = 1.1  # below this, a measured gain is within run-to-run noise: info
+# The severity of a measured speedup, as rule options (RD401, RD402): `error` means at least
+# 2x slower than it needs to be, `warning` a measurable slowdown (rnndoctor.findings.Severity).
+ERROR_SPEEDUP = Option(
+    name="error_speedup",
+    default=2.0,
+    unit="x (step-time speedup)",
+    source="rnndoctor's severity scale (rnndoctor/findings.py: Severity): error means at least "
+    "2x slower than it needs to be",
+    help="the measured speedup from which a finding is an error",
+)
+WARNING_SPEEDUP = Option(
+    name="warning_speedup",
+    default=1.1,
+    unit="x (step-time speedup)",
+    source="rnndoctor's choice: a smaller measured gain is within run-to-run noise",
+    help="the measured speedup from which a finding is a warning (below it: info)",
+)
 
 
 location = fp.to_location  # one SourceLocation -> Location converter
@@ -29,13 +44,14 @@ def first_location(*locations: SourceLocation | None) -> Location | None:
     return None
 
 
-def severity_of_speedup(speedup: float | None) -> Severity:
-    """``error`` at a measured 2x or more, ``info`` under 1.1x, else (or unmeasured) warning."""
+def severity_of_speedup(speedup: float | None, options: Mapping[str, Any]) -> Severity:
+    """``error`` at a measured ``options["error_speedup"]`` or more, ``info`` under
+    ``options["warning_speedup"]``, else (or unmeasured) ``warning``."""
     if speedup is None:
         return Severity.WARNING
-    if speedup >= ERROR_SPEEDUP:
+    if speedup >= options[ERROR_SPEEDUP.name]:
         return Severity.ERROR
-    if speedup < WARNING_SPEEDUP:
+    if speedup < options[WARNING_SPEEDUP.name]:
         return Severity.INFO
     return Severity.WARNING
 

@@ -12,17 +12,37 @@ import ast
 
 from rnndoctor.facts import DataNode, Facts
 from rnndoctor.findings import Evidence, Location, Severity
+from rnndoctor.rules import Option
 from rnndoctor.rules import _fastpath as fp
 
-# xprof's input-pipeline analysis calls a step "moderately" input-bound from 5% of the step time
-# waiting for input and "highly" input-bound from 20%: kModeratelyInfeedBoundThresholdInPercent
-# and kHighlyInfeedBoundThresholdInPercent in openxla/xprof,
-# xprof/convert/op_stats_to_input_pipeline_analysis.cc.
-INFO_SHARE = 0.05
-WARNING_SHARE = 0.20
-# RULES.md: `error` means the job runs at least 2x slower than it needs to; removing a share s
-# of the step gives 1 / (1 - s), which reaches 2x at s = 50%.
-ERROR_SHARE = 0.50
+# The cut-offs on the input share of the step, as rule options (each input rule declares the
+# ones it reads). xprof's input-pipeline analysis calls a step "moderately" input-bound from 5%
+# of the step time waiting for input and "highly" input-bound from 20%.
+_XPROF_INPUT_ANALYSIS = "openxla/xprof xprof/convert/op_stats_to_input_pipeline_analysis.cc"
+MIN_INPUT_SHARE = Option(
+    name="min_input_share",
+    default=0.05,
+    unit="fraction of the step",
+    source=f"{_XPROF_INPUT_ANALYSIS}: kModeratelyInfeedBoundThresholdInPercent = 5",
+    help="the measured input share of the step from which the rule reports",
+)
+WARNING_INPUT_SHARE = Option(
+    name="warning_input_share",
+    default=0.20,
+    unit="fraction of the step",
+    source=f"{_XPROF_INPUT_ANALYSIS}: kHighlyInfeedBoundThresholdInPercent = 20",
+    help="the input share from which a finding is a warning (below it: info)",
+)
+# `error` means the job runs at least 2x slower than it needs to (rnndoctor.findings.Severity);
+# removing a share s of the step gives 1 / (1 - s), which reaches 2x at s = 50%.
+ERROR_INPUT_SHARE = Option(
+    name="error_input_share",
+    default=0.50,
+    unit="fraction of the step",
+    source="rnndoctor's severity scale (rnndoctor/findings.py: Severity): removing half of the "
+    "step makes it 2x faster",
+    help="the input share from which a finding is an error",
+)
 
 
 to_location = fp.to_location  # one SourceLocation -> Location converter
@@ -62,15 +82,14 @@ def corroborated_share(measured: float, input_only_share: float | None) -> float
     return min(measured, input_only_share)
 
 
-def share_severity(share: float, cap: Severity = Severity.ERROR) -> Severity:
-    """info from 5%, warning from 20%, error from 50% of the step (capped at ``cap``)."""
-    if share >= ERROR_SHARE:
-        severity = Severity.ERROR
-    elif share >= WARNING_SHARE:
-        severity = Severity.WARNING
-    else:
-        severity = Severity.INFO
-    return min(severity, cap)
+def share_severity(share: float, warning_share: float, error_share: float) -> Severity:
+    """``error`` from ``error_share`` of the step, ``warning`` from ``warning_share``, else
+    ``info``."""
+    if share >= error_share:
+        return Severity.ERROR
+    if share >= warning_share:
+        return Severity.WARNING
+    return Severity.INFO
 
 
 def pct(share: float) -> str:

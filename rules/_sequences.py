@@ -14,7 +14,18 @@ from dataclasses import dataclass
 
 from rnndoctor.facts import Facts, RNNLayer, SequenceInput
 from rnndoctor.findings import Evidence, Location
+from rnndoctor.rules import Option
 from rnndoctor.rules import _fastpath as fp
+
+# The padding rules' (RD501, RD502) error cut-off on the estimated speedup, as a rule option.
+ERROR_SPEEDUP = Option(
+    name="error_speedup",
+    default=2.0,
+    unit="x (estimated step-time speedup)",
+    source="rnndoctor's severity scale (rnndoctor/findings.py: Severity): error means the job "
+    "runs at least 2x slower than it needs to",
+    help="the estimated speedup from which the finding is an error (below it: warning)",
+)
 
 # The check that fails on a GPU, in the installed Keras 3 source: `_cudnn_lstm` / `_cudnn_gru`
 # call it on every mask before the fused kernel runs.

@@ -35,12 +35,17 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Finding
+from rnndoctor.findings import Finding, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
 
-@rule("RD101", "recurrent-dropout", "LSTM/GRU with recurrent_dropout > 0 skips the cuDNN kernel")
+@rule(
+    "RD101",
+    "recurrent-dropout",
+    "LSTM/GRU with recurrent_dropout > 0 skips the cuDNN kernel",
+    severity=Severity.WARNING,
+)
 def check(facts: Facts) -> list[Finding]:
     findings = []
     for layer in fp.rnn_layers(facts):
@@ -70,13 +75,11 @@ def check(facts: Facts) -> list[Finding]:
             fp.arg_finding(
                 facts,
                 layer,
-                rule_id="RD101",
-                name="recurrent-dropout",
                 args=args,
                 basis=basis,
                 set_args=set_args,
                 fix_title=title,
-                safety="unsafe",
+                safety=FixSafety.UNSAFE,
                 why="Keras only tries the cuDNN kernel when recurrent_dropout is 0 "
                 "(LSTM/GRU.inner_loop).",
             )

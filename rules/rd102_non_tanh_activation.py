@@ -30,21 +30,24 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Finding
+from rnndoctor.findings import Finding, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
 
-@rule("RD102", "non-tanh-activation", "LSTM/GRU activation is not tanh, so cuDNN is skipped")
+@rule(
+    "RD102",
+    "non-tanh-activation",
+    "LSTM/GRU activation is not tanh, so cuDNN is skipped",
+    severity=Severity.WARNING,
+)
 def check(facts: Facts) -> list[Finding]:
     return fp.single_arg_check(
         facts,
-        rule_id="RD102",
-        name="non-tanh-activation",
         arg="activation",
         static=lambda v: v != "tanh",
         fix_title="Drop the activation argument: the default tanh is what cuDNN computes",
-        safety="unsafe",
+        safety=FixSafety.UNSAFE,
         why="cuDNN's fused kernel computes tanh only "
         "(cudnn_ok in keras/src/backend/tensorflow/rnn.py).",
     )

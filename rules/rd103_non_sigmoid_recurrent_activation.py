@@ -29,7 +29,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Finding
+from rnndoctor.findings import Finding, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
@@ -38,16 +38,15 @@ from rnndoctor.rules import rule
     "RD103",
     "non-sigmoid-recurrent-activation",
     "recurrent_activation is not sigmoid, so cuDNN is skipped",
+    severity=Severity.WARNING,
 )
 def check(facts: Facts) -> list[Finding]:
     return fp.single_arg_check(
         facts,
-        rule_id="RD103",
-        name="non-sigmoid-recurrent-activation",
         arg="recurrent_activation",
         static=lambda v: v != "sigmoid",
         fix_title="Drop recurrent_activation: the default sigmoid is what cuDNN computes",
-        safety="unsafe",
+        safety=FixSafety.UNSAFE,
         why="cuDNN's fused kernel computes sigmoid gates only "
         "(cudnn_ok in keras/src/backend/tensorflow/rnn.py).",
     )

@@ -29,20 +29,18 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Finding
+from rnndoctor.findings import Finding, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
 
-@rule("RD104", "unroll", "unroll=True rules out the cuDNN kernel")
+@rule("RD104", "unroll", "unroll=True rules out the cuDNN kernel", severity=Severity.WARNING)
 def check(facts: Facts) -> list[Finding]:
     return fp.single_arg_check(
         facts,
-        rule_id="RD104",
-        name="unroll",
         arg="unroll",
         static=bool,
         fix_title="Drop unroll=True",
-        safety="safe",
+        safety=FixSafety.SAFE,
         why="cuDNN needs a rolled loop (cudnn_ok requires not unroll).",
     )

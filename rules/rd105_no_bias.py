@@ -27,20 +27,18 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Finding
+from rnndoctor.findings import Finding, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
 
-@rule("RD105", "no-bias", "use_bias=False rules out the cuDNN kernel")
+@rule("RD105", "no-bias", "use_bias=False rules out the cuDNN kernel", severity=Severity.WARNING)
 def check(facts: Facts) -> list[Finding]:
     return fp.single_arg_check(
         facts,
-        rule_id="RD105",
-        name="no-bias",
         arg="use_bias",
         static=lambda v: not v,
         fix_title="Drop use_bias=False (biases start at zero, so the initial model is unchanged)",
-        safety="unsafe",
+        safety=FixSafety.UNSAFE,
         why="cuDNN needs biases (cudnn_ok requires use_bias).",
     )

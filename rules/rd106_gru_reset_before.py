@@ -30,21 +30,24 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Finding
+from rnndoctor.findings import Finding, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
 
-@rule("RD106", "gru-reset-before", "GRU with reset_after=False has no cuDNN kernel")
+@rule(
+    "RD106",
+    "gru-reset-before",
+    "GRU with reset_after=False has no cuDNN kernel",
+    severity=Severity.WARNING,
+)
 def check(facts: Facts) -> list[Finding]:
     return fp.single_arg_check(
         facts,
-        rule_id="RD106",
-        name="gru-reset-before",
         arg="reset_after",
         static=lambda v: v is False,
         fix_title="Drop reset_after=False (the default, reset_after=True, is cuDNN's GRU)",
-        safety="unsafe",
+        safety=FixSafety.UNSAFE,
         why="cuDNN's GRU applies the reset gate after the matrix multiplication "
         "(reset_after=True).",
     )

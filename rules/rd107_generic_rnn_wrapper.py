@@ -34,9 +34,9 @@ from __future__ import annotations
 import ast
 
 from rnndoctor.facts import Facts, RNNLayer
-from rnndoctor.findings import Evidence, Finding, Fix
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
-from rnndoctor.rules import rule
+from rnndoctor.rules import finding, rule
 
 
 def _merged_call(call_source: str | None, replacement: str) -> str | None:
@@ -82,7 +82,7 @@ def _finding(facts: Facts, layer: RNNLayer) -> Finding:
             title=f"Use the {replacement} layer, which computes the same as RNN({cells}) and "
             "can take the cuDNN kernel",
             code=code,
-            safety="safe",
+            safety=FixSafety.SAFE,
             before=call,
         )
         eligible = bool(probe.fixed_takes_fast_path) and not probe.blocking_args
@@ -101,14 +101,12 @@ def _finding(facts: Facts, layer: RNNLayer) -> Finding:
             title="Replace the stacked cells with one LSTM/GRU layer per cell",
             code="x = keras.layers.LSTM(units_1, return_sequences=True)(x)\n"
             "x = keras.layers.LSTM(units_2)(x)  # return_sequences as the RNN had it",
-            safety="display-only",
+            safety=FixSafety.DISPLAY_ONLY,
             before=call,
         )
         eligible = None
         after = "Each LSTM/GRU layer can then take the cuDNN kernel."
-    return Finding(
-        rule_id="RD107",
-        name="generic-rnn-wrapper",
+    return finding(
         severity=fp.severity(facts),
         message=f"RNN layer '{layer.path}' wraps {cells}: keras.layers.RNN always runs the "
         f"generic per-timestep loop and never the fused cuDNN kernel. {after}",
@@ -122,6 +120,11 @@ def _finding(facts: Facts, layer: RNNLayer) -> Finding:
     )
 
 
-@rule("RD107", "generic-rnn-wrapper", "keras.layers.RNN(LSTMCell/GRUCell) is never fused")
+@rule(
+    "RD107",
+    "generic-rnn-wrapper",
+    "keras.layers.RNN(LSTMCell/GRUCell) is never fused",
+    severity=Severity.WARNING,
+)
 def check(facts: Facts) -> list[Finding]:
     return [_finding(facts, layer) for layer in fp.rnn_layers(facts, ("generic_rnn",))]

@@ -30,12 +30,12 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
-from rnndoctor.rules import rule
+from rnndoctor.rules import finding, rule
 
 
-@rule("RD108", "simple-rnn", "SimpleRNN has no fused kernel (info)")
+@rule("RD108", "simple-rnn", "SimpleRNN has no fused kernel (info)", severity=Severity.INFO)
 def check(facts: Facts) -> list[Finding]:
     findings = []
     for layer in fp.rnn_layers(facts, ("simple_rnn",)):
@@ -47,10 +47,7 @@ def check(facts: Facts) -> list[Finding]:
         ) or fp.build_call("GRU", layer.args, {a: None for a in blocking}, call)
         eligible = probe.fixed_takes_fast_path if probe and probe.probed else None
         findings.append(
-            Finding(
-                rule_id="RD108",
-                name="simple-rnn",
-                severity=Severity.INFO,
+            finding(
                 message=f"SimpleRNN layer '{layer.path}' always runs the generic per-timestep "
                 "loop; Keras has no fused kernel for it. A GRU of the same width can take the "
                 "cuDNN kernel" + (f" once {', '.join(blocking)} is removed." if blocking else "."),
@@ -67,7 +64,7 @@ def check(facts: Facts) -> list[Finding]:
                 fix=Fix(
                     title="When speed matters, use a GRU (a different model: retrain)",
                     code=code,
-                    safety="unsafe",
+                    safety=FixSafety.UNSAFE,
                     before=call,
                 ),
                 gain=fp.gain_text(facts),

@@ -28,20 +28,23 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Finding
+from rnndoctor.findings import Finding, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import rule
 
 
-@rule("RD109", "cudnn-disabled", "use_cudnn=False disables the fused kernel")
+@rule(
+    "RD109",
+    "cudnn-disabled",
+    "use_cudnn=False disables the fused kernel",
+    severity=Severity.WARNING,
+)
 def check(facts: Facts) -> list[Finding]:
     return fp.single_arg_check(
         facts,
-        rule_id="RD109",
-        name="cudnn-disabled",
         arg="use_cudnn",
         static=lambda v: v is False,
         fix_title='Drop use_cudnn=False (the default "auto" uses cuDNN when it can)',
-        safety="safe",
+        safety=FixSafety.SAFE,
         why='Keras only tries cuDNN when use_cudnn is "auto" or True (LSTM/GRU.inner_loop).',
     )

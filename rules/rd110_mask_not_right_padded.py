@@ -50,10 +50,10 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts, SequenceInput
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _sequences as sq
-from rnndoctor.rules import rule
+from rnndoctor.rules import finding, rule
 
 _PAD_SEQUENCES_PARAMS = ("sequences", "maxlen", "dtype", "padding", "truncating", "value")
 
@@ -85,7 +85,7 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
             title = "Pad at the end: pad_sequences(..., padding='post')" + (
                 ", for the inputs and the per-step targets alike" if len(lines) > 1 else ""
             )
-            return Fix(title, "\n".join(lines), "unsafe", before="\n".join(before))
+            return Fix(title, "\n".join(lines), FixSafety.UNSAFE, before="\n".join(before))
     if record.left_padded_rows:
         code = "\n".join(
             [
@@ -94,7 +94,7 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
                 "dataset = dataset.padded_batch(batch_size)",
             ]
         )
-        return Fix("Pad at the end instead of the start", code, "display-only")
+        return Fix("Pad at the end instead of the start", code, FixSafety.DISPLAY_ONLY)
     if record.length_source == "mask_zero":
         code = "\n".join(
             [
@@ -104,7 +104,7 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
                 "layers.Embedding(vocab_size + 1, dim, mask_zero=True)",
             ]
         )
-        return Fix("Keep id 0 for padding only", code, "display-only")
+        return Fix("Keep id 0 for padding only", code, FixSafety.DISPLAY_ONLY)
     code = "\n".join(
         [
             "# real steps equal the mask value, so the mask has holes: pick a mask value that",
@@ -112,7 +112,7 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
             "layers.Masking(mask_value=PAD_VALUE)",
         ]
     )
-    return Fix("Mask only the padding, at the end of each sequence", code, "display-only")
+    return Fix("Mask only the padding, at the end of each sequence", code, FixSafety.DISPLAY_ONLY)
 
 
 @rule(
@@ -120,6 +120,7 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
     "mask-not-right-padded",
     "sampled masks are left-padded or have holes; the cuDNN path rejects them",
     needs=("model", "sequences"),
+    severity=Severity.ERROR,
 )
 def check(facts: Facts) -> list[Finding]:
     sq.require_sampled(facts)
@@ -163,10 +164,7 @@ def check(facts: Facts) -> list[Finding]:
         ]  # fmt: skip
         evidence += sq.cudnn_evidence(eligible)
         findings.append(
-            Finding(
-                rule_id="RD110",
-                name="mask-not-right-padded",
-                severity=Severity.ERROR,
+            finding(
                 message=message,
                 layer=eligible[0].path,
                 location=location,

@@ -39,9 +39,9 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts, SequenceInput
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _sequences as sq
-from rnndoctor.rules import rule
+from rnndoctor.rules import finding, rule
 
 
 def _fix(facts: Facts, record: SequenceInput) -> Fix:
@@ -62,7 +62,7 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
                 f"dataset = dataset.filter(lambda x, y: {valid})",
             ]
         )
-        return Fix("Filter out the empty sequences before batching", code, "unsafe")
+        return Fix("Filter out the empty sequences before batching", code, FixSafety.UNSAFE)
     keep = (
         f"np.any({x} != {value!r}, axis=tuple(range(1, {x}.ndim)))"
         if rank3
@@ -74,7 +74,7 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
             f"{x}, {y} = {x}[keep], {y}[keep]",
         ]
     )
-    return Fix("Drop the empty sequences after padding, before fit", code, "unsafe")
+    return Fix("Drop the empty sequences after padding, before fit", code, FixSafety.UNSAFE)
 
 
 @rule(
@@ -82,6 +82,7 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
     "fully-masked-sequence",
     "a sampled batch holds a sequence with every step masked; the cuDNN path rejects it",
     needs=("model", "sequences"),
+    severity=Severity.ERROR,
 )
 def check(facts: Facts) -> list[Finding]:
     sq.require_sampled(facts)
@@ -120,9 +121,7 @@ def check(facts: Facts) -> list[Finding]:
         ]  # fmt: skip
         evidence += sq.cudnn_evidence(eligible)
         findings.append(
-            Finding(
-                rule_id="RD111",
-                name="fully-masked-sequence",
+            finding(
                 severity=severity,
                 message=message,
                 layer=(eligible or layers)[0].path,

@@ -29,21 +29,23 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
-from rnndoctor.rules import rule
+from rnndoctor.rules import finding, rule
 
 
-@rule("RD113", "custom-cell", "a user-defined RNN cell has no fused kernel (info)")
+@rule(
+    "RD113",
+    "custom-cell",
+    "a user-defined RNN cell has no fused kernel (info)",
+    severity=Severity.INFO,
+)
 def check(facts: Facts) -> list[Finding]:
     findings = []
     for layer in fp.rnn_layers(facts, ("custom_cell",)):
         cells = ", ".join(layer.cell_classes) or layer.cell_class
         findings.append(
-            Finding(
-                rule_id="RD113",
-                name="custom-cell",
-                severity=Severity.INFO,
+            finding(
                 message=f"{layer.class_name} layer '{layer.path}' runs the user-defined cell "
                 f"{cells} once per timestep in a generic loop; no fused kernel applies.",
                 layer=layer.path,
@@ -53,7 +55,7 @@ def check(facts: Facts) -> list[Finding]:
                     title="Use keras.layers.LSTM/GRU if the cell is a standard LSTM/GRU step; "
                     "otherwise let XLA fuse the cell's ops, and measure",
                     code="model.compile(optimizer, loss, jit_compile=True)",
-                    safety="display-only",
+                    safety=FixSafety.DISPLAY_ONLY,
                     before=layer.location.call_source if layer.location else None,
                 ),
                 gain="not measured: the fused alternative depends on what the cell computes",

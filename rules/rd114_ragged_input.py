@@ -40,10 +40,10 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _sequences as sq
-from rnndoctor.rules import rule
+from rnndoctor.rules import finding, rule
 
 _FIX = """\
 # Dense, right-padded batches with a mask instead of a RaggedTensor:
@@ -66,6 +66,7 @@ def _keras_major(facts: Facts) -> int | None:
     "ragged-input",
     "an LSTM/GRU receives a RaggedTensor: Keras 3 cannot run it, and cuDNN never takes it",
     needs=("model", "sequences"),
+    severity=Severity.ERROR,
 )
 def check(facts: Facts) -> list[Finding]:
     sq.require_sampled(facts)
@@ -102,15 +103,17 @@ def check(facts: Facts) -> list[Finding]:
             if facts.run.outcome == "script_error" and facts.run.message:
                 evidence.append(Evidence("the script's error", facts.run.message, source="run"))
             findings.append(
-                Finding(
-                    rule_id="RD114",
-                    name="ragged-input",
+                finding(
                     severity=Severity.ERROR if keras3 else Severity.WARNING,
                     message=f"{fp.layer_label(layer)} receives a tf.RaggedTensor. {consequence}",
                     layer=layer.path,
                     location=fp.location(layer),
                     evidence=tuple(evidence),
-                    fix=Fix("Feed dense, right-padded batches with a mask", _FIX, "display-only"),
+                    fix=Fix(
+                        "Feed dense, right-padded batches with a mask",
+                        _FIX,
+                        FixSafety.DISPLAY_ONLY,
+                    ),
                     gain="not a speed estimate: with Keras 3 the job fails before its first step"
                     if keras3
                     else "not measured: the generic loop instead of the cuDNN kernel",

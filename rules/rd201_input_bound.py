@@ -3,8 +3,9 @@
 What it detects:
     The measured input-bound share of the median training step: ``(step - compute-only -
     per-batch callbacks) / step``, where the compute-only step runs the same model on batches
-    cached in memory (so input costs nothing). ``info`` from 5%, ``warning`` from 20%, ``error``
-    from 50% of the step.
+    cached in memory (so input costs nothing). ``info`` from 5% (``min_input_share``),
+    ``warning`` from 20% (``warning_input_share``), ``error`` from 50% (``error_input_share``) of
+    the step.
 
 Why it slows training:
     While the step waits for the next batch, the accelerator (or the CPU's compute threads)
@@ -35,6 +36,18 @@ Fix safety:
     display-only: the fix lists the pipeline changes the data graph calls for (see RD202-RD206);
     adapt them to the pipeline.
 
+Options:
+    ``min_input_share`` = 0.05 (fraction of the step): the input share from which the rule
+    reports. Source: openxla/xprof xprof/convert/op_stats_to_input_pipeline_analysis.cc,
+    kModeratelyInfeedBoundThresholdInPercent = 5.
+
+    ``warning_input_share`` = 0.2 (fraction of the step): from this share the finding is a
+    warning. Source: the same file, kHighlyInfeedBoundThresholdInPercent = 20.
+
+    ``error_input_share`` = 0.5 (fraction of the step): from this share the finding is an
+    error. Source: rnndoctor's severity scale (rnndoctor/findings.py: Severity): removing half
+    of the step makes it 2x faster.
+
 References:
     TensorFlow guide "Better performance with the tf.data API"
     (https://www.tensorflow.org/guide/data_performance); openxla/xprof
@@ -45,9 +58,9 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
-from rnndoctor.rules import rule
 
 
 def _fix(facts: Facts) -> tuple[str, str]:
@@ -90,13 +103,15 @@ def _fix(facts: Facts) -> tuple[str, str]:
     "input-bound",
     "measured input-bound share of the step: >= 5% info, >= 20% warning, >= 50% error",
     needs=("probes", "steps", "fit"),
+    severity=Severity.INFO,
+    options=(m.MIN_INPUT_SHARE, m.WARNING_INPUT_SHARE, m.ERROR_INPUT_SHARE),
 )
-def check(facts: Facts) -> list[Finding]:
+def check(facts: Facts, options: OptionValues) -> list[Finding]:
     probes = facts.probes
     if probes.input_bound_share is None:
         return []  # not measured (probes.*_not_measured says why)
     share, _ = m.input_share(facts)  # counted up to the input-only cross-check
-    if share is None or share < m.INFO_SHARE:
+    if share is None or share < options.min_input_share:
         return []  # below xprof's cut-off
     step = m.step_ms(facts)
     evidence = list(m.input_evidence(facts))
@@ -132,10 +147,10 @@ def check(facts: Facts) -> list[Finding]:
     paired = probes.real_step_ms is not None
     whole = probes.real_step_ms + (probes.callback_ms or 0.0) if paired else step
     return [
-        Finding(
-            rule_id="RD201",
-            name="input-bound",
-            severity=m.share_severity(share),
+        finding(
+            severity=m.share_severity(
+                share, options.warning_input_share, options.error_input_share
+            ),
             message=(
                 f"The training step waits for its input: {m.pct(share)} of the step "
                 f"({m.ms(wait)} of {m.ms(whole)}"
@@ -146,7 +161,7 @@ def check(facts: Facts) -> list[Finding]:
             ),
             location=location or m.fit_location(facts),
             evidence=tuple(evidence),
-            fix=Fix(title=title, code=code, safety="display-only"),
+            fix=Fix(title=title, code=code, safety=FixSafety.DISPLAY_ONLY),
             gain=gain,
             speedup=speedup,
         )

@@ -10,7 +10,8 @@ Why it slows training:
     ``inject_prefetch`` rewrite (on by default with autotune) appends ``prefetch(AUTOTUNE)`` at
     iterator creation; then the missing prefetch costs nothing today, but the overlap silently
     goes away when autotune or the option is turned off, and the rule reports it as ``info``.
-    Otherwise the severity follows the measured input-bound share (``warning`` from 5%).
+    Otherwise the severity follows the measured input-bound share (``warning`` from 5%,
+    ``warning_input_share``).
 
 Evidence:
     ``data.prefetch_last``, ``data.inject_prefetch``, ``data.nodes`` (the last op);
@@ -27,6 +28,12 @@ Use instead:
 Fix safety:
     safe: the same elements in the same order; prefetch holds a few batches in memory.
 
+Options:
+    ``warning_input_share`` = 0.05 (fraction of the step): the measured input share from which
+    the finding is a warning (below it: info). Source: openxla/xprof
+    xprof/convert/op_stats_to_input_pipeline_analysis.cc, kModeratelyInfeedBoundThresholdInPercent
+    = 5.
+
 References:
     TensorFlow guide "Better performance with the tf.data API", Prefetching
     (https://www.tensorflow.org/guide/data_performance#prefetching);
@@ -37,13 +44,28 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
-from rnndoctor.rules import rule
+
+_WARNING_INPUT_SHARE = Option(
+    name="warning_input_share",
+    default=0.05,
+    unit="fraction of the step",
+    source=m.MIN_INPUT_SHARE.source,
+    help="the measured input share from which the finding is a warning (below it: info)",
+)
 
 
-@rule("RD202", "no-prefetch", "the tf.data graph does not end in prefetch", needs=("data",))
-def check(facts: Facts) -> list[Finding]:
+@rule(
+    "RD202",
+    "no-prefetch",
+    "the tf.data graph does not end in prefetch",
+    needs=("data",),
+    severity=Severity.INFO,
+    options=(_WARNING_INPUT_SHARE,),
+)
+def check(facts: Facts, options: OptionValues) -> list[Finding]:
     data = facts.data
     if data.kind != "tf.data" or data.prefetch_last is not False:
         return []
@@ -66,7 +88,9 @@ def check(facts: Facts) -> list[Finding]:
         )
     else:
         severity = (
-            Severity.WARNING if share is not None and share >= m.INFO_SHARE else Severity.INFO
+            Severity.WARNING
+            if share is not None and share >= options.warning_input_share
+            else Severity.INFO
         )
         if probes and step and probes.input_only_ms is not None and probes.compute_only_ms:
             host = probes.callback_ms or 0.0
@@ -83,9 +107,7 @@ def check(facts: Facts) -> list[Finding]:
     location = (last.location if last and last.location else None) or data.location
     call = location.call_source if location else None
     return [
-        Finding(
-            rule_id="RD202",
-            name="no-prefetch",
+        finding(
             severity=severity,
             message=(
                 f"The tf.data pipeline ends in {last.op if last else 'an op'}, not in prefetch: "
@@ -105,7 +127,7 @@ def check(facts: Facts) -> list[Finding]:
                     if call
                     else "ds = ds.prefetch(tf.data.AUTOTUNE)"
                 ),
-                safety="safe",
+                safety=FixSafety.SAFE,
                 before=call,
             ),
             gain=gain,

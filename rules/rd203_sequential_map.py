@@ -27,6 +27,15 @@ Fix safety:
     safe for stateless functions (``deterministic`` keeps the order); unsafe when the function is
     stateful (random ops draw in a different order; Python code must be thread-safe).
 
+Options:
+    ``min_input_share`` = 0.05 (fraction of the step): the measured input share of the step
+    from which the rule reports. Source: openxla/xprof
+    xprof/convert/op_stats_to_input_pipeline_analysis.cc, kModeratelyInfeedBoundThresholdInPercent
+    = 5.
+
+    ``warning_input_share`` = 0.2 (fraction of the step): from this share the finding is a
+    warning (below it: info). Source: the same file, kHighlyInfeedBoundThresholdInPercent = 20.
+
 References:
     TensorFlow guide "Better performance with the tf.data API", Parallelizing data
     transformation (https://www.tensorflow.org/guide/data_performance); ``Dataset.map``
@@ -37,9 +46,9 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
-from rnndoctor.rules import rule
 
 
 @rule(
@@ -47,13 +56,15 @@ from rnndoctor.rules import rule
     "sequential-map",
     "map without num_parallel_calls that runs sequentially, when input time is significant",
     needs=("data", "probes"),
+    severity=Severity.INFO,
+    options=(m.MIN_INPUT_SHARE, m.WARNING_INPUT_SHARE),
 )
-def check(facts: Facts) -> list[Finding]:
+def check(facts: Facts, options: OptionValues) -> list[Finding]:
     data = facts.data
     if data.kind != "tf.data":
         return []
     share, basis = m.input_share(facts)
-    if share is None or share < m.INFO_SHARE:
+    if share is None or share < options.min_input_share:
         return []
     findings = []
     for node in m.nodes_of(facts, "map"):
@@ -70,10 +81,10 @@ def check(facts: Facts) -> list[Finding]:
         code = m.with_keyword(call, "num_parallel_calls", "tf.data.AUTOTUNE")
         python = node.python
         findings.append(
-            Finding(
-                rule_id="RD203",
-                name="sequential-map",
-                severity=Severity.WARNING if share >= m.WARNING_SHARE else Severity.INFO,
+            finding(
+                severity=Severity.WARNING
+                if share >= options.warning_input_share
+                else Severity.INFO,
                 message=(
                     f"A map ({node.op}) runs one element at a time because {why}, while "
                     f"{m.pct(share)} of the step waits for input."
@@ -88,7 +99,7 @@ def check(facts: Facts) -> list[Finding]:
                 fix=Fix(
                     title="Run the map in parallel",
                     code=code or "ds = ds.map(f, num_parallel_calls=tf.data.AUTOTUNE)",
-                    safety="unsafe" if stateful else "safe",
+                    safety=FixSafety.UNSAFE if stateful else FixSafety.SAFE,
                     before=call,
                 ),
                 gain=(

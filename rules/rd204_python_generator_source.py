@@ -31,6 +31,15 @@ Use instead:
 Fix safety:
     display-only: the rewrite depends on what the Python code does.
 
+Options:
+    ``min_input_share`` = 0.05 (fraction of the step): the measured input share of the step
+    from which the rule reports. Source: openxla/xprof
+    xprof/convert/op_stats_to_input_pipeline_analysis.cc, kModeratelyInfeedBoundThresholdInPercent
+    = 5.
+
+    ``warning_input_share`` = 0.2 (fraction of the step): from this share the finding is a
+    warning (below it: info). Source: the same file, kHighlyInfeedBoundThresholdInPercent = 20.
+
 References:
     ``tf.data.Dataset.from_generator`` documentation ("limited portability and scalability ...
     must run in the same process that created the generator, and is still subject to the
@@ -40,9 +49,9 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
-from rnndoctor.rules import rule
 
 
 @rule(
@@ -51,11 +60,13 @@ from rnndoctor.rules import rule
     "from_generator / py_function / numpy_function in the input (GIL-bound), when input time "
     "is significant",
     needs=("data", "probes"),
+    severity=Severity.INFO,
+    options=(m.MIN_INPUT_SHARE, m.WARNING_INPUT_SHARE),
 )
-def check(facts: Facts) -> list[Finding]:
+def check(facts: Facts, options: OptionValues) -> list[Finding]:
     data = facts.data
     share, basis = m.input_share(facts)
-    if share is None or share < m.INFO_SHARE:
+    if share is None or share < options.min_input_share:
         return []
     places = []  # (what, location)
     if data.kind == "python_generator":
@@ -75,10 +86,10 @@ def check(facts: Facts) -> list[Finding]:
     findings = []
     for what, location in places:
         findings.append(
-            Finding(
-                rule_id="RD204",
-                name="python-generator-source",
-                severity=Severity.WARNING if share >= m.WARNING_SHARE else Severity.INFO,
+            finding(
+                severity=Severity.WARNING
+                if share >= options.warning_input_share
+                else Severity.INFO,
                 message=(
                     f"The input runs Python code per element ({what}), under the GIL, while "
                     f"{m.pct(share)} of the step waits for input."
@@ -102,7 +113,7 @@ def check(facts: Facts) -> list[Finding]:
                         f"      .batch({size})\n"
                         "      .prefetch(tf.data.AUTOTUNE))"
                     ),
-                    safety="display-only",
+                    safety=FixSafety.DISPLAY_ONLY,
                 ),
                 gain=(
                     f"part of the input share {m.pct(share)}; at most about "

@@ -27,6 +27,20 @@ Fix safety:
     cached elements would repeat the first epoch's random draws, so cache before the random
     maps.
 
+Options:
+    ``min_input_share`` = 0.05 (fraction of the step): the measured input share of the step
+    from which the rule reports. Source: openxla/xprof
+    xprof/convert/op_stats_to_input_pipeline_analysis.cc, kModeratelyInfeedBoundThresholdInPercent
+    = 5.
+
+    ``warning_input_share`` = 0.2 (fraction of the step): from this share the finding is a
+    warning (below it: info). Source: the same file, kHighlyInfeedBoundThresholdInPercent = 20.
+
+    ``max_cache_memory_share`` = 0.5 (fraction of the probes' memory limit): the largest
+    dataset the rule suggests caching, as a share of the memory the probes may use (itself 80% of
+    MemAvailable). Source: rnndoctor's choice: the rest is left to the model and the pipeline's
+    own buffers.
+
 References:
     TensorFlow guide "Better performance with the tf.data API", Caching
     (https://www.tensorflow.org/guide/data_performance#caching); ``Dataset.cache``.
@@ -35,13 +49,19 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
-from rnndoctor.rules import rule
 
 # Cache only what fits in half of the memory the probes may use (itself 80% of MemAvailable):
 # the rest is left to the model and the pipeline's own buffers.
-_CACHE_MEMORY_SHARE = 0.5
+_MAX_CACHE_MEMORY_SHARE = Option(
+    name="max_cache_memory_share",
+    default=0.5,
+    unit="fraction of the probes' memory limit",
+    source="rnndoctor's choice: the rest is left to the model and the pipeline's own buffers",
+    help="the largest dataset the rule suggests caching, as a share of the probes' memory limit",
+)
 
 
 @rule(
@@ -49,8 +69,10 @@ _CACHE_MEMORY_SHARE = 0.5
     "no-cache",
     "a small finite dataset whose per-epoch preprocessing is repeated; cache() removes it",
     needs=("data", "probes"),
+    severity=Severity.INFO,
+    options=(m.MIN_INPUT_SHARE, m.WARNING_INPUT_SHARE, _MAX_CACHE_MEMORY_SHARE),
 )
-def check(facts: Facts) -> list[Finding]:
+def check(facts: Facts, options: OptionValues) -> list[Finding]:
     data = facts.data
     probes = facts.probes
     if data.kind != "tf.data" or data.has_cache:
@@ -64,11 +86,11 @@ def check(facts: Facts) -> list[Finding]:
     if not work:
         return []
     share, basis = m.input_share(facts)
-    if share is None or share < m.INFO_SHARE:
+    if share is None or share < options.min_input_share:
         return []
     size_mib = data.batch_bytes * data.cardinality / 2**20
     limit = probes.memory_limit_mib
-    if limit is None or size_mib > limit * _CACHE_MEMORY_SHARE:
+    if limit is None or size_mib > limit * options.max_cache_memory_share:
         return []
     random_maps = [
         n for n in work if any("Random" in op for op in n.attrs.get("stateful_ops") or [])
@@ -76,10 +98,8 @@ def check(facts: Facts) -> list[Finding]:
     last = work[-1]
     call = last.location.call_source if last.location else None
     return [
-        Finding(
-            rule_id="RD205",
-            name="no-cache",
-            severity=Severity.WARNING if share >= m.WARNING_SHARE else Severity.INFO,
+        finding(
+            severity=Severity.WARNING if share >= options.warning_input_share else Severity.INFO,
             message=(
                 f"The pipeline recomputes {len(work)} preprocessing step(s) every epoch for "
                 f"{data.cardinality} batches (about {size_mib:.1f} MiB) over {epochs} epochs; "
@@ -97,7 +117,7 @@ def check(facts: Facts) -> list[Finding]:
                 title="Cache after the deterministic preprocessing",
                 code=(f"{call}.cache()" if call else "ds = ds.map(preprocess).cache()")
                 + "  # then shuffle / batch / prefetch",
-                safety="unsafe" if random_maps else "safe",
+                safety=FixSafety.UNSAFE if random_maps else FixSafety.SAFE,
                 before=call,
             ),
             gain=(

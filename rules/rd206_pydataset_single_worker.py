@@ -27,6 +27,19 @@ Fix safety:
     unsafe: with processes, the dataset is pickled to the workers and ``__getitem__`` must not
     rely on shared mutable state; ``on_epoch_end`` runs in the main process.
 
+Options:
+    ``min_input_share`` = 0.05 (fraction of the step): the measured input share of the step
+    from which the rule reports. Source: openxla/xprof
+    xprof/convert/op_stats_to_input_pipeline_analysis.cc, kModeratelyInfeedBoundThresholdInPercent
+    = 5.
+
+    ``warning_input_share`` = 0.2 (fraction of the step): from this share the finding is a
+    warning (below it: info). Source: the same file, kHighlyInfeedBoundThresholdInPercent = 20.
+
+    ``max_suggested_workers`` = 8 (worker processes): the most workers the fix suggests (it
+    suggests the CPU cores, at least 2, at most this). Source: rnndoctor's choice: a starting
+    point; more rarely helps a single training process.
+
 References:
     keras/src/trainers/data_adapters/py_dataset_adapter.py (``PyDataset``,
     ``PyDatasetAdapter``, ``OrderedEnqueuer``); Keras ``PyDataset`` documentation.
@@ -35,11 +48,17 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
-from rnndoctor.rules import rule
 
-_MAX_SUGGESTED_WORKERS = 8  # a starting point; more rarely helps a single training process
+_MAX_SUGGESTED_WORKERS = Option(
+    name="max_suggested_workers",
+    default=8,
+    unit="worker processes",
+    source="rnndoctor's choice: a starting point; more rarely helps a single training process",
+    help="the most PyDataset workers the fix suggests",
+)
 
 
 @rule(
@@ -47,8 +66,10 @@ _MAX_SUGGESTED_WORKERS = 8  # a starting point; more rarely helps a single train
     "pydataset-single-worker",
     "a keras.utils.PyDataset with workers=1 and a significant input time",
     needs=("data", "probes"),
+    severity=Severity.INFO,
+    options=(m.MIN_INPUT_SHARE, m.WARNING_INPUT_SHARE, _MAX_SUGGESTED_WORKERS),
 )
-def check(facts: Facts) -> list[Finding]:
+def check(facts: Facts, options: OptionValues) -> list[Finding]:
     data = facts.data
     if data.kind != "keras.PyDataset":
         return []
@@ -56,16 +77,14 @@ def check(facts: Facts) -> list[Finding]:
     if workers > 1 or (workers > 0 and data.use_multiprocessing):
         return []  # Keras' OrderedEnqueuer loads batches in parallel
     share, basis = m.input_share(facts)
-    if share is None or share < m.INFO_SHARE:
+    if share is None or share < options.min_input_share:
         return []
     cpus = facts.environment.cpu_count if facts.environment else None
-    suggested = max(2, min(_MAX_SUGGESTED_WORKERS, cpus or 4))
+    suggested = max(2, min(options.max_suggested_workers, cpus or 4))
     probes = facts.probes
     return [
-        Finding(
-            rule_id="RD206",
-            name="pydataset-single-worker",
-            severity=Severity.WARNING if share >= m.WARNING_SHARE else Severity.INFO,
+        finding(
+            severity=Severity.WARNING if share >= options.warning_input_share else Severity.INFO,
             message=(
                 f"The PyDataset loads each batch on one thread (workers={workers}, "
                 f"use_multiprocessing={bool(data.use_multiprocessing)}), while {m.pct(share)} "
@@ -85,7 +104,7 @@ def check(facts: Facts) -> list[Finding]:
                     f"super().__init__(workers={suggested}, use_multiprocessing=True, "
                     "max_queue_size=10, **kwargs)"
                 ),
-                safety="unsafe",
+                safety=FixSafety.UNSAFE,
             ),
             gain=(
                 f"part of the input share {m.pct(share)}: with {suggested} workers, up to "

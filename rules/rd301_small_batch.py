@@ -2,8 +2,9 @@
 
 What it detects:
     The batch-size probe (compute-only training steps on the user's own batches, tiled to 2x
-    and 4x the batch size) measures 1.5x or more samples/s at a larger batch than the user's.
-    On a GPU where the probe could not run, a batch below 64 is flagged at once, as ``info``.
+    and 4x the batch size) measures 1.5x or more samples/s (``min_speedup``) at a larger batch
+    than the user's. On a GPU where the probe could not run, a batch below 64
+    (``gpu_small_batch``) is flagged at once, as ``info``.
 
 Why it slows training:
     Each step has a fixed cost (Python dispatch, kernel launches, the optimizer update, the
@@ -24,8 +25,15 @@ Fix safety:
     unsafe: the batch size changes the optimisation (gradient noise, steps per epoch). Scale
     the learning rate with it (the linear scaling rule) and check the validation metric.
 
+Options:
+    ``min_speedup`` = 1.5 (x (samples/s ratio)): the throughput ratio a larger batch must reach
+    over the user's, in the probe, for the rule to report. Source: rnndoctor's choice.
+
+    ``gpu_small_batch`` = 64 (samples): on a GPU where the probe could not run, a batch below
+    this is reported (info), and the fix suggests this size. Source: rnndoctor's choice.
+
 References:
-    RULES.md (RD301 cut-offs); Goyal et al. (2017), "Accurate, Large Minibatch SGD: Training
+    Goyal et al. (2017), "Accurate, Large Minibatch SGD: Training
     ImageNet in 1 Hour" (linear learning-rate scaling); TensorFlow guide "Optimize TensorFlow
     GPU performance with the TensorFlow Profiler".
 """
@@ -35,13 +43,25 @@ from __future__ import annotations
 import ast
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Location, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Location, Severity
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _measured as m
-from rnndoctor.rules import rule
 
-_MIN_SPEEDUP = 1.5  # RULES.md: a probe at 2x/4x the batch gives >= 1.5x samples/s
-_GPU_SMALL_BATCH = 64  # RULES.md: on GPU, batch < 64 flags at once (info)
+_MIN_SPEEDUP = Option(
+    name="min_speedup",
+    default=1.5,
+    unit="x (samples/s ratio)",
+    source="rnndoctor's choice",
+    help="the samples/s ratio a larger batch must reach in the probe for the rule to report",
+)
+_GPU_SMALL_BATCH = Option(
+    name="gpu_small_batch",
+    default=64,
+    unit="samples",
+    source="rnndoctor's choice",
+    help="on a GPU the probe could not measure, a batch below this is reported (info)",
+)
 
 
 def _fix(facts: Facts, size: int) -> tuple[str, Location | None, str | None]:
@@ -111,8 +131,10 @@ def _with_batch_size(call: str | None, size: int) -> str | None:
     "small-batch",
     "a probe at 2x/4x the batch size gives >= 1.5x samples/s (on GPU: batch < 64, info)",
     needs=("probes", "fit"),
+    severity=Severity.WARNING,
+    options=(_MIN_SPEEDUP, _GPU_SMALL_BATCH),
 )
-def check(facts: Facts) -> list[Finding]:
+def check(facts: Facts, options: OptionValues) -> list[Finding]:
     points = facts.probes.batch_probe
     measured = [p for p in points if p.samples_per_s]
     evidence = tuple(
@@ -128,14 +150,11 @@ def check(facts: Facts) -> list[Finding]:
         base = measured[0]
         best = max(measured[1:], key=lambda p: p.samples_per_s or 0.0)
         ratio = (best.samples_per_s or 0.0) / (base.samples_per_s or 1.0)
-        if ratio < _MIN_SPEEDUP:
+        if ratio < options.min_speedup:
             return []
         code, location, before = _fix(facts, best.value)
         return [
-            Finding(
-                rule_id="RD301",
-                name="small-batch",
-                severity=Severity.WARNING,
+            finding(
                 message=(
                     f"Batch size {base.value} leaves throughput on the table: the compute-only "
                     f"probe trains {best.samples_per_s:,.0f} samples/s at batch {best.value} "
@@ -149,7 +168,7 @@ def check(facts: Facts) -> list[Finding]:
                         f"(x{best.value // base.value}, the linear scaling rule)"
                     ),
                     code=code,
-                    safety="unsafe",
+                    safety=FixSafety.UNSAFE,
                     before=before,
                 ),
                 gain=(
@@ -162,13 +181,11 @@ def check(facts: Facts) -> list[Finding]:
         ]
     env = facts.environment
     size = m.batch_size(facts)
-    if env is not None and env.gpu_count and size and size < _GPU_SMALL_BATCH:
-        code, location, before = _fix(facts, _GPU_SMALL_BATCH)
+    if env is not None and env.gpu_count and size and size < options.gpu_small_batch:
+        code, location, before = _fix(facts, options.gpu_small_batch)
         why = facts.probes.batch_probe_not_measured or "the batch-size probe did not run"
         return [
-            Finding(
-                rule_id="RD301",
-                name="small-batch",
+            finding(
                 severity=Severity.INFO,
                 message=(
                     f"Batch size {size} on a GPU: most of the device idles at this size "
@@ -179,7 +196,7 @@ def check(facts: Facts) -> list[Finding]:
                 fix=Fix(
                     title="Try a larger batch, and scale the learning rate with it",
                     code=code,
-                    safety="unsafe",
+                    safety=FixSafety.UNSAFE,
                     before=before,
                 ),
                 gain=f"not measured: {why}",

@@ -3,8 +3,8 @@
 What it detects:
     On a GPU run, the device's busy time per profiled step (the self-time of every device op in
     xprof's ``framework_op_stats``, divided by the profiled steps) is under
-    ``_BUSY_SHARE_THRESHOLD`` of the measured median step time, while the step is not
-    input-bound (RD201's case), where rnndoctor's probes measured that.
+    ``min_busy_share`` of the measured median step time, while the step is not input-bound
+    (RD201's case, ``input_bound_share``), where rnndoctor's probes measured that.
 
 Why it slows training:
     A small LSTM on a small batch launches many tiny kernels: each takes microseconds on the
@@ -28,6 +28,18 @@ Use instead:
 Fix safety:
     display-only: a larger batch changes the optimisation (learning rate); compare both runs.
 
+Options:
+    ``min_busy_share`` = 0.5 (fraction of the step): the device busy share under which the rule
+    reports. Source: openxla/xprof xprof/cli/tools/check_host_boundness_tool.py,
+    _DUTY_CYCLE_HIGH_THRESHOLD_PERCENT = 50 (2.24): under it, the device idles for most of the
+    step.
+
+    ``input_bound_share`` = 0.2 (fraction of the step): from this measured input-bound share
+    the idle time is the input pipeline's, which RD201 reports, and this rule stays silent.
+    Source: RD201's warning cut-off, openxla/xprof
+    xprof/convert/op_stats_to_input_pipeline_analysis.cc, kHighlyInfeedBoundThresholdInPercent
+    = 20.
+
 References:
     keras/src/backend/tensorflow/trainer.py: TensorFlowTrainer._make_function (runs
     ``steps_per_execution`` steps per call in a ``tf.while_loop``);
@@ -39,17 +51,29 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
-from rnndoctor.rules import NotEvaluated, rule
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import NotEvaluated, Option, OptionValues, finding, rule
 from rnndoctor.rules import _host_hw as hh
+from rnndoctor.rules import _measured as m
 
-# xprof's check_host_boundness_tool calls a device duty cycle above 50% high
-# (_DUTY_CYCLE_HIGH_THRESHOLD_PERCENT, xprof/cli/tools/check_host_boundness_tool.py, 2.24):
-# under it, the device idles for most of the step.
-_BUSY_SHARE_THRESHOLD = 0.5
-# RD201's warning cut-off (RULES.md; xprof's input-pipeline analysis): above it the idle time
-# is the input pipeline's, which RD201 reports.
-_INPUT_BOUND_SHARE = 0.2
+# xprof's check_host_boundness_tool calls a device duty cycle above 50% high: under it, the
+# device idles for most of the step.
+_MIN_BUSY_SHARE = Option(
+    name="min_busy_share",
+    default=0.5,
+    unit="fraction of the step",
+    source="openxla/xprof xprof/cli/tools/check_host_boundness_tool.py: "
+    "_DUTY_CYCLE_HIGH_THRESHOLD_PERCENT = 50 (2.24)",
+    help="the device busy share of the step under which the rule reports",
+)
+# RD201's warning cut-off: above it the idle time is the input pipeline's, which RD201 reports.
+_INPUT_BOUND_SHARE = Option(
+    name="input_bound_share",
+    default=m.WARNING_INPUT_SHARE.default,
+    unit="fraction of the step",
+    source=f"RD201's warning_input_share default ({m.WARNING_INPUT_SHARE.source})",
+    help="from this measured input-bound share the rule leaves the step to RD201",
+)
 
 
 @rule(
@@ -57,8 +81,10 @@ _INPUT_BOUND_SHARE = 0.2
     "gpu-too-small-workload",
     "GPU: the step is dominated by launch overhead or idle time",
     needs=("environment", "profile", "steps"),
+    severity=Severity.WARNING,
+    options=(_MIN_BUSY_SHARE, _INPUT_BOUND_SHARE),
 )
-def check(facts: Facts) -> list[Finding]:
+def check(facts: Facts, options: OptionValues) -> list[Finding]:
     hh.require_gpu(facts)
     profile, steps = facts.profile, facts.steps
     if profile.device_self_time_us is None or not profile.profiled_steps:
@@ -69,17 +95,17 @@ def check(facts: Facts) -> list[Finding]:
         raise NotEvaluated("no step time was measured")
     busy_ms = profile.device_self_time_us / 1000.0 / profile.profiled_steps
     share = min(1.0, busy_ms / steps.median_step_time_ms)
-    if share >= _BUSY_SHARE_THRESHOLD:
+    if share >= options.min_busy_share:
         return []
     input_share = facts.probes.input_bound_share if facts.probes else None
-    if input_share is not None and input_share >= _INPUT_BOUND_SHARE:
+    if input_share is not None and input_share >= options.input_bound_share:
         return []  # the device waits for the input pipeline: RD201's finding
     evidence = [
         Evidence("median step time", steps.median_step_time_ms, "ms", "steps"),
         Evidence("device busy time per step", round(busy_ms, 3), "ms",
                  "profile.device_self_time_us / profile.profiled_steps"),
         Evidence("device busy share of the step", round(share, 3), "",
-                 f"threshold {_BUSY_SHARE_THRESHOLD} (xprof duty-cycle cut-off)"),
+                 f"threshold {options.min_busy_share} (xprof duty-cycle cut-off)"),
         Evidence("input-bound share", input_share if input_share is not None else
                  "not measured", "", "probes.input_bound_share"),
     ]  # fmt: skip
@@ -90,10 +116,7 @@ def check(facts: Facts) -> list[Finding]:
         facts.loop.location if facts.loop else None,
     )
     return [
-        Finding(
-            rule_id="RD302",
-            name="gpu-too-small-workload",
-            severity=Severity.WARNING,
+        finding(
             message=(
                 f"The GPU is busy {busy_ms:.2f} ms of each {steps.median_step_time_ms:.2f} ms "
                 f"step ({share:.0%}): the workload is too small to keep it fed, and host "
@@ -109,7 +132,7 @@ def check(facts: Facts) -> list[Finding]:
                     "model.fit(..., batch_size=4 * BATCH)  # and scale the learning rate\n"
                     '# compare: CUDA_VISIBLE_DEVICES="" python train.py'
                 ),
-                safety="display-only",
+                safety=FixSafety.DISPLAY_ONLY,
             ),
             gain=(
                 f"not estimated: a device busy for the whole step would make it at most "

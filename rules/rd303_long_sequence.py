@@ -2,8 +2,8 @@
 
 What it detects:
     A sequence input whose sampled batches have a median padded length of at least 500
-    timesteps (the length the RNN loops over), or, where no batch was sampled, an RNN layer whose
-    static input shape has a time dimension of at least 500.
+    timesteps (``long_sequence_steps``; the length the RNN loops over), or, where no batch was
+    sampled, an RNN layer whose static input shape has a time dimension of at least 500.
 
 Why it slows training:
     An RNN is sequential in time: each of the T steps waits for the previous one, so a step's
@@ -28,20 +28,33 @@ Use instead:
 Fix safety:
     display-only: each option changes the model or what it learns; pick one and retrain.
 
+Options:
+    ``long_sequence_steps`` = 500 (timesteps): the sequence length (median padded length per
+    batch, or the static time dimension) from which the rule reports. Source: rnndoctor's
+    choice.
+
 References:
-    RULES.md RD303 (500-step threshold); Williams & Peng (1990), truncated BPTT; the Keras
+    Williams & Peng (1990), truncated BPTT; the Keras
     ``stateful`` RNN docs (keras/src/layers/rnn/rnn.py: RNN).
 """
 
 from __future__ import annotations
 
-from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.facts import Facts, RNNLayer, SequenceInput
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _sequences as sq
-from rnndoctor.rules import rule
 
-LONG_SEQUENCE_STEPS = 500  # RULES.md RD303: "sequence length >= 500 steps"
+LONG_SEQUENCE_STEPS = Option(
+    name="long_sequence_steps",
+    default=500,
+    unit="timesteps",
+    source="rnndoctor's choice",
+    help="the sequence length from which the rule reports",
+)
+_THRESHOLD_SOURCE = "option long_sequence_steps"
+_KINDS = ("lstm", "gru", "simple_rnn", "generic_rnn")
 
 _FIX = """\
 # Option 1: downsample time 4x with a strided convolution before the RNN
@@ -59,85 +72,85 @@ WINDOW = 200
     "long-sequence",
     "sequences of 500 or more timesteps: truncate (TBPTT), downsample or bucket",
     needs=("sequences",),
+    severity=Severity.INFO,
+    options=(LONG_SEQUENCE_STEPS,),
 )
-def check(facts: Facts) -> list[Finding]:
+def check(facts: Facts, options: OptionValues) -> list[Finding]:
+    threshold = options.long_sequence_steps
     findings = []
     covered: set[str] = set()
     for record in sq.records(facts):
-        if not record.padded_lengths:
-            continue
-        steps = sq.median(record.padded_lengths)
-        if steps < LONG_SEQUENCE_STEPS:
+        if not record.padded_lengths or sq.median(record.padded_lengths) < threshold:
             continue
         layers = sq.fed_layers(facts, record) or [
             r for p in record.rnn_layers if (r := sq.rnn_layer(facts, p)) is not None
         ]
         covered.update(layer.path for layer in layers)
-        first = layers[0] if layers else None
-        findings.append(
-            Finding(
-                rule_id="RD303",
-                name="long-sequence",
-                severity=Severity.INFO,
-                message=(
-                    f"{sq.layers_label(layers)} loops over a median of {steps:g} timesteps per "
-                    f"batch (input '{record.input}', valid length p50 "
-                    f"{record.quantiles.get('p50', 0):g}, max "
-                    f"{record.quantiles.get('max', 0):g}): the step time and the activation "
-                    "memory grow linearly with it, one timestep after the other."
-                ),
-                layer=first.path if first else None,
-                location=fp.location(first) if first else None,
-                evidence=(
-                    *sq.common_evidence(record),
-                    Evidence(
-                        "padded length per batch (median / max)",
-                        f"{steps:g} / {max(record.padded_lengths)}",
-                        "timesteps",
-                        source="sampled batches",
-                    ),
-                    Evidence("threshold", LONG_SEQUENCE_STEPS, "timesteps", source="RULES.md"),
-                ),  # fmt: skip
-                fix=Fix("Shorten what the RNN loops over", _FIX, "display-only"),
-                gain="not measured: depends on the chosen change (a 4x downsampling makes the "
-                "recurrent loop 4x shorter)",
-            )
-        )
+        findings.append(_sampled_finding(record, layers, threshold))
     if facts.sequences and not facts.sequences.inputs and facts.model:
         static = [
             layer
-            for layer in fp.rnn_layers(facts, kinds=("lstm", "gru", "simple_rnn", "generic_rnn"))
+            for layer in fp.rnn_layers(facts, kinds=_KINDS)
             if layer.input_shape and len(layer.input_shape) >= 2 and layer.input_shape[1]
         ]
         if not static and facts.model.rnn_layers:
             sq.require_sampled(facts)  # no time dimension to read either: not evaluated
-        for layer in fp.rnn_layers(facts, kinds=("lstm", "gru", "simple_rnn", "generic_rnn")):
+        for layer in fp.rnn_layers(facts, kinds=_KINDS):
             shape = layer.input_shape or []
             if layer.path in covered or len(shape) < 2 or not shape[1]:
                 continue
-            if shape[1] < LONG_SEQUENCE_STEPS:
-                continue
-            findings.append(
-                Finding(
-                    rule_id="RD303",
-                    name="long-sequence",
-                    severity=Severity.INFO,
-                    message=f"{fp.layer_label(layer)} loops over {shape[1]} timesteps (its "
-                    "static input shape): the step time and the activation memory grow linearly "
-                    "with it.",
-                    layer=layer.path,
-                    location=fp.location(layer),
-                    evidence=(
-                        Evidence("time dimension", shape[1], "timesteps", source="input shape"),
-                        Evidence(
-                            "sequences sampled",
-                            "no",
-                            source=facts.sequences.not_measured or "capture",
-                        ),
-                        Evidence("threshold", LONG_SEQUENCE_STEPS, "timesteps", source="RULES.md"),
-                    ),  # fmt: skip
-                    fix=Fix("Shorten what the RNN loops over", _FIX, "display-only"),
-                    gain="not measured: depends on the chosen change",
-                )
-            )
+            if shape[1] >= threshold:
+                findings.append(_static_finding(facts, layer, shape[1], threshold))
     return findings
+
+
+def _sampled_finding(record: SequenceInput, layers: list[RNNLayer], threshold: int) -> Finding:
+    """The finding for a sampled input whose median padded length reaches ``threshold``."""
+    steps = sq.median(record.padded_lengths)
+    first = layers[0] if layers else None
+    return finding(
+        message=(
+            f"{sq.layers_label(layers)} loops over a median of {steps:g} timesteps per "
+            f"batch (input '{record.input}', valid length p50 "
+            f"{record.quantiles.get('p50', 0):g}, max "
+            f"{record.quantiles.get('max', 0):g}): the step time and the activation "
+            "memory grow linearly with it, one timestep after the other."
+        ),
+        layer=first.path if first else None,
+        location=fp.location(first) if first else None,
+        evidence=(
+            *sq.common_evidence(record),
+            Evidence(
+                "padded length per batch (median / max)",
+                f"{steps:g} / {max(record.padded_lengths)}",
+                "timesteps",
+                source="sampled batches",
+            ),
+            Evidence("threshold", threshold, "timesteps", source=_THRESHOLD_SOURCE),
+        ),
+        fix=Fix("Shorten what the RNN loops over", _FIX, FixSafety.DISPLAY_ONLY),
+        gain="not measured: depends on the chosen change (a 4x downsampling makes the "
+        "recurrent loop 4x shorter)",
+    )
+
+
+def _static_finding(facts: Facts, layer: RNNLayer, steps: int, threshold: int) -> Finding:
+    """The finding for an RNN layer whose static time dimension reaches ``threshold``."""
+    return finding(
+        message=f"{fp.layer_label(layer)} loops over {steps} timesteps (its "
+        "static input shape): the step time and the activation memory grow linearly "
+        "with it.",
+        layer=layer.path,
+        location=fp.location(layer),
+        evidence=(
+            Evidence("time dimension", steps, "timesteps", source="input shape"),
+            Evidence(
+                "sequences sampled",
+                "no",
+                source=(facts.sequences.not_measured if facts.sequences else None) or "capture",
+            ),
+            Evidence("threshold", threshold, "timesteps", source=_THRESHOLD_SOURCE),
+        ),
+        fix=Fix("Shorten what the RNN loops over", _FIX, FixSafety.DISPLAY_ONLY),
+        gain="not measured: depends on the chosen change",
+    )

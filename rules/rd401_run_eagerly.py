@@ -34,6 +34,15 @@ Fix safety:
     (``print``, ``.numpy()``) then run once per tracing instead of once per step; a step that
     needs them fails loudly at tracing, not silently.
 
+Options:
+    ``error_speedup`` = 2.0 (x (step-time speedup)): the measured speedup from which the
+    finding is an error. Source: rnndoctor's severity scale (rnndoctor/findings.py: Severity):
+    error means at least 2x slower than it needs to be.
+
+    ``warning_speedup`` = 1.1 (x (step-time speedup)): the measured speedup from which the
+    finding is a warning (below it: info; unmeasured: warning). Source: rnndoctor's choice: a
+    smaller measured gain is within run-to-run noise.
+
 References:
     keras/src/trainers/trainer.py: Trainer.compile (``run_eagerly``);
     keras/src/backend/tensorflow/trainer.py: TensorFlowTrainer._make_function (no tf.function
@@ -44,8 +53,8 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix
-from rnndoctor.rules import NotEvaluated, rule
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import NotEvaluated, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _host_hw as hh
 
@@ -89,8 +98,10 @@ def _gain(facts: Facts) -> tuple[str, float | None]:
     "run-eagerly",
     "compile(run_eagerly=True) or tf.config.run_functions_eagerly(True)",
     needs=("environment",),
+    severity=Severity.WARNING,
+    options=(hh.ERROR_SPEEDUP, hh.WARNING_SPEEDUP),
 )
-def check(facts: Facts) -> list[Finding]:
+def check(facts: Facts, options: OptionValues) -> list[Finding]:
     env = facts.environment
     fit_eager = bool(facts.fit is not None and facts.fit.run_eagerly)
     tf_eager = bool(env.run_functions_eagerly)
@@ -132,7 +143,7 @@ def check(facts: Facts) -> list[Finding]:
         fix = Fix(
             title="Turn eager execution of tf.functions off (or delete the call)",
             code="tf.config.run_functions_eagerly(False)",
-            safety="safe",
+            safety=FixSafety.SAFE,
             before=switch.code if via_config and switch else None,
         )
     else:
@@ -142,7 +153,7 @@ def check(facts: Facts) -> list[Finding]:
         fix = Fix(
             title="Compile without run_eagerly (it defaults to False)",
             code=rewritten or "model.compile(optimizer=..., loss=...)  # no run_eagerly=True",
-            safety="safe",
+            safety=FixSafety.SAFE,
             before=call,
         )
     location = hh.first_location(
@@ -151,10 +162,8 @@ def check(facts: Facts) -> list[Finding]:
         loop.location if loop else None,
     )
     return [
-        Finding(
-            rule_id="RD401",
-            name="run-eagerly",
-            severity=hh.severity_of_speedup(speedup),
+        finding(
+            severity=hh.severity_of_speedup(speedup, options),
             message=f"{what}: every op is dispatched from Python, one at a time, on every step.",
             location=location,
             evidence=tuple(evidence),

@@ -36,6 +36,15 @@ Fix safety:
     The traced twin ran the user's step function under ``tf.function`` on a real batch; where it
     could not, ``loop.twin_not_measured`` says why.
 
+Options:
+    ``error_speedup`` = 2.0 (x (step-time speedup)): the measured speedup from which the
+    finding is an error. Source: rnndoctor's severity scale (rnndoctor/findings.py: Severity):
+    error means at least 2x slower than it needs to be.
+
+    ``warning_speedup`` = 1.1 (x (step-time speedup)): the measured speedup from which the
+    finding is a warning (below it: info; unmeasured: warning). Source: rnndoctor's choice: a
+    smaller measured gain is within run-to-run noise.
+
 References:
     https://www.tensorflow.org/guide/function; https://www.tensorflow.org/guide/
     keras/writing_a_training_loop_from_scratch ("Speeding-up your training step with
@@ -45,8 +54,8 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import CustomLoopFacts, Facts
-from rnndoctor.findings import Evidence, Finding, Fix
-from rnndoctor.rules import NotEvaluated, rule
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import NotEvaluated, OptionValues, finding, rule
 from rnndoctor.rules import _host_hw as hh
 
 
@@ -102,8 +111,10 @@ def _gain(facts: Facts, loop: CustomLoopFacts) -> tuple[str, float | None]:
     "eager-custom-loop",
     "a custom loop applies gradients eagerly (no tf.function)",
     needs=(),
+    severity=Severity.WARNING,
+    options=(hh.ERROR_SPEEDUP, hh.WARNING_SPEEDUP),
 )
-def check(facts: Facts) -> list[Finding]:
+def check(facts: Facts, options: OptionValues) -> list[Finding]:
     loop = facts.loop
     if loop is None:
         if facts.fit is not None:
@@ -141,7 +152,7 @@ def check(facts: Facts) -> list[Finding]:
             title=f"Trace {loop.step_function} once into a graph: @tf.function with an "
             "input_signature (None for the batch and any varying dimension)",
             code=f"{decorator(loop)}\n{code}",
-            safety="unsafe",
+            safety=FixSafety.UNSAFE,
             before=code,
         )
         location = hh.location(loop.step_location)
@@ -159,15 +170,13 @@ def check(facts: Facts) -> list[Finding]:
                 f"    {apply_line}\n"
                 "    return loss\n"
             ),
-            safety="display-only",
+            safety=FixSafety.DISPLAY_ONLY,
         )
         location = hh.location(loop.location)
         where = "in the loop body"
     return [
-        Finding(
-            rule_id="RD402",
-            name="eager-custom-loop",
-            severity=hh.severity_of_speedup(speedup),
+        finding(
+            severity=hh.severity_of_speedup(speedup, options),
             message=(
                 f"The custom training loop applies its gradients eagerly {where}: every op of "
                 "every step is dispatched from Python, one at a time."

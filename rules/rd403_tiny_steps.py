@@ -3,7 +3,8 @@
 What it detects:
     The steps_per_execution probe (compute-only steps on cached batches) measures the step at
     ``steps_per_execution`` 1 and 16. When running 16 steps per call saves 20% or more of the
-    job's median step (``warning``; 50% or more, ``error``) and the model compiles with
+    job's median step (``warning``, ``min_dispatch_share``; 50% or more, ``error``,
+    ``error_dispatch_share``) and the model compiles with
     ``steps_per_execution == 1``, the step is so short that Python dispatch dominates. The
     share is of the real step (input wait included), so an input-bound job shows its input
     problem (RD201) first.
@@ -29,6 +30,17 @@ Fix safety:
     safe for the results: the same steps run. Batch-level callbacks then run once per 16 steps
     (``on_train_batch_*`` see every 16th batch) and the progress bar updates less often.
 
+Options:
+    ``min_dispatch_share`` = 0.2 (fraction of the step): the share of the median step that
+    running several steps per call must save for the rule to report (a warning). Source:
+    openxla/xprof xprof/convert/op_stats_to_input_pipeline_analysis.cc,
+    kHighlyInfeedBoundThresholdInPercent = 20, used here for a dispatch share worth changing the
+    compile call for.
+
+    ``error_dispatch_share`` = 0.5 (fraction of the step): from this share the finding is an
+    error. Source: rnndoctor's severity scale (rnndoctor/findings.py: Severity): a step that
+    loses half its time runs 2x slower than it needs to.
+
 References:
     ``keras.Model.compile`` documentation (``steps_per_execution``);
     keras/src/backend/tensorflow/trainer.py (``multi_step_on_iterator``); xprof's input-pipeline
@@ -39,9 +51,24 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
-from rnndoctor.rules import rule
+
+_MIN_DISPATCH_SHARE = Option(
+    name="min_dispatch_share",
+    default=0.20,
+    unit="fraction of the step",
+    source=m.WARNING_INPUT_SHARE.source,
+    help="the share of the step that several steps per call must save for the rule to report",
+)
+_ERROR_DISPATCH_SHARE = Option(
+    name="error_dispatch_share",
+    default=0.50,
+    unit="fraction of the step",
+    source=m.ERROR_INPUT_SHARE.source,
+    help="the dispatch share from which the finding is an error",
+)
 
 
 @rule(
@@ -49,8 +76,10 @@ from rnndoctor.rules import rule
     "tiny-steps",
     "host dispatch dominates a short step, with steps_per_execution == 1",
     needs=("probes", "fit", "steps"),
+    severity=Severity.WARNING,
+    options=(_MIN_DISPATCH_SHARE, _ERROR_DISPATCH_SHARE),
 )
-def check(facts: Facts) -> list[Finding]:
+def check(facts: Facts, options: OptionValues) -> list[Finding]:
     spe = facts.fit.steps_per_execution
     if spe not in (None, 1):
         return []
@@ -62,16 +91,16 @@ def check(facts: Facts) -> list[Finding]:
     saved_ms = one.step_time_ms - many.step_time_ms
     step = m.step_ms(facts) or one.step_time_ms
     dispatch = saved_ms / step  # of this job's real step, input wait included
-    if dispatch < m.WARNING_SHARE:
+    if dispatch < options.min_dispatch_share:
         return []
     after = max(step - saved_ms, many.step_time_ms)
     speedup = step / after
     call = facts.fit.location.call_source if facts.fit.location else None
     return [
-        Finding(
-            rule_id="RD403",
-            name="tiny-steps",
-            severity=Severity.ERROR if dispatch >= m.ERROR_SHARE else Severity.WARNING,
+        finding(
+            severity=Severity.ERROR
+            if dispatch >= options.error_dispatch_share
+            else Severity.WARNING,
             message=(
                 f"Per-step host dispatch costs {saved_ms:.2f} ms, {m.pct(dispatch)} of the "
                 f"{step:.2f} ms median step: the compute-only step takes "
@@ -97,7 +126,7 @@ def check(facts: Facts) -> list[Finding]:
                     if facts.fit.optimizer and facts.fit.loss
                     else f"model.compile(..., steps_per_execution={many.value})"
                 ),
-                safety="safe",
+                safety=FixSafety.SAFE,
                 before=call,
             ),
             gain=(

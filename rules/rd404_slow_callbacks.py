@@ -3,7 +3,8 @@
 What it detects:
     The user's callbacks' ``on_train_batch_begin`` / ``on_train_batch_end`` (and the legacy
     ``on_batch_*``), timed during the diagnosis window: when together they take 10% or more of
-    the median step (``error`` from 50%). Each callback that takes a part of it gets a
+    the median step (``min_callback_share``; ``error`` from 50%, ``error_callback_share``).
+    Each callback that takes a part of it (2% of the step or more, ``min_part_share``) gets a
     finding, at the line where it was built.
 
 Why it slows training:
@@ -27,20 +28,50 @@ Use instead:
 Fix safety:
     display-only: what the callback must still do per batch is the user's call.
 
+Options:
+    ``min_callback_share`` = 0.1 (fraction of the step): the share of the median step the
+    batch hooks must take together for the rule to report. Source: rnndoctor's choice.
+
+    ``min_part_share`` = 0.02 (fraction of the step): a callback below this share gets no
+    finding of its own (unless it is the slowest). Source: rnndoctor's choice.
+
+    ``error_callback_share`` = 0.5 (fraction of the step): from this share the findings are
+    errors. Source: rnndoctor's severity scale (rnndoctor/findings.py: Severity): a step that
+    loses half its time runs 2x slower than it needs to.
+
 References:
-    RULES.md (RD404 cut-off); keras/src/callbacks/callback.py; Keras guide "Writing your own
+    keras/src/callbacks/callback.py; Keras guide "Writing your own
     callbacks".
 """
 
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
-from rnndoctor.rules import rule
 
-_MIN_SHARE = 0.10  # RULES.md: per-batch callbacks take >= 10% of the step time
-_PART_SHARE = 0.02  # a callback below 2% of the step is not worth its own finding
+_MIN_CALLBACK_SHARE = Option(
+    name="min_callback_share",
+    default=0.10,
+    unit="fraction of the step",
+    source="rnndoctor's choice",
+    help="the share of the step the batch hooks must take together for the rule to report",
+)
+_MIN_PART_SHARE = Option(
+    name="min_part_share",
+    default=0.02,
+    unit="fraction of the step",
+    source="rnndoctor's choice",
+    help="a callback below this share gets no finding of its own (unless it is the slowest)",
+)
+_ERROR_CALLBACK_SHARE = Option(
+    name="error_callback_share",
+    default=0.50,
+    unit="fraction of the step",
+    source=m.ERROR_INPUT_SHARE.source,
+    help="the callback share from which the findings are errors",
+)
 
 
 @rule(
@@ -48,27 +79,27 @@ _PART_SHARE = 0.02  # a callback below 2% of the step is not worth its own findi
     "slow-callbacks",
     "per-batch callbacks take >= 10% of the step time",
     needs=("probes", "steps", "fit"),
+    severity=Severity.WARNING,
+    options=(_MIN_CALLBACK_SHARE, _MIN_PART_SHARE, _ERROR_CALLBACK_SHARE),
 )
-def check(facts: Facts) -> list[Finding]:
+def check(facts: Facts, options: OptionValues) -> list[Finding]:
     step = m.step_ms(facts)
     callbacks = facts.probes.callbacks
     if not step or not callbacks:
         return []
     total = sum(c.per_step_ms for c in callbacks)
-    if total / step < _MIN_SHARE:
+    if total / step < options.min_callback_share:
         return []
-    parts = [c for c in callbacks if c.per_step_ms / step >= _PART_SHARE] or [
+    parts = [c for c in callbacks if c.per_step_ms / step >= options.min_part_share] or [
         max(callbacks, key=lambda c: c.per_step_ms)
     ]
-    severity = Severity.ERROR if total / step >= m.ERROR_SHARE else Severity.WARNING
+    severity = Severity.ERROR if total / step >= options.error_callback_share else Severity.WARNING
     findings = []
     for cb in parts:
         share = cb.per_step_ms / step
         speedup = step / max(step - cb.per_step_ms, 1e-6)
         findings.append(
-            Finding(
-                rule_id="RD404",
-                name="slow-callbacks",
+            finding(
                 severity=severity,
                 message=(
                     f"Callback {cb.name} takes {cb.per_step_ms:.2f} ms per step in its batch "
@@ -90,7 +121,7 @@ def check(facts: Facts) -> list[Finding]:
                         "            return\n"
                         "        ...  # the per-batch work"
                     ),
-                    safety="display-only",
+                    safety=FixSafety.DISPLAY_ONLY,
                 ),
                 gain=(
                     f"{cb.name}'s {cb.per_step_ms:.2f} ms removed from each step: about "

@@ -2,8 +2,8 @@
 
 What it detects:
     Keras' train function (``fit``) or a custom loop's ``tf.function`` step whose calls in the
-    diagnosis window triggered tracing at least ``_RETRACING_CALLS`` times: TensorFlow's own
-    threshold for its "triggered tf.function retracing" warning.
+    diagnosis window triggered tracing at least ``min_tracing_calls`` times (5: TensorFlow's
+    own threshold for its "triggered tf.function retracing" warning).
 
 Why it slows training:
     ``tf.function`` builds a new graph for each new input signature: a new shape (a sequence
@@ -35,6 +35,16 @@ Fix safety:
     safe for ``input_signature`` / ``reduce_retracing`` (the same computation; the graph is
     shape-generic); display-only for the bucketing sketch.
 
+Options:
+    ``min_tracing_calls`` = 5 (calls): the calls that triggered tracing from which the rule
+    reports. Source: tensorflow/python/eager/polymorphic_function/polymorphic_function.py,
+    FREQUENT_TRACING_WARNING_THRESHOLD = 5 (TF 2.21).
+
+    ``error_tracing_share`` = 0.5 (fraction of the call time): the share of the function's
+    measured call time spent tracing from which the finding is an error. Source: rnndoctor's
+    severity scale (rnndoctor/findings.py: Severity): the steps then run at least 2x slower than
+    they need to.
+
 References:
     keras/src/backend/tensorflow/trainer.py: TensorFlowTrainer._make_function (Keras' own train
     function is a ``tf.function(..., reduce_retracing=True)``);
@@ -46,18 +56,31 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts, TraceCount
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _host_hw as hh
-from rnndoctor.rules import rule
 
 # TensorFlow warns when this many calls of a tf.function triggered tracing (among its last
-# calls): FREQUENT_TRACING_WARNING_THRESHOLD in
-# tensorflow/python/eager/polymorphic_function/polymorphic_function.py (TF 2.21).
-_RETRACING_CALLS = 5
+# calls).
+_MIN_TRACING_CALLS = Option(
+    name="min_tracing_calls",
+    default=5,
+    unit="calls",
+    source="tensorflow/python/eager/polymorphic_function/polymorphic_function.py: "
+    "FREQUENT_TRACING_WARNING_THRESHOLD = 5 (TF 2.21)",
+    help="the calls that triggered tracing from which the rule reports",
+)
 _TRAINING_ROLES = ("train_function", "custom_step")
 # Tracing that takes at least half of the function's measured call time: the steps run at least
-# 2x slower than they need to (RULES.md's error).
-_ERROR_TRACING_SHARE = 0.5
+# 2x slower than they need to.
+_ERROR_TRACING_SHARE = Option(
+    name="error_tracing_share",
+    default=0.5,
+    unit="fraction of the call time",
+    source="rnndoctor's severity scale (rnndoctor/findings.py: Severity): the steps then run at "
+    "least 2x slower than they need to",
+    help="the share of the call time spent tracing from which the finding is an error",
+)
 
 
 def _gain(t: TraceCount) -> tuple[str, float | None]:
@@ -111,7 +134,7 @@ def _fix(t: TraceCount) -> Fix:
                 "    pad_to_bucket_boundary=True,\n"
                 ")"
             ),
-            safety="display-only",
+            safety=FixSafety.DISPLAY_ONLY,
         )
     if python_args:
         names = ", ".join(a.name for a in python_args)
@@ -121,14 +144,14 @@ def _fix(t: TraceCount) -> Fix:
             code=f"{t.name}(..., "
             + ", ".join(f"{a.name}=tf.constant({a.name})" for a in python_args)
             + ")",
-            safety="safe",
+            safety=FixSafety.SAFE,
         )
     if t.instances > 1 and t.traced_calls <= t.instances:
         return Fix(
             title="Create the tf.function once, before the loop (each new tf.function object "
             "traces again)",
             code=f"{t.name} = tf.function({t.name})  # once, outside the training loop",
-            safety="display-only",
+            safety=FixSafety.DISPLAY_ONLY,
         )
     if tensor_args and all(a.spec for a in tensor_args) and len(tensor_args) == len(t.arguments):
         specs = "".join(f"    {a.spec},  # {a.name}\n" for a in tensor_args)
@@ -141,13 +164,13 @@ def _fix(t: TraceCount) -> Fix:
             title=f"One graph for every shape of {changed}: an input_signature with None for "
             "the dimensions that varied (or @tf.function(reduce_retracing=True))",
             code=decorator if line.startswith("@") else f"{decorator}\n{line}",
-            safety="safe",
+            safety=FixSafety.SAFE,
             before=line,
         )
     return Fix(
         title="Let TensorFlow generalise the shapes after a few tracings",
         code="@tf.function(reduce_retracing=True)",
-        safety="safe",
+        safety=FixSafety.SAFE,
         before=t.location.code if t.location else None,
     )
 
@@ -157,14 +180,16 @@ def _fix(t: TraceCount) -> Fix:
     "retracing",
     "a training tf.function is traced more than a few times (varying shapes)",
     needs=("probes",),
+    severity=Severity.WARNING,
+    options=(_MIN_TRACING_CALLS, _ERROR_TRACING_SHARE),
 )
-def check(facts: Facts) -> list[Finding]:
+def check(facts: Facts, options: OptionValues) -> list[Finding]:
     findings = []
     for t in facts.probes.traces:
         if t.role not in _TRAINING_ROLES:
             continue
         tracing_calls = t.traced_calls if t.not_counted is None and t.calls else t.traces
-        if tracing_calls < _RETRACING_CALLS:
+        if tracing_calls < options.min_tracing_calls:
             continue
         gain, share = _gain(t)
         evidence = [
@@ -172,7 +197,7 @@ def check(facts: Facts) -> list[Finding]:
                      "probes.traces[].traces (Function.experimental_get_tracing_count)"),
             Evidence("calls that traced", f"{t.traced_calls} of {t.calls}", "calls",
                      "probes.traces[].traced_calls / calls"),
-            Evidence("TensorFlow's retracing warning threshold", _RETRACING_CALLS, "calls",
+            Evidence("TensorFlow's retracing warning threshold", options.min_tracing_calls, "calls",
                      "polymorphic_function.py: FREQUENT_TRACING_WARNING_THRESHOLD"),
         ]  # fmt: skip
         if t.shapes:
@@ -192,7 +217,7 @@ def check(facts: Facts) -> list[Finding]:
                                  "probes.traces[]"))  # fmt: skip
         severity = (
             Severity.ERROR
-            if share is not None and share >= _ERROR_TRACING_SHARE
+            if share is not None and share >= options.error_tracing_share
             else Severity.WARNING
         )
         loop = facts.loop
@@ -202,9 +227,7 @@ def check(facts: Facts) -> list[Finding]:
             facts.fit.location if facts.fit and t.role == "train_function" else None,
         )
         findings.append(
-            Finding(
-                rule_id="RD405",
-                name="retracing",
+            finding(
                 severity=severity,
                 message=(
                     f"The training tf.function {t.name} traced on {t.traced_calls} of its "

@@ -2,8 +2,8 @@
 
 What it detects:
     A sequence input whose measured padded fraction (padded timesteps / all timesteps of the
-    sampled batches) is at least 30%. The fix buckets by length: ``bucket_by_sequence_length``
-    boundaries computed exactly from the sampled length distribution
+    sampled batches) is at least 30% (``min_padded_fraction``). The fix buckets by length:
+    ``bucket_by_sequence_length`` boundaries computed exactly from the sampled length distribution
     (``rnndoctor/stats.py``: dynamic programming over the sorted distinct lengths, minimising
     the expected padded timesteps with each batch padded to its own longest sequence), with the
     padded fraction expected after bucketing.
@@ -18,8 +18,8 @@ Why it slows training:
     they matter; rnndoctor's test compares the estimate with real bucketed and unbucketed
     compute-only steps on CPU.
 
-    Severity: ``error`` when the estimated speedup is at least 2x (RULES.md: "runs at least 2x
-    slower than it needs to"), ``warning`` below.
+    Severity: ``error`` when the estimated speedup is at least 2x (``error_speedup``: "runs at
+    least 2x slower than it needs to"), ``warning`` below.
 
 Evidence:
     ``sequences.inputs[].padded_fraction``, ``length_values`` / ``length_counts``,
@@ -38,6 +38,15 @@ Fix safety:
     change convergence a little; ``fit`` takes the dataset instead of arrays (no
     ``validation_split``: pass ``validation_data``).
 
+Options:
+    ``min_padded_fraction`` = 0.3 (fraction of the timesteps): the measured padded fraction of
+    the sampled batches' timesteps from which the rule reports. Source: rnndoctor's choice.
+
+    ``error_speedup`` = 2.0 (x (estimated step-time speedup)): the estimated speedup from which
+    the finding is an error (below it: warning). Source: rnndoctor's severity scale
+    (rnndoctor/findings.py: Severity): error means the job runs at least 2x slower than it needs
+    to.
+
 References:
     tf.data.Dataset.bucket_by_sequence_length (tensorflow/python/data/ops/dataset_ops.py, TF 2.21);
     keras/src/utils/sequence_utils.py: pad_sequences (pads every row to one length);
@@ -50,12 +59,17 @@ from __future__ import annotations
 
 from rnndoctor import stats as bk
 from rnndoctor.facts import Facts, SequenceInput
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import BucketPlan, Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _sequences as sq
-from rnndoctor.rules import rule
 
-PADDED_FRACTION_MIN = 0.30  # RULES.md RD501: "measured padded fraction of timesteps >= 30%"
-SPEEDUP_ERROR_MIN = 2.0  # RULES.md: error "runs at least 2x slower than it needs to"
+MIN_PADDED_FRACTION = Option(
+    name="min_padded_fraction",
+    default=0.30,
+    unit="fraction of the timesteps",
+    source="rnndoctor's choice",
+    help="the measured padded fraction of the timesteps from which the rule reports",
+)
 
 
 def plan(record: SequenceInput) -> bk.BucketPlan:
@@ -65,7 +79,9 @@ def plan(record: SequenceInput) -> bk.BucketPlan:
     return bk.plan_buckets(dist, sq.batch_size(record), steps)
 
 
-def bucket_code(facts: Facts, record: SequenceInput, result: bk.BucketPlan) -> tuple[str, str]:
+def bucket_code(
+    facts: Facts, record: SequenceInput, result: bk.BucketPlan
+) -> tuple[str, FixSafety]:
     """Ready-to-paste bucketing code and its safety (``unsafe``, or ``display-only`` where the
     pipeline cannot be written from the facts)."""
     x, y = sq.data_names(facts)
@@ -96,7 +112,7 @@ def bucket_code(facts: Facts, record: SequenceInput, result: bk.BucketPlan) -> t
             "    .prefetch(tf.data.AUTOTUNE)",
             ")",
         ]
-        return "\n".join(head + body), "display-only"
+        return "\n".join(head + body), FixSafety.DISPLAY_ONLY
     body = [
         "dataset = (",
         f"    tf.data.Dataset.from_tensor_slices(({x}, {y}))",
@@ -110,7 +126,8 @@ def bucket_code(facts: Facts, record: SequenceInput, result: bk.BucketPlan) -> t
         "# dataset, so pass validation_data (built the same way from held-out arrays).",
         "# The model's Input must take any length: keras.Input(shape=(None, ...)).",
     ]
-    safety = "unsafe" if kind in (None, "numpy") and record.input_rank in (2, 3) else "display-only"
+    rewritable = kind in (None, "numpy") and record.input_rank in (2, 3)
+    safety = FixSafety.UNSAFE if rewritable else FixSafety.DISPLAY_ONLY
     return "\n".join(head + body), safety
 
 
@@ -119,14 +136,16 @@ def bucket_code(facts: Facts, record: SequenceInput, result: bk.BucketPlan) -> t
     "padding-waste",
     "measured padded fraction >= 30%: bucket by length (boundaries from the observed lengths)",
     needs=("sequences",),
+    severity=Severity.WARNING,
+    options=(MIN_PADDED_FRACTION, sq.ERROR_SPEEDUP),
 )
-def check(facts: Facts) -> list[Finding]:
+def check(facts: Facts, options: OptionValues) -> list[Finding]:
     sq.require_sampled(facts)
     findings = []
     for record in sq.records(facts):
         if record.ragged or not record.length_values or record.padded_fraction is None:
             continue
-        if record.padded_fraction < PADDED_FRACTION_MIN:
+        if record.padded_fraction < options.min_padded_fraction:
             continue
         result = plan(record)
         code, safety = bucket_code(facts, record, result)
@@ -169,11 +188,9 @@ def check(facts: Facts) -> list[Finding]:
             where,
         ]  # fmt: skip
         findings.append(
-            Finding(
-                rule_id="RD501",
-                name="padding-waste",
+            finding(
                 severity=Severity.ERROR
-                if result.speedup >= SPEEDUP_ERROR_MIN
+                if result.speedup >= options.error_speedup
                 else Severity.WARNING,
                 message=message,
                 layer=layers[0].path if layers else (record.rnn_layers or [None])[0],
@@ -194,6 +211,9 @@ def check(facts: Facts) -> list[Finding]:
                     "counted"
                 ),
                 speedup=round(result.speedup, 3),
+                bucket_plan=BucketPlan(
+                    boundaries=tuple(result.boundaries), batch_sizes=tuple(result.batch_sizes)
+                ),
             )
         )
     return findings

@@ -4,7 +4,8 @@ What it detects:
     All sampled batches have the same padded length, the longest over the sample, while the
     longest sequence of some batches is shorter (``SequenceInput.global_max_padding``: arrays
     padded once with ``pad_sequences(maxlen=...)`` and then batched), and padding each batch to
-    its own longest sequence (``padded_batch``) is expected to save at least 5% of the timesteps.
+    its own longest sequence (``padded_batch``) is expected to save at least 5% of the timesteps
+    (``min_speedup``).
 
 Why it slows training:
     Every batch pays for the longest sequence in the whole data set. With ``padded_batch`` on
@@ -14,7 +15,8 @@ Why it slows training:
     the estimated speedup is padded timesteps now / expected with per-batch padding. Bucketing
     (RD501) saves more; per-batch padding is the one-line change.
 
-    Severity: ``error`` when the estimated speedup is at least 2x (RULES.md), ``warning`` below.
+    Severity: ``error`` when the estimated speedup is at least 2x (``error_speedup``),
+    ``warning`` below.
 
 Evidence:
     ``sequences.inputs[].global_max_padding``, ``padded_lengths``, ``batch_sizes``,
@@ -31,6 +33,16 @@ Fix safety:
     unsafe: ``fit`` takes a dataset instead of arrays (pass ``validation_data`` instead of
     ``validation_split``); the batches themselves hold the same kind of random samples.
 
+Options:
+    ``min_speedup`` = 1.05 (x (estimated step-time speedup)): the estimated speedup from which
+    the rule reports (per-batch padding saves at least 5% of the timesteps). Source: rnndoctor's
+    choice.
+
+    ``error_speedup`` = 2.0 (x (estimated step-time speedup)): the estimated speedup from which
+    the finding is an error (below it: warning). Source: rnndoctor's severity scale
+    (rnndoctor/findings.py: Severity): error means the job runs at least 2x slower than it needs
+    to.
+
 References:
     tf.data.Dataset.padded_batch (tensorflow/python/data/ops/dataset_ops.py, TF 2.21);
     keras/src/utils/sequence_utils.py: pad_sequences.
@@ -40,15 +52,20 @@ from __future__ import annotations
 
 from rnndoctor import stats as bk
 from rnndoctor.facts import Facts, SequenceInput
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _sequences as sq
-from rnndoctor.rules import rule
 
-SPEEDUP_MIN = 1.05  # rnndoctor's choice: per-batch padding must save >= 5% of the timesteps
-SPEEDUP_ERROR_MIN = 2.0  # RULES.md: error "runs at least 2x slower than it needs to"
+MIN_SPEEDUP = Option(
+    name="min_speedup",
+    default=1.05,
+    unit="x (estimated step-time speedup)",
+    source="rnndoctor's choice: per-batch padding must save at least 5% of the timesteps",
+    help="the estimated speedup from which the rule reports",
+)
 
 
-def _code(facts: Facts, record: SequenceInput, batch: int) -> tuple[str, str]:
+def _code(facts: Facts, record: SequenceInput, batch: int) -> tuple[str, FixSafety]:
     x, y = sq.data_names(facts)
     lines = [
         "import tensorflow as tf",
@@ -68,7 +85,8 @@ def _code(facts: Facts, record: SequenceInput, batch: int) -> tuple[str, str]:
         "# model.fit(dataset, ...): drop batch_size; pass validation_data, not validation_split",
     ]
     kind = facts.fit.data_kind if facts.fit else None
-    safety = "unsafe" if kind in (None, "numpy") and record.input_rank in (2, 3) else "display-only"
+    rewritable = kind in (None, "numpy") and record.input_rank in (2, 3)
+    safety = FixSafety.UNSAFE if rewritable else FixSafety.DISPLAY_ONLY
     return "\n".join(lines), safety
 
 
@@ -77,8 +95,10 @@ def _code(facts: Facts, record: SequenceInput, batch: int) -> tuple[str, str]:
     "global-max-padding",
     "every batch is padded to one global maximum, where per-batch padding would be shorter",
     needs=("sequences",),
+    severity=Severity.WARNING,
+    options=(MIN_SPEEDUP, sq.ERROR_SPEEDUP),
 )
-def check(facts: Facts) -> list[Finding]:
+def check(facts: Facts, options: OptionValues) -> list[Finding]:
     sq.require_sampled(facts)
     findings = []
     for record in sq.records(facts):
@@ -89,7 +109,7 @@ def check(facts: Facts) -> list[Finding]:
         now = bk.padded_steps(record.padded_lengths, record.batch_sizes)
         after = bk.expected_padded_steps(dist, (), batch)
         speedup = now / after if after else 0.0
-        if speedup < SPEEDUP_MIN:
+        if speedup < options.min_speedup:
             continue
         fraction_now = bk.padded_fraction(dist.valid_steps, now)
         fraction_after = bk.padded_fraction(dist.valid_steps, after)
@@ -99,10 +119,8 @@ def check(facts: Facts) -> list[Finding]:
         layers = sq.fed_layers(facts, record)
         code, safety = _code(facts, record, batch)
         findings.append(
-            Finding(
-                rule_id="RD502",
-                name="global-max-padding",
-                severity=Severity.ERROR if speedup >= SPEEDUP_ERROR_MIN else Severity.WARNING,
+            finding(
+                severity=Severity.ERROR if speedup >= options.error_speedup else Severity.WARNING,
                 message=(
                     f"Every sampled batch of input '{record.input}' is padded to {padded} steps, "
                     f"the global maximum; padded per batch (batches of {batch}), a batch would "

@@ -36,8 +36,8 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
-from rnndoctor.rules import NotEvaluated, rule
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import NotEvaluated, finding, rule
 from rnndoctor.rules import _host_hw as hh
 
 # TensorFlow's mixed precision guide: mixed precision speeds up NVIDIA GPUs of compute
@@ -51,6 +51,7 @@ _BFLOAT16_CC = (8, 0)  # Ampere and later run bfloat16 on Tensor Cores (mixed pr
     "mixed-precision-off",
     "a GPU of compute capability >= 7.0 and a float32 policy",
     needs=("environment",),
+    severity=Severity.WARNING,
 )
 def check(facts: Facts) -> list[Finding]:
     hh.require_gpu(facts)
@@ -88,10 +89,7 @@ def check(facts: Facts) -> list[Finding]:
         facts.fit.location if facts.fit else None,
     )
     return [
-        Finding(
-            rule_id="RD601",
-            name="mixed-precision-off",
-            severity=Severity.WARNING,
+        finding(
             message=(
                 f"The GPU has Tensor Cores (compute capability "
                 f"{'.'.join(map(str, best))}) but the model trains in float32."
@@ -106,7 +104,7 @@ def check(facts: Facts) -> list[Finding]:
                     "the model\n"
                     '# last layer: keras.layers.Dense(n, dtype="float32")'
                 ),
-                safety="unsafe",
+                safety=FixSafety.UNSAFE,
             ),
             gain=(
                 "not measured: this run trained in float32 only (a mixed-precision run of this "

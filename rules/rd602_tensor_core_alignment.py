@@ -2,7 +2,7 @@
 
 What it detects:
     On a GPU run under a mixed dtype policy (``mixed_float16`` / ``mixed_bfloat16``), an
-    LSTM/GRU whose ``units`` or input feature size is not a multiple of ``_ALIGN`` (8), and a
+    LSTM/GRU whose ``units`` or input feature size is not a multiple of 8 (``alignment``), and a
     batch size that is not.
 
 Why it slows training:
@@ -25,6 +25,12 @@ Fix safety:
     unsafe: more units change the model's capacity; a different batch size changes the
     optimisation.
 
+Options:
+    ``alignment`` = 8 (elements): units, input features and the batch size are reported unless
+    they are multiples of this. Source: https://www.tensorflow.org/guide/mixed_precision
+    ("Ensuring GPU Tensor Cores are used"); NVIDIA Deep Learning Performance Guide, "Tensor
+    Core Requirements".
+
 References:
     keras/src/dtype_policies/dtype_policy.py (the ``mixed_*`` policies);
     https://www.tensorflow.org/guide/mixed_precision ("Ensuring GPU Tensor Cores are used":
@@ -37,18 +43,25 @@ from __future__ import annotations
 import ast
 
 from rnndoctor.facts import Facts, RNNLayer
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _host_hw as hh
-from rnndoctor.rules import rule
 
 # Tensor Cores need float16 matrix dimensions in multiples of 8 (TF mixed precision guide;
 # NVIDIA Deep Learning Performance Guide, "Tensor Core Requirements").
-_ALIGN = 8
+_ALIGNMENT = Option(
+    name="alignment",
+    default=8,
+    unit="elements",
+    source='TF mixed precision guide ("Ensuring GPU Tensor Cores are used"); NVIDIA Deep '
+    'Learning Performance Guide, "Tensor Core Requirements"',
+    help="units, features and batch sizes are reported unless they are multiples of this",
+)
 
 
-def _up(value: int) -> int:
-    return -(-value // _ALIGN) * _ALIGN
+def _up(value: int, align: int) -> int:
+    return -(-value // align) * align
 
 
 def _mixed(facts: Facts) -> bool:
@@ -75,8 +88,11 @@ def _units_fix(layer: RNNLayer, units: int) -> str:
     "tensor-core-alignment",
     "under mixed precision, units / features / batch are not multiples of 8",
     needs=("environment", "model"),
+    severity=Severity.INFO,
+    options=(_ALIGNMENT,),
 )
-def check(facts: Facts) -> list[Finding]:
+def check(facts: Facts, options: OptionValues) -> list[Finding]:
+    align = options.alignment
     hh.require_gpu(facts)
     if not _mixed(facts):
         return []
@@ -87,38 +103,35 @@ def check(facts: Facts) -> list[Finding]:
         off = {
             name: value
             for name, value in (("units", units), ("input features", features))
-            if isinstance(value, int) and value % _ALIGN
+            if isinstance(value, int) and value % align
         }
         if not off:
             continue
         evidence = [
-            Evidence(name, value, "", f"not a multiple of {_ALIGN}") for name, value in off.items()
+            Evidence(name, value, "", f"not a multiple of {align}") for name, value in off.items()
         ]
         evidence.append(Evidence("dtype policy", layer.dtype_policy, "",
                                  "model.rnn_layers[].dtype_policy"))  # fmt: skip
         if "units" in off:
             fix = Fix(
-                title=f"Round units up to a multiple of {_ALIGN}",
-                code=_units_fix(layer, _up(units)),
-                safety="unsafe",
+                title=f"Round units up to a multiple of {align}",
+                code=_units_fix(layer, _up(units, align)),
+                safety=FixSafety.UNSAFE,
                 before=layer.location.call_source if layer.location else None,
             )
         else:
             fix = Fix(
-                title=f"Pad or project the input features to {_up(features)} (a multiple of "
-                f"{_ALIGN})",
-                code=f"keras.layers.Dense({_up(features)})  # before {layer.class_name}",
-                safety="display-only",
+                title=f"Pad or project the input features to {_up(features, align)} (a multiple of "
+                f"{align})",
+                code=f"keras.layers.Dense({_up(features, align)})  # before {layer.class_name}",
+                safety=FixSafety.DISPLAY_ONLY,
             )
         findings.append(
-            Finding(
-                rule_id="RD602",
-                name="tensor-core-alignment",
-                severity=Severity.INFO,
+            finding(
                 message=(
                     f"{fp.layer_label(layer)}: "
                     + " and ".join(f"{k} {v}" for k, v in off.items())
-                    + f" not a multiple of {_ALIGN}: Tensor Cores run its matrices at part speed."
+                    + f" not a multiple of {align}: Tensor Cores run its matrices at part speed."
                 ),
                 layer=layer.path,
                 location=fp.location(layer),
@@ -129,22 +142,19 @@ def check(facts: Facts) -> list[Finding]:
         )
     batch = facts.steps.batch_size if facts.steps else None
     batch = batch or (facts.fit.batch_size if facts.fit else None)
-    if isinstance(batch, int) and batch % _ALIGN:
+    if isinstance(batch, int) and batch % align:
         findings.append(
-            Finding(
-                rule_id="RD602",
-                name="tensor-core-alignment",
-                severity=Severity.INFO,
-                message=f"Batch size {batch} is not a multiple of {_ALIGN} under mixed precision.",
+            finding(
+                message=f"Batch size {batch} is not a multiple of {align} under mixed precision.",
                 location=hh.first_location(
                     facts.fit.location if facts.fit else None,
                     facts.loop.location if facts.loop else None,
                 ),
                 evidence=(Evidence("batch size", batch, "samples", "steps.batch_size"),),
                 fix=Fix(
-                    title=f"Use a batch size that is a multiple of {_ALIGN}",
-                    code=f"batch_size={_up(batch)}",
-                    safety="unsafe",
+                    title=f"Use a batch size that is a multiple of {align}",
+                    code=f"batch_size={_up(batch, align)}",
+                    safety=FixSafety.UNSAFE,
                 ),
                 gain="not measured: this run did not time an aligned variant",
             )

@@ -36,8 +36,8 @@ References:
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
-from rnndoctor.rules import NotEvaluated, rule
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import NotEvaluated, finding, rule
 
 
 @rule(
@@ -45,6 +45,7 @@ from rnndoctor.rules import NotEvaluated, rule
     "gpu-not-used",
     "an NVIDIA GPU is present on the machine, but TensorFlow sees none",
     needs=("environment",),
+    severity=Severity.WARNING,
 )
 def check(facts: Facts) -> list[Finding]:
     env = facts.environment
@@ -74,10 +75,7 @@ def check(facts: Facts) -> list[Finding]:
         "python -c \"import tensorflow as tf; print(tf.config.list_physical_devices('GPU'))\""
     )
     return [
-        Finding(
-            rule_id="RD603",
-            name="gpu-not-used",
-            severity=Severity.WARNING,
+        finding(
             message=(
                 f"The machine has {len(env.nvidia_gpus) or 'an'} NVIDIA GPU(s) but TensorFlow "
                 f"sees none ({build}): training runs on the CPU."
@@ -86,7 +84,7 @@ def check(facts: Facts) -> list[Finding]:
             fix=Fix(
                 title="Install a CUDA build of TensorFlow with its libraries",
                 code=fix_code,
-                safety="display-only",
+                safety=FixSafety.DISPLAY_ONLY,
             ),  # fmt: skip
             gain=(
                 "not measured: the GPU could not run in this environment, so there is no GPU "

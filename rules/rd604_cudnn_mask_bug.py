@@ -31,15 +31,16 @@ References:
     keras/src/backend/tensorflow/rnn.py: cudnn_ok and _compute_sequence_length_from_mask (a
     masked LSTM/GRU passes its sequence lengths to the cuDNN kernel);
     https://github.com/tensorflow/tensorflow/issues/60192 ("Masked LSTM and GRU using cuDNN
-    8.1+ give randomly corrupted results and crashes"); ../shared/RULES.md RD604 (fixed in
-    cuDNN 8.9.2).
+    8.1+ give randomly corrupted results and crashes"); the affected range this rule checks,
+    8.1.0 to 8.9.1 (fixed in 8.9.2), is kept in this module (``_BUGGY_FIRST`` /
+    ``_BUGGY_LAST``).
 """
 
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, Severity
-from rnndoctor.rules import NotEvaluated, rule
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import NotEvaluated, finding, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _host_hw as hh
 
@@ -71,6 +72,7 @@ def _version(facts: Facts) -> tuple[tuple[int, ...], str]:
     "cudnn-mask-bug",
     "a masked LSTM/GRU on cuDNN 8.1 to 8.9.1 (known corruption bug, fixed in 8.9.2)",
     needs=("environment", "model"),
+    severity=Severity.ERROR,
 )
 def check(facts: Facts) -> list[Finding]:
     hh.require_gpu(facts)
@@ -88,10 +90,7 @@ def check(facts: Facts) -> list[Finding]:
         if layer.fast_path is not None and layer.fast_path.takes_fast_path is False:
             continue  # the generic kernel runs: cuDNN's RNN is not used
         findings.append(
-            Finding(
-                rule_id="RD604",
-                name="cudnn-mask-bug",
-                severity=Severity.ERROR,
+            finding(
                 message=(
                     f"{fp.layer_label(layer)} receives a mask and runs on cuDNN {shown}, "
                     "whose masked RNN kernels give randomly corrupted results (fixed in 8.9.2)."
@@ -112,7 +111,7 @@ def check(facts: Facts) -> list[Finding]:
                     title="Upgrade cuDNN to 8.9.2 or later (or use_cudnn=False on this layer "
                     "until then: correct, but the slow kernel)",
                     code=f'pip install --upgrade "{package}>=8.9.2,<9"',
-                    safety="display-only",
+                    safety=FixSafety.DISPLAY_ONLY,
                 ),
                 gain="not a speed issue: the results of masked steps cannot be trusted",
             )
