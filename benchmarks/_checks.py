@@ -15,12 +15,16 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 AT_LEAST_WARNING = ("warning", "error")
 _POLL_S = 0.1
+# sleeps_before_fit.py never reaches fit: it tests --timeout, so give it a short one.
+_EXTRA = {"sleeps_before_fit.py": ["--timeout", "20"]}
 
 
 def checks(root: Path = ROOT) -> list[tuple[str, list[str]]]:
     """``(name, rnndoctor arguments)`` for every script under tests/scripts and the demo."""
     scripts = sorted((root / "tests" / "scripts").glob("*.py"))
-    runs = [(f"tests/scripts/{p.name}", ["check", str(p)]) for p in scripts]
+    runs = [
+        (f"tests/scripts/{p.name}", ["check", str(p), *_EXTRA.get(p.name, [])]) for p in scripts
+    ]
     return runs + [("demo", ["demo"]), ("demo --fixed", ["demo", "--fixed"])]
 
 

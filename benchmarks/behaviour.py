@@ -88,11 +88,15 @@ def snapshot_fixtures(rnndoctor: str, root: Path) -> dict[str, Any]:
     return out
 
 
-def snapshot_checks(rnndoctor: str, root: Path, runs: int) -> dict[str, Any]:
+def snapshot_checks(
+    rnndoctor: str, root: Path, runs: int, only: list[str] | None = None
+) -> dict[str, Any]:
     """Each check ``runs`` times: exit code, rule IDs at warning or above, wall time."""
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, args in checks(root):
+            if only and name not in only:
+                continue
             results = []
             for i in range(runs):
                 target = Path(tmp) / f"{name.replace('/', '_').replace(' ', '_')}-{i}"
@@ -147,6 +151,7 @@ def main() -> int:
     snap.add_argument("--root", type=Path, default=ROOT, help="the repository of that version")
     snap.add_argument("--runs", type=int, default=3)
     snap.add_argument("--no-checks", action="store_true", help="fixtures only (seconds)")
+    snap.add_argument("--only", action="append", help="only this check (repeatable)")
     cmp_ = sub.add_parser("diff", help="compare two snapshots")
     cmp_.add_argument("before", type=Path)
     cmp_.add_argument("after", type=Path)
@@ -157,7 +162,7 @@ def main() -> int:
             args.rnndoctor = str(Path(args.rnndoctor).resolve())
         data = {"root": str(root), "fixtures": snapshot_fixtures(args.rnndoctor, root)}
         if not args.no_checks:
-            data["checks"] = snapshot_checks(args.rnndoctor, root, args.runs)
+            data["checks"] = snapshot_checks(args.rnndoctor, root, args.runs, args.only)
         args.out.write_text(json.dumps(data, indent=1))
         return 0
     before, after = json.loads(args.before.read_text()), json.loads(args.after.read_text())
