@@ -136,8 +136,7 @@ def test_a_bad_rule_table_is_a_usage_error_naming_the_pyproject(tmp_path):
 
 
 def test_report_and_compare_pass_the_rule_options_to_the_engine(tmp_path, monkeypatch):
-    _pyproject(tmp_path, "[tool.rnndoctor.rules.recurrent-dropout]\nlimit = 2\n")
-    monkeypatch.setattr("rnndoctor.rules.check_rule_options", lambda table: None)
+    _pyproject(tmp_path, "[tool.rnndoctor.rules.retracing]\nmin_tracing_calls = 8\n")
     import rnndoctor.engine
 
     real, calls = rnndoctor.engine.evaluate, []
@@ -154,7 +153,7 @@ def test_report_and_compare_pass_the_rule_options_to_the_engine(tmp_path, monkey
     html = tmp_path / "cmp.html"
     compared = runner.invoke(app, ["compare", str(facts), str(facts), "--html", str(html)])
     assert compared.exit_code == 0, compared.output
-    assert calls == [{"recurrent-dropout": {"limit": 2}}] * 3
+    assert calls == [{"retracing": {"min_tracing_calls": 8}}] * 3
 
 
 def test_the_child_reads_back_the_window_options():

@@ -105,7 +105,7 @@ def test_get_rule_and_docs_have_the_style_sections():
         else:  # measured rules cite where their thresholds and fixes come from
             assert any(
                 src in references
-                for src in ("keras/src/", "tensorflow/", "xprof", "guide", "RULES.md", "NVIDIA")
+                for src in ("keras/src/", "tensorflow/", "xprof", "guide", "NVIDIA")
             ), rule.id
 
 
