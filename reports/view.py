@@ -83,10 +83,6 @@ def bucket_boundaries(findings: Sequence[Finding], seq: SequenceInput) -> list[i
             continue
         if finding.bucket_plan is not None:
             return list(finding.bucket_plan.boundaries)
-        # until RD501 sets bucket_plan
-        for e in finding.evidence:
-            if e.label.startswith("suggested bucket boundaries") and isinstance(e.value, list):
-                return [int(v) for v in e.value]
     return []
 
 

@@ -97,12 +97,13 @@ def _padding_finding(**extra) -> Finding:
     return Finding("RD501", "padding-waste", Severity.ERROR, "padding", layer="seq/lstm", **extra)
 
 
-def test_histogram_boundaries_come_from_the_bucket_plan_first():
+def test_histogram_boundaries_come_from_the_bucket_plan_only():
     seq = SequenceInput(input="x", rnn_layers=["seq/lstm"])
     labelled = (Evidence("suggested bucket boundaries", [1, 2], "timesteps"),)
     planned = _padding_finding(evidence=labelled, bucket_plan=BucketPlan((3, 6), (64, 64, 32)))
     assert bucket_boundaries([planned], seq) == [3, 6]
-    assert bucket_boundaries([_padding_finding(evidence=labelled)], seq) == [1, 2]
+    # an evidence label is never parsed for structure: no plan, no boundaries drawn
+    assert bucket_boundaries([_padding_finding(evidence=labelled)], seq) == []
     other_layer = replace(planned, layer="other/gru")
     assert bucket_boundaries([other_layer], seq) == []
     assert bucket_boundaries([replace(planned, rule_id="RD502")], seq) == []
