@@ -9,7 +9,7 @@ model, after the diagnosis window (DESIGN.md, Measurement):
   kept as they flow through ``fit``.
 - **compute-only**: training steps on up to ``K_BATCHES`` sampled batches cached in memory,
   with the element spec ``fit`` saw (so the traced train function is reused): Keras' own
-  ``fit`` loop (``capture.original_fit()``) runs them with a timing callback and no user
+  ``fit`` loop (``session.original_fit()``) runs them with a timing callback and no user
   callbacks. Where the data can be iterated again, short bursts of the same ``fit`` on the
   user's real data alternate with the cached bursts (``real_step_ms``).
 - **input-bound share**: ``(real_step - compute_only) / (real_step + callbacks)`` from the
@@ -38,15 +38,29 @@ import gc
 import inspect
 import statistics
 import time
-import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rnndoctor.capture import data as data_mod
 from rnndoctor.capture import memory, sampling, sites
 from rnndoctor.capture.budget import Budget
-from rnndoctor.capture.sampling import Batches  # noqa: F401 - part of this module's contract
-from rnndoctor.facts import CallbackTime, ProbeFacts, ProbePoint, StepBreakdown
+from rnndoctor.capture.sampling import Batches
+from rnndoctor.facts import CallbackTime, DataKind, Phase, ProbeFacts, ProbePoint, StepBreakdown
+
+if TYPE_CHECKING:
+    from rnndoctor.capture.session import CaptureSession, ProbeState
+
+__all__ = [
+    "Batches",
+    "callback_site",
+    "collect_data",
+    "install",
+    "prepare_fit_data",
+    "run_probes",
+    "sample_batches",
+    "time_callbacks",
+]
 
 _POINT_WARMUP_STEPS = 1  # steps of a probe point that are not timed (tracing, iterator start)
 _POINT_MIN_STEPS = 3  # timed intervals per probe point, at least...
@@ -67,43 +81,27 @@ _SPE_PROBE = 16  # steps_per_execution compared with 1
 _SPE_PROBE_MAX_STEP_MS = 25.0
 
 
-@dataclass
-class _State:
-    """What the probes keep between ``prepare_fit_data`` and ``run_probes`` for one capture."""
-
-    original_x: Any = None
-    tee: sampling.Tee | None = None
-    timers: list[_CallbackTimer] = field(default_factory=list)
-    rss_before_fit_mib: float | None = None
+_CALLBACKS_HOOKED_ATTR = "_rnndoctor_sites_hooked"  # on keras.callbacks.Callback, once hooked
 
 
-_states: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_callback_sites: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_installed = False
-
-
-def _state(capture: Any) -> _State:
-    state = _states.get(capture)
-    if state is None:
-        state = _states[capture] = _State()
-    return state
-
-
-def install(capture: Any = None) -> None:
+def install(session: CaptureSession | None = None) -> None:
     """Installs the hooks the probes need before the user's script runs: where each tf.data
     dataset, ``PyDataset`` and Keras callback was built (the user's file:line). Idempotent.
 
     Args:
-        capture: the capture session (unused: the hooks are process-wide; the argument keeps
-            the capture modules' ``install(capture)`` form).
+        session: the check's session, which then reads the construction sites these hooks
+            record (``session.site_book``); None (:func:`rnndoctor.record_construction_sites`,
+            before any check): record only.
     """
-    global _installed
+    book = sites.install()
     data_mod.install()
-    if _installed:
-        return
+    if session is not None:
+        session.site_book = book
     import keras
 
     callback_cls = keras.callbacks.Callback
+    if callback_cls.__dict__.get(_CALLBACKS_HOOKED_ATTR):
+        return
     original_new = callback_cls.__new__
 
     def __new__(cls, *args, **kwargs):  # noqa: N807 - it replaces __new__
@@ -114,36 +112,33 @@ def install(capture: Any = None) -> None:
         if data_mod.called_from_user_code():  # not Keras' own History, ProgbarLogger...
             try:
                 location = sites.user_frame_location(skip=1, call_names=(cls.__name__,))
-                _callback_sites[obj] = location
+                sites.record("callbacks", obj, location)
             except Exception:  # recording a site must never break the user's callback
                 pass
         return obj
 
     callback_cls.__new__ = staticmethod(__new__)
-    _installed = True
+    setattr(callback_cls, _CALLBACKS_HOOKED_ATTR, True)
 
 
 def callback_site(callback: Any):
     """The user's line that built ``callback`` (recorded by :func:`install`), or None."""
-    try:
-        return _callback_sites.get(callback)
-    except TypeError:
-        return None
+    return sites.lookup("callbacks", callback)
 
 
 # -- before fit ------------------------------------------------------------------------------
 
 
-def prepare_fit_data(capture: Any, arguments: dict[str, Any]) -> None:
+def prepare_fit_data(session: CaptureSession, arguments: dict[str, Any]) -> None:
     """Runs before the user's ``fit``: wraps a Python generator so that its batches are timed
     and kept as they flow, and records the process's memory before ``fit`` (the batch-size
     probe's first memory estimate).
 
     Args:
-        capture: the :class:`~rnndoctor.capture.window.Capture`.
+        session: the check's session (its ``probe_state`` is filled).
         arguments: ``fit``'s bound arguments; ``arguments["x"]`` may be replaced.
     """
-    state = _state(capture)
+    state = session.probe_state
     x = arguments.get("x")
     state.original_x = x
     state.rss_before_fit_mib = memory.reset_peak_rss()
@@ -223,7 +218,7 @@ class _CallbackTimer:
         return statistics.median(values) if values else None
 
 
-def time_callbacks(capture: Any, callbacks: list[Any]) -> list[Any]:
+def time_callbacks(capture: CaptureSession, callbacks: list[Any]) -> list[Any]:
     """Wraps each user callback that overrides a per-batch hook so its time per step is
     measured during the window. The callbacks themselves are returned unchanged otherwise.
 
@@ -236,7 +231,7 @@ def time_callbacks(capture: Any, callbacks: list[Any]) -> list[Any]:
     """
     import keras
 
-    state = _state(capture)
+    state = capture.probe_state
     for callback in callbacks:
         if not isinstance(callback, keras.callbacks.Callback):
             continue
@@ -253,9 +248,9 @@ def time_callbacks(capture: Any, callbacks: list[Any]) -> list[Any]:
 # -- the data --------------------------------------------------------------------------------
 
 
-def collect_data(capture: Any, arguments: dict[str, Any]) -> None:
+def collect_data(capture: CaptureSession, arguments: dict[str, Any]) -> None:
     """Fills ``capture.facts.data`` from ``fit``'s ``x`` (the user's object, not a wrapper)."""
-    state = _state(capture)
+    state = capture.probe_state
     x = state.original_x if state.original_x is not None else arguments.get("x")
     fit_location = capture.facts.fit.location if capture.facts.fit else None
     try:
@@ -265,25 +260,25 @@ def collect_data(capture: Any, arguments: dict[str, Any]) -> None:
     capture.save()
 
 
-def sample_batches(capture: Any, arguments: dict[str, Any]) -> Batches:
+def sample_batches(capture: CaptureSession, arguments: dict[str, Any]) -> Batches:
     """Up to ``K_BATCHES`` batches of the user's data, as numpy structures, timed.
 
     Bounded by ``capture.budget("input-only probe")``: a pipeline that blocks (a generator
     that hangs) is abandoned when the budget runs out, with a ``CutShort`` recorded.
     """
-    state = _state(capture)
+    state = capture.probe_state
     x = state.original_x if state.original_x is not None else arguments.get("x")
     kind = data_mod.data_kind(x)
-    capture.set_phase("input-only probe (sampling batches)")
+    capture.set_phase(Phase.INPUT_PROBE)
     budget = capture.budget("input-only probe")
     try:
         if state.tee is not None:
             batches = sampling.flowed(state.tee)
-        elif kind == "tf.data":
+        elif kind == DataKind.TF_DATA:
             batches = sampling.fresh_iterator(capture, budget, lambda: iter(x), x.element_spec)
-        elif kind == "keras.PyDataset":
+        elif kind == DataKind.PY_DATASET:
             batches = sampling.index_pydataset(capture, budget, x)
-        elif kind.startswith("numpy") or kind == "tensor":
+        elif DataKind.is_array(kind):
             batches = sampling.array_batches(capture, budget, x, arguments)
         else:
             batches = Batches(not_measured=f"input of kind {kind} cannot be sampled")
@@ -350,7 +345,7 @@ def _is_oom(exc: BaseException) -> bool:
 
 
 def _run_point(
-    capture: Any,
+    capture: CaptureSession,
     model: Any,
     dataset: Any,
     budget: Budget,
@@ -443,16 +438,30 @@ def _batch_size_of(item: Any) -> int | None:
     return None
 
 
-def run_probes(capture: Any, model: Any, arguments: dict[str, Any], batches: Batches) -> None:
-    """Fills ``capture.facts.probes``: input-only, callbacks, compute-only, the breakdown, and
+@dataclass
+class _Stage:
+    """One probe of :func:`run_probes`: its phase, the field that says why it did not measure,
+    the probe itself, what follows it, and whether its fits left garbage to collect."""
+
+    phase: Phase
+    not_measured: str
+    run: Callable[[], None]
+    after: Callable[[], None] = lambda: None
+    ran_fits: Callable[[], bool] = lambda: True
+
+
+def run_probes(
+    session: CaptureSession, model: Any, arguments: dict[str, Any], batches: Batches
+) -> None:
+    """Fills ``session.facts.probes``: input-only, callbacks, compute-only, the breakdown, and
     the batch-size and steps_per_execution probes. Never raises for a probe that fails: its
     ``*_not_measured`` says why.
     """
-    state = _state(capture)
+    state = session.probe_state
     probes = ProbeFacts()
-    capture.facts.probes = probes
+    session.facts.probes = probes
     _input_only(probes, batches)
-    _callbacks(capture, probes, state)
+    _callbacks(session, probes, state)
     saved = {
         "steps_per_execution": getattr(model, "steps_per_execution", 1),
         "train_function": getattr(model, "train_function", None),
@@ -460,28 +469,29 @@ def run_probes(capture: Any, model: Any, arguments: dict[str, Any], batches: Bat
     }
     real_kwargs = _real_fit_kwargs(state, arguments)
     stages = (
-        ("compute-only probe", "compute_only_not_measured",
-         lambda: _compute_only(capture, model, probes, batches, real_kwargs)),
-        ("batch-size probe", "batch_probe_not_measured",
-         lambda: _batch_probe(capture, model, probes, batches, state)),
-        ("steps_per_execution probe", "spe_probe_not_measured",
-         lambda: _spe_probe(capture, model, probes, batches, saved)),
+        _Stage(Phase.COMPUTE_PROBE, "compute_only_not_measured",
+               lambda: _compute_only(session, model, probes, batches, real_kwargs),
+               after=lambda: _breakdown(session, probes)),
+        _Stage(Phase.BATCH_PROBE, "batch_probe_not_measured",
+               lambda: _batch_probe(session, model, probes, batches, state)),
+        _Stage(Phase.SPE_PROBE, "spe_probe_not_measured",
+               lambda: _spe_probe(session, model, probes, batches, saved),
+               ran_fits=lambda: any(p.steps for p in probes.spe_probe)),
     )  # fmt: skip
     try:
-        for phase, not_measured, run in stages:
-            capture.set_phase(phase)
+        for stage in stages:
+            session.set_phase(stage.phase)
             try:
-                run()
+                stage.run()
             except Exception as exc:  # a probe's own failure: the others still run
-                setattr(probes, not_measured, f"failed: {type(exc).__name__}: {exc}"[:300])
-            if phase == "compute-only probe":
-                _breakdown(capture, probes)
+                setattr(probes, stage.not_measured, f"failed: {type(exc).__name__}: {exc}"[:300])
+            stage.after()
             # The probe's fits leave cyclic garbage (epoch iterators, datasets, traced
             # functions) whose collection takes up to seconds in a large TF heap: collect it in
             # the probe's own phase, so that the phase times say what each probe cost.
-            if phase != "steps_per_execution probe" or any(p.steps for p in probes.spe_probe):
+            if stage.ran_fits():
                 gc.collect()
-            capture.save()
+            session.save()
     finally:
         _restore(model, saved)
 
@@ -506,7 +516,7 @@ def _input_only(probes: ProbeFacts, batches: Batches) -> None:
         probes.input_only_not_measured = batches.not_measured or "no batch was timed"
 
 
-def _callbacks(capture: Any, probes: ProbeFacts, state: _State) -> None:
+def _callbacks(capture: CaptureSession, probes: ProbeFacts, state: ProbeState) -> None:
     skip = capture.options.warmup_steps
     total = 0.0
     for timer in state.timers:
@@ -524,20 +534,20 @@ def _callbacks(capture: Any, probes: ProbeFacts, state: _State) -> None:
     probes.callback_ms = round(total, 4)
 
 
-def _real_fit_kwargs(state: _State, arguments: dict[str, Any]) -> dict[str, Any] | None:
+def _real_fit_kwargs(state: ProbeState, arguments: dict[str, Any]) -> dict[str, Any] | None:
     """``fit`` arguments that train on the user's own data again (a fresh iterator), for the
     real-data side of the paired probe; None for inputs that should not be iterated again here
     (a Python generator; a PyDataset, whose workers would start again)."""
     x = state.original_x
     kind = data_mod.data_kind(x)
-    if kind == "tf.data":
+    if kind == DataKind.TF_DATA:
         try:
             cardinality = int(x.cardinality())
         except Exception:
             cardinality = -2
         steps = min(_POINT_MAX_STEPS, cardinality) if cardinality > 0 else _POINT_MAX_STEPS
         return {"x": x, "steps_per_epoch": steps, "shuffle": False}
-    if kind.startswith("numpy") or kind == "tensor":
+    if DataKind.is_array(kind):
         size = arguments.get("batch_size") or 32  # Keras' default for arrays
         try:
             import keras
@@ -562,7 +572,7 @@ def _real_fit_kwargs(state: _State, arguments: dict[str, Any]) -> dict[str, Any]
 
 
 def _compute_only(
-    capture: Any,
+    capture: CaptureSession,
     model: Any,
     probes: ProbeFacts,
     batches: Batches,
@@ -615,7 +625,7 @@ def _compute_only(
         probes.real_step_ms = round(statistics.median(real), 4)
 
 
-def _breakdown(capture: Any, probes: ProbeFacts) -> None:
+def _breakdown(capture: CaptureSession, probes: ProbeFacts) -> None:
     """The input-bound share and the split of the window's median step.
 
     With the paired probe, the input wait is ``real_step - compute_only`` (both timed side by
@@ -647,7 +657,7 @@ def _breakdown(capture: Any, probes: ProbeFacts) -> None:
     )
 
 
-def _out_of_budget(capture: Any, budget: Budget, point: ProbePoint, what: str) -> bool:
+def _out_of_budget(capture: CaptureSession, budget: Budget, point: ProbePoint, what: str) -> bool:
     """True (and ``point.stopped`` / ``capture.cut_short`` set) when ``budget`` ran out before the
     probe point ``what`` (``batch size 256``, ``16``) could start."""
     if not budget.expired():
@@ -658,7 +668,7 @@ def _out_of_budget(capture: Any, budget: Budget, point: ProbePoint, what: str) -
 
 
 def _time_point(
-    capture: Any, model: Any, point: ProbePoint, dataset: Any, budget: Budget, what: str
+    capture: CaptureSession, model: Any, point: ProbePoint, dataset: Any, budget: Budget, what: str
 ) -> bool:
     """Runs one probe point and fills ``point`` (``steps``, ``stopped``, ``step_time_ms``, a
     median in ms). Returns False when it gave no time (its probe stops there); a point cut by
@@ -675,7 +685,7 @@ def _time_point(
 
 
 def _batch_probe(
-    capture: Any, model: Any, probes: ProbeFacts, batches: Batches, state: _State
+    capture: CaptureSession, model: Any, probes: ProbeFacts, batches: Batches, state: ProbeState
 ) -> None:
     if probes.compute_only_ms is None:
         probes.batch_probe_not_measured = "the compute-only probe did not run: " + (
@@ -749,7 +759,7 @@ def _batch_probe(
 
 
 def _spe_probe(
-    capture: Any, model: Any, probes: ProbeFacts, batches: Batches, saved: dict[str, Any]
+    capture: CaptureSession, model: Any, probes: ProbeFacts, batches: Batches, saved: dict[str, Any]
 ) -> None:
     """Compute-only at steps_per_execution 1 and 16 (Keras builds a new multi-step train
     function for 16; the model's own is restored afterwards)."""

@@ -18,9 +18,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rnndoctor.capture.budget import Budget
+
+if TYPE_CHECKING:
+    from rnndoctor.capture.session import CaptureSession
 
 K_BATCHES = 16  # batches sampled and cached for the compute-only probe
 _INPUT_WARMUP_BATCHES = 2  # first batches of a fresh iterator: iterator start, buffers filling
@@ -153,7 +156,9 @@ class _Collected:
     error: BaseException | None
 
 
-def _collect(capture: Any, budget: Budget, produce: Callable[[], Any], what: str) -> _Collected:
+def _collect(
+    capture: CaptureSession, budget: Budget, produce: Callable[[], Any], what: str
+) -> _Collected:
     """Runs ``produce()`` (an iterable of batches) in a daemon thread and keeps each batch with
     the milliseconds it took to arrive, until ``K_BATCHES`` batches, ``_INPUT_TARGET_S`` (once
     ``_MIN_BATCHES`` are in), ``_MAX_CACHE_BYTES`` or the budget. A producer still blocked when
@@ -197,7 +202,7 @@ def _collect(capture: Any, budget: Budget, produce: Callable[[], Any], what: str
 
 
 def fresh_iterator(
-    capture: Any, budget: Budget, make_iterator: Callable[[], Any], element_spec: Any
+    capture: CaptureSession, budget: Budget, make_iterator: Callable[[], Any], element_spec: Any
 ) -> Batches:
     """Samples a fresh iterator (``make_iterator()``), timed.
 
@@ -228,7 +233,7 @@ def fresh_iterator(
     return batches
 
 
-def index_pydataset(capture: Any, budget: Budget, x: Any) -> Batches:
+def index_pydataset(capture: CaptureSession, budget: Budget, x: Any) -> Batches:
     """Samples a ``keras.utils.PyDataset`` by indexing it (``__getitem__``) on one thread, as
     one worker would; each batch is standardised as Keras' ``PyDatasetAdapter`` does (no worker
     is started). Input-only time is the median per ``__getitem__``.
@@ -266,7 +271,9 @@ def index_pydataset(capture: Any, budget: Budget, x: Any) -> Batches:
     return batches
 
 
-def array_batches(capture: Any, budget: Budget, x: Any, arguments: dict[str, Any]) -> Batches:
+def array_batches(
+    capture: CaptureSession, budget: Budget, x: Any, arguments: dict[str, Any]
+) -> Batches:
     """Samples arrays or tensors through Keras' own array data adapter, built as ``fit`` builds
     it from ``fit``'s bound ``arguments`` (``y``, ``sample_weight``, ``batch_size``,
     ``shuffle``, ``class_weight``), and iterated afresh."""
