@@ -151,7 +151,7 @@ def _error_message(exc: BaseException) -> str:
     return message
 
 
-def _start_watchdog(capture: CaptureSession) -> None:
+def _start_watchdog(session: CaptureSession) -> None:
     """Saves what the diagnosis window gathered before the parent's ``--timeout`` kill.
 
     The phases after the window save their facts as they go, but the window keeps its step times
@@ -162,25 +162,25 @@ def _start_watchdog(capture: CaptureSession) -> None:
     """
     import threading
 
-    left = capture.budgets.overall_left()
+    left = session.budgets.overall_left()
     if left == float("inf"):
         return
 
     def watch() -> None:
-        time.sleep(max(0.0, capture.budgets.overall_left()))
+        time.sleep(max(0.0, session.budgets.overall_left()))
         try:
-            _save_window_progress(capture)
+            _save_window_progress(session)
         except Exception:  # best effort: the parent still has the facts saved before
             traceback.print_exc()
 
     threading.Thread(target=watch, name="rnndoctor watchdog", daemon=True).start()
 
 
-def _save_window_progress(capture: CaptureSession, why: str = "when --timeout came") -> None:
+def _save_window_progress(session: CaptureSession, why: str = "when --timeout came") -> None:
     """Saves the window's step times so far and the model facts (no fast-path probe), once."""
-    window = capture.window
-    facts = capture.facts
-    if window is None or facts.steps is not None or capture.window_finished:
+    window = session.window
+    facts = session.facts
+    if window is None or facts.steps is not None or session.window_finished:
         return  # not in the window, or it has ended and saved its facts
     facts.steps = window.step_times(facts.fit.batch_size if facts.fit else None)
     if facts.model is None and getattr(window, "model", None) is not None:
@@ -195,10 +195,10 @@ def _save_window_progress(capture: CaptureSession, why: str = "when --timeout ca
         "times and model facts are those gathered so far; the cuDNN fast-path probe, the probes "
         "and the profile did not run"
     )
-    capture.save()
+    session.save()
 
 
-def _watch_os_exit(capture: CaptureSession) -> None:
+def _watch_os_exit(session: CaptureSession) -> None:
     """Wraps ``os._exit`` so that the script's own call (which skips every ``except`` and
     ``finally``) still leaves its partial facts, its line and a clear outcome.
 
@@ -212,17 +212,17 @@ def _watch_os_exit(capture: CaptureSession) -> None:
 
     def _exit(status: int) -> NoReturn:
         location = sites.user_frame_location(skip=1) if os.getpid() == pid else None
-        facts = capture.facts
+        facts = session.facts
         if location is not None and facts.run.outcome == Outcome.RUNNING:
             try:
-                _save_window_progress(capture, "when the script called os._exit")
-                facts.run.outcome = Outcome.SCRIPT_ERROR if capture.fit_called else Outcome.NO_FIT
+                _save_window_progress(session, "when the script called os._exit")
+                facts.run.outcome = Outcome.SCRIPT_ERROR if session.fit_called else Outcome.NO_FIT
                 facts.run.error_type = "SystemExit"
                 facts.run.message = f"the script called os._exit({status!r}) " + (
-                    "before calling Model.fit" if not capture.fit_called else "during the diagnosis"
+                    "before calling Model.fit" if not session.fit_called else "during the diagnosis"
                 )
                 facts.run.error_location = location
-                capture.save()
+                session.save()
             except Exception:  # never keep the script from exiting
                 pass
         real_exit(status)

@@ -156,7 +156,7 @@ def filter_callbacks(session: CaptureSession, callbacks: list[Any]) -> list[Any]
             target = _CALLBACK_TARGETS[kind](callback)
         except Exception:  # a user subclass with odd attributes: still dropped
             target = None
-        location = sites.lookup("saving_callbacks", callback)
+        location = session.site_book.lookup("saving_callbacks", callback)
         _record(session, what, _where(target), location or _fit_location(session))
     return kept
 
@@ -368,9 +368,8 @@ def _record(
     session: CaptureSession, what: str, detail: str | None, location: SourceLocation | None
 ) -> None:
     """Adds a :class:`Neutralised` entry, or counts one more call of an existing one."""
-    capture = session
     with _lock:
-        for entry in capture.facts.run.neutralised:
+        for entry in session.facts.run.neutralised:
             if (
                 entry.what == what
                 and entry.detail == detail
@@ -378,9 +377,9 @@ def _record(
             ):
                 entry.calls += 1
                 return
-        capture.facts.run.neutralised.append(Neutralised(what, detail, location))
+        session.facts.run.neutralised.append(Neutralised(what, detail, location))
     try:
-        capture.save()
+        session.save()
     except Exception:  # never fail the user's call over saving the facts
         pass
 

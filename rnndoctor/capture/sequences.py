@@ -5,7 +5,7 @@ batches)`` fills ``session.facts.sequences`` from ``batches`` (a ``probes.Batche
 ``session.budget("sequence sampling")``. ``install(session)`` runs before the user's script; what
 its hooks see goes to ``session.sequence_state``.
 
-How the valid lengths are found (DESIGN.md, Measurement: padding):
+How the valid lengths are found:
 
 - **The mask each RNN receives.** The model runs forward once per sampled batch
   (``training=False``) while each RNN layer's ``call`` is replaced, on that instance only, by a
@@ -302,13 +302,12 @@ def sample_sequences(session: CaptureSession, model: Any, batches: Any) -> None:
         model: the user's model.
         batches: a ``probes.Batches`` (numpy batches as Keras' data adapters yield them).
     """
-    capture = session
     state = session.sequence_state
-    capture.set_phase(Phase.SEQUENCES)
-    budget = capture.budget("sequence sampling")
+    session.set_phase(Phase.SEQUENCES)
+    budget = session.budget("sequence sampling")
     items = list(getattr(batches, "items", None) or [])
     if not items:
-        capture.facts.sequences = SequenceFacts(
+        session.facts.sequences = SequenceFacts(
             method=getattr(batches, "method", None),
             inputs=_ragged_inputs(state),
             not_measured=getattr(batches, "not_measured", None) or "no batch was sampled",
@@ -318,12 +317,12 @@ def sample_sequences(session: CaptureSession, model: Any, batches: Any) -> None:
         facts = measure_batches(
             model,
             items,
-            model_facts=capture.facts.model,
+            model_facts=session.facts.model,
             deadline=budget.deadline,
             calls=list(state.calls.values()),
         )
     except Exception as exc:
-        capture.facts.sequences = SequenceFacts(
+        session.facts.sequences = SequenceFacts(
             inputs=_ragged_inputs(state),
             not_measured=f"sequence sampling failed: {type(exc).__name__}: {exc}"[:300],
         )
@@ -332,9 +331,9 @@ def sample_sequences(session: CaptureSession, model: Any, batches: Any) -> None:
     # ragged inputs seen during fit (by layer name) and not among the sampled ones (by path)
     sampled = {path.rsplit("/", 1)[-1] for i in facts.inputs if i.ragged for path in i.rnn_layers}
     facts.inputs.extend(i for i in _ragged_inputs(state) if not set(i.rnn_layers) <= sampled)
-    capture.facts.sequences = facts
+    session.facts.sequences = facts
     if facts.batches_sampled < len(items) and budget.expired():
-        capture.cut_short(
+        session.cut_short(
             budget,
             f"sampled {facts.batches_sampled} of {len(items)} batches before the budget ran out",
         )

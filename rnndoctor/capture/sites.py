@@ -60,6 +60,13 @@ class SiteBook:
     callbacks: weakref.WeakKeyDictionary = field(default_factory=_weak_map)
     saving_callbacks: weakref.WeakKeyDictionary = field(default_factory=_weak_map)
 
+    def lookup(self, table: str, obj: Any) -> Any:
+        """``obj``'s entry in ``table`` (``"layers"``, ``"datasets"``...), or None."""
+        try:
+            return getattr(self, table).get(obj)
+        except TypeError:  # not weak-referenceable
+            return None
+
 
 def book() -> SiteBook | None:
     """The book the construction-site hooks record into; None before :func:`install`."""
@@ -72,12 +79,7 @@ def book() -> SiteBook | None:
 def lookup(table: str, obj: Any) -> Any:
     """``obj``'s entry in the book's ``table`` (``"layers"``, ``"datasets"``...), or None."""
     current = book()
-    if current is None:
-        return None
-    try:
-        return getattr(current, table).get(obj)
-    except TypeError:  # not weak-referenceable
-        return None
+    return current.lookup(table, obj) if current is not None else None
 
 
 def record(table: str, obj: Any, value: Any) -> None:

@@ -353,11 +353,10 @@ def collect_traces(session: CaptureSession, model: Any = None) -> None:
     """
     from rnndoctor.capture import env
 
-    capture = session
-    if capture.facts.environment is not None:
-        env.refresh_execution_mode(capture.facts.environment)
-    if capture.facts.probes is None:
-        capture.facts.probes = ProbeFacts()
+    if session.facts.environment is not None:
+        env.refresh_execution_mode(session.facts.environment)
+    if session.facts.probes is None:
+        session.facts.probes = ProbeFacts()
     state = session.loop_state if session.loop_state.hooked else None
     rows: list[TraceCount] = []
     if state is None:
@@ -365,7 +364,7 @@ def collect_traces(session: CaptureSession, model: Any = None) -> None:
     else:
         state.frozen = True
         loop = state.loop
-        fit_location = capture.facts.fit.location if capture.facts.fit else None
+        fit_location = session.facts.fit.location if session.facts.fit else None
         for key, stats in state.functions.items():
             if stats.calls == 0:
                 continue
@@ -378,8 +377,8 @@ def collect_traces(session: CaptureSession, model: Any = None) -> None:
             rows.append(stats.facts(role, location, name))
         rows.sort(key=lambda r: (_ROLE_ORDER.get(r.role, 3), -r.traces, r.name))
         rows = rows[:_MAX_TRACE_ROWS]
-    capture.facts.probes.traces = rows
-    capture.save()
+    session.facts.probes.traces = rows
+    session.save()
 
 
 def _uninstrumented_train_function(model: Any) -> list[TraceCount]:
