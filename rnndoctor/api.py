@@ -16,11 +16,16 @@ import os
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rnndoctor import __version__
 from rnndoctor.engine import Report, evaluate
-from rnndoctor.facts import Facts, RunInfo
+from rnndoctor.facts import Facts, RunInfo, SourceLocation
+from rnndoctor.options import DEFAULTS
+
+if TYPE_CHECKING:
+    from rnndoctor.capture.session import CaptureSession
+    from rnndoctor.capture.step_window import WindowOptions
 
 
 def record_construction_sites() -> None:
@@ -33,19 +38,19 @@ def record_construction_sites() -> None:
     from rnndoctor.capture import probes, sites
 
     sites.install()
-    probes.install()  # where tf.data datasets, PyDatasets and callbacks are built
+    probes.install(None)  # where tf.data datasets, PyDatasets and callbacks are built
 
 
 def diagnose(
     model: Any,
     data: Any = None,
     *,
-    steps: int = 20,
-    warmup_steps: int = 3,
-    profile_steps: int = 3,
+    steps: int = DEFAULTS.steps,
+    warmup_steps: int = DEFAULTS.warmup,
+    profile_steps: int = DEFAULTS.profile_steps,
     out: str | os.PathLike | None = None,
-    probe_fast_path: bool = True,
-    run_probes: bool = True,
+    probe_fast_path: bool = DEFAULTS.probe_fast_path,
+    run_probes: bool = not DEFAULTS.no_probes,
     select: list[str] | None = None,
     ignore: list[str] | None = None,
     **fit_kwargs: Any,
@@ -79,11 +84,47 @@ def diagnose(
     """
     import keras
 
-    from rnndoctor.capture import sites
-    from rnndoctor.capture.env import collect_environment
-    from rnndoctor.capture.window import Capture, WindowOptions
+    from rnndoctor.capture import sites, window
+    from rnndoctor.capture.step_window import WindowOptions
 
     location = sites.user_frame_location(skip=1, call_names=("diagnose",))
+    options = WindowOptions(
+        warmup_steps=warmup_steps,
+        measured_steps=steps,
+        profile_steps=profile_steps,
+        profile_dir=_profile_dir(out),
+        probe_fast_path=probe_fast_path,
+        run_probes=run_probes,
+    )
+    session = _session(location, options, out)
+    # Under `rnndoctor check`, Model.fit is hooked: call the original.
+    fit = getattr(keras.Model.fit, "__wrapped__", keras.Model.fit)
+    args = (data,) if data is not None else ()
+    window.run_window(session, fit, model, args, dict(fit_kwargs), location)
+    report = evaluate(session.facts, select=select, ignore=ignore)
+    if out is not None:
+        from rnndoctor.reports import write_reports
+
+        write_reports(report, out, ["html", "json"])
+    return report
+
+
+def _profile_dir(out: str | os.PathLike | None) -> str:
+    """``<out>/profile`` (absolute), or a fresh temporary directory when ``out`` is None."""
+    if out is None:
+        return tempfile.mkdtemp(prefix="rnndoctor-profile-")
+    Path(out).mkdir(parents=True, exist_ok=True)
+    return os.path.join(os.path.abspath(out), "profile")
+
+
+def _session(
+    location: SourceLocation | None, options: WindowOptions, out: str | os.PathLike | None
+) -> CaptureSession:
+    """A capture session in this process: the facts of a run started now by ``location``."""
+    from rnndoctor.capture import sites
+    from rnndoctor.capture.env import collect_environment
+    from rnndoctor.capture.session import CaptureSession
+
     facts = Facts(
         run=RunInfo(
             script=location.file if location else "<python>",
@@ -94,30 +135,5 @@ def diagnose(
         tool_version=__version__,
     )
     facts.environment = collect_environment()
-    if out is not None:
-        Path(out).mkdir(parents=True, exist_ok=True)
-    profile_dir = (
-        os.path.join(os.path.abspath(out), "profile")
-        if out is not None
-        else tempfile.mkdtemp(prefix="rnndoctor-profile-")
-    )
-    options = WindowOptions(
-        warmup_steps=warmup_steps,
-        measured_steps=steps,
-        profile_steps=profile_steps,
-        profile_dir=profile_dir,
-        probe_fast_path=probe_fast_path,
-        run_probes=run_probes,
-    )
     facts_path = os.path.join(out, "facts.json") if out is not None else None
-    capture = Capture(facts, options, facts_path)
-    # Under `rnndoctor check`, Model.fit is hooked: call the original.
-    fit = getattr(keras.Model.fit, "__wrapped__", keras.Model.fit)
-    args = (data,) if data is not None else ()
-    capture.run_window(fit, model, args, dict(fit_kwargs), location)
-    report = evaluate(facts, select=select, ignore=ignore)
-    if out is not None:
-        from rnndoctor.reports import write_reports
-
-        write_reports(report, out, ["html", "json"])
-    return report
+    return CaptureSession(facts, options, facts_path, site_book=sites.book())

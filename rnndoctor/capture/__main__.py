@@ -4,12 +4,13 @@ Runs the user's script unmodified (``runpy.run_path`` with ``sys.argv`` set and 
 first on ``sys.path``, as ``python SCRIPT`` would), with the construction-site and ``fit`` hooks
 installed. It saves ``<out>/facts.json`` after every phase, so the parent always finds the facts
 gathered so far, even after a crash or a kill. Its exit status is 0 whenever facts were saved; the
-parent reads ``facts.run.outcome``. Status 70 means rnndoctor itself failed.
+parent reads ``facts.run.outcome``. Status 70 (``ExitCode.CHILD_INTERNAL``) means rnndoctor
+itself failed. Its arguments are ``Options.child_argv()``, read back by
+:func:`rnndoctor.options.parse_child_args`.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import runpy
@@ -17,12 +18,16 @@ import sys
 import time
 import traceback
 from datetime import UTC, datetime
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from rnndoctor import __version__
-from rnndoctor.facts import Facts, RunInfo
+from rnndoctor.capture.step_window import WindowOptions
+from rnndoctor.facts import Facts, Outcome, Phase, RunInfo, SourceLocation
+from rnndoctor.options import ExitCode, Options, parse_child_args
 
-EXIT_INTERNAL = 70  # EX_SOFTWARE
+if TYPE_CHECKING:
+    from rnndoctor.capture.session import CaptureSession
+
 _STDIN_HINT = (
     "the check gives the script an empty standard input: redirect one "
     "(`rnndoctor check SCRIPT < FILE`) or pass the input as arguments after `--`"
@@ -80,7 +85,7 @@ def _import_keras(facts: Facts) -> bool:
         failure = None
     if backend == "tensorflow" and failure is None:
         return True
-    facts.run.outcome = "capture_error"
+    facts.run.outcome = Outcome.CAPTURE_ERROR
     facts.run.error_type = "KerasBackend"
     if backend != "tensorflow":
         source = source or _requested_backend()[1]
@@ -97,21 +102,7 @@ def _import_keras(facts: Facts) -> bool:
     return False
 
 
-def _parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m rnndoctor.capture")
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--profile-steps", type=int, default=3)
-    parser.add_argument("--no-probe", action="store_true")
-    parser.add_argument("--timeout", type=float, default=None)
-    parser.add_argument("--no-probes", action="store_true", help="skip the input/compute probes")
-    parser.add_argument("script")
-    parser.add_argument("script_args", nargs=argparse.REMAINDER)
-    return parser.parse_args(argv)
-
-
-def _error_location(exc: BaseException):
+def _error_location(exc: BaseException) -> SourceLocation | None:
     from rnndoctor.capture import sites
 
     if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
@@ -160,7 +151,7 @@ def _error_message(exc: BaseException) -> str:
     return message
 
 
-def _start_watchdog(capture) -> None:
+def _start_watchdog(session: CaptureSession) -> None:
     """Saves what the diagnosis window gathered before the parent's ``--timeout`` kill.
 
     The phases after the window save their facts as they go, but the window keeps its step times
@@ -171,25 +162,25 @@ def _start_watchdog(capture) -> None:
     """
     import threading
 
-    left = capture.budgets.overall_left()
+    left = session.budgets.overall_left()
     if left == float("inf"):
         return
 
     def watch() -> None:
-        time.sleep(max(0.0, capture.budgets.overall_left()))
+        time.sleep(max(0.0, session.budgets.overall_left()))
         try:
-            _save_window_progress(capture)
+            _save_window_progress(session)
         except Exception:  # best effort: the parent still has the facts saved before
             traceback.print_exc()
 
     threading.Thread(target=watch, name="rnndoctor watchdog", daemon=True).start()
 
 
-def _save_window_progress(capture, why: str = "when --timeout came") -> None:
+def _save_window_progress(session: CaptureSession, why: str = "when --timeout came") -> None:
     """Saves the window's step times so far and the model facts (no fast-path probe), once."""
-    window = capture.window
-    facts = capture.facts
-    if window is None or facts.steps is not None or capture.window_finished:
+    window = session.window
+    facts = session.facts
+    if window is None or facts.steps is not None or session.window_finished:
         return  # not in the window, or it has ended and saved its facts
     facts.steps = window.step_times(facts.fit.batch_size if facts.fit else None)
     if facts.model is None and getattr(window, "model", None) is not None:
@@ -204,10 +195,10 @@ def _save_window_progress(capture, why: str = "when --timeout came") -> None:
         "times and model facts are those gathered so far; the cuDNN fast-path probe, the probes "
         "and the profile did not run"
     )
-    capture.save()
+    session.save()
 
 
-def _watch_os_exit(capture) -> None:
+def _watch_os_exit(session: CaptureSession) -> None:
     """Wraps ``os._exit`` so that the script's own call (which skips every ``except`` and
     ``finally``) still leaves its partial facts, its line and a clear outcome.
 
@@ -221,17 +212,17 @@ def _watch_os_exit(capture) -> None:
 
     def _exit(status: int) -> NoReturn:
         location = sites.user_frame_location(skip=1) if os.getpid() == pid else None
-        facts = capture.facts
-        if location is not None and facts.run.outcome == "running":
+        facts = session.facts
+        if location is not None and facts.run.outcome == Outcome.RUNNING:
             try:
-                _save_window_progress(capture, "when the script called os._exit")
-                facts.run.outcome = "no_fit" if not capture.fit_called else "script_error"
+                _save_window_progress(session, "when the script called os._exit")
+                facts.run.outcome = Outcome.SCRIPT_ERROR if session.fit_called else Outcome.NO_FIT
                 facts.run.error_type = "SystemExit"
                 facts.run.message = f"the script called os._exit({status!r}) " + (
-                    "before calling Model.fit" if not capture.fit_called else "during the diagnosis"
+                    "before calling Model.fit" if not session.fit_called else "during the diagnosis"
                 )
                 facts.run.error_location = location
-                capture.save()
+                session.save()
             except Exception:  # never keep the script from exiting
                 pass
         real_exit(status)
@@ -251,16 +242,12 @@ def _source_root(script: str) -> str:
         folder = parent
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parse(sys.argv[1:] if argv is None else argv)
-    script = os.path.abspath(args.script)
-    os.makedirs(args.out, exist_ok=True)
-    facts_path = os.path.join(args.out, "facts.json")
-    started = time.monotonic()
+def _new_facts(script: str, argv: list[str], started: float) -> Facts:
+    """The facts of a check that starts now: the run, the source root, the first phase."""
     facts = Facts(
         run=RunInfo(
             script=script,
-            argv=[args.script, *args.script_args],
+            argv=argv,
             cwd=os.getcwd(),
             started_utc=datetime.now(UTC).isoformat(timespec="seconds"),
         ),
@@ -269,87 +256,122 @@ def main(argv: list[str] | None = None) -> int:
     root = _source_root(script)
     facts.run.source_root = root
     facts.run.script_dir_in_source_root = os.path.relpath(os.path.dirname(script), root)
-    facts.run.enter_phase("importing TensorFlow and Keras", time.monotonic() - started)
-    facts.save(facts_path)
+    facts.run.enter_phase(Phase.IMPORTING, time.monotonic() - started)
+    return facts
 
+
+def _window_options(options: Options) -> WindowOptions:
+    """The window's part of the check's options."""
+    from rnndoctor.capture.session import default_profile_dir
+
+    return WindowOptions(
+        warmup_steps=options.warmup,
+        measured_steps=options.steps,
+        profile_steps=options.profile_steps,
+        profile_dir=default_profile_dir(options.out),
+        probe_fast_path=options.probe_fast_path,
+        timeout_s=options.timeout,
+        run_probes=not options.no_probes,
+    )
+
+
+def _install_hooks(session: CaptureSession, script: str) -> None:
+    """Every hook, before the user's script runs: construction sites, neutralisation, custom
+    loops and tf.function counts, sequences, probes, and ``Model.fit``."""
+    from rnndoctor.capture import loop, neutralise, probes, sequences, sites, window
+
+    session.site_book = sites.install(script)
+    neutralise.install(session)
+    loop.install(session)
+    sequences.install(session)
+    probes.install(session)
+    window.install_fit_hook(session)
+
+
+def _run_script(session: CaptureSession, script: str) -> None:
+    """Runs the user's script as ``python SCRIPT`` would, and records how it ended."""
+    from rnndoctor.capture import loop
+    from rnndoctor.capture.session import StopScript
+
+    facts = session.facts
+    run = facts.run
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except StopScript:
+        sys.settrace(None)
+    except BackendSwitch as exc:
+        if not session.window_finished:
+            run.outcome = Outcome.CAPTURE_ERROR
+            run.error_type = "KerasBackend"
+            run.message = (
+                f"the script sets KERAS_BACKEND={exc.args[0]!r}, but rnndoctor diagnoses the "
+                "TensorFlow backend only (Keras was already imported with it): check the script "
+                "with KERAS_BACKEND=tensorflow"
+            )
+            run.error_location = _error_location(exc)
+    except SystemExit as exc:
+        loop.finish_pending(session)  # a custom loop that ended before its window was done
+        if not session.window_finished:
+            run.outcome = Outcome.SCRIPT_ERROR if session.fit_called else Outcome.NO_FIT
+            run.error_type = "SystemExit"
+            run.message = _exit_message(exc, session.fit_called)
+            run.error_location = _error_location(exc)
+    except BaseException as exc:  # the user's script failed: report it, never crash
+        if not session.window_finished:
+            run.outcome = Outcome.SCRIPT_ERROR
+            run.error_type = type(exc).__name__
+            run.message = _error_message(exc)
+            run.error_location = _error_location(exc)
+            traceback.print_exc()
+    else:
+        loop.finish_pending(session)  # a custom loop that ended before its window was done
+        if not session.fit_called and not session.window_finished:
+            run.outcome = Outcome.NO_FIT
+            run.message = (
+                "the script ended without calling Model.fit or applying gradients with a Keras "
+                "optimizer"
+            )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The child's entry point: runs the script under the hooks and saves ``facts.json``.
+
+    Returns:
+        0 whenever the facts were saved (the parent reads ``facts.run.outcome``).
+    """
+    options, script_arg, script_args = parse_child_args(sys.argv[1:] if argv is None else argv)
+    script = os.path.abspath(script_arg)
+    os.makedirs(options.out, exist_ok=True)
+    facts_path = os.path.join(options.out, "facts.json")
+    started = time.monotonic()
+    facts = _new_facts(script, [script_arg, *script_args], started)
+    facts.save(facts_path)
     if not _import_keras(facts):
         facts.run.wall_time_s = round(time.monotonic() - started, 3)
         facts.save(facts_path)
         return 0
 
-    from rnndoctor.capture import loop, neutralise, probes, sequences, sites
     from rnndoctor.capture.env import collect_environment
-    from rnndoctor.capture.window import Capture, StopScript, WindowOptions, default_profile_dir
+    from rnndoctor.capture.session import CaptureSession
 
     facts.environment = collect_environment()
-    options = WindowOptions(
-        warmup_steps=args.warmup,
-        measured_steps=args.steps,
-        profile_steps=args.profile_steps,
-        profile_dir=default_profile_dir(args.out),
-        probe_fast_path=not args.no_probe,
-        timeout_s=args.timeout,
-        run_probes=not args.no_probes,
-    )
-    capture = Capture(facts, options, facts_path, started)
+    session = CaptureSession(facts, _window_options(options), facts_path, started)
     if facts.environment.keras_backend != "tensorflow":
-        facts.run.outcome = "capture_error"
+        facts.run.outcome = Outcome.CAPTURE_ERROR
         facts.run.message = (
             f"Keras backend is {facts.environment.keras_backend!r}; rnndoctor diagnoses the "
             "TensorFlow backend only (set KERAS_BACKEND=tensorflow)"
         )
         facts.save(facts_path)
         return 0
-    sites.set_script(script)
-    sites.install()
-    neutralise.install(capture)
-    loop.install(capture)
-    sequences.install(capture)
-    probes.install(capture)
-    capture.install_fit_hook()
-
-    sys.argv = [script, *args.script_args]
+    _install_hooks(session, script)
+    sys.argv = [script, *script_args]
     sys.path.insert(0, os.path.dirname(script))
     sys.addaudithook(_watch_backend)
-    _start_watchdog(capture)
-    _watch_os_exit(capture)
-    capture.set_phase("running the script until its first Model.fit call or gradient update")
-    try:
-        runpy.run_path(script, run_name="__main__")
-    except StopScript:
-        sys.settrace(None)
-    except BackendSwitch as exc:
-        if not capture.window_finished:
-            facts.run.outcome = "capture_error"
-            facts.run.error_type = "KerasBackend"
-            facts.run.message = (
-                f"the script sets KERAS_BACKEND={exc.args[0]!r}, but rnndoctor diagnoses the "
-                "TensorFlow backend only (Keras was already imported with it): check the script "
-                "with KERAS_BACKEND=tensorflow"
-            )
-            facts.run.error_location = _error_location(exc)
-    except SystemExit as exc:
-        loop.finish_pending(capture)  # a custom loop that ended before its window was done
-        if not capture.window_finished:
-            facts.run.outcome = "no_fit" if not capture.fit_called else "script_error"
-            facts.run.error_type = "SystemExit"
-            facts.run.message = _exit_message(exc, capture.fit_called)
-            facts.run.error_location = _error_location(exc)
-    except BaseException as exc:  # the user's script failed: report it, never crash
-        if not capture.window_finished:
-            facts.run.outcome = "script_error"
-            facts.run.error_type = type(exc).__name__
-            facts.run.message = _error_message(exc)
-            facts.run.error_location = _error_location(exc)
-            traceback.print_exc()
-    else:
-        loop.finish_pending(capture)  # a custom loop that ended before its window was done
-        if not capture.fit_called and not capture.window_finished:
-            facts.run.outcome = "no_fit"
-            facts.run.message = (
-                "the script ended without calling Model.fit or applying gradients with a Keras "
-                "optimizer"
-            )
+    _start_watchdog(session)
+    _watch_os_exit(session)
+    session.set_phase(Phase.RUNNING_SCRIPT)
+    _run_script(session, script)
     facts.run.wall_time_s = round(time.monotonic() - started, 3)
     facts.save(facts_path)
     return 0
@@ -360,7 +382,7 @@ if __name__ == "__main__":
         code = main()
     except BaseException:
         traceback.print_exc()
-        code = EXIT_INTERNAL
+        code = ExitCode.CHILD_INTERNAL
     sys.stdout.flush()
     sys.stderr.flush()
     # The user's script may leave non-daemon threads or worker pools behind; do not wait on them.

@@ -34,13 +34,12 @@ import inspect
 import re
 import sys
 import threading
-import weakref
 from typing import Any
 
 import networkx as nx
 
 from rnndoctor.capture import sites
-from rnndoctor.facts import DataFacts, DataNode, GraphEdge, SourceLocation
+from rnndoctor.facts import DataFacts, DataKind, DataNode, GraphEdge, SourceLocation
 
 # tf.data.Dataset methods that build a dataset, hooked to record the user's line.
 _DATASET_METHODS = (
@@ -100,10 +99,9 @@ _NON_USER_OPS = (
 )  # fmt: skip
 _VERSION = re.compile(r"V\d+$")
 
-_sites: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_user_files: dict[str, bool] = {}
+_HOOKED_ATTR = "_rnndoctor_sites_hooked"  # set on tf.data.Dataset once its methods are hooked
+_user_files: dict[str, bool] = {}  # a cache: filename -> sites.is_user_file(filename)
 _depth = threading.local()
-_installed = False
 
 
 def _base_op(op: str) -> str:
@@ -127,11 +125,7 @@ def called_from_user_code(depth: int = 2) -> bool:
 
 
 def _record(obj: Any, method: str, location: SourceLocation | None) -> None:
-    try:
-        if obj is not None and obj not in _sites:
-            _sites[obj] = (method, location)
-    except TypeError:  # not weak-referenceable
-        pass
+    sites.record("datasets", obj, (method, location))
 
 
 def _hooked(name: str, original: Any) -> Any:
@@ -157,15 +151,15 @@ def _hooked(name: str, original: Any) -> Any:
 def install() -> None:
     """Hooks tf.data and ``keras.utils.PyDataset`` to record where the user built each dataset.
 
-    Idempotent. Call it before the user's script runs.
+    Idempotent. Call it before the user's script runs. The sites go to the book of
+    :func:`rnndoctor.capture.sites.install` (none is recorded before it).
     """
-    global _installed
-    if _installed:
-        return
     import keras
     import tensorflow as tf
 
     dataset = tf.data.Dataset
+    if dataset.__dict__.get(_HOOKED_ATTR):
+        return
     for name in _DATASET_METHODS:
         original = inspect.getattr_static(dataset, name, None)
         if original is None:
@@ -181,7 +175,7 @@ def install() -> None:
         if cls is not None:
             _hook_init(cls, cls_name)
     _hook_init(keras.utils.PyDataset, "PyDataset")
-    _installed = True
+    setattr(dataset, _HOOKED_ATTR, True)
 
 
 def _hook_init(cls: type, name: str) -> None:
@@ -206,10 +200,7 @@ def _hook_init(cls: type, name: str) -> None:
 
 def site_of(obj: Any) -> tuple[str, SourceLocation | None] | None:
     """``(method, location)`` recorded for a dataset or PyDataset, or None."""
-    try:
-        return _sites.get(obj)
-    except TypeError:
-        return None
+    return sites.lookup("datasets", obj)
 
 
 # -- describing the data ---------------------------------------------------------------------
@@ -222,17 +213,17 @@ def data_kind(x: Any) -> str:
     import tensorflow as tf
 
     if isinstance(x, tf.data.Dataset):
-        return "tf.data"
+        return DataKind.TF_DATA
     if isinstance(x, keras.utils.PyDataset):
-        return "keras.PyDataset"
+        return DataKind.PY_DATASET
     if isinstance(x, np.ndarray):
-        return "numpy"
+        return DataKind.NUMPY
     if isinstance(x, (dict, list, tuple)):
-        return "numpy (multi-input)"
+        return DataKind.NUMPY_MULTI
     if inspect.isgenerator(x) or hasattr(x, "__next__"):
-        return "python_generator"
+        return DataKind.PYTHON_GENERATOR
     if tf.is_tensor(x):
-        return "tensor"
+        return DataKind.TENSOR
     return type(x).__name__
 
 
@@ -251,7 +242,7 @@ def describe(x: Any, fit_location: SourceLocation | None = None) -> DataFacts:
     kind = data_kind(x)
     facts = DataFacts(kind=kind)
     recorded = site_of(x)
-    if kind == "tf.data":
+    if kind == DataKind.TF_DATA:
         facts.reiterable = True
         try:
             _describe_dataset(x, facts)
@@ -259,7 +250,7 @@ def describe(x: Any, fit_location: SourceLocation | None = None) -> DataFacts:
             facts.graph_not_measured = f"{type(exc).__name__}: {exc}"[:300]
         if facts.location is None and recorded is not None:
             facts.location = recorded[1]
-    elif kind == "keras.PyDataset":
+    elif kind == DataKind.PY_DATASET:
         facts.reiterable = True
         facts.workers = _int_or_none(getattr(x, "workers", None))
         facts.use_multiprocessing = bool(getattr(x, "use_multiprocessing", False))
@@ -269,14 +260,14 @@ def describe(x: Any, fit_location: SourceLocation | None = None) -> DataFacts:
             facts.cardinality = _int_or_none(x.num_batches)
         except Exception:
             pass
-    elif kind == "python_generator":
+    elif kind == DataKind.PYTHON_GENERATOR:
         facts.reiterable = False
         code = getattr(x, "gi_code", None)
         if code is not None and sites.is_user_file(code.co_filename):
             facts.location = sites.source_location(code.co_filename, code.co_firstlineno)
     else:  # arrays and tensors
         facts.reiterable = True
-    if facts.location is None and kind in ("keras.PyDataset", "python_generator"):
+    if facts.location is None and kind in (DataKind.PY_DATASET, DataKind.PYTHON_GENERATOR):
         facts.location = fit_location
     return facts
 

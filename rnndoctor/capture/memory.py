@@ -10,7 +10,10 @@ it; on a GPU the allocator's own peak (``tf.config.experimental.get_memory_info`
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rnndoctor.capture.session import CaptureSession
 
 MEMORY_ENV = "RNNDOCTOR_PROBE_MEMORY_MIB"
 _MEMORY_HEADROOM = 0.8  # share of MemAvailable / free GPU memory the batch-size probe may use
@@ -41,7 +44,7 @@ def proc_status_mib(key: str) -> float | None:
     return None
 
 
-def memory_limit(capture: Any) -> tuple[float | None, str | None]:
+def memory_limit(session: CaptureSession) -> tuple[float | None, str | None]:
     """The extra memory (MiB) the batch-size probe may use, and where the figure comes from."""
     env = os.environ.get(MEMORY_ENV)
     if env:
@@ -49,7 +52,7 @@ def memory_limit(capture: Any) -> tuple[float | None, str | None]:
             return float(env), MEMORY_ENV
         except ValueError:
             pass
-    gpu = gpu_memory(capture)
+    gpu = gpu_memory(session)
     if gpu is not None:
         total_mib, current_mib = gpu
         return (total_mib - current_mib) * _MEMORY_HEADROOM, "free GPU memory"
@@ -63,9 +66,9 @@ def memory_limit(capture: Any) -> tuple[float | None, str | None]:
     return None, None
 
 
-def gpu_memory(capture: Any) -> tuple[float, float] | None:
+def gpu_memory(session: CaptureSession) -> tuple[float, float] | None:
     """``(total, in use)`` of the first GPU in MiB, or None without a GPU."""
-    env = capture.facts.environment
+    env = session.facts.environment
     if env is None or not env.gpu_count or not env.gpu_memory_mib:
         return None
     try:
@@ -81,8 +84,8 @@ class MemoryMeter:
     """Peak extra memory of a probe point: the GPU allocator's peak on a GPU, else the growth
     of the process's peak RSS (``VmHWM``, reset before the point)."""
 
-    def __init__(self, capture: Any):
-        self.gpu = gpu_memory(capture) is not None
+    def __init__(self, session: CaptureSession):
+        self.gpu = gpu_memory(session) is not None
         self.before: float | None = None
 
     def start(self) -> None:

@@ -60,7 +60,7 @@ def _activation_name(fn: Any) -> str:
     return str(name or getattr(fn, "__name__", None) or repr(fn))
 
 
-def _children(layer: Any) -> list[Any]:
+def sublayers(layer: Any) -> list[Any]:
     """Direct sub-layers, as Keras tracks them (wrappers, nested and subclassed models)."""
     flatten = getattr(layer, "_flatten_layers", None)
     if flatten is not None:
@@ -407,10 +407,10 @@ def collect_model(model: Any, probe: bool = True) -> ModelFacts:
             )
             return  # an RNN's cells are described by the RNN entry
         child_wrappers = [*wrappers, type(layer).__name__] if _is_wrapper(layer) else wrappers
-        for child in _children(layer):
+        for child in sublayers(layer):
             visit(child, path, depth + 1, child_wrappers)
 
-    for child in _children(model):
+    for child in sublayers(model):
         visit(child, model.name, 1, [])
     model_graph(model, facts)
     return facts

@@ -6,7 +6,7 @@ the whole check (from the script's first line, not only inside the diagnosis win
 
 - ``fit`` runs without the user's ``ModelCheckpoint``, ``BackupAndRestore``, ``CSVLogger``,
   ``TensorBoard``, ``OrbaxCheckpoint`` and ``RemoteMonitor`` callbacks (subclasses included):
-  :func:`filter_callbacks` drops them from the callback list (``window.Capture.run_window`` calls
+  :func:`filter_callbacks` drops them from the callback list (``window.run_window`` calls
   it). ``BackupAndRestore`` would also have restored (and at the end deleted) its backup.
 - ``Model.save`` / ``save_weights`` / ``export``, ``keras.saving.save_model`` /
   ``save_weights`` (and ``keras.models.save_model``, the same function),
@@ -34,12 +34,15 @@ import os
 import sys
 import tempfile
 import threading
-import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rnndoctor.capture import sites
+from rnndoctor.capture.session import NeutraliseState
 from rnndoctor.facts import Neutralised, SourceLocation
+
+if TYPE_CHECKING:
+    from rnndoctor.capture.session import CaptureSession
 
 # Keras callbacks that write user state, with the attribute naming where (keras/src/callbacks/*.py
 # of Keras 3.15: ModelCheckpoint.filepath, BackupAndRestore.backup_dir, CSVLogger.filename,
@@ -66,56 +69,81 @@ _WRITE_EVENTS = (
 )  # fmt: skip  (PEP 578 audit events, Python 3.11)
 
 _RNNDOCTOR_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
-_capture: Any = None
+_HOOKS_ATTR = "_rnndoctor_neutralise_hooks"  # the _Hooks, on keras.Model once patched
 _lock = threading.RLock()
-_sites: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # callback -> construction site
-_callback_types: tuple[type, ...] = ()
-_installed = False
 _guard = threading.local()
-_writes: dict[str, tuple[str, SourceLocation | None]] = {}
-_writes_more = 0
-_writes_note: int | None = None
-_skip_dirs: tuple[str, ...] = ()
 
 
-def install(capture: Any) -> None:
+class _Hooks:
+    """The patches' and the audit hook's link to the session that records (one per process,
+    kept on ``keras.Model``; an audit hook cannot be removed, :func:`install` re-points it)."""
+
+    def __init__(self) -> None:
+        self.session: CaptureSession | None = None
+
+    def record(self, what: str, detail: str | None, location: SourceLocation | None) -> None:
+        if self.session is not None:
+            _record(self.session, what, detail, location)
+
+    def audit(self, event: str, args: tuple) -> None:
+        """PEP 578 audit hook: records plain file writes by the user's code (never blocks)."""
+        if event != "open" and event not in _WRITE_EVENTS:
+            return
+        session = self.session
+        if session is None or getattr(_guard, "busy", False):
+            return
+        _guard.busy = True
+        try:
+            _audit(session, event, args)
+        except Exception:  # an audit hook must never break the user's script
+            pass
+        finally:
+            _guard.busy = False
+
+
+def _skip_dirs(facts_path: Any) -> tuple[str, ...]:
+    """The folders whose writes are not recorded: ``/dev``, ``/proc``, ``/sys`` and ``--out``."""
+    skip = ["/dev", "/proc", "/sys"]
+    if facts_path is not None:
+        skip.append(os.path.dirname(os.path.abspath(os.fspath(facts_path))))
+    return tuple(os.path.realpath(d).rstrip(os.sep) + os.sep for d in skip)
+
+
+def install(session: CaptureSession) -> None:
     """Turns off the user's saving APIs and starts recording plain file writes.
 
     Runs in the capture child before the user's script, after Keras and TensorFlow are imported.
-    Installing twice only updates the capture that records.
+    The patches are installed once per process; installing again only points them at another
+    session.
 
     Args:
-        capture: the ``window.Capture`` whose ``facts.run.neutralised`` receives the records; its
-            ``facts_path`` folder (``--out``) is where the check itself writes.
+        session: the check's session: its ``facts.run.neutralised`` receives the records, its
+            ``neutralise_state`` the plain writes; its ``facts_path`` folder (``--out``) is
+            where the check itself writes.
     """
-    global _capture, _installed, _skip_dirs
-    _capture = capture
-    if _installed:
-        return
-    _installed = True
-    _install_keras()
-    _install_tensorflow()
+    import keras
 
-    out = getattr(capture, "facts_path", None)
-    skip = ["/dev", "/proc", "/sys"]
-    if out is not None:
-        skip.append(os.path.dirname(os.path.abspath(os.fspath(out))))
-    _skip_dirs = tuple(os.path.realpath(d).rstrip(os.sep) + os.sep for d in skip)
-    sys.addaudithook(_audit)
+    hooks = keras.Model.__dict__.get(_HOOKS_ATTR)
+    if hooks is None:
+        hooks = _Hooks()
+        _install_keras(hooks)
+        _install_tensorflow(hooks)
+        sys.addaudithook(hooks.audit)
+        setattr(keras.Model, _HOOKS_ATTR, hooks)
+    session.neutralise_state = NeutraliseState(skip_dirs=_skip_dirs(session.facts_path))
+    hooks.session = session
 
 
-def filter_callbacks(capture: Any, callbacks: list[Any]) -> list[Any]:
+def filter_callbacks(session: CaptureSession, callbacks: list[Any]) -> list[Any]:
     """The user's callbacks less those that write user state (see the module doc).
 
     Args:
-        capture: the ``window.Capture`` whose facts record what was dropped.
+        session: the check's session, whose facts record what was dropped.
         callbacks: the ``callbacks`` argument of the user's ``fit``, as a list.
 
     Returns:
         The callbacks ``fit`` should run, in the user's order.
     """
-    global _capture
-    _capture = capture
     kept = []
     for callback in callbacks:
         kind = _callback_kind(callback)
@@ -128,11 +156,8 @@ def filter_callbacks(capture: Any, callbacks: list[Any]) -> list[Any]:
             target = _CALLBACK_TARGETS[kind](callback)
         except Exception:  # a user subclass with odd attributes: still dropped
             target = None
-        try:
-            location = _sites.get(callback)
-        except TypeError:
-            location = None
-        _record(what, _where(target), location or _fit_location(capture))
+        location = session.site_book.lookup("saving_callbacks", callback)
+        _record(session, what, _where(target), location or _fit_location(session))
     return kept
 
 
@@ -140,28 +165,31 @@ def filter_callbacks(capture: Any, callbacks: list[Any]) -> list[Any]:
 def _callback_kind(callback: Any) -> str | None:
     """The neutralised Keras class ``callback`` is (or derives from), or None. Works without
     :func:`install` too (``rnndoctor.diagnose`` in the user's own process drops them as well)."""
-    types = _callback_types
-    if not types:
-        import keras
-
-        types = tuple(
-            cls
-            for cls in (getattr(keras.callbacks, name, None) for name in _CALLBACK_TARGETS)
-            if isinstance(cls, type)
-        )
+    types = _callback_types()
     for cls in type(callback).__mro__:
         if cls in types:
             return cls.__name__
     return None
 
 
+@functools.cache
+def _callback_types() -> tuple[type, ...]:
+    """The Keras callback classes that write user state (``_CALLBACK_TARGETS``)."""
+    import keras
+
+    return tuple(
+        cls
+        for cls in (getattr(keras.callbacks, name, None) for name in _CALLBACK_TARGETS)
+        if isinstance(cls, type)
+    )
+
+
 def _recording_init(init: Callable[..., None], name: str) -> Callable[..., None]:
     @functools.wraps(init)
     def __init__(self, *args, **kwargs):  # noqa: N807 - it replaces __init__
         try:
-            if self not in _sites:
-                _sites[self] = _construction_site(name)
-        except TypeError:  # not weak-referenceable or not hashable: no site, still dropped
+            sites.record("saving_callbacks", self, _construction_site(name))
+        except TypeError:  # not hashable: no site, still dropped
             pass
         init(self, *args, **kwargs)
 
@@ -183,8 +211,8 @@ def _construction_site(name: str) -> SourceLocation | None:
     return sites.source_location(*first, (name,)) if first else None
 
 
-def _fit_location(capture: Any) -> SourceLocation | None:
-    fit = getattr(getattr(capture, "facts", None), "fit", None)
+def _fit_location(session: CaptureSession) -> SourceLocation | None:
+    fit = getattr(getattr(session, "facts", None), "fit", None)
     return getattr(fit, "location", None)
 
 
@@ -220,6 +248,7 @@ def _where(path: Any) -> str | None:
 
 
 def _noop(
+    hooks: _Hooks,
     original: Callable[..., Any],
     what: str,
     pick: Callable[[tuple, dict], Any],
@@ -233,7 +262,7 @@ def _noop(
             path = pick(args, kwargs)
         except Exception:
             path = None
-        _record(what, _where(path), sites.user_frame_location(skip=1))
+        hooks.record(what, _where(path), sites.user_frame_location(skip=1))
         return result(path) if result is not None else None
 
     neutralised.__rnndoctor_original__ = original  # type: ignore[attr-defined]
@@ -241,6 +270,7 @@ def _noop(
 
 
 def _neutralise_method(
+    hooks: _Hooks,
     cls: type,
     name: str,
     what: str,
@@ -249,7 +279,7 @@ def _neutralise_method(
 ) -> None:
     original = cls.__dict__.get(name) or getattr(cls, name, None)
     if original is not None and not hasattr(original, "__rnndoctor_original__"):
-        setattr(cls, name, _noop(original, what, pick, result))
+        setattr(cls, name, _noop(hooks, original, what, pick, result))
 
 
 def _rebind(original: Any, replacement: Any, prefixes: tuple[str, ...]) -> None:
@@ -267,36 +297,31 @@ def _rebind(original: Any, replacement: Any, prefixes: tuple[str, ...]) -> None:
                 namespace[attr] = replacement
 
 
-def _install_keras() -> None:
+def _install_keras(hooks: _Hooks) -> None:
     import keras
 
-    global _callback_types
-    types = []
     for name in _CALLBACK_TARGETS:
         cls = getattr(keras.callbacks, name, None)
         if isinstance(cls, type):
-            types.append(cls)
             cls.__init__ = _recording_init(cls.__init__, name)
-    _callback_types = tuple(types)
-
-    _neutralise_method(keras.Model, "save", "model.save", _path_arg(1))
-    _neutralise_method(keras.Model, "save_weights", "model.save_weights", _path_arg(1))
-    _neutralise_method(keras.Model, "export", "model.export", _path_arg(1))
+    _neutralise_method(hooks, keras.Model, "save", "model.save", _path_arg(1))
+    _neutralise_method(hooks, keras.Model, "save_weights", "model.save_weights", _path_arg(1))
+    _neutralise_method(hooks, keras.Model, "export", "model.export", _path_arg(1))
     from keras.src.saving import saving_api
 
     for function, what in (
         (saving_api.save_model, "keras.saving.save_model"),
         (saving_api.save_weights, "keras.saving.save_weights"),
     ):
-        _rebind(function, _noop(function, what, _path_arg(1), None), ("keras",))
+        _rebind(function, _noop(hooks, function, what, _path_arg(1), None), ("keras",))
     try:
         from keras.src.export.saved_model import ExportArchive
     except ImportError:  # another Keras layout: Model.export above still covers the usual call
         return
-    _neutralise_method(ExportArchive, "write_out", "ExportArchive.write_out", _path_arg(1))
+    _neutralise_method(hooks, ExportArchive, "write_out", "ExportArchive.write_out", _path_arg(1))
 
 
-def _install_tensorflow() -> None:
+def _install_tensorflow(hooks: _Hooks) -> None:
     try:
         import tensorflow as tf
     except ImportError:
@@ -304,7 +329,7 @@ def _install_tensorflow() -> None:
     prefixes = ("tensorflow", "keras")
     _rebind(
         tf.saved_model.save,
-        _noop(tf.saved_model.save, "tf.saved_model.save", _path_arg(1), None),
+        _noop(hooks, tf.saved_model.save, "tf.saved_model.save", _path_arg(1), None),
         prefixes,
     )
     prefix = _path_arg(1)  # Checkpoint.save / write(file_prefix) return the written prefix
@@ -314,17 +339,19 @@ def _install_tensorflow() -> None:
 
     for name in ("save", "write"):
         _neutralise_method(
-            tf.train.Checkpoint, name, f"tf.train.Checkpoint.{name}", prefix, same_prefix
+            hooks, tf.train.Checkpoint, name, f"tf.train.Checkpoint.{name}", prefix, same_prefix
         )
     _neutralise_method(
-        tf.train.CheckpointManager, "save", "tf.train.CheckpointManager.save",
+        hooks, tf.train.CheckpointManager, "save", "tf.train.CheckpointManager.save",
         lambda a, k: getattr(a[0], "directory", None) if a else None,
     )  # fmt: skip
     original_writer = tf.summary.create_file_writer
 
     @functools.wraps(original_writer)
     def create_file_writer(logdir, *args, **kwargs):
-        _record("tf.summary.create_file_writer", _where(logdir), sites.user_frame_location(skip=1))
+        hooks.record(
+            "tf.summary.create_file_writer", _where(logdir), sites.user_frame_location(skip=1)
+        )
         return tf.summary.create_noop_writer()
 
     _rebind(original_writer, create_file_writer, prefixes)
@@ -337,13 +364,12 @@ def _same_place(a: SourceLocation | None, b: SourceLocation | None) -> bool:
     return (a.file, a.line) == (b.file, b.line)
 
 
-def _record(what: str, detail: str | None, location: SourceLocation | None) -> None:
+def _record(
+    session: CaptureSession, what: str, detail: str | None, location: SourceLocation | None
+) -> None:
     """Adds a :class:`Neutralised` entry, or counts one more call of an existing one."""
-    capture = _capture
-    if capture is None:
-        return
     with _lock:
-        for entry in capture.facts.run.neutralised:
+        for entry in session.facts.run.neutralised:
             if (
                 entry.what == what
                 and entry.detail == detail
@@ -351,38 +377,28 @@ def _record(what: str, detail: str | None, location: SourceLocation | None) -> N
             ):
                 entry.calls += 1
                 return
-        capture.facts.run.neutralised.append(Neutralised(what, detail, location))
+        session.facts.run.neutralised.append(Neutralised(what, detail, location))
     try:
-        capture.save()
+        session.save()
     except Exception:  # never fail the user's call over saving the facts
         pass
 
 
-def _audit(event: str, args: tuple) -> None:
-    """PEP 578 audit hook: records plain file writes by the user's code (never blocks them)."""
-    if event != "open" and event not in _WRITE_EVENTS:
-        return
-    if getattr(_guard, "busy", False):
-        return
-    _guard.busy = True
-    try:
-        if event == "open":
-            path, mode, flags = (tuple(args) + (None, None, None))[:3]
-            if isinstance(mode, str):
-                writing = any(c in mode for c in "wax+")
-            else:
-                writing = bool((flags or 0) & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC))
-            if not writing:
-                return
-            _note_write(path, f"open({mode!r})" if isinstance(mode, str) else "os.open")
+def _audit(session: CaptureSession, event: str, args: tuple) -> None:
+    """Records the write an ``open`` or a file-system audit event makes, if any."""
+    if event == "open":
+        path, mode, flags = (tuple(args) + (None, None, None))[:3]
+        if isinstance(mode, str):
+            writing = any(c in mode for c in "wax+")
         else:
-            _note_write(args[0] if args else None, event)
-            if event in ("os.rename", "os.replace", "os.link", "os.symlink") and len(args) > 1:
-                _note_write(args[1], event)
-    except Exception:  # an audit hook must never break the user's script
-        pass
-    finally:
-        _guard.busy = False
+            writing = bool((flags or 0) & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC))
+        if not writing:
+            return
+        _note_write(session, path, f"open({mode!r})" if isinstance(mode, str) else "os.open")
+    else:
+        _note_write(session, args[0] if args else None, event)
+        if event in ("os.rename", "os.replace", "os.link", "os.symlink") and len(args) > 1:
+            _note_write(session, args[1], event)
 
 
 def _writer_location(frame: Any) -> SourceLocation | None:
@@ -401,38 +417,38 @@ def _writer_location(frame: Any) -> SourceLocation | None:
     return None
 
 
-def _note_write(path: Any, how: str) -> None:
-    global _writes_more, _writes_note
-    if path is None or isinstance(path, int) or _capture is None:
+def _note_write(session: CaptureSession, path: Any, how: str) -> None:
+    if path is None or isinstance(path, int):
         return
+    state = session.neutralise_state
     full = os.path.realpath(os.path.abspath(os.fsdecode(os.fspath(path))))
-    if (full + os.sep).startswith(_skip_dirs) or full in _writes:
+    if (full + os.sep).startswith(state.skip_dirs) or full in state.writes:
         return
-    caller = sys._getframe(2)  # the Python code that opened, made or removed the path
+    caller = sys._getframe(3)  # the Python code that opened, made or removed the path
     if caller.f_code.co_filename == tempfile.__file__:
         return  # a temporary file or folder (tempfile.mkstemp, mkdtemp): not the user's files
     location = _writer_location(caller)
     if location is None:
         return
     with _lock:
-        if len(_writes) >= _MAX_WRITES_LISTED:
-            if _writes_more >= _MAX_WRITES_TRACKED:
+        if len(state.writes) >= _MAX_WRITES_LISTED:
+            if state.writes_more >= _MAX_WRITES_TRACKED:
                 return
-            _writes_more += 1
-        _writes[full] = (how, location)
+            state.writes_more += 1
+        state.writes[full] = (how, location)
         listed = [
             f"{p} ({h} at {loc.file}:{loc.line})"
-            for p, (h, loc) in list(_writes.items())[:_MAX_WRITES_LISTED]
+            for p, (h, loc) in list(state.writes.items())[:_MAX_WRITES_LISTED]
         ]
-        more = f"; and {_writes_more} more" if _writes_more else ""
+        more = f"; and {state.writes_more} more" if state.writes_more else ""
         text = (
             "the script wrote outside --out during the check (plain file writes are recorded, "
             f"not blocked; rnndoctor turns off only Keras/TensorFlow saving): {'; '.join(listed)}"
             f"{more}"
         )
-        notes = _capture.facts.run.notes
-        if _writes_note is not None and _writes_note < len(notes):
-            notes[_writes_note] = text
+        notes = session.facts.run.notes
+        if state.writes_note is not None and state.writes_note < len(notes):
+            notes[state.writes_note] = text
         else:
-            _writes_note = len(notes)
+            state.writes_note = len(notes)
             notes.append(text)

@@ -1,7 +1,7 @@
 """Probes that isolate the input pipeline, the compute and the host overhead of a ``fit`` step.
 
 Each probe measures one part of the user's real training step, on the user's own data and
-model, after the diagnosis window (DESIGN.md, Measurement):
+model, after the diagnosis window (the README's "What happens during a check"):
 
 - **input-only**: a fresh iterator over the user's data with no model (``sample_batches``,
   :mod:`rnndoctor.capture.sampling`). A Python generator passed to ``fit`` cannot be iterated
@@ -9,7 +9,7 @@ model, after the diagnosis window (DESIGN.md, Measurement):
   kept as they flow through ``fit``.
 - **compute-only**: training steps on up to ``K_BATCHES`` sampled batches cached in memory,
   with the element spec ``fit`` saw (so the traced train function is reused): Keras' own
-  ``fit`` loop (``capture.original_fit()``) runs them with a timing callback and no user
+  ``fit`` loop (``session.original_fit()``) runs them with a timing callback and no user
   callbacks. Where the data can be iterated again, short bursts of the same ``fit`` on the
   user's real data alternate with the cached bursts (``real_step_ms``).
 - **input-bound share**: ``(real_step - compute_only) / (real_step + callbacks)`` from the
@@ -38,15 +38,29 @@ import gc
 import inspect
 import statistics
 import time
-import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rnndoctor.capture import data as data_mod
 from rnndoctor.capture import memory, sampling, sites
 from rnndoctor.capture.budget import Budget
-from rnndoctor.capture.sampling import Batches  # noqa: F401 - part of this module's contract
-from rnndoctor.facts import CallbackTime, ProbeFacts, ProbePoint, StepBreakdown
+from rnndoctor.capture.sampling import Batches
+from rnndoctor.facts import CallbackTime, DataKind, Phase, ProbeFacts, ProbePoint, StepBreakdown
+
+if TYPE_CHECKING:
+    from rnndoctor.capture.session import CaptureSession, ProbeState
+
+__all__ = [
+    "Batches",
+    "callback_site",
+    "collect_data",
+    "install",
+    "prepare_fit_data",
+    "run_probes",
+    "sample_batches",
+    "time_callbacks",
+]
 
 _POINT_WARMUP_STEPS = 1  # steps of a probe point that are not timed (tracing, iterator start)
 _POINT_MIN_STEPS = 3  # timed intervals per probe point, at least...
@@ -67,43 +81,27 @@ _SPE_PROBE = 16  # steps_per_execution compared with 1
 _SPE_PROBE_MAX_STEP_MS = 25.0
 
 
-@dataclass
-class _State:
-    """What the probes keep between ``prepare_fit_data`` and ``run_probes`` for one capture."""
-
-    original_x: Any = None
-    tee: sampling.Tee | None = None
-    timers: list[_CallbackTimer] = field(default_factory=list)
-    rss_before_fit_mib: float | None = None
+_CALLBACKS_HOOKED_ATTR = "_rnndoctor_sites_hooked"  # on keras.callbacks.Callback, once hooked
 
 
-_states: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_callback_sites: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_installed = False
-
-
-def _state(capture: Any) -> _State:
-    state = _states.get(capture)
-    if state is None:
-        state = _states[capture] = _State()
-    return state
-
-
-def install(capture: Any = None) -> None:
+def install(session: CaptureSession | None = None) -> None:
     """Installs the hooks the probes need before the user's script runs: where each tf.data
     dataset, ``PyDataset`` and Keras callback was built (the user's file:line). Idempotent.
 
     Args:
-        capture: the capture session (unused: the hooks are process-wide; the argument keeps
-            the capture modules' ``install(capture)`` form).
+        session: the check's session, which then reads the construction sites these hooks
+            record (``session.site_book``); None (:func:`rnndoctor.record_construction_sites`,
+            before any check): record only.
     """
-    global _installed
+    book = sites.install()
     data_mod.install()
-    if _installed:
-        return
+    if session is not None:
+        session.site_book = book
     import keras
 
     callback_cls = keras.callbacks.Callback
+    if callback_cls.__dict__.get(_CALLBACKS_HOOKED_ATTR):
+        return
     original_new = callback_cls.__new__
 
     def __new__(cls, *args, **kwargs):  # noqa: N807 - it replaces __new__
@@ -114,36 +112,33 @@ def install(capture: Any = None) -> None:
         if data_mod.called_from_user_code():  # not Keras' own History, ProgbarLogger...
             try:
                 location = sites.user_frame_location(skip=1, call_names=(cls.__name__,))
-                _callback_sites[obj] = location
+                sites.record("callbacks", obj, location)
             except Exception:  # recording a site must never break the user's callback
                 pass
         return obj
 
     callback_cls.__new__ = staticmethod(__new__)
-    _installed = True
+    setattr(callback_cls, _CALLBACKS_HOOKED_ATTR, True)
 
 
 def callback_site(callback: Any):
     """The user's line that built ``callback`` (recorded by :func:`install`), or None."""
-    try:
-        return _callback_sites.get(callback)
-    except TypeError:
-        return None
+    return sites.lookup("callbacks", callback)
 
 
 # -- before fit ------------------------------------------------------------------------------
 
 
-def prepare_fit_data(capture: Any, arguments: dict[str, Any]) -> None:
+def prepare_fit_data(session: CaptureSession, arguments: dict[str, Any]) -> None:
     """Runs before the user's ``fit``: wraps a Python generator so that its batches are timed
     and kept as they flow, and records the process's memory before ``fit`` (the batch-size
     probe's first memory estimate).
 
     Args:
-        capture: the :class:`~rnndoctor.capture.window.Capture`.
+        session: the check's session (its ``probe_state`` is filled).
         arguments: ``fit``'s bound arguments; ``arguments["x"]`` may be replaced.
     """
-    state = _state(capture)
+    state = session.probe_state
     x = arguments.get("x")
     state.original_x = x
     state.rss_before_fit_mib = memory.reset_peak_rss()
@@ -223,12 +218,12 @@ class _CallbackTimer:
         return statistics.median(values) if values else None
 
 
-def time_callbacks(capture: Any, callbacks: list[Any]) -> list[Any]:
+def time_callbacks(session: CaptureSession, callbacks: list[Any]) -> list[Any]:
     """Wraps each user callback that overrides a per-batch hook so its time per step is
     measured during the window. The callbacks themselves are returned unchanged otherwise.
 
     Args:
-        capture: the capture session.
+        session: the capture session.
         callbacks: the user's callbacks (after ``neutralise``).
 
     Returns:
@@ -236,7 +231,7 @@ def time_callbacks(capture: Any, callbacks: list[Any]) -> list[Any]:
     """
     import keras
 
-    state = _state(capture)
+    state = session.probe_state
     for callback in callbacks:
         if not isinstance(callback, keras.callbacks.Callback):
             continue
@@ -253,44 +248,44 @@ def time_callbacks(capture: Any, callbacks: list[Any]) -> list[Any]:
 # -- the data --------------------------------------------------------------------------------
 
 
-def collect_data(capture: Any, arguments: dict[str, Any]) -> None:
-    """Fills ``capture.facts.data`` from ``fit``'s ``x`` (the user's object, not a wrapper)."""
-    state = _state(capture)
+def collect_data(session: CaptureSession, arguments: dict[str, Any]) -> None:
+    """Fills ``session.facts.data`` from ``fit``'s ``x`` (the user's object, not a wrapper)."""
+    state = session.probe_state
     x = state.original_x if state.original_x is not None else arguments.get("x")
-    fit_location = capture.facts.fit.location if capture.facts.fit else None
+    fit_location = session.facts.fit.location if session.facts.fit else None
     try:
-        capture.facts.data = data_mod.describe(x, fit_location)
+        session.facts.data = data_mod.describe(x, fit_location)
     except Exception as exc:  # describing the data must never end the capture
-        capture.facts.run.notes.append(f"data inspection failed: {type(exc).__name__}: {exc}")
-    capture.save()
+        session.facts.run.notes.append(f"data inspection failed: {type(exc).__name__}: {exc}")
+    session.save()
 
 
-def sample_batches(capture: Any, arguments: dict[str, Any]) -> Batches:
+def sample_batches(session: CaptureSession, arguments: dict[str, Any]) -> Batches:
     """Up to ``K_BATCHES`` batches of the user's data, as numpy structures, timed.
 
-    Bounded by ``capture.budget("input-only probe")``: a pipeline that blocks (a generator
+    Bounded by ``session.budget("input-only probe")``: a pipeline that blocks (a generator
     that hangs) is abandoned when the budget runs out, with a ``CutShort`` recorded.
     """
-    state = _state(capture)
+    state = session.probe_state
     x = state.original_x if state.original_x is not None else arguments.get("x")
     kind = data_mod.data_kind(x)
-    capture.set_phase("input-only probe (sampling batches)")
-    budget = capture.budget("input-only probe")
+    session.set_phase(Phase.INPUT_PROBE)
+    budget = session.budget("input-only probe")
     try:
         if state.tee is not None:
             batches = sampling.flowed(state.tee)
-        elif kind == "tf.data":
-            batches = sampling.fresh_iterator(capture, budget, lambda: iter(x), x.element_spec)
-        elif kind == "keras.PyDataset":
-            batches = sampling.index_pydataset(capture, budget, x)
-        elif kind.startswith("numpy") or kind == "tensor":
-            batches = sampling.array_batches(capture, budget, x, arguments)
+        elif kind == DataKind.TF_DATA:
+            batches = sampling.fresh_iterator(session, budget, lambda: iter(x), x.element_spec)
+        elif kind == DataKind.PY_DATASET:
+            batches = sampling.index_pydataset(session, budget, x)
+        elif DataKind.is_array(kind):
+            batches = sampling.array_batches(session, budget, x, arguments)
         else:
             batches = Batches(not_measured=f"input of kind {kind} cannot be sampled")
     except Exception as exc:
         batches = Batches(not_measured=f"sampling failed: {type(exc).__name__}: {exc}"[:300])
-    if capture.facts.data is not None and batches.items:
-        capture.facts.data.batch_bytes = int(
+    if session.facts.data is not None and batches.items:
+        session.facts.data.batch_bytes = int(
             statistics.mean(sampling.nbytes(item) for item in batches.items)
         )
     return batches
@@ -350,7 +345,7 @@ def _is_oom(exc: BaseException) -> bool:
 
 
 def _run_point(
-    capture: Any,
+    session: CaptureSession,
     model: Any,
     dataset: Any,
     budget: Budget,
@@ -360,7 +355,7 @@ def _run_point(
     """Runs Keras' own ``fit`` on ``dataset`` (or on ``fit_kwargs``, the user's own data) with
     no callback but the timer, until enough steps are timed or the budget ends."""
     timer = _step_timer(budget.deadline, target_s)
-    fit = capture.original_fit()
+    fit = session.original_fit()
     kwargs = fit_kwargs or {"x": dataset, "shuffle": False, "steps_per_epoch": _POINT_MAX_STEPS}
     try:
         fit(model, epochs=1, verbose=0, callbacks=[timer], **kwargs)
@@ -443,16 +438,30 @@ def _batch_size_of(item: Any) -> int | None:
     return None
 
 
-def run_probes(capture: Any, model: Any, arguments: dict[str, Any], batches: Batches) -> None:
-    """Fills ``capture.facts.probes``: input-only, callbacks, compute-only, the breakdown, and
+@dataclass
+class _Stage:
+    """One probe of :func:`run_probes`: its phase, the field that says why it did not measure,
+    the probe itself, what follows it, and whether its fits left garbage to collect."""
+
+    phase: Phase
+    not_measured: str
+    run: Callable[[], None]
+    after: Callable[[], None] = lambda: None
+    ran_fits: Callable[[], bool] = lambda: True
+
+
+def run_probes(
+    session: CaptureSession, model: Any, arguments: dict[str, Any], batches: Batches
+) -> None:
+    """Fills ``session.facts.probes``: input-only, callbacks, compute-only, the breakdown, and
     the batch-size and steps_per_execution probes. Never raises for a probe that fails: its
     ``*_not_measured`` says why.
     """
-    state = _state(capture)
+    state = session.probe_state
     probes = ProbeFacts()
-    capture.facts.probes = probes
+    session.facts.probes = probes
     _input_only(probes, batches)
-    _callbacks(capture, probes, state)
+    _callbacks(session, probes, state)
     saved = {
         "steps_per_execution": getattr(model, "steps_per_execution", 1),
         "train_function": getattr(model, "train_function", None),
@@ -460,28 +469,29 @@ def run_probes(capture: Any, model: Any, arguments: dict[str, Any], batches: Bat
     }
     real_kwargs = _real_fit_kwargs(state, arguments)
     stages = (
-        ("compute-only probe", "compute_only_not_measured",
-         lambda: _compute_only(capture, model, probes, batches, real_kwargs)),
-        ("batch-size probe", "batch_probe_not_measured",
-         lambda: _batch_probe(capture, model, probes, batches, state)),
-        ("steps_per_execution probe", "spe_probe_not_measured",
-         lambda: _spe_probe(capture, model, probes, batches, saved)),
+        _Stage(Phase.COMPUTE_PROBE, "compute_only_not_measured",
+               lambda: _compute_only(session, model, probes, batches, real_kwargs),
+               after=lambda: _breakdown(session, probes)),
+        _Stage(Phase.BATCH_PROBE, "batch_probe_not_measured",
+               lambda: _batch_probe(session, model, probes, batches, state)),
+        _Stage(Phase.SPE_PROBE, "spe_probe_not_measured",
+               lambda: _spe_probe(session, model, probes, batches, saved),
+               ran_fits=lambda: any(p.steps for p in probes.spe_probe)),
     )  # fmt: skip
     try:
-        for phase, not_measured, run in stages:
-            capture.set_phase(phase)
+        for stage in stages:
+            session.set_phase(stage.phase)
             try:
-                run()
+                stage.run()
             except Exception as exc:  # a probe's own failure: the others still run
-                setattr(probes, not_measured, f"failed: {type(exc).__name__}: {exc}"[:300])
-            if phase == "compute-only probe":
-                _breakdown(capture, probes)
+                setattr(probes, stage.not_measured, f"failed: {type(exc).__name__}: {exc}"[:300])
+            stage.after()
             # The probe's fits leave cyclic garbage (epoch iterators, datasets, traced
             # functions) whose collection takes up to seconds in a large TF heap: collect it in
             # the probe's own phase, so that the phase times say what each probe cost.
-            if phase != "steps_per_execution probe" or any(p.steps for p in probes.spe_probe):
+            if stage.ran_fits():
                 gc.collect()
-            capture.save()
+            session.save()
     finally:
         _restore(model, saved)
 
@@ -506,8 +516,8 @@ def _input_only(probes: ProbeFacts, batches: Batches) -> None:
         probes.input_only_not_measured = batches.not_measured or "no batch was timed"
 
 
-def _callbacks(capture: Any, probes: ProbeFacts, state: _State) -> None:
-    skip = capture.options.warmup_steps
+def _callbacks(session: CaptureSession, probes: ProbeFacts, state: ProbeState) -> None:
+    skip = session.options.warmup_steps
     total = 0.0
     for timer in state.timers:
         per_step = timer.per_step_ms(skip)
@@ -518,26 +528,26 @@ def _callbacks(capture: Any, probes: ProbeFacts, state: _State) -> None:
             CallbackTime(
                 name=type(timer.callback).__name__,
                 per_step_ms=round(per_step, 4),
-                location=callback_site(timer.callback),
+                location=session.site_book.lookup("callbacks", timer.callback),
             )
         )
     probes.callback_ms = round(total, 4)
 
 
-def _real_fit_kwargs(state: _State, arguments: dict[str, Any]) -> dict[str, Any] | None:
+def _real_fit_kwargs(state: ProbeState, arguments: dict[str, Any]) -> dict[str, Any] | None:
     """``fit`` arguments that train on the user's own data again (a fresh iterator), for the
     real-data side of the paired probe; None for inputs that should not be iterated again here
     (a Python generator; a PyDataset, whose workers would start again)."""
     x = state.original_x
     kind = data_mod.data_kind(x)
-    if kind == "tf.data":
+    if kind == DataKind.TF_DATA:
         try:
             cardinality = int(x.cardinality())
         except Exception:
             cardinality = -2
         steps = min(_POINT_MAX_STEPS, cardinality) if cardinality > 0 else _POINT_MAX_STEPS
         return {"x": x, "steps_per_epoch": steps, "shuffle": False}
-    if kind.startswith("numpy") or kind == "tensor":
+    if DataKind.is_array(kind):
         size = arguments.get("batch_size") or 32  # Keras' default for arrays
         try:
             import keras
@@ -562,7 +572,7 @@ def _real_fit_kwargs(state: _State, arguments: dict[str, Any]) -> dict[str, Any]
 
 
 def _compute_only(
-    capture: Any,
+    session: CaptureSession,
     model: Any,
     probes: ProbeFacts,
     batches: Batches,
@@ -577,7 +587,7 @@ def _compute_only(
             batches.not_measured or "unknown reason"
         )
         return
-    budget = capture.budget("compute-only probe")
+    budget = session.budget("compute-only probe")
     try:
         dataset = _cached_dataset(batches.raw, batches.element_spec)
     except Exception as exc:
@@ -593,12 +603,12 @@ def _compute_only(
         slow_start = False
         if real_kwargs is not None:
             started = time.monotonic()
-            result = _run_point(capture, model, None, budget, target, real_kwargs)
+            result = _run_point(session, model, None, budget, target, real_kwargs)
             real += result.intervals
             slow_start = time.monotonic() - started > _PAIR_SLOW_START_S
             if result.stopped:
                 real_kwargs = None  # the user's data failed here: keep the cached side
-        result = _run_point(capture, model, dataset, budget, target)
+        result = _run_point(session, model, dataset, budget, target)
         cached += result.intervals
         stopped = result.stopped
         if stopped or budget.expired() or slow_start:
@@ -608,14 +618,14 @@ def _compute_only(
     if not cached:
         probes.compute_only_not_measured = stopped or "no compute-only step was timed"
         if stopped and "budget" in stopped:
-            capture.cut_short(budget, "no compute-only step was timed within the budget")
+            session.cut_short(budget, "no compute-only step was timed within the budget")
         return
     probes.compute_only_ms = round(statistics.median(cached), 4)
     if real:
         probes.real_step_ms = round(statistics.median(real), 4)
 
 
-def _breakdown(capture: Any, probes: ProbeFacts) -> None:
+def _breakdown(session: CaptureSession, probes: ProbeFacts) -> None:
     """The input-bound share and the split of the window's median step.
 
     With the paired probe, the input wait is ``real_step - compute_only`` (both timed side by
@@ -623,7 +633,7 @@ def _breakdown(capture: Any, probes: ProbeFacts) -> None:
     (a Python generator, a PyDataset), of the window's step: ``step - compute_only -
     callbacks``.
     """
-    steps = capture.facts.steps
+    steps = session.facts.steps
     step = steps.median_step_time_ms if steps else None
     if step and probes.input_only_ms is not None:
         probes.input_share_check = round(min(1.0, probes.input_only_ms / step), 4)
@@ -647,35 +657,35 @@ def _breakdown(capture: Any, probes: ProbeFacts) -> None:
     )
 
 
-def _out_of_budget(capture: Any, budget: Budget, point: ProbePoint, what: str) -> bool:
-    """True (and ``point.stopped`` / ``capture.cut_short`` set) when ``budget`` ran out before the
+def _out_of_budget(session: CaptureSession, budget: Budget, point: ProbePoint, what: str) -> bool:
+    """True (and ``point.stopped`` / ``session.cut_short`` set) when ``budget`` ran out before the
     probe point ``what`` (``batch size 256``, ``16``) could start."""
     if not budget.expired():
         return False
     point.stopped = f"not run: out of its {budget.seconds:g} s time budget"
-    capture.cut_short(budget, f"{budget.phase} stopped before {what}")
+    session.cut_short(budget, f"{budget.phase} stopped before {what}")
     return True
 
 
 def _time_point(
-    capture: Any, model: Any, point: ProbePoint, dataset: Any, budget: Budget, what: str
+    session: CaptureSession, model: Any, point: ProbePoint, dataset: Any, budget: Budget, what: str
 ) -> bool:
     """Runs one probe point and fills ``point`` (``steps``, ``stopped``, ``step_time_ms``, a
     median in ms). Returns False when it gave no time (its probe stops there); a point cut by
-    the budget is recorded with ``capture.cut_short``."""
-    result = _run_point(capture, model, dataset, budget)
+    the budget is recorded with ``session.cut_short``."""
+    result = _run_point(session, model, dataset, budget)
     point.steps = result.steps
     point.stopped = result.stopped
     if result.step_time_ms is None:
         if result.stopped and "budget" in result.stopped:
-            capture.cut_short(budget, f"{budget.phase} stopped at {what}")
+            session.cut_short(budget, f"{budget.phase} stopped at {what}")
         return False
     point.step_time_ms = round(result.step_time_ms, 4)
     return True
 
 
 def _batch_probe(
-    capture: Any, model: Any, probes: ProbeFacts, batches: Batches, state: _State
+    session: CaptureSession, model: Any, probes: ProbeFacts, batches: Batches, state: ProbeState
 ) -> None:
     if probes.compute_only_ms is None:
         probes.batch_probe_not_measured = "the compute-only probe did not run: " + (
@@ -691,7 +701,7 @@ def _batch_probe(
     # Every point, the user's batch size included, trains on the same few batches (tiled), so
     # that the points differ in batch size only: with bucketed or per-batch padded data, the
     # compute-only probe's 16 batches have other lengths than these.
-    limit, source = memory.memory_limit(capture)
+    limit, source = memory.memory_limit(session)
     probes.memory_limit_mib = round(limit, 3) if limit is not None else None
     probes.memory_limit_source = source
     # The memory a point needs: at least its own tiled batches; and the working set per sample,
@@ -703,12 +713,12 @@ def _batch_probe(
     if (
         state.rss_before_fit_mib is not None
         and fit_peak is not None
-        and not memory.gpu_memory(capture)
+        and not memory.gpu_memory(session)
     ):
         per_sample_mib = max(0.0, fit_peak - state.rss_before_fit_mib) / base or None
     batch_mib = sum(sampling.nbytes_tf(item) for item in full) / 2**20
-    budget = capture.budget("batch-size probe")
-    meter_gpu = memory.MemoryMeter(capture).gpu
+    budget = session.budget("batch-size probe")
+    meter_gpu = memory.MemoryMeter(session).gpu
     previous = base
     spec = _any_batch_size(batches.element_spec)
     for factor in (1, *_BATCH_FACTORS):
@@ -728,9 +738,9 @@ def _batch_probe(
                 f"limit ({source})"
             )
             break
-        if _out_of_budget(capture, budget, point, f"batch size {size}"):
+        if _out_of_budget(session, budget, point, f"batch size {size}"):
             break
-        meter = memory.MemoryMeter(capture)
+        meter = memory.MemoryMeter(session)
         meter.start()
         try:
             dataset = _cached_dataset([_tile(item, factor, base) for item in full], spec)
@@ -739,7 +749,7 @@ def _batch_probe(
                 "out of memory" if _is_oom(exc) else f"failed: {type(exc).__name__}: {exc}"
             )[:300]
             break
-        if not _time_point(capture, model, point, dataset, budget, f"batch size {size}"):
+        if not _time_point(session, model, point, dataset, budget, f"batch size {size}"):
             break
         point.samples_per_s = round(size * 1000.0 / point.step_time_ms, 2)
         growth = meter.growth_mib()
@@ -749,7 +759,7 @@ def _batch_probe(
 
 
 def _spe_probe(
-    capture: Any, model: Any, probes: ProbeFacts, batches: Batches, saved: dict[str, Any]
+    session: CaptureSession, model: Any, probes: ProbeFacts, batches: Batches, saved: dict[str, Any]
 ) -> None:
     """Compute-only at steps_per_execution 1 and 16 (Keras builds a new multi-step train
     function for 16; the model's own is restored afterwards)."""
@@ -771,7 +781,7 @@ def _spe_probe(
             f"{probes.compute_only_ms * 0.2:.1f} ms per step; Keras' fit loop costs about 1 ms)"
         )
         return
-    budget = capture.budget("steps_per_execution probe")
+    budget = session.budget("steps_per_execution probe")
     dataset = _cached_dataset(batches.raw, batches.element_spec)
     for value in (1, _SPE_PROBE):
         point = ProbePoint(value=value)
@@ -779,7 +789,7 @@ def _spe_probe(
         if value == 1:  # the compute-only probe ran at the model's steps_per_execution, 1
             point.step_time_ms = probes.compute_only_ms
             continue
-        if _out_of_budget(capture, budget, point, str(value)):
+        if _out_of_budget(session, budget, point, str(value)):
             break
         try:
             model.steps_per_execution = value
@@ -787,7 +797,7 @@ def _spe_probe(
         except Exception as exc:
             point.stopped = f"failed: {type(exc).__name__}: {exc}"[:300]
             break
-        if not _time_point(capture, model, point, dataset, budget, str(value)):
+        if not _time_point(session, model, point, dataset, budget, str(value)):
             break
     model.steps_per_execution = saved["steps_per_execution"]
     model.train_function = saved["train_function"]

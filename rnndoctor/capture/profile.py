@@ -55,55 +55,8 @@ def summarize_profile(logdir: str, profiled_steps: int, gpu_count: int) -> Profi
         summary.error = "the profiler wrote no .xplane.pb file"
         return summary
     try:
-        overview = _tool_json(paths, "overview_page")
-        for table in overview if isinstance(overview, list) else []:
-            props = table.get("p", {}) if isinstance(table, dict) else {}
-            if "hardware_type" in props:
-                summary.hardware_type = props["hardware_type"]
-            if "statement" in props and summary.xprof_verdict is None:
-                summary.xprof_verdict = props["statement"]
-        if summary.xprof_verdict is not None:
-            summary.xprof_step_time_measured = "No step time measured" not in summary.xprof_verdict
-
-        op_tables = _tool_json(paths, "framework_op_stats")
-        # xprof gives two tables: with and without IDLE. Use the first for the idle share.
-        all_rows = _rows(op_tables[0])
-        idle = sum(r["total_self_time"] for r in all_rows if r["type"] == "IDLE")
-        busy = [r for r in all_rows if r["type"] != "IDLE"]
-        side_total: dict[str, float] = defaultdict(float)
-        for r in busy:
-            side_total[r["host_or_device"]] += r["total_self_time"]
-        total_busy = sum(side_total.values())
-        summary.host_self_time_us = round(side_total.get("Host", 0.0), 3)
-        summary.device_self_time_us = round(side_total.get("Device", 0.0), 3)
-        summary.idle_share = idle / (idle + total_busy) if idle + total_busy else None
-
-        by_type: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0])
-        for r in busy:
-            acc = by_type[(r["type"], r["host_or_device"])]
-            acc[0] += r["total_self_time"]
-            acc[1] += int(r["occurrences"] or 0)
-        summary.top_op_types = [
-            OpStat(
-                op_type=t,
-                host_or_device=side,
-                self_time_us=round(us, 3),
-                share=us / total_busy if total_busy else 0.0,
-                occurrences=n,
-            )
-            for (t, side), (us, n) in sorted(by_type.items(), key=lambda kv: -kv[1][0])[:_TOP_N]
-        ]
-        summary.top_ops = [
-            OpStat(
-                op_type=r["type"],
-                host_or_device=r["host_or_device"],
-                self_time_us=round(r["total_self_time"], 3),
-                share=r["total_self_time"] / total_busy if total_busy else 0.0,
-                occurrences=int(r["occurrences"] or 0),
-                name=r["operation"],
-            )
-            for r in sorted(busy, key=lambda r: -r["total_self_time"])[:_TOP_N]
-        ]
+        _read_overview(summary, _tool_json(paths, "overview_page"))
+        busy = _read_op_stats(summary, _tool_json(paths, "framework_op_stats"))
         try:
             summary.input_pipeline = summarize_input_pipeline(
                 _tool_json(paths, "input_pipeline_analyzer")
@@ -123,6 +76,65 @@ def summarize_profile(logdir: str, profiled_steps: int, gpu_count: int) -> Profi
     except Exception as exc:
         summary.error = f"xprof conversion failed: {type(exc).__name__}: {exc}"[:500]
     return summary
+
+
+def _read_overview(summary: ProfileSummary, overview: Any) -> None:
+    """Hardware type and xprof's verdict from the ``overview_page`` tables."""
+    for table in overview if isinstance(overview, list) else []:
+        props = table.get("p", {}) if isinstance(table, dict) else {}
+        if "hardware_type" in props:
+            summary.hardware_type = props["hardware_type"]
+        if "statement" in props and summary.xprof_verdict is None:
+            summary.xprof_verdict = props["statement"]
+    if summary.xprof_verdict is not None:
+        summary.xprof_step_time_measured = "No step time measured" not in summary.xprof_verdict
+
+
+def _read_op_stats(summary: ProfileSummary, op_tables: Any) -> list[dict[str, Any]]:
+    """Host/device self time (us), the idle share and the top ops from ``framework_op_stats``.
+
+    Returns:
+        The rows other than IDLE.
+    """
+    # xprof gives two tables: with and without IDLE. Use the first for the idle share.
+    all_rows = _rows(op_tables[0])
+    idle = sum(r["total_self_time"] for r in all_rows if r["type"] == "IDLE")
+    busy = [r for r in all_rows if r["type"] != "IDLE"]
+    side_total: dict[str, float] = defaultdict(float)
+    for r in busy:
+        side_total[r["host_or_device"]] += r["total_self_time"]
+    total_busy = sum(side_total.values())
+    summary.host_self_time_us = round(side_total.get("Host", 0.0), 3)
+    summary.device_self_time_us = round(side_total.get("Device", 0.0), 3)
+    summary.idle_share = idle / (idle + total_busy) if idle + total_busy else None
+
+    by_type: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0])
+    for r in busy:
+        acc = by_type[(r["type"], r["host_or_device"])]
+        acc[0] += r["total_self_time"]
+        acc[1] += int(r["occurrences"] or 0)
+    summary.top_op_types = [
+        OpStat(
+            op_type=t,
+            host_or_device=side,
+            self_time_us=round(us, 3),
+            share=us / total_busy if total_busy else 0.0,
+            occurrences=n,
+        )
+        for (t, side), (us, n) in sorted(by_type.items(), key=lambda kv: -kv[1][0])[:_TOP_N]
+    ]
+    summary.top_ops = [
+        OpStat(
+            op_type=r["type"],
+            host_or_device=r["host_or_device"],
+            self_time_us=round(r["total_self_time"], 3),
+            share=r["total_self_time"] / total_busy if total_busy else 0.0,
+            occurrences=int(r["occurrences"] or 0),
+            name=r["operation"],
+        )
+        for r in sorted(busy, key=lambda r: -r["total_self_time"])[:_TOP_N]
+    ]
+    return busy
 
 
 def summarize_input_pipeline(tables: Any) -> InputPipelineSummary:

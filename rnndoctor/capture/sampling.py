@@ -8,7 +8,7 @@
   before ``fit`` and keeps and times its batches as they flow (``flowed``).
 
 Iteration runs in a daemon thread joined with the phase budget, so that a pipeline that blocks
-(a hanging generator) cannot stall the capture.
+(a hanging generator) cannot stall the session.
 """
 
 from __future__ import annotations
@@ -18,9 +18,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rnndoctor.capture.budget import Budget
+
+if TYPE_CHECKING:
+    from rnndoctor.capture.session import CaptureSession
 
 K_BATCHES = 16  # batches sampled and cached for the compute-only probe
 _INPUT_WARMUP_BATCHES = 2  # first batches of a fresh iterator: iterator start, buffers filling
@@ -153,7 +156,9 @@ class _Collected:
     error: BaseException | None
 
 
-def _collect(capture: Any, budget: Budget, produce: Callable[[], Any], what: str) -> _Collected:
+def _collect(
+    session: CaptureSession, budget: Budget, produce: Callable[[], Any], what: str
+) -> _Collected:
     """Runs ``produce()`` (an iterable of batches) in a daemon thread and keeps each batch with
     the milliseconds it took to arrive, until ``K_BATCHES`` batches, ``_INPUT_TARGET_S`` (once
     ``_MIN_BATCHES`` are in), ``_MAX_CACHE_BYTES`` or the budget. A producer still blocked when
@@ -187,7 +192,7 @@ def _collect(capture: Any, budget: Budget, produce: Callable[[], Any], what: str
     threading.Thread(target=run, name="rnndoctor input-only probe", daemon=True).start()
     if not done.wait(budget.left()):
         stop.set()
-        capture.cut_short(
+        session.cut_short(
             budget,
             f"{what} delivered {len(items)} batches within the {budget.seconds:g} s budget; the "
             "probe moved on (a blocked call is left behind)",
@@ -197,7 +202,7 @@ def _collect(capture: Any, budget: Budget, produce: Callable[[], Any], what: str
 
 
 def fresh_iterator(
-    capture: Any, budget: Budget, make_iterator: Callable[[], Any], element_spec: Any
+    session: CaptureSession, budget: Budget, make_iterator: Callable[[], Any], element_spec: Any
 ) -> Batches:
     """Samples a fresh iterator (``make_iterator()``), timed.
 
@@ -208,7 +213,7 @@ def fresh_iterator(
     Raises:
         BaseException: what the iterator raised, when it delivered no batch at all.
     """
-    got = _collect(capture, budget, make_iterator, "the input pipeline")
+    got = _collect(session, budget, make_iterator, "the input pipeline")
     if got.error is not None and not got.items:
         raise got.error
     batches = Batches(
@@ -228,7 +233,7 @@ def fresh_iterator(
     return batches
 
 
-def index_pydataset(capture: Any, budget: Budget, x: Any) -> Batches:
+def index_pydataset(session: CaptureSession, budget: Budget, x: Any) -> Batches:
     """Samples a ``keras.utils.PyDataset`` by indexing it (``__getitem__``) on one thread, as
     one worker would; each batch is standardised as Keras' ``PyDatasetAdapter`` does (no worker
     is started). Input-only time is the median per ``__getitem__``.
@@ -249,7 +254,7 @@ def index_pydataset(capture: Any, budget: Budget, x: Any) -> Batches:
         for index in range(total):
             yield adapter._standardize_batch(x[index])
 
-    got = _collect(capture, budget, produce, "the PyDataset")
+    got = _collect(session, budget, produce, "the PyDataset")
     if got.error is not None and not got.items:
         raise got.error
     steady = got.times_ms[_INPUT_WARMUP_BATCHES:] or got.times_ms
@@ -266,7 +271,9 @@ def index_pydataset(capture: Any, budget: Budget, x: Any) -> Batches:
     return batches
 
 
-def array_batches(capture: Any, budget: Budget, x: Any, arguments: dict[str, Any]) -> Batches:
+def array_batches(
+    session: CaptureSession, budget: Budget, x: Any, arguments: dict[str, Any]
+) -> Batches:
     """Samples arrays or tensors through Keras' own array data adapter, built as ``fit`` builds
     it from ``fit``'s bound ``arguments`` (``y``, ``sample_weight``, ``batch_size``,
     ``shuffle``, ``class_weight``), and iterated afresh."""
@@ -281,6 +288,6 @@ def array_batches(capture: Any, budget: Budget, x: Any, arguments: dict[str, Any
         class_weight=arguments.get("class_weight"),
     )
     dataset = adapter.get_tf_dataset()
-    batches = fresh_iterator(capture, budget, lambda: iter(dataset), dataset.element_spec)
+    batches = fresh_iterator(session, budget, lambda: iter(dataset), dataset.element_spec)
     batches.method = "fresh iterator (Keras' array data adapter, as fit builds it)"
     return batches

@@ -1,10 +1,11 @@
 """Sequence sampling: valid lengths, padding and masks per RNN input (issue 4).
 
-Contract used by ``window.Capture``: ``sample_sequences(capture, model, batches)`` fills
-``capture.facts.sequences`` from ``batches`` (a ``probes.Batches``), within
-``capture.budget("sequence sampling")``. ``install(capture)`` runs before the user's script.
+Contract used by :mod:`rnndoctor.capture.diagnosis`: ``sample_sequences(session, model,
+batches)`` fills ``session.facts.sequences`` from ``batches`` (a ``probes.Batches``), within
+``session.budget("sequence sampling")``. ``install(session)`` runs before the user's script; what
+its hooks see goes to ``session.sequence_state``.
 
-How the valid lengths are found (DESIGN.md, Measurement: padding):
+How the valid lengths are found:
 
 - **The mask each RNN receives.** The model runs forward once per sampled batch
   (``training=False``) while each RNN layer's ``call`` is replaced, on that instance only, by a
@@ -40,17 +41,22 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rnndoctor import stats
 from rnndoctor.capture import sites
+from rnndoctor.capture.session import SequenceState
 from rnndoctor.facts import (
     LengthHistogram,
     ModelFacts,
+    Phase,
     SequenceFacts,
     SequenceInput,
     SourceLocation,
 )
+
+if TYPE_CHECKING:
+    from rnndoctor.capture.session import CaptureSession
 
 _MAX_LENGTHS = 4096  # per-sequence lengths kept in the facts (the exact distribution is kept too)
 _HISTOGRAM_BINS = 24  # equal-width bins of the length histogram (at most one per length)
@@ -98,30 +104,37 @@ class PadCall:
         return sum(r.tobytes() in self._rows for r in cast)
 
 
-@dataclass
-class _State:
-    calls: dict[tuple[str, int], PadCall] = field(default_factory=dict)
-    ragged: dict[str, SourceLocation | None] = field(default_factory=dict)
-    capture: Any = None
-    installed: bool = False
+_HOOKS_ATTR = "_rnndoctor_sequence_hooks"  # the _Hooks, on the patched keras.layers.RNN class
 
 
-_state = _State()
+class _Hooks:
+    """The padding and RNN-call patches' link to the state they record into (one per process,
+    kept on the patched ``keras.layers.RNN``; :func:`install` points it at each new state)."""
+
+    def __init__(self) -> None:
+        self.state = SequenceState()
+
+
+def _installed_hooks() -> _Hooks | None:
+    keras = sys.modules.get("keras")
+    rnn = getattr(getattr(keras, "layers", None), "RNN", None) if keras is not None else None
+    return rnn.__dict__.get(_HOOKS_ATTR) if rnn is not None else None
 
 
 def pad_calls() -> list[PadCall]:
-    """The padding calls seen so far, oldest first."""
-    return list(_state.calls.values())
+    """The padding calls the installed hooks have seen so far, oldest first."""
+    hooks = _installed_hooks()
+    return list(hooks.state.calls.values()) if hooks is not None else []
 
 
-def _remember(call: PadCall) -> None:
+def _remember(state: SequenceState, call: PadCall) -> None:
     if call.location is None:
         return
     key = (call.location.file, call.location.line)
-    _state.calls.pop(key, None)
-    _state.calls[key] = call
-    while len(_state.calls) > _MAX_PAD_CALLS:
-        _state.calls.pop(next(iter(_state.calls)))
+    state.calls.pop(key, None)
+    state.calls[key] = call
+    while len(state.calls) > _MAX_PAD_CALLS:
+        state.calls.pop(next(iter(state.calls)))
 
 
 def _called_by_user(depth: int = 2) -> bool:
@@ -143,32 +156,37 @@ def _is_rnndoctor_file(filename: str) -> bool:
     return path.startswith(_PACKAGE_DIR) and not path.startswith(_PACKAGE_DIR + "examples")
 
 
-def install(capture: Any) -> None:
+def install(session: CaptureSession | None) -> None:
     """Hooks the padding calls and the RNN layers' ``call`` (for ragged inputs). Idempotent.
 
     - ``keras.utils.pad_sequences`` (and every ``keras`` module exporting the same function,
       ``keras.preprocessing.sequence`` included): the user's call site, ``padding`` and result.
     - ``tf.data.Dataset.padded_batch`` / ``bucket_by_sequence_length``: the user's call site.
     - ``keras.layers.RNN.call``: when an RNN receives a ``tf.RaggedTensor`` (Keras 3 then fails
-      in ``RNN.call``), ``capture.facts.sequences`` records it at once and is saved, so the
+      in ``RNN.call``), ``session.facts.sequences`` records it at once and is saved, so the
       facts hold it even though ``fit`` raises.
 
-    Calling it again only points the hooks at ``capture`` (and forgets what they saw).
+    The patches are installed once per process; calling it again only points them at a fresh
+    state (they forget what they saw), ``session.sequence_state``.
 
     Args:
-        capture: the :class:`rnndoctor.capture.window.Capture` whose facts receive ragged inputs.
+        session: the check's session, whose facts receive ragged inputs; None: record only.
     """
-    global _state
-    _state = _State(capture=capture, installed=_state.installed)
-    if _state.installed:
-        return
-    _state.installed = True
-    _hook_pad_sequences()
-    _hook_datasets()
-    _hook_rnn_call()
+    import keras
+
+    hooks = _installed_hooks()
+    if hooks is None:
+        hooks = _Hooks()
+        _hook_pad_sequences(hooks)
+        _hook_datasets(hooks)
+        _hook_rnn_call(hooks)
+        setattr(keras.layers.RNN, _HOOKS_ATTR, hooks)
+    hooks.state = SequenceState(session=session)
+    if session is not None:
+        session.sequence_state = hooks.state
 
 
-def _hook_pad_sequences() -> None:
+def _hook_pad_sequences(hooks: _Hooks) -> None:
     from keras.src.utils import sequence_utils
 
     original = sequence_utils.pad_sequences
@@ -182,13 +200,14 @@ def _hook_pad_sequences() -> None:
                 bound = signature.bind(*args, **kwargs)
                 padding = bound.arguments.get("padding", signature.parameters["padding"].default)
                 _remember(
+                    hooks.state,
                     PadCall(
                         function="pad_sequences",
                         location=sites.user_frame_location(skip=1, call_names=("pad_sequences",)),
                         padding=str(padding),
                         explicit="padding" in bound.arguments,
                         result=weakref.ref(result),
-                    )
+                    ),
                 )
         except Exception:  # recording must never break the user's script
             pass
@@ -199,7 +218,7 @@ def _hook_pad_sequences() -> None:
             module.pad_sequences = pad_sequences
 
 
-def _hook_datasets() -> None:
+def _hook_datasets(hooks: _Hooks) -> None:
     import tensorflow as tf
 
     dataset = tf.data.Dataset
@@ -214,7 +233,8 @@ def _hook_datasets() -> None:
                 try:
                     if _called_by_user():
                         location = sites.user_frame_location(skip=1, call_names=(method,))
-                        _remember(PadCall(method, location, padding, explicit=False))
+                        call = PadCall(method, location, padding, explicit=False)
+                        _remember(hooks.state, call)
                 except Exception:
                     pass
                 return original(self, *args, **kwargs)
@@ -224,7 +244,7 @@ def _hook_datasets() -> None:
         setattr(dataset, method, make())
 
 
-def _hook_rnn_call() -> None:
+def _hook_rnn_call(hooks: _Hooks) -> None:
     import keras
     import tensorflow as tf
 
@@ -234,10 +254,11 @@ def _hook_rnn_call() -> None:
     @functools.wraps(original)
     def call(self, sequences, *args, **kwargs):
         try:
-            if isinstance(sequences, tf.RaggedTensor) and self.name not in _state.ragged:
-                _state.ragged[self.name] = sites.site_of(self)
-                if _state.capture is not None:
-                    _record_ragged(_state.capture)
+            state = hooks.state
+            if isinstance(sequences, tf.RaggedTensor) and self.name not in state.ragged:
+                state.ragged[self.name] = sites.site_of(self)
+                if state.session is not None:
+                    _record_ragged(state.session)
         except Exception:
             pass
         return original(self, sequences, *args, **kwargs)
@@ -245,49 +266,50 @@ def _hook_rnn_call() -> None:
     rnn.call = call
 
 
-def _ragged_inputs() -> list[SequenceInput]:
-    if not _state.ragged:
+def _ragged_inputs(state: SequenceState) -> list[SequenceInput]:
+    if not state.ragged:
         return []
     return [
         SequenceInput(
             input="(a tf.RaggedTensor, seen while fit traced the model)",
-            rnn_layers=sorted(_state.ragged),
+            rnn_layers=sorted(state.ragged),
             length_source="ragged",
             ragged=True,
         )
     ]
 
 
-def _record_ragged(capture: Any) -> None:
-    facts = capture.facts
+def _record_ragged(session: CaptureSession) -> None:
+    facts = session.facts
     if facts.sequences is None:
         facts.sequences = SequenceFacts(
             method="seen while fit traced the model",
             not_measured="the RNN received a ragged tensor; lengths were not sampled",
         )
     facts.sequences.inputs = [i for i in facts.sequences.inputs if not i.ragged]
-    facts.sequences.inputs.extend(_ragged_inputs())
-    capture.save()
+    facts.sequences.inputs.extend(_ragged_inputs(session.sequence_state))
+    session.save()
 
 
-def sample_sequences(capture: Any, model: Any, batches: Any) -> None:
-    """Fills ``capture.facts.sequences`` from the sampled batches, within the phase's budget.
+def sample_sequences(session: CaptureSession, model: Any, batches: Any) -> None:
+    """Fills ``session.facts.sequences`` from the sampled batches, within the phase's budget.
 
     Never raises: a failure is recorded as ``not_measured`` (and as a cut-short phase when the
     budget ran out).
 
     Args:
-        capture: the running :class:`~rnndoctor.capture.window.Capture`.
+        session: the check's session.
         model: the user's model.
         batches: a ``probes.Batches`` (numpy batches as Keras' data adapters yield them).
     """
-    capture.set_phase("sequence sampling")
-    budget = capture.budget("sequence sampling")
+    state = session.sequence_state
+    session.set_phase(Phase.SEQUENCES)
+    budget = session.budget("sequence sampling")
     items = list(getattr(batches, "items", None) or [])
     if not items:
-        capture.facts.sequences = SequenceFacts(
+        session.facts.sequences = SequenceFacts(
             method=getattr(batches, "method", None),
-            inputs=_ragged_inputs(),
+            inputs=_ragged_inputs(state),
             not_measured=getattr(batches, "not_measured", None) or "no batch was sampled",
         )
         return
@@ -295,23 +317,23 @@ def sample_sequences(capture: Any, model: Any, batches: Any) -> None:
         facts = measure_batches(
             model,
             items,
-            model_facts=capture.facts.model,
+            model_facts=session.facts.model,
             deadline=budget.deadline,
-            calls=pad_calls(),
+            calls=list(state.calls.values()),
         )
     except Exception as exc:
-        capture.facts.sequences = SequenceFacts(
-            inputs=_ragged_inputs(),
+        session.facts.sequences = SequenceFacts(
+            inputs=_ragged_inputs(state),
             not_measured=f"sequence sampling failed: {type(exc).__name__}: {exc}"[:300],
         )
         return
     facts.method = getattr(batches, "method", None)
     # ragged inputs seen during fit (by layer name) and not among the sampled ones (by path)
     sampled = {path.rsplit("/", 1)[-1] for i in facts.inputs if i.ragged for path in i.rnn_layers}
-    facts.inputs.extend(i for i in _ragged_inputs() if not set(i.rnn_layers) <= sampled)
-    capture.facts.sequences = facts
+    facts.inputs.extend(i for i in _ragged_inputs(state) if not set(i.rnn_layers) <= sampled)
+    session.facts.sequences = facts
     if facts.batches_sampled < len(items) and budget.expired():
-        capture.cut_short(
+        session.cut_short(
             budget,
             f"sampled {facts.batches_sampled} of {len(items)} batches before the budget ran out",
         )
@@ -335,7 +357,7 @@ def _rnn_layers_by_path(model: Any) -> dict[str, Any]:
     and nested models)."""
     import keras
 
-    from rnndoctor.capture.model import _children
+    from rnndoctor.capture.model import sublayers
 
     found: dict[str, Any] = {}
     seen: set[int] = set()
@@ -348,10 +370,10 @@ def _rnn_layers_by_path(model: Any) -> dict[str, Any]:
         if isinstance(layer, keras.layers.RNN):
             found[path] = layer
             return
-        for child in _children(layer):
+        for child in sublayers(layer):
             visit(child, path)
 
-    for child in _children(model):
+    for child in sublayers(model):
         visit(child, model.name)
     return found
 
@@ -500,7 +522,7 @@ def _mask_layers(model: Any) -> dict[str, Any]:
     """Embedding(mask_zero=True) and Masking layers of the model, by path."""
     import keras
 
-    from rnndoctor.capture.model import _children
+    from rnndoctor.capture.model import sublayers
 
     found: dict[str, Any] = {}
 
@@ -510,10 +532,10 @@ def _mask_layers(model: Any) -> dict[str, Any]:
             isinstance(layer, keras.layers.Embedding) and getattr(layer, "mask_zero", False)
         ):
             found[path] = layer
-        for child in _children(layer):
+        for child in sublayers(layer):
             visit(child, path)
 
-    for child in _children(model):
+    for child in sublayers(model):
         visit(child, model.name)
     return found
 

@@ -1,4 +1,4 @@
-"""Construction sites: the user's file:line where each Keras layer was built.
+"""Construction sites: the user's file:line where each Keras layer, dataset and callback was built.
 
 ``install()`` wraps ``keras.layers.Layer.__new__`` so that every layer remembers the innermost
 stack frame that belongs to the user's code. A frame is the user's when its file is the script
@@ -6,6 +6,13 @@ being checked, or lies outside the standard library, site-packages and rnndoctor
 layer that Keras builds for the user (``Bidirectional`` clones its LSTM with ``from_config``) points
 at the user's ``Bidirectional(LSTM(...))`` line, and a layer built in the user's own helper module
 points at that helper.
+
+The sites are kept in one :class:`SiteBook`, which the patched ``keras.layers.Layer`` carries
+(``Layer._rnndoctor_sites``): construction sites are recorded from the first layer the user
+builds, before any check starts (:func:`rnndoctor.record_construction_sites`), so the book is the
+process's, and a :class:`~rnndoctor.capture.session.CaptureSession` holds the book it reads.
+The dataset and callback hooks (:mod:`rnndoctor.capture.data`, :mod:`rnndoctor.capture.probes`,
+:mod:`rnndoctor.capture.neutralise`) record into the same book.
 """
 
 from __future__ import annotations
@@ -17,7 +24,9 @@ import os
 import sys
 import sysconfig
 import weakref
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rnndoctor.facts import SourceLocation
 
@@ -25,9 +34,65 @@ _CONTEXT_LINES = 3  # lines shown above and below a location in the report
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
 _EXAMPLES_DIR = os.path.join(_PACKAGE_DIR, "examples")
 
-_sites: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_script: str | None = None
-_installed = False
+_BOOK_ATTR = "_rnndoctor_sites"  # the SiteBook, on the patched keras.layers.Layer class
+
+
+def _weak_map() -> weakref.WeakKeyDictionary:
+    return weakref.WeakKeyDictionary()
+
+
+@dataclass
+class SiteBook:
+    """Where the user's code built things, keyed (weakly) by the objects themselves.
+
+    Attributes:
+        script: the real path of the user's script: its frames are user code wherever it lives.
+        layers: Keras layer -> its construction site.
+        datasets: tf.data dataset or PyDataset -> ``(method, site)``.
+        callbacks: Keras callback built by the user's code -> its site.
+        saving_callbacks: a callback that writes user state (``ModelCheckpoint``...) -> the
+            user's line that built it (:mod:`rnndoctor.capture.neutralise`).
+    """
+
+    script: str | None = None
+    layers: weakref.WeakKeyDictionary = field(default_factory=_weak_map)
+    datasets: weakref.WeakKeyDictionary = field(default_factory=_weak_map)
+    callbacks: weakref.WeakKeyDictionary = field(default_factory=_weak_map)
+    saving_callbacks: weakref.WeakKeyDictionary = field(default_factory=_weak_map)
+
+    def lookup(self, table: str, obj: Any) -> Any:
+        """``obj``'s entry in ``table`` (``"layers"``, ``"datasets"``...), or None."""
+        try:
+            return getattr(self, table).get(obj)
+        except TypeError:  # not weak-referenceable
+            return None
+
+
+def book() -> SiteBook | None:
+    """The book the construction-site hooks record into; None before :func:`install`."""
+    keras = sys.modules.get("keras")
+    layers = getattr(keras, "layers", None) if keras is not None else None
+    layer_cls = getattr(layers, "Layer", None)
+    return layer_cls.__dict__.get(_BOOK_ATTR) if layer_cls is not None else None
+
+
+def lookup(table: str, obj: Any) -> Any:
+    """``obj``'s entry in the book's ``table`` (``"layers"``, ``"datasets"``...), or None."""
+    current = book()
+    return current.lookup(table, obj) if current is not None else None
+
+
+def record(table: str, obj: Any, value: Any) -> None:
+    """Records ``value`` for ``obj`` in the book's ``table`` unless it holds one already."""
+    current = book()
+    if current is None or obj is None:
+        return
+    entries = getattr(current, table)
+    try:
+        if obj not in entries:
+            entries[obj] = value
+    except TypeError:  # not weak-referenceable
+        pass
 
 
 def _library_dirs() -> tuple[str, ...]:
@@ -39,18 +104,13 @@ def _library_dirs() -> tuple[str, ...]:
 _LIBRARY_DIRS = _library_dirs()
 
 
-def set_script(path: str | None) -> None:
-    """Marks ``path`` as the user's script: its frames count as user code wherever it lives."""
-    global _script
-    _script = os.path.realpath(path) if path else None
-
-
 def is_user_file(filename: str) -> bool:
     """True when ``filename`` is the user's script or lies outside Python's and rnndoctor's dirs."""
     if not filename or filename.startswith("<"):
         return False
     real = os.path.realpath(filename)
-    if _script is not None and real == _script:
+    current = book()
+    if current is not None and current.script is not None and real == current.script:
         return True
     if real.startswith(_EXAMPLES_DIR + os.sep):
         return True  # the bundled examples are user code, even when installed in site-packages
@@ -145,34 +205,43 @@ def _call_node(source: str, line: int, call_names: tuple[str, ...]) -> ast.Call 
 
 def site_of(layer: object) -> SourceLocation | None:
     """The recorded construction site of ``layer``, or None if it was built before ``install``."""
-    try:
-        return _sites.get(layer)
-    except TypeError:
-        return None
+    return lookup("layers", layer)
 
 
-def install() -> None:
+def install(script: str | None = None) -> SiteBook:
     """Wraps ``keras.layers.Layer.__new__`` to record construction sites. Idempotent.
 
     ``__new__`` rather than ``__init__``: Keras inspects ``cls.__init__`` (``Operation.__new__``
     builds each layer's auto-config from its signature), so ``__init__`` must stay untouched.
+
+    Args:
+        script: the user's script (``rnndoctor check``): its frames count as user code wherever
+            it lives. None leaves the book's script as it is.
+
+    Returns:
+        The book the hooks record into (the one installed earlier, when there is one).
     """
-    global _installed
-    if _installed:
-        return
     import keras
 
-    original = keras.layers.Layer.__new__
+    layer_cls = keras.layers.Layer
+    current = layer_cls.__dict__.get(_BOOK_ATTR)
+    if current is None:
+        current = SiteBook()
+        original = layer_cls.__new__
+        layers = current.layers
 
-    def __new__(cls, *args, **kwargs):  # noqa: N807 - it replaces __new__
-        obj = original(cls, *args, **kwargs)
-        try:
-            if obj not in _sites:
-                names = tuple({cls.__name__, *(c.__name__ for c in cls.__mro__[:3])})
-                _sites[obj] = user_frame_location(skip=1, call_names=names)
-        except Exception:  # recording a site must never break the user's model
-            pass
-        return obj
+        def __new__(cls, *args, **kwargs):  # noqa: N807 - it replaces __new__
+            obj = original(cls, *args, **kwargs)
+            try:
+                if obj not in layers:
+                    names = tuple({cls.__name__, *(c.__name__ for c in cls.__mro__[:3])})
+                    layers[obj] = user_frame_location(skip=1, call_names=names)
+            except Exception:  # recording a site must never break the user's model
+                pass
+            return obj
 
-    keras.layers.Layer.__new__ = staticmethod(__new__)
-    _installed = True
+        layer_cls.__new__ = staticmethod(__new__)
+        setattr(layer_cls, _BOOK_ATTR, current)
+    if script:
+        current.script = os.path.realpath(script)
+    return current

@@ -27,9 +27,10 @@ import keras  # noqa: E402
 import seq_scenarios  # noqa: E402
 
 import rnndoctor  # noqa: E402
-from rnndoctor.capture import sequences  # noqa: E402
+from rnndoctor.capture import sequences, window  # noqa: E402
 from rnndoctor.capture.env import collect_environment  # noqa: E402
-from rnndoctor.capture.window import Capture, WindowOptions  # noqa: E402
+from rnndoctor.capture.session import CaptureSession  # noqa: E402
+from rnndoctor.capture.step_window import WindowOptions  # noqa: E402
 from rnndoctor.facts import Facts, RunInfo  # noqa: E402
 
 rnndoctor.record_construction_sites()
@@ -39,12 +40,12 @@ def _ragged_facts() -> Facts:
     facts = Facts(run=RunInfo(script=__file__, argv=[], cwd=str(Path.cwd())))
     facts.environment = collect_environment()
     options = WindowOptions(warmup_steps=1, measured_steps=2, profile_steps=0, run_probes=False)
-    capture = Capture(facts, options, None)
+    capture = CaptureSession(facts, options, None)
     sequences.install(capture)
     model, data, _ = seq_scenarios.ragged()
     try:
         fit = getattr(keras.Model.fit, "__wrapped__", keras.Model.fit)
-        capture.run_window(fit, model, (data,), {"epochs": 1, "verbose": 0})
+        window.run_window(capture, fit, model, (data,), {"epochs": 1, "verbose": 0})
     except ValueError as exc:  # Keras 3: RNN.call cannot index a ragged dimension
         facts.run.outcome = "script_error"
         facts.run.error_type = type(exc).__name__

@@ -1,7 +1,8 @@
 """Custom training loops and tf.function tracing counts, in process, on tiny real models.
 
-Each test installs the hooks of ``rnndoctor.capture.loop`` on its own ``Capture`` and detaches
-them afterwards (``loop.uninstall``). ``Capture.end_script`` is replaced by a plain raise: the
+Each test installs the hooks of ``rnndoctor.capture.loop`` on its own ``CaptureSession`` and
+detaches them afterwards (``loop.uninstall``). ``CaptureSession.end_script`` is replaced by a plain
+raise: the
 real one stops the process at the next line of user code, and the test's lines are user code.
 """
 
@@ -13,9 +14,10 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
-from rnndoctor.capture import loop  # noqa: E402
+from rnndoctor.capture import loop, traces, window  # noqa: E402
 from rnndoctor.capture.env import collect_environment  # noqa: E402
-from rnndoctor.capture.window import Capture, StopScript, WindowOptions  # noqa: E402
+from rnndoctor.capture.session import CaptureSession, StopScript  # noqa: E402
+from rnndoctor.capture.step_window import WindowOptions  # noqa: E402
 from rnndoctor.facts import Facts, RunInfo  # noqa: E402
 
 T, F, B = 5, 3, 8
@@ -29,7 +31,7 @@ def capture(tmp_path, monkeypatch):
         warmup_steps=1, measured_steps=3, profile_steps=0, probe_fast_path=False,
         run_probes=False, timeout_s=120,
     )  # fmt: skip
-    cap = Capture(facts, options, tmp_path / "facts.json")
+    cap = CaptureSession(facts, options, tmp_path / "facts.json")
 
     def stop():
         raise StopScript
@@ -150,7 +152,7 @@ def test_tf_functions_are_counted_per_python_function(capture):
         scale(tf.ones((2,)), float(factor))
     for _ in range(3):  # a new tf.function object each time: traces each time
         tf.function(lambda v: v + 1)(tf.ones((2,)))
-    loop.collect_traces(capture)
+    traces.collect_traces(capture)
     rows = {t.name: t for t in capture.facts.probes.traces}
     scaled = rows[scale.python_function.__qualname__]
     assert (scaled.calls, scaled.traced_calls, scaled.traces) == (7, 5, 5)
@@ -160,7 +162,7 @@ def test_tf_functions_are_counted_per_python_function(capture):
     lam = next(t for t in rows.values() if "<lambda>" in t.name)
     assert (lam.instances, lam.traces, lam.calls) == (3, 3, 3)
     scale(tf.ones((9,)), 2.0)  # after collection: not counted
-    loop.collect_traces(capture)
+    traces.collect_traces(capture)
     assert {t.name: t for t in capture.facts.probes.traces}[scaled.name].calls == 7
 
 
@@ -169,8 +171,9 @@ def test_fit_reports_its_train_function_and_no_custom_loop(capture):
     model.compile(optimizer="sgd", loss="mse")
     x, y = batch()
     fit = getattr(keras.Model.fit, "__wrapped__", keras.Model.fit)
-    capture.run_window(fit, model, (np.repeat(x.numpy(), 8, 0), np.repeat(y.numpy(), 8, 0)),
-                       {"batch_size": B, "epochs": 1, "verbose": 0})  # fmt: skip
+    window.run_window(capture, fit, model,
+                      (np.repeat(x.numpy(), 8, 0), np.repeat(y.numpy(), 8, 0)),
+                      {"batch_size": B, "epochs": 1, "verbose": 0})  # fmt: skip
     facts = capture.facts
     assert facts.loop is None  # fit's own gradient applications are not a custom loop
     (train,) = [t for t in facts.probes.traces if t.role == "train_function"]

@@ -4,11 +4,12 @@ the user's own process): the callbacks that write user state are dropped and rec
 from __future__ import annotations
 
 import os
-from types import SimpleNamespace
 
 import keras
 
 from rnndoctor.capture import neutralise
+from rnndoctor.capture.session import CaptureSession
+from rnndoctor.capture.step_window import WindowOptions
 from rnndoctor.facts import Facts, FitConfig, RunInfo, SourceLocation
 
 
@@ -19,7 +20,7 @@ class MyCheckpoint(keras.callbacks.ModelCheckpoint):
 def test_state_writing_callbacks_are_dropped_and_recorded(tmp_path):
     facts = Facts(run=RunInfo(script="train.py", argv=["train.py"], cwd=str(tmp_path)))
     facts.fit = FitConfig(data_kind="numpy", location=SourceLocation(file="train.py", line=9))
-    capture = SimpleNamespace(facts=facts, save=lambda: None)
+    capture = CaptureSession(facts, WindowOptions(), None)
     history = keras.callbacks.History()
     early = keras.callbacks.EarlyStopping()
     callbacks = [

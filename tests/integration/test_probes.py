@@ -15,7 +15,8 @@ tf = pytest.importorskip("tensorflow")
 import rnndoctor  # noqa: E402
 from rnndoctor.capture import data as data_mod  # noqa: E402
 from rnndoctor.capture import memory, probes, sampling  # noqa: E402
-from rnndoctor.capture.window import Capture, WindowOptions  # noqa: E402
+from rnndoctor.capture.session import CaptureSession  # noqa: E402
+from rnndoctor.capture.step_window import WindowOptions  # noqa: E402
 from rnndoctor.facts import Facts, RunInfo  # noqa: E402
 
 rnndoctor.record_construction_sites()
@@ -232,7 +233,7 @@ def test_a_hanging_pipeline_is_cut_short_within_the_budget():
         hangs, output_signature=(tf.TensorSpec((8, 3)), tf.TensorSpec((1,)))
     ).batch(1)
     facts = Facts(run=RunInfo(script="x.py", argv=[], cwd="."))
-    capture = Capture(facts, WindowOptions(timeout_s=20.0), None)
+    capture = CaptureSession(facts, WindowOptions(timeout_s=20.0), None)
     start = time.monotonic()
     batches = probes.sample_batches(capture, {"x": ds})
     assert time.monotonic() - start < 5.0  # the input-only budget: 2 s

@@ -16,9 +16,10 @@ import numpy as np  # noqa: E402
 import seq_scenarios as ss  # noqa: E402
 
 import rnndoctor  # noqa: E402
-from rnndoctor.capture import sequences  # noqa: E402
+from rnndoctor.capture import sequences, window  # noqa: E402
 from rnndoctor.capture.model import collect_model  # noqa: E402
-from rnndoctor.capture.window import Capture, WindowOptions  # noqa: E402
+from rnndoctor.capture.session import CaptureSession  # noqa: E402
+from rnndoctor.capture.step_window import WindowOptions  # noqa: E402
 from rnndoctor.engine import evaluate  # noqa: E402
 from rnndoctor.facts import Facts, RunInfo  # noqa: E402
 from rnndoctor.findings import Severity  # noqa: E402
@@ -194,13 +195,13 @@ def test_ragged_input_is_recorded_while_fit_fails_and_gives_rd114():
     keras.utils.clear_session()
     facts = Facts(run=RunInfo(script="test", argv=[], cwd="."))
     options = WindowOptions(warmup_steps=1, measured_steps=2, profile_steps=0, run_probes=False)
-    capture = Capture(facts, options, None)
+    capture = CaptureSession(facts, options, None)
     sequences.install(capture)
     try:
         model, data, _ = ss.ragged()
         fit = getattr(keras.Model.fit, "__wrapped__", keras.Model.fit)
         with pytest.raises(ValueError, match="ragged"):  # Keras 3 cannot run it
-            capture.run_window(fit, model, (data,), {"epochs": 1, "verbose": 0})
+            window.run_window(capture, fit, model, (data,), {"epochs": 1, "verbose": 0})
     finally:
         sequences.install(None)
     (record,) = facts.sequences.inputs

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rnndoctor.capture import env, loop
+from rnndoctor.capture import env, traces
 from rnndoctor.engine import evaluate
 from rnndoctor.facts import Device, Facts, StepArgument, TraceCount
 from rnndoctor.findings import Severity
@@ -324,7 +324,7 @@ def test_nvidia_gpu_found_on_the_pci_bus_without_a_driver(tmp_path, monkeypatch)
 
 
 def test_argument_signature_relaxes_the_batch_and_the_dims_that_varied():
-    argument = loop._Argument("batch")
+    argument = traces.Argument("batch")
     for length in (7, 9):
         argument.observe((np.zeros((16, length, 3), "float32"), np.zeros((16,), "int64")))
     facts = argument.facts()
@@ -333,7 +333,7 @@ def test_argument_signature_relaxes_the_batch_and_the_dims_that_varied():
         "(tf.TensorSpec([None, None, 3], tf.float32), tf.TensorSpec([None], tf.int64))"
     )
     assert facts.shapes == ["(float32[16, 7, 3], int64[16])", "(float32[16, 9, 3], int64[16])"]
-    python = loop._Argument("step")
+    python = traces.Argument("step")
     for value in (1, 2, 2):
         python.observe(value)
     assert (python.facts().kind, python.facts().values_seen, python.facts().spec) == (

@@ -1,0 +1,73 @@
+"""Everything after the measured steps, for ``fit`` and custom loops alike.
+
+:func:`finish` runs the model inspection, the data facts, the sequence sampling, the probes and
+the profile conversion, each bounded by its own budget, then the ``tf.function`` tracing counts;
+it marks the window finished and the run completed. The ``fit`` hook
+(:mod:`rnndoctor.capture.window`) and the custom-loop hook (:mod:`rnndoctor.capture.loop`) call
+it once their :class:`~rnndoctor.capture.step_window.StepWindow` is done.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rnndoctor.capture import probes, sequences, traces
+from rnndoctor.capture.model import collect_model
+from rnndoctor.capture.profile import summarize_profile
+from rnndoctor.facts import Outcome, Phase
+
+if TYPE_CHECKING:
+    from rnndoctor.capture.session import CaptureSession
+
+
+def finish(
+    session: CaptureSession,
+    model: Any,
+    profiled_steps: int,
+    profile_error: str | None,
+    arguments: dict[str, Any] | None = None,
+) -> None:
+    """Model inspection, data facts, sequence sampling, the probes, and the profile conversion.
+
+    Args:
+        session: the check's session.
+        model: the user's model (None: a custom loop whose variables belong to no model).
+        profiled_steps: steps the profiler captured.
+        profile_error: why the profiler did not capture, or None.
+        arguments: the bound ``fit`` arguments (None for a custom loop).
+    """
+    options = session.options
+    session.set_phase(Phase.MODEL)
+    collect_model_into(session, model)
+    if arguments is not None:
+        session.set_phase(Phase.DATA)
+        probes.collect_data(session, arguments)
+        if options.run_probes:
+            batches = probes.sample_batches(session, arguments)  # each sets its own phase
+            sequences.sample_sequences(session, model, batches)
+            session.save()
+            probes.run_probes(session, model, arguments, batches)
+    if options.profile_steps and options.profile_dir:
+        session.set_phase(Phase.PROFILE)
+        if profile_error:
+            session.facts.run.notes.append(f"profiler not captured: {profile_error}")
+        environment = session.facts.environment
+        gpus = environment.gpu_count if environment else 0
+        session.facts.profile = summarize_profile(options.profile_dir, profiled_steps, gpus)
+    traces.collect_traces(session, model)  # tf.function tracing counts of the window
+    session.window_finished = True
+    session.facts.run.outcome = Outcome.COMPLETED
+    session.set_phase(Phase.DONE)
+
+
+def collect_model_into(session: CaptureSession, model: Any) -> None:
+    """Fills ``session.facts.model``; a failure (or no model) becomes a note."""
+    if model is None:  # a custom loop whose variables belong to no keras.Model
+        session.facts.run.notes.append(
+            "model not inspected: no keras.Model holds the variables the optimizer updated"
+        )
+        return
+    try:
+        session.facts.model = collect_model(model, probe=session.options.probe_fast_path)
+    except Exception as exc:
+        session.facts.run.notes.append(f"model inspection failed: {type(exc).__name__}: {exc}")

@@ -1,0 +1,265 @@
+"""One check's capture: the facts being gathered, where they are saved, and every hook's state.
+
+A :class:`CaptureSession` is made once per check (by the capture child, or by
+:func:`rnndoctor.diagnose`) and passed explicitly to every hook and probe. It holds the state each
+hook keeps for that check, typed, so that no capture module keeps check state in a module global:
+
+- the ``fit`` hook (:mod:`rnndoctor.capture.window`): ``fit_called``, ``window``, the original
+  ``Model.fit``;
+- the custom-loop and ``tf.function`` hooks (:mod:`rnndoctor.capture.loop`): :class:`LoopState`;
+- the probes (:mod:`rnndoctor.capture.probes`): :class:`ProbeState`;
+- the sequence sampling (:mod:`rnndoctor.capture.sequences`): :class:`SequenceState`;
+- the neutralisation of saving calls (:mod:`rnndoctor.capture.neutralise`):
+  :class:`NeutraliseState`;
+- the construction sites (:mod:`rnndoctor.capture.sites`): the :class:`~rnndoctor.capture.sites.
+  SiteBook` the site hooks record into.
+
+This module sits below the hook modules: they import it (for typing), it imports none of them.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import linecache
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn, Protocol
+
+from rnndoctor.capture import sites
+from rnndoctor.capture.budget import Budget, Budgets
+from rnndoctor.capture.sites import SiteBook
+from rnndoctor.capture.step_window import WindowOptions
+from rnndoctor.facts import CutShort, Facts, Phase, SourceLocation, StepTimes
+
+
+class RunningWindow(Protocol):
+    """What the child's watchdog reads of the running ``fit`` window
+    (:class:`rnndoctor.capture.window.DiagnosisWindow`)."""
+
+    model: Any  # the model ``fit`` set on the callback (None before fit sets it)
+
+    @property
+    def steps_done(self) -> int:
+        """Training steps run so far, warm-up included."""
+
+    def step_times(self, batch_size: int | None) -> StepTimes:
+        """The step times measured so far."""
+
+
+class StopScript(BaseException):
+    """Raised once the diagnosis is finished, to end the user's script (pre-flight mode).
+
+    It derives from ``BaseException``, so a user's ``except Exception`` cannot swallow it (the
+    same reason ``KeyboardInterrupt`` does).
+    """
+
+
+@dataclass
+class ProbeState:
+    """What the probes keep between ``prepare_fit_data`` and ``run_probes``.
+
+    Attributes:
+        original_x: ``fit``'s ``x`` as the user passed it (before a generator is teed).
+        tee: the ``sampling.Tee`` around a Python generator passed to ``fit``, or None.
+        timers: the ``probes._CallbackTimer`` of each user callback with per-batch hooks.
+        rss_before_fit_mib: the process's resident memory before ``fit``, MiB.
+    """
+
+    original_x: Any = None
+    tee: Any = None
+    timers: list[Any] = field(default_factory=list)
+    rss_before_fit_mib: float | None = None
+
+
+@dataclass
+class SequenceState:
+    """What the padding and RNN-call hooks saw (:mod:`rnndoctor.capture.sequences`).
+
+    Attributes:
+        calls: the latest ``sequences.PadCall`` per call site ``(file, line)``, oldest first.
+        ragged: name of each RNN layer that received a ``tf.RaggedTensor`` -> its site.
+        session: the session whose facts receive ragged inputs at once (None: record only).
+    """
+
+    calls: dict[tuple[str, int], Any] = field(default_factory=dict)
+    ragged: dict[str, SourceLocation | None] = field(default_factory=dict)
+    session: CaptureSession | None = None
+
+
+@dataclass
+class NeutraliseState:
+    """The plain file writes the script made during the check (:mod:`.neutralise`).
+
+    Attributes:
+        skip_dirs: folders whose writes are not recorded (``--out``, ``/dev``...), each ending
+            with the path separator.
+        writes: real path -> ``(how, user's line)``, the first ``_MAX_WRITES_LISTED``.
+        writes_more: writes past those, counted.
+        writes_note: the index of the note in ``facts.run.notes`` that lists them, or None.
+    """
+
+    skip_dirs: tuple[str, ...] = ()
+    writes: dict[str, tuple[str, SourceLocation | None]] = field(default_factory=dict)
+    writes_more: int = 0
+    writes_note: int | None = None
+
+
+@dataclass
+class LoopState:
+    """What the ``tf.function`` and gradient-application hooks gather (:mod:`.loop`).
+
+    Attributes:
+        functions: ``tf.function`` call statistics (``traces.FunctionStats``) by TensorFlow's
+            call-stats key.
+        loop: the custom loop's window (``loop.CustomLoop``), once a gradient application
+            outside ``fit`` was seen.
+        hooked: the hooks point at this session (``loop.install``; ``loop.uninstall`` clears it).
+        frozen: counting stopped for good (``traces.collect_traces`` ran).
+        paused: counting stopped while rnndoctor itself calls the step (the traced twin).
+    """
+
+    functions: dict[Any, Any] = field(default_factory=dict)
+    loop: Any = None
+    hooked: bool = False
+    frozen: bool = False
+    paused: bool = False
+
+
+class CaptureSession:
+    """One check's capture: the facts, where they are saved, and the hooks' state.
+
+    Args:
+        facts: the facts to fill (``run`` already set).
+        options: the window options.
+        facts_path: where to save partial facts after each phase (None: keep in memory).
+        started: ``time.monotonic()`` when the capture started (phase times count from it).
+        site_book: the construction sites (``sites.install()``); None: an empty book.
+
+    Attributes:
+        fit_called: the ``fit`` hook ran the window (a later ``fit`` runs as Keras defines it).
+        window_finished: the window and every phase after it finished.
+        window: the running ``fit`` window (read by the child's watchdog), or None.
+        budgets: the time budgets of the bounded phases.
+    """
+
+    def __init__(
+        self,
+        facts: Facts,
+        options: WindowOptions,
+        facts_path: str | Path | None,
+        started: float | None = None,
+        site_book: SiteBook | None = None,
+    ):
+        self.facts = facts
+        self.started = time.monotonic() if started is None else started
+        self.options = options
+        self.facts_path = facts_path
+        self.budgets = Budgets(options.timeout_s, self.started)
+        self.fit_called = False
+        self.window_finished = False
+        self.window: RunningWindow | None = None
+        self.original_fit_function: Callable[..., Any] | None = None
+        self.site_book = site_book if site_book is not None else SiteBook()
+        self.probe_state = ProbeState()
+        self.sequence_state = SequenceState(session=self)
+        self.neutralise_state = NeutraliseState()
+        self.loop_state = LoopState()
+
+    # -- facts and phases ------------------------------------------------------------------------
+    def save(self) -> None:
+        """Writes the facts to ``facts_path`` (nothing when it is None)."""
+        if self.facts_path is not None:
+            self.facts.save(self.facts_path)
+
+    def set_phase(self, phase: Phase) -> None:
+        """Enters ``phase`` (seconds since the capture started) and saves the facts."""
+        self.facts.run.enter_phase(phase, time.monotonic() - self.started)
+        self.save()
+
+    def budget(self, phase: str) -> Budget:
+        """The time budget of a bounded phase (see :mod:`rnndoctor.capture.budget`)."""
+        return self.budgets.budget(phase)
+
+    def cut_short(self, budget: Budget | str, reason: str) -> None:
+        """Records that a phase stopped early (out of budget, out of memory, failed)."""
+        phase, seconds = (
+            (budget.phase, budget.seconds) if isinstance(budget, Budget) else (budget, None)
+        )
+        self.facts.run.cut_short.append(CutShort(phase=phase, reason=reason, budget_s=seconds))
+        self.save()
+
+    def original_fit(self) -> Callable[..., Any]:
+        """``keras.Model.fit`` as Keras defines it (probes call it without the window hook)."""
+        if self.original_fit_function is not None:
+            return self.original_fit_function
+        import keras
+
+        return keras.Model.fit
+
+    # -- ending the script -----------------------------------------------------------------------
+    def end_script(self) -> NoReturn:
+        """Raises :class:`StopScript` to end the user's script after the window.
+
+        A bare ``except:`` or ``except BaseException`` can still catch it, and ``finally``
+        clauses run while it unwinds. So that no user code runs after the window (a
+        ``model.save`` over the user's checkpoint, say), a trace function watches the user's
+        frames while the exception unwinds: the first line of user code it would run, other
+        than an ``except`` test or a ``with`` exit, ends the process there (the facts are saved).
+
+        Raises:
+            StopScript: always.
+        """
+        session = self
+
+        def tracer(frame, event, arg):
+            filename = frame.f_code.co_filename
+            if (
+                event == "line"
+                and sites.is_user_file(filename)
+                and frame.f_lineno not in _unwinding_lines(filename)
+            ):
+                sys.settrace(None)
+                code = linecache.getline(filename, frame.f_lineno).strip()
+                session.facts.run.notes.append(
+                    f"the script's own code was about to run after rnndoctor's stop, at "
+                    f"{filename}:{frame.f_lineno} ({code}), in an except or finally clause; "
+                    "rnndoctor ended the process there so that nothing after fit runs"
+                )
+                session.save()
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(0)
+            return tracer
+
+        frame = sys._getframe(1)
+        while frame is not None:
+            if sites.is_user_file(frame.f_code.co_filename):
+                frame.f_trace = tracer
+            frame = frame.f_back
+        sys.settrace(tracer)
+        raise StopScript
+
+
+@functools.lru_cache(maxsize=32)
+def _unwinding_lines(filename: str) -> frozenset[int]:
+    """Lines where Python reports a line event while an exception merely passes through: the
+    headers of ``except`` clauses (their test runs) and of ``with`` statements (``__exit__``)."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)))
+    except (SyntaxError, ValueError):
+        return frozenset()
+    return frozenset(
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.ExceptHandler, ast.With, ast.AsyncWith))
+    )
+
+
+def default_profile_dir(out: str | Path) -> str:
+    """The profiler logdir under the report folder ``out``: ``<out>/profile``, absolute."""
+    return os.path.join(os.path.abspath(out), "profile")

@@ -1,0 +1,260 @@
+"""The diagnosis window: warm-up, measured and profiled steps, written once for both drivers.
+
+:class:`StepWindow` keeps the window's state and decides, step by step, what comes next: the
+warm-up steps (not timed: tracing, graph building, allocator warm-up), then the measured steps
+(wall time from the end of one step to the end of the next, divided by the steps that interval
+covered), then ``profile_steps`` steps inside the profiler, each with a step marker that xprof's
+step-time and input-pipeline analysis recognise. It announces each phase once, as it starts.
+
+Two thin adapters drive it: the ``fit`` callback (:class:`rnndoctor.capture.window.DiagnosisWindow`,
+``begin_step`` at ``on_train_batch_begin`` and ``end_step`` at ``on_train_batch_end``) and the
+custom-loop hook (:mod:`rnndoctor.capture.loop`, ``end_step`` at each gradient application or
+step-function call). The clock and the profiler are injected, so this module imports no
+TensorFlow: :class:`TFProfiler` imports it when it first starts.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from rnndoctor.facts import Phase, StepTimes
+from rnndoctor.options import DEFAULTS
+from rnndoctor.stats import percentile
+
+FIT_PHASES = (Phase.WARMUP, Phase.MEASURED, Phase.PROFILED)
+LOOP_PHASES = (Phase.LOOP_WARMUP, Phase.LOOP_MEASURED, Phase.LOOP_PROFILED)
+_ERROR_CHARS = 300  # a profiler error is kept to this many characters
+
+
+@dataclass
+class WindowOptions:
+    """How many steps of each kind the window runs, and what follows it.
+
+    Attributes:
+        warmup_steps: steps run first and not timed (tracing, graph building, allocator warm-up).
+        measured_steps: timed steps, excluding the first step of each epoch (iterator start).
+        profile_steps: steps captured by the TF profiler after the measured ones (0: no profile).
+        profile_dir: the profiler logdir (``<out>/profile``); None: no profile.
+        probe_fast_path: run the per-layer cuDNN fast-path probe.
+        timeout_s: the parent's ``--timeout`` in seconds; the phases after the window get budgets
+            from it (:mod:`rnndoctor.capture.budget`). None: no overall limit.
+        run_probes: run the input / compute / batch-size / steps_per_execution probes and the
+            sequence sampling after the window.
+    """
+
+    warmup_steps: int = DEFAULTS.warmup
+    measured_steps: int = DEFAULTS.steps
+    profile_steps: int = DEFAULTS.profile_steps
+    profile_dir: str | None = None
+    probe_fast_path: bool = DEFAULTS.probe_fast_path
+    timeout_s: float | None = None
+    run_probes: bool = not DEFAULTS.no_probes
+
+
+class Profiler(Protocol):
+    """What the window needs of a profiler (:class:`TFProfiler`, or a fake in tests)."""
+
+    def start(self, logdir: str) -> None:
+        """Starts a profiling session writing to ``logdir``.
+
+        Raises:
+            Exception: the session could not start (another one is running, say).
+        """
+
+    def stop(self) -> None:
+        """Stops the session and writes the profile.
+
+        Raises:
+            Exception: stopping failed.
+        """
+
+    def step_marker(self, step: int) -> AbstractContextManager[Any]:
+        """A context manager marking one training step (number ``step``) in the profile."""
+
+
+class TFProfiler:
+    """``tf.profiler.experimental``, with ``Trace("train", step_num=..., _r=1)`` step markers."""
+
+    def start(self, logdir: str) -> None:
+        import tensorflow as tf
+
+        tf.profiler.experimental.start(logdir)
+
+    def stop(self) -> None:
+        import tensorflow as tf
+
+        tf.profiler.experimental.stop()
+
+    def step_marker(self, step: int) -> AbstractContextManager[Any]:
+        import tensorflow as tf
+
+        return tf.profiler.experimental.Trace("train", step_num=step, _r=1)
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:_ERROR_CHARS]
+
+
+class StepWindow:
+    """The window's state: steps done, step times, the profiler, the current phase.
+
+    Args:
+        options: the step counts and the profile logdir.
+        phases: the names announced for the warm-up, measured and profiled steps
+            (:data:`FIT_PHASES` or :data:`LOOP_PHASES`).
+        on_phase: called with each phase's name as it starts (``CaptureSession.set_phase``).
+        clock: seconds, monotonic (``time.perf_counter``).
+        profiler: the profiler (:class:`TFProfiler` when None).
+
+    Attributes:
+        steps_done: training steps seen, warm-up included.
+        step_ms: measured step times, ms per step.
+        train_function_ms: per measured step, ms from :meth:`begin_step` to :meth:`end_step`
+            (``fit`` only: Keras' train function without the input wait before it).
+        profiled: steps the profiler captured.
+        profile_error: why the profiler did not start or stop, or None.
+    """
+
+    def __init__(
+        self,
+        options: WindowOptions,
+        phases: tuple[Phase, Phase, Phase] = FIT_PHASES,
+        on_phase: Callable[[Phase], None] | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+        profiler: Profiler | None = None,
+    ):
+        self.options = options
+        self.phases = phases
+        self.on_phase = on_phase
+        self.clock = clock
+        self.profiler: Profiler = profiler if profiler is not None else TFProfiler()
+        self.phase: Phase | None = None
+        self.steps_done = 0
+        self.step_ms: list[float] = []
+        self.train_function_ms: list[float] = []
+        self.profiled = 0
+        self.profile_error: str | None = None
+        self._profiling = False
+        self._marker: AbstractContextManager[Any] | None = None
+        self._begin_t: float | None = None
+        self._last_end: float | None = None
+
+    # -- where the window is -------------------------------------------------------------------
+    def warming_up(self) -> bool:
+        return self.steps_done < self.options.warmup_steps
+
+    def measuring(self) -> bool:
+        """Whether the next step's time is recorded (warm-up over, measured steps to go)."""
+        return not self.warming_up() and len(self.step_ms) < self.options.measured_steps
+
+    def profile_wanted(self) -> bool:
+        """Whether profiled steps remain (a profile asked for, and no profiler error)."""
+        return bool(
+            self.options.profile_steps > 0
+            and self.options.profile_dir
+            and self.profile_error is None
+            and self.profiled < self.options.profile_steps
+        )
+
+    def profile_due(self) -> bool:
+        """Whether the next step is a profiled one."""
+        return not self.warming_up() and not self.measuring() and self.profile_wanted()
+
+    def complete(self) -> bool:
+        """Whether the window has run every step it wants."""
+        return not self.warming_up() and not self.measuring() and not self.profile_wanted()
+
+    def announce(self) -> None:
+        """Calls ``on_phase`` when the phase of the next step differs from the last one's."""
+        warmup, measured, profiled = self.phases
+        phase = warmup if self.warming_up() else measured if self.measuring() else profiled
+        if phase != self.phase:
+            self.phase = phase
+            if self.on_phase is not None:
+                self.on_phase(phase)
+
+    # -- steps ---------------------------------------------------------------------------------
+    def epoch_begin(self) -> None:
+        """A new epoch: its first step also starts the iterator, so it is not measured."""
+        self._last_end = None
+
+    def begin_step(self) -> None:
+        """A step begins (``fit``): announces its phase, opens its profile marker when due."""
+        self.announce()
+        if self.profile_due():
+            self.begin_profiled_step()
+        self._begin_t = self.clock()
+
+    def end_step(self, steps: int = 1) -> None:
+        """A step (or ``steps`` steps of one execution) ended; its device work has finished.
+
+        Args:
+            steps: training steps the interval covered (``steps_per_execution``), at least 1.
+        """
+        now = self.clock()
+        if self.measuring() and self._last_end is not None:
+            self.step_ms.append((now - self._last_end) * 1000.0 / steps)
+            if self._begin_t is not None:
+                self.train_function_ms.append((now - self._begin_t) * 1000.0 / steps)
+        self._last_end = now
+        self.steps_done += steps
+        if self._marker is not None:
+            self._marker.__exit__(None, None, None)
+            self._marker = None
+            self.profiled += steps
+
+    def restart_clock(self) -> None:
+        """The next step starts now (the custom loop's own bookkeeping is not in any step)."""
+        self._last_end = self.clock()
+
+    # -- the profiler --------------------------------------------------------------------------
+    def begin_profiled_step(self) -> None:
+        """Starts the profiler (once) and opens the next step's marker; a profiler that cannot
+        start is recorded in ``profile_error`` and no marker opens."""
+        if not self._profiling:
+            try:
+                self.profiler.start(self.options.profile_dir or "")
+                self._profiling = True
+            except Exception as exc:  # another profiler session running, say
+                self.profile_error = _error_text(exc)
+                return
+        self._marker = self.profiler.step_marker(self.steps_done)
+        self._marker.__enter__()
+
+    def stop_profiler(self) -> None:
+        """Closes an open marker and stops the profiler (idempotent)."""
+        if self._marker is not None:
+            self._marker.__exit__(None, None, None)
+            self._marker = None
+        if self._profiling:
+            self._profiling = False
+            try:
+                self.profiler.stop()
+            except Exception as exc:
+                self.profile_error = _error_text(exc)
+
+    # -- the result ----------------------------------------------------------------------------
+    def step_times(self, batch_size: int | None, source: str = "fit") -> StepTimes:
+        """The measured steps as :class:`StepTimes` (ms, rounded to 4 places; samples/s)."""
+        times = StepTimes(
+            warmup_steps=self.options.warmup_steps,
+            measured_steps=len(self.step_ms),
+            requested_steps=self.options.measured_steps,
+            step_time_ms=[round(v, 4) for v in self.step_ms],
+            train_function_ms=[round(v, 4) for v in self.train_function_ms],
+            batch_size=batch_size,
+            source=source,
+        )
+        if self.step_ms:
+            times.median_step_time_ms = round(statistics.median(self.step_ms), 4)
+            times.p90_step_time_ms = round(percentile(self.step_ms, 0.9), 4)
+            if self.train_function_ms:
+                times.median_train_function_ms = round(statistics.median(self.train_function_ms), 4)
+            if batch_size:
+                times.samples_per_s = round(batch_size * 1000.0 / times.median_step_time_ms, 2)
+        return times
