@@ -61,15 +61,22 @@ class Supervisor:
         log_path: where its stdout and stderr go (``script.log``).
         facts_path: the ``facts.json`` it saves after each phase (read for the progress).
         timeout_s: seconds before the whole process tree is killed.
+        quiet: no phase display (``--verify``'s A/B runs, many in a row).
     """
 
     def __init__(
-        self, command: Sequence[str], log_path: Path, facts_path: Path, timeout_s: float
+        self,
+        command: Sequence[str],
+        log_path: Path,
+        facts_path: Path,
+        timeout_s: float,
+        quiet: bool = False,
     ) -> None:
         self.command = list(command)
         self.log_path = log_path
         self.facts_path = facts_path
         self.timeout_s = timeout_s
+        self.quiet = quiet
         self.run_id = uuid.uuid4().hex
 
     def environment(self) -> dict[str, str]:
@@ -94,7 +101,10 @@ class Supervisor:
                 env=self.environment(), start_new_session=True,
             )  # fmt: skip
             try:
-                result.status = self._wait_with_progress(proc)
+                if self.quiet:
+                    result.status = proc.wait(timeout=self.timeout_s)
+                else:
+                    result.status = self._wait_with_progress(proc)
             except subprocess.TimeoutExpired:
                 result.timed_out = True
             except KeyboardInterrupt:
