@@ -58,6 +58,7 @@ def run_check(
     paths = prepare_out(options, console)
     if paths is None:
         return ExitCode.USAGE
+    started = time.monotonic()
     child = supervise(script, script_args, options, paths, console)
     (paths.out / _FACTS_TMP).unlink(missing_ok=True)  # a save the kill cut short
     if options.redact:
@@ -69,7 +70,31 @@ def run_check(
     settle(facts, child, options.timeout)
     facts.save(paths.facts)
     report = _render_and_summarise(facts, options, paths, console)
-    return exit_code(facts, child, report, options, paths, console)
+    code = exit_code(facts, child, report, options, paths, console)
+    if options.verify:
+        code = _verify(script, script_args, options, paths, report, code, started, console)
+    return code
+
+
+def _verify(
+    script: Path,
+    script_args: list[str],
+    options: Options,
+    paths: CheckPaths,
+    report: Report,
+    code: ExitCode,
+    started: float,
+    console: Console,
+) -> ExitCode:
+    """``--verify`` after a plain check that measured its window; the exit code stays the
+    plain check's (Ctrl-C during the runs: interrupted)."""
+    from rnndoctor.cli.verify import plain_facts_ok, run_verify
+
+    if code not in (ExitCode.OK, ExitCode.FINDINGS) or not plain_facts_ok(report.facts):
+        console.error("--verify skipped: the plain check did not measure its window")
+        return code
+    plain_s = time.monotonic() - started
+    return run_verify(script, script_args, options, paths.out, report, plain_s, console) or code
 
 
 def validate(script: Path, cli: Mapping[str, Any], console: Console) -> Options | None:

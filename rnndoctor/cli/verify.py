@@ -1,0 +1,124 @@
+"""``check --verify``: after the plain check, measure each fix A/B (:mod:`rnndoctor.verify`).
+
+This module gives the verification its runner (the capture child under the supervisor, with the
+plain check's command line and window) and prints its table; the exit code stays the plain
+check's (Ctrl-C during the runs: :attr:`ExitCode.INTERRUPTED`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from rnndoctor.cli import supervisor
+from rnndoctor.cli.console import Console
+from rnndoctor.facts import Facts
+from rnndoctor.options import ExitCode, Options
+
+if TYPE_CHECKING:
+    from rnndoctor.engine import Report
+    from rnndoctor.verify import RunEnd, Runner
+
+_MIN_RUN_TIMEOUT_S = 60.0  # a verification run's time limit is at least this
+_RUN_TIMEOUT_FACTOR = 3.0  # ... and this many times the plain check's wall time
+
+
+def child_command(script: Path, script_args: list[str], options: Options) -> list[str]:
+    """The capture child's command line, as the plain check builds it (``options.out`` is the
+    run's report folder)."""
+    return [
+        sys.executable, "-P", "-m", "rnndoctor.capture", *options.child_argv(),
+        str(script.resolve()), *script_args,
+    ]  # fmt: skip
+
+
+def make_runner(script_args: list[str], options: Options) -> Runner:
+    """The verification's runner: one capture child per call, in the current working directory
+    (the user's, as for the plain check), with the plain check's window (warm-up and measured
+    steps) and its arguments. The probes, the profiler and the fast-path probe are off: they run
+    after the measured steps and would only spend the budget."""
+    from rnndoctor.verify import RunEnd
+
+    def run(script: Path, out: Path, timeout_s: float) -> RunEnd:
+        child = dataclasses.replace(
+            options, out=str(out), timeout=timeout_s, no_probes=True, profile_steps=0,
+            probe_fast_path=False,
+        )  # fmt: skip
+        command = child_command(script, script_args, child)
+        started = time.monotonic()
+        sup = supervisor.Supervisor(command, out / "script.log", out / "facts.json", timeout_s,
+                                    quiet=True)  # fmt: skip
+        ended = sup.run()
+        return RunEnd(ended.status, ended.timed_out, ended.interrupted, time.monotonic() - started)
+
+    return run
+
+
+def run_verify(
+    script: Path,
+    script_args: list[str],
+    options: Options,
+    out: Path,
+    report: Report,
+    plain_s: float,
+    console: Console,
+) -> ExitCode | None:
+    """Verifies the report's fixes and writes ``verify.json``, ``verify.md``, ``fixes.patch`` and
+    ``report.json``'s ``verified`` list; prints the table.
+
+    Args:
+        script: the user's script.
+        script_args: its arguments.
+        options: the check's options.
+        out: the report folder.
+        report: the plain check's report.
+        plain_s: the plain check's wall time (seconds).
+        console: the terminal.
+
+    Returns:
+        ``ExitCode.INTERRUPTED`` after a Ctrl-C during the runs, else None (the plain check's
+        exit code stands).
+    """
+    from rnndoctor.verify import Job, verify
+    from rnndoctor.verify.output import add_to_report_json, terminal_lines, write_outputs
+    from rnndoctor.verify.run import default_budget
+
+    budget = options.verify_budget or default_budget(plain_s)
+    limit = options.timeout if options.timeout is not None else math.inf
+    job = Job(
+        script=script, out=out, runner=make_runner(script_args, options), budget_s=budget,
+        run_timeout_s=min(limit, max(_MIN_RUN_TIMEOUT_S, _RUN_TIMEOUT_FACTOR * plain_s)),
+        estimate_s=plain_s,
+    )  # fmt: skip
+    console.say(f"rnndoctor: verifying the fixes A/B (budget {budget:.0f} s)", err=True)
+    verification = verify(report.findings, report.facts, job)
+    scrub = _scrubber(script, options)
+    written = write_outputs(verification, out, scrub)
+    add_to_report_json(out / "report.json", verification, scrub)
+    for line, bad in terminal_lines(verification):
+        console.say(typer.style(line, fg="red") if bad else line)
+    console.say(f"verify report: {written['md']} and {written['json']}")
+    interrupted = any(r["error"] == "interrupted (Ctrl-C)" for i in verification.items
+                      for r in i.runs)  # fmt: skip
+    return ExitCode.INTERRUPTED if interrupted else None
+
+
+def _scrubber(script: Path, options: Options):
+    """The reports' scrubber with ``--redact``, else the identity."""
+    if not options.redact:
+        return str
+    from rnndoctor.redact import make_scrubber
+
+    return make_scrubber(str(script.resolve().parent), os.getcwd())
+
+
+def plain_facts_ok(facts: Facts) -> bool:
+    """Whether the plain check measured a window to verify against."""
+    return facts.steps is not None and bool(facts.steps.samples_per_s)
