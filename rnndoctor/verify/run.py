@@ -115,6 +115,9 @@ class Schedule:
         budget_s: seconds the verification may take, all candidates together.
         run_timeout_s: the time limit of one run (seconds).
         clock: ``time.monotonic`` (a fake one in tests).
+        started_s: the clock when the schedule was made.
+        interrupted: Ctrl-C stopped a run.
+        walls: every run's wall time so far (seconds).
     """
 
     original: Path
@@ -125,6 +128,7 @@ class Schedule:
     clock: Callable[[], float] = time.monotonic
     started_s: float = field(init=False, default=0.0)
     interrupted: bool = field(init=False, default=False)
+    walls: list[float] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         self.started_s = self.clock()
@@ -142,6 +146,7 @@ class Schedule:
         end = self.runner(script, out, self.run_timeout_s)
         run = read_run(arm, pair, out, end)
         candidate.runs.append(run)
+        self.walls.append(run.wall_s)
         if end.interrupted:
             self.interrupted = candidate.interrupted = True
         return run
@@ -172,9 +177,9 @@ def read_run(arm: str, pair: int, out: Path, end: RunEnd) -> Run:
 
 
 def _fits(schedule: Schedule, candidate: Candidate, estimate_s: float) -> bool:
-    """Whether one more pair (estimated from the candidate's runs, else ``estimate_s`` a run)
-    fits in what is left of the budget."""
-    walls = [r.wall_s for r in candidate.runs]
+    """Whether one more pair fits in what is left of the budget: a run is estimated from the
+    candidate's runs, else from every run so far, else as ``estimate_s``."""
+    walls = [r.wall_s for r in candidate.runs] or schedule.walls
     per_run = sum(walls) / len(walls) if walls else estimate_s
     return 2 * per_run <= schedule.left_s()
 

@@ -52,11 +52,11 @@ def _speed(script: Path, call: int) -> float | None:
     return speed
 
 
-def _verify(project, budget=1000.0, run_s=5.0):
+def _verify(project, budget=1000.0, run_s=5.0, estimate_s=None):
     root, script, findings = project
     runner = FakeRunner(_speed, run_s)
     job = Job(script=script, out=root / "report", runner=runner, budget_s=budget,
-              run_timeout_s=60, estimate_s=run_s)  # fmt: skip
+              run_timeout_s=60, estimate_s=estimate_s or run_s)  # fmt: skip
     job.out.mkdir(exist_ok=True)
     return verify(findings, facts_for(script, root), job, clock=runner.clock), runner
 
@@ -127,3 +127,10 @@ def test_outputs_are_written_escaped_and_added_to_report_json(project):
     lines = terminal_lines(result)
     assert lines[1][1] is True and lines[1][0].strip().startswith("RD403")
     assert lines[-1][0].endswith("fixes.patch") and "git apply" in lines[-1][0]
+
+
+def test_later_fixes_are_budgeted_on_the_runs_so_far_not_on_the_first_estimate(project):
+    result, runner = _verify(project, budget=45.0, run_s=5.0, estimate_s=20.0)
+    by_fix = {i.fix: i for i in result.items}
+    assert by_fix["all"].pairs == 2 and by_fix["RD301"].pairs == 2  # 2 x 20 s would not fit
+    assert runner.now <= 45.0
