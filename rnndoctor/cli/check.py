@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -143,10 +142,7 @@ def supervise(
 ) -> supervisor.ChildRun:
     """Runs the capture child on the script under the supervisor (progress, timeout, kill)."""
     child_options = dataclasses.replace(options, out=str(paths.out))
-    command = [
-        sys.executable, "-P", "-m", "rnndoctor.capture", *child_options.child_argv(),
-        str(script.resolve()), *script_args,
-    ]  # fmt: skip
+    command = supervisor.capture_command(script, script_args, child_options)
     console.say(f"rnndoctor: running {script} (script output: {paths.log})", err=True)
     if options.config_file:
         console.say(f"rnndoctor: options from {options.config_file} [tool.rnndoctor]", err=True)

@@ -23,6 +23,8 @@ from typing import Any
 
 import psutil
 
+from rnndoctor.options import Options
+
 RUN_ID_VAR = "RNNDOCTOR_RUN_ID"  # marks the child's environment: its descendants inherit it
 _REAP_S = 5.0  # how long to wait for killed processes to disappear
 _POLL_S = 0.25  # how often the progress display reads the phases from facts.json
@@ -140,6 +142,16 @@ class Supervisor:
             finally:
                 phases = read_phases(self.facts_path) or phases
                 display.close(phases, time.monotonic() - start, status == 0)
+
+
+def capture_command(script: Path, script_args: Sequence[str], options: Options) -> list[str]:
+    """The capture child's command line: ``python -P -m rnndoctor.capture`` with the window
+    options (``options.out`` is the child's report folder), the script and its arguments. The
+    plain check and each ``--verify`` run use it alike."""
+    return [
+        sys.executable, "-P", "-m", "rnndoctor.capture", *options.child_argv(),
+        str(script.resolve()), *script_args,
+    ]  # fmt: skip
 
 
 def read_phases(facts_path: Path) -> list[tuple[str, float]] | None:

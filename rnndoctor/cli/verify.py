@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,15 +29,6 @@ _MIN_RUN_TIMEOUT_S = 60.0  # a verification run's time limit is at least this
 _RUN_TIMEOUT_FACTOR = 3.0  # ... and this many times the plain check's wall time
 
 
-def child_command(script: Path, script_args: list[str], options: Options) -> list[str]:
-    """The capture child's command line, as the plain check builds it (``options.out`` is the
-    run's report folder)."""
-    return [
-        sys.executable, "-P", "-m", "rnndoctor.capture", *options.child_argv(),
-        str(script.resolve()), *script_args,
-    ]  # fmt: skip
-
-
 def make_runner(script_args: list[str], options: Options) -> Runner:
     """The verification's runner: one capture child per call, in the current working directory
     (the user's, as for the plain check), with the plain check's window (warm-up and measured
@@ -51,7 +41,7 @@ def make_runner(script_args: list[str], options: Options) -> Runner:
             options, out=str(out), timeout=timeout_s, no_probes=True, profile_steps=0,
             probe_fast_path=False,
         )  # fmt: skip
-        command = child_command(script, script_args, child)
+        command = supervisor.capture_command(script, script_args, child)
         started = time.monotonic()
         sup = supervisor.Supervisor(command, out / "script.log", out / "facts.json", timeout_s,
                                     quiet=True)  # fmt: skip
