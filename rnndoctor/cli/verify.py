@@ -18,7 +18,7 @@ import typer
 
 from rnndoctor.cli import supervisor
 from rnndoctor.cli.console import Console
-from rnndoctor.facts import Facts
+from rnndoctor.facts import Facts, Phase
 from rnndoctor.options import ExitCode, Options
 
 if TYPE_CHECKING:
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 _MIN_RUN_TIMEOUT_S = 60.0  # a verification run's time limit is at least this
 _RUN_TIMEOUT_FACTOR = 3.0  # ... and this many times the plain check's wall time
+_RUN_OVERHEAD_S = 1.0  # a run's process start and exit, beyond its phases (seconds)
 
 
 def make_runner(script_args: list[str], options: Options) -> Runner:
@@ -49,6 +50,18 @@ def make_runner(script_args: list[str], options: Options) -> Runner:
         return RunEnd(ended.status, ended.timed_out, ended.interrupted, time.monotonic() - started)
 
     return run
+
+
+def run_estimate_s(facts: Facts, plain_s: float) -> float:
+    """A verification run's expected wall time before one was timed: the plain check's time to
+    the end of its measured steps (the start of its next phase) plus a process's start and exit;
+    ``plain_s`` when its phases do not say."""
+    phases = facts.run.phases
+    ends = (Phase.MEASURED, Phase.LOOP_MEASURED)
+    for phase, after in zip(phases, phases[1:], strict=False):
+        if phase.name in ends:
+            return after.started_s + _RUN_OVERHEAD_S
+    return plain_s
 
 
 def run_verify(
@@ -85,7 +98,7 @@ def run_verify(
     job = Job(
         script=script, out=out, runner=make_runner(script_args, options), budget_s=budget,
         run_timeout_s=min(limit, max(_MIN_RUN_TIMEOUT_S, _RUN_TIMEOUT_FACTOR * plain_s)),
-        estimate_s=plain_s,
+        estimate_s=run_estimate_s(report.facts, plain_s),
     )  # fmt: skip
     console.say(f"rnndoctor: verifying the fixes A/B (budget {budget:.0f} s)", err=True)
     verification = verify(report.findings, report.facts, job)

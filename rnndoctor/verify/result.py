@@ -201,4 +201,8 @@ def _unmeasured(candidate: Candidate, pairs: int) -> str:
         return f"the original failed in its verification run: {original.error}"
     if candidate.interrupted:
         return "interrupted (Ctrl-C)"
-    return f"over budget ({pairs} of {MIN_PAIRS} A/B pairs run; raise --verify-budget)"
+    need = ""
+    if candidate.budget_note is not None:
+        need_s, left_s = candidate.budget_note
+        need = f": the rest needs about {need_s:.0f} s, {left_s:.0f} s of the budget was left"
+    return f"over budget ({pairs} of {MIN_PAIRS} A/B pairs run{need}; raise --verify-budget)"

@@ -75,8 +75,10 @@ class Candidate:
         name: ``all`` or a fix's name (``RD101``).
         script: the copy of the user's script to run as arm B.
         runs: its runs, in the order run.
-        over_budget: the budget ran out before it had ``MIN_PAIRS`` pairs.
+        over_budget: what was left of the budget could not hold its ``MIN_PAIRS`` pairs (it is
+            not started then, or not continued).
         interrupted: Ctrl-C stopped it.
+        budget_note: when more pairs did not fit: (seconds they needed, seconds left).
     """
 
     name: str
@@ -84,6 +86,7 @@ class Candidate:
     runs: list[Run] = field(default_factory=list)
     over_budget: bool = False
     interrupted: bool = False
+    budget_note: tuple[float, float] | None = None
 
     def arm(self, name: str) -> list[Run]:
         """The runs of arm ``name``, in order."""
@@ -176,12 +179,22 @@ def read_run(arm: str, pair: int, out: Path, end: RunEnd) -> Run:
     return run
 
 
-def _fits(schedule: Schedule, candidate: Candidate, estimate_s: float) -> bool:
-    """Whether one more pair fits in what is left of the budget: a run is estimated from the
-    candidate's runs, else from every run so far, else as ``estimate_s``."""
+def _pair_s(schedule: Schedule, candidate: Candidate, estimate_s: float) -> float:
+    """One more pair's expected cost (seconds): from the candidate's runs, else from every run
+    so far, else two runs of ``estimate_s``."""
     walls = [r.wall_s for r in candidate.runs] or schedule.walls
-    per_run = sum(walls) / len(walls) if walls else estimate_s
-    return 2 * per_run <= schedule.left_s()
+    return 2 * (sum(walls) / len(walls) if walls else estimate_s)
+
+
+def _fits(schedule: Schedule, candidate: Candidate, estimate_s: float, pairs: int) -> bool:
+    """Whether ``pairs`` more pairs fit in what is left of the budget; when not, the candidate
+    records what they need and what was left (for its "over budget" reason)."""
+    need = pairs * _pair_s(schedule, candidate, estimate_s)
+    left = schedule.left_s()
+    if need <= left:
+        return True
+    candidate.budget_note = (need, max(0.0, left))
+    return False
 
 
 def run_pair(schedule: Schedule, candidate: Candidate) -> bool:
@@ -210,7 +223,7 @@ def run_all(schedule: Schedule, candidates: Sequence[Candidate], estimate_s: flo
             if schedule.interrupted:
                 candidate.interrupted = True
                 break
-            if not _fits(schedule, candidate, estimate_s):
+            if not _fits(schedule, candidate, estimate_s, MIN_PAIRS - len(candidate.pairs())):
                 candidate.over_budget = True
                 break
             if not run_pair(schedule, candidate):
@@ -219,7 +232,7 @@ def run_all(schedule: Schedule, candidates: Sequence[Candidate], estimate_s: flo
             active.append(candidate)
     for _ in range(MAX_PAIRS - MIN_PAIRS):
         for candidate in list(active):
-            if schedule.interrupted or not _fits(schedule, candidate, estimate_s):
+            if schedule.interrupted or not _fits(schedule, candidate, estimate_s, 1):
                 return
             if not run_pair(schedule, candidate):
                 active.remove(candidate)

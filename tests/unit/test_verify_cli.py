@@ -46,3 +46,14 @@ def test_a_verify_run_has_the_plain_checks_command_line_and_window(tmp_path):
     for flag, value in (("--steps", "8"), ("--warmup", "2")):
         assert b[b.index(flag) + 1] == value == a[a.index(flag) + 1]
     assert "--no-probes" in b and b[b.index("--profile-steps") + 1] == "0"
+
+
+def test_a_runs_first_estimate_is_the_plain_checks_time_to_its_measured_steps_end():
+    from rnndoctor.cli.verify import run_estimate_s
+    from rnndoctor.facts import Facts, PhaseTime, RunInfo
+
+    facts = Facts(run=RunInfo(script="t.py", argv=[], cwd="/"))
+    assert run_estimate_s(facts, 30.0) == 30.0
+    facts.run.phases = [PhaseTime("warm-up steps", 4.0), PhaseTime("measured steps", 8.0),
+                        PhaseTime("profiled steps", 12.0), PhaseTime("done", 26.0)]  # fmt: skip
+    assert run_estimate_s(facts, 30.0) == pytest.approx(13.0)

@@ -130,7 +130,17 @@ def test_outputs_are_written_escaped_and_added_to_report_json(project):
 
 
 def test_later_fixes_are_budgeted_on_the_runs_so_far_not_on_the_first_estimate(project):
-    result, runner = _verify(project, budget=45.0, run_s=5.0, estimate_s=20.0)
+    result, runner = _verify(project, budget=45.0, run_s=5.0, estimate_s=10.0)
     by_fix = {i.fix: i for i in result.items}
-    assert by_fix["all"].pairs == 2 and by_fix["RD301"].pairs == 2  # 2 x 20 s would not fit
+    assert by_fix["all"].pairs == 2 and by_fix["RD301"].pairs == 2  # 2 x 2 x 10 s would not fit
     assert runner.now <= 45.0
+
+
+def test_a_candidate_whose_two_pairs_cannot_fit_is_not_started(project):
+    result, runner = _verify(project, budget=30.0, run_s=5.0, estimate_s=10.0)
+    assert runner.calls == []
+    reasons = {i.fix: i.reason for i in result.items}
+    assert reasons["all"] == (
+        "over budget (0 of 2 A/B pairs run: the rest needs about 40 s, 30 s of the budget was "
+        "left; raise --verify-budget)"
+    )
