@@ -71,7 +71,7 @@ def run_check(
     report = _render_and_summarise(facts, options, paths, console)
     code = exit_code(facts, child, report, options, paths, console)
     if options.verify:
-        code = _verify(script, script_args, options, paths, report, code, started, console)
+        code = _verify(script, script_args, options, paths, facts, report, code, started, console)
     return code
 
 
@@ -80,20 +80,23 @@ def _verify(
     script_args: list[str],
     options: Options,
     paths: CheckPaths,
+    facts: Facts,
     report: Report,
     code: ExitCode,
     started: float,
     console: Console,
 ) -> ExitCode:
-    """``--verify`` after a plain check that measured its window; the exit code stays the
-    plain check's (Ctrl-C during the runs: interrupted)."""
+    """``--verify`` after a plain check that measured its window (``facts``: as the child saved
+    them, never redacted); the exit code stays the plain check's (Ctrl-C during the runs:
+    interrupted)."""
     from rnndoctor.cli.verify import plain_facts_ok, run_verify
 
     if code not in (ExitCode.OK, ExitCode.FINDINGS) or not plain_facts_ok(report.facts):
         console.error("--verify skipped: the plain check did not measure its window")
         return code
     plain_s = time.monotonic() - started
-    return run_verify(script, script_args, options, paths.out, report, plain_s, console) or code
+    verdict = run_verify(script, script_args, options, paths.out, facts, report, plain_s, console)
+    return verdict or code
 
 
 def validate(script: Path, cli: Mapping[str, Any], console: Console) -> Options | None:

@@ -23,6 +23,7 @@ from rnndoctor.options import ExitCode, Options
 
 if TYPE_CHECKING:
     from rnndoctor.engine import Report
+    from rnndoctor.findings import Finding
     from rnndoctor.verify import RunEnd, Runner
 
 _MIN_RUN_TIMEOUT_S = 60.0  # a verification run's time limit is at least this
@@ -69,6 +70,7 @@ def run_verify(
     script_args: list[str],
     options: Options,
     out: Path,
+    facts: Facts,
     report: Report,
     plain_s: float,
     console: Console,
@@ -81,7 +83,10 @@ def run_verify(
         script_args: its arguments.
         options: the check's options.
         out: the report folder.
-        report: the plain check's report.
+        facts: the plain check's facts as the child saved them (not redacted).
+        report: the plain check's report (redacted with ``--redact``: its fixes are then taken
+            from the rules run again on ``facts``, since a redacted ``before`` text would not
+            match the user's source).
         plain_s: the plain check's wall time (seconds).
         console: the terminal.
 
@@ -98,10 +103,10 @@ def run_verify(
     job = Job(
         script=script, out=out, runner=make_runner(script_args, options), budget_s=budget,
         run_timeout_s=min(limit, max(_MIN_RUN_TIMEOUT_S, _RUN_TIMEOUT_FACTOR * plain_s)),
-        estimate_s=run_estimate_s(report.facts, plain_s),
+        estimate_s=run_estimate_s(facts, plain_s),
     )  # fmt: skip
     console.say(f"rnndoctor: verifying the fixes A/B (budget {budget:.0f} s)", err=True)
-    verification = verify(report.findings, report.facts, job)
+    verification = verify(_findings(facts, report, options), facts, job)
     scrub = _scrubber(script, options)
     written = write_outputs(verification, out, scrub)
     add_to_report_json(out / "report.json", verification, scrub)
@@ -111,6 +116,18 @@ def run_verify(
     interrupted = any(r["error"] == "interrupted (Ctrl-C)" for i in verification.items
                       for r in i.runs)  # fmt: skip
     return ExitCode.INTERRUPTED if interrupted else None
+
+
+def _findings(facts: Facts, report: Report, options: Options) -> list[Finding]:
+    """The findings to verify: the report's, or with ``--redact`` the rules' on unredacted
+    facts."""
+    if not options.redact:
+        return report.findings
+    from rnndoctor.engine import evaluate
+
+    raw = evaluate(facts, select=options.select or None, ignore=options.ignore or None,
+                   rule_options=options.rule_options)  # fmt: skip
+    return raw.findings
 
 
 def _scrubber(script: Path, options: Options):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,7 +113,7 @@ def _candidates(
     """Builds the copies: all compatible fixes together first (when two or more), then each fix
     by its estimated gain (largest first)."""
     base = job.out / VERIFY_DIR
-    skip = [job.out]
+    skip = [job.out, base]  # never mirror the report folder (or the copies) into a copy
     kept, dropped = px.compatible(rewrites)
     for fix_id, by in dropped.items():
         notes.append(f"{fix_id} is not in the all-fixes copy: it overlaps {by}, estimated larger")
@@ -145,7 +145,12 @@ def on_cpu(facts: Facts) -> bool:
     return facts.environment is None or facts.environment.gpu_count == 0
 
 
-def verify(findings: Sequence[Finding], facts: Facts, job: Job, clock=None) -> Verification:
+def verify(
+    findings: Sequence[Finding],
+    facts: Facts,
+    job: Job,
+    clock: Callable[[], float] | None = None,
+) -> Verification:
     """Verifies every fix of ``findings`` that is a source rewrite, and writes the patch.
 
     Args:

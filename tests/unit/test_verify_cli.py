@@ -57,3 +57,23 @@ def test_a_runs_first_estimate_is_the_plain_checks_time_to_its_measured_steps_en
     facts.run.phases = [PhaseTime("warm-up steps", 4.0), PhaseTime("measured steps", 8.0),
                         PhaseTime("profiled steps", 12.0), PhaseTime("done", 26.0)]  # fmt: skip
     assert run_estimate_s(facts, 30.0) == pytest.approx(13.0)
+
+
+def test_with_redact_the_fixes_come_from_the_unredacted_facts(monkeypatch):
+    import types
+
+    import rnndoctor.engine
+    from rnndoctor.cli.verify import _findings
+    from rnndoctor.facts import Facts, RunInfo
+
+    raw = Facts(run=RunInfo(script="/home/alice/t.py", argv=[], cwd="/home/alice"))
+    redacted = types.SimpleNamespace(findings=["redacted"])
+    seen = []
+
+    def evaluate(facts, **kwargs):
+        seen.append(facts)
+        return types.SimpleNamespace(findings=["raw"])
+
+    monkeypatch.setattr(rnndoctor.engine, "evaluate", evaluate)
+    assert _findings(raw, redacted, Options(redact=False)) == ["redacted"]
+    assert _findings(raw, redacted, Options(redact=True)) == ["raw"] and seen == [raw]
