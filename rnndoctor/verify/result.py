@@ -21,6 +21,7 @@ from rnndoctor.verify.run import LOSS_NOT_MEASURED, MIN_PAIRS, Candidate, Run
 
 CPU_LABEL = "measured on CPU: the cuDNN gain needs a GPU"
 GPU_ONLY = "a GPU-only effect on a CPU run"
+DECISIVE_PAIRS = 5  # the fewest pairs whose sign-test interval of the median covers >= 90%
 DIVERGE_FACTOR = 10.0  # a patched run's final loss this many times the original's: diverged
 _CUDNN_RULES = tuple(f"RD1{n:02d}" for n in range(1, 15))  # RD101-RD114: the cuDNN fast path
 _GPU_ONLY_RULES = ("RD302", "RD601", "RD602", "RD603", "RD604")  # no effect on a CPU at all
@@ -32,8 +33,8 @@ class Status(enum.StrEnum):
     FAILED = "failed"  # the patched script raised
     SLOWER = "slower"  # the whole interval is below 1
     UNSAFE = "unsafe: loss diverged"  # NaN, or far above the original's loss
-    CONFIRMED = "confirmed"  # the whole interval is above 1
-    WITHIN_NOISE = "within noise"  # the interval holds 1
+    CONFIRMED = "confirmed"  # both intervals are above 1 (5 pairs at least)
+    WITHIN_NOISE = "within noise"  # an interval holds 1
     NOT_VERIFIABLE = "not verifiable"  # with a reason
 
     @property
@@ -64,6 +65,10 @@ class Verified:
         low: the 90% interval's lower bound.
         high: its upper bound.
         measured_text: ``1.6x (90% interval 1.2–1.9x)``, with the CPU label when it applies.
+        sign_low: the lower bound of the distribution-free (sign test) 90% interval of the
+            median ratio; the status needs it and ``low`` on the same side of 1 (None: too few
+            pairs for one).
+        sign_high: its upper bound.
         pairs: complete A/B pairs.
         samples_per_s_a: each A run's throughput (samples/s), in order.
         samples_per_s_b: each B run's throughput (samples/s).
@@ -89,6 +94,8 @@ class Verified:
     low: float | None = None
     high: float | None = None
     measured_text: str | None = None
+    sign_low: float | None = None
+    sign_high: float | None = None
     pairs: int = 0
     samples_per_s_a: list[float] = field(default_factory=list)
     samples_per_s_b: list[float] = field(default_factory=list)
@@ -179,7 +186,37 @@ def measure(item: Verified, candidate: Candidate, on_cpu: bool) -> None:
     item.loss, diverged = loss_verdict(
         [a.final_loss for a, _ in pairs], [b.final_loss for _, b in pairs]
     )
-    item.status = status_of(result.low, result.high, diverged)
+    ratios = [b / a for a, b in zip(item.samples_per_s_a, item.samples_per_s_b, strict=True)]
+    bounds = sign_interval(ratios, result.level)
+    if bounds is None:
+        item.status = Status.UNSAFE if diverged else Status.NOT_VERIFIABLE
+        item.reason = (
+            f"too few pairs to decide: {len(pairs)} of the {DECISIVE_PAIRS} a 90% interval "
+            "needs (raise --verify-budget)"
+        )
+        return
+    item.sign_low, item.sign_high = round(bounds[0], 4), round(bounds[1], 4)
+    # Both intervals must clear 1: the paired timer's bootstrap and the distribution-free one.
+    low, high = min(result.low, bounds[0]), max(result.high, bounds[1])
+    item.status = status_of(low, high, diverged)
+
+
+def sign_interval(ratios: Sequence[float], level: float = 0.90) -> tuple[float, float] | None:
+    """The distribution-free interval of the median of ``ratios``: ``[r(k), r(n + 1 - k)]`` of
+    the sorted ratios, with the largest ``k`` whose coverage ``1 - 2 P(Binomial(n, 1/2) < k)`` is
+    at least ``level`` (the sign test's interval: Conover, *Practical Nonparametric Statistics*,
+    3rd ed., Wiley 1999, section 3.2). None when even ``k = 1`` covers less: at 90%, fewer than
+    ``DECISIVE_PAIRS`` pairs. (A bootstrap percentile interval of 2 pairs is their range, which
+    holds the median only half the time.)"""
+    n = len(ratios)
+    ordered = sorted(ratios)
+    best = None
+    for k in range(1, n // 2 + 1):
+        tail = sum(math.comb(n, i) for i in range(k)) / 2**n
+        if 1.0 - 2.0 * tail < level:
+            break
+        best = k
+    return None if best is None else (ordered[best - 1], ordered[n - best])
 
 
 def status_of(low: float, high: float, diverged: bool) -> Status:

@@ -17,7 +17,7 @@ from pathlib import Path
 from rnndoctor.facts import Facts, Outcome
 
 MIN_PAIRS = 2  # A B A B at least, per candidate
-MAX_PAIRS = 5  # more pairs while the budget allows, up to this many per candidate
+MAX_PAIRS = 5  # then up to this many while the budget allows (5: a 90% sign-test interval)
 BUDGET_FACTOR = 3.0  # the default budget: this many times the plain check's wall time
 LOSS_NOT_MEASURED = "not measured: the window does not record the loss yet"
 
@@ -208,8 +208,9 @@ def run_pair(schedule: Schedule, candidate: Candidate) -> bool:
 
 
 def run_all(schedule: Schedule, candidates: Sequence[Candidate], estimate_s: float) -> None:
-    """Runs the candidates in order, ``MIN_PAIRS`` pairs each while the budget allows, then
-    more pairs, round by round, up to ``MAX_PAIRS``.
+    """Runs the candidates in order, ``MIN_PAIRS`` pairs each while the budget allows (a fix
+    that fails shows early), then completes them in the same order up to ``MAX_PAIRS`` pairs
+    (what a decision needs), each while its next pair fits.
 
     Args:
         schedule: the budget and the runner.
@@ -219,23 +220,33 @@ def run_all(schedule: Schedule, candidates: Sequence[Candidate], estimate_s: flo
     """
     active: list[Candidate] = []
     for candidate in candidates:
-        while len(candidate.pairs()) < MIN_PAIRS and not candidate.failed:
-            if schedule.interrupted:
-                candidate.interrupted = True
-                break
-            if not _fits(schedule, candidate, estimate_s, MIN_PAIRS - len(candidate.pairs())):
-                candidate.over_budget = True
-                break
-            if not run_pair(schedule, candidate):
-                break
-        if len(candidate.pairs()) >= MIN_PAIRS and not candidate.failed:
+        if _run_up_to(schedule, candidate, estimate_s, MIN_PAIRS):
             active.append(candidate)
-    for _ in range(MAX_PAIRS - MIN_PAIRS):
-        for candidate in list(active):
-            if schedule.interrupted or not _fits(schedule, candidate, estimate_s, 1):
-                return
-            if not run_pair(schedule, candidate):
-                active.remove(candidate)
+    for candidate in active:
+        _run_up_to(schedule, candidate, estimate_s, MAX_PAIRS, all_or_none=False)
+
+
+def _run_up_to(
+    schedule: Schedule,
+    candidate: Candidate,
+    estimate_s: float,
+    pairs: int,
+    all_or_none: bool = True,
+) -> bool:
+    """Runs the candidate's pairs up to ``pairs`` complete ones; starts only when all the missing
+    pairs fit (``all_or_none``), else one pair at a time. True when it has them and did not
+    fail."""
+    while len(candidate.pairs()) < pairs and not candidate.failed:
+        if schedule.interrupted:
+            candidate.interrupted = True
+            return False
+        missing = pairs - len(candidate.pairs()) if all_or_none else 1
+        if not _fits(schedule, candidate, estimate_s, missing):
+            candidate.over_budget = all_or_none
+            return False
+        if not run_pair(schedule, candidate):
+            return False
+    return candidate.failed is None
 
 
 def default_budget(plain_check_s: float) -> float:

@@ -9,11 +9,13 @@ import pytest
 
 from rnndoctor.verify.result import (
     CPU_LABEL,
+    DECISIVE_PAIRS,
     Status,
     Verified,
     loss_verdict,
     measure,
     paired_speedup,
+    sign_interval,
     sort_key,
     status_of,
 )
@@ -44,15 +46,16 @@ def test_speedup_is_b_throughput_over_a():
 @pytest.mark.parametrize(
     ("a", "b", "status"),
     [
-        ([100, 100, 100], [150, 160, 140], Status.CONFIRMED),
-        ([100, 100, 100], [60, 70, 65], Status.SLOWER),
-        ([100, 100, 100], [90, 115, 101], Status.WITHIN_NOISE),
+        ([100] * 5, [150, 160, 140, 155, 145], Status.CONFIRMED),
+        ([100] * 5, [60, 70, 65, 62, 68], Status.SLOWER),
+        ([100] * 5, [90, 115, 101, 95, 108], Status.WITHIN_NOISE),
     ],
 )
 def test_status_from_the_interval(a, b, status):
     item = _measured(a, b)
     assert item.status == status
-    assert item.pairs == 3 and item.low <= item.measured <= item.high
+    assert item.pairs == 5 and item.low <= item.measured <= item.high
+    assert item.sign_low <= item.measured <= item.sign_high
     assert "90% interval" in item.measured_text
     assert item.loss == LOSS_NOT_MEASURED
 
@@ -100,7 +103,7 @@ def test_loss_nan_or_far_above_the_original_is_unsafe():
     assert not diverged and text.startswith("original 0.5, patched 0.5")
     item = _measured([100, 100], [150, 160], a_loss=0.5, b_loss=math.nan)
     assert item.status == Status.UNSAFE and "not finite" in item.loss
-    fine = _measured([100, 100], [150, 160], a_loss=0.5, b_loss=0.52)
+    fine = _measured([100] * 5, [150, 160, 150, 170, 155], a_loss=0.5, b_loss=0.52)
     assert fine.status == Status.CONFIRMED and "patched 0.52" in fine.loss
 
 
@@ -113,3 +116,24 @@ def test_failed_and_slower_sort_first():
         Verified("RD4", ["RD4"], "t", status=Status.FAILED),
     ]
     assert [i.fix for i in sorted(items, key=sort_key)] == ["RD4", "RD3", "all", "RD1", "RD2"]
+
+
+def test_the_sign_test_interval_needs_five_pairs_at_90_percent():
+    assert DECISIVE_PAIRS == 5
+    assert sign_interval([1.5, 1.6]) is None  # their range holds the median half the time
+    assert sign_interval([1.5, 1.6, 1.7, 1.8]) is None  # 87.5%
+    assert sign_interval([1.9, 1.5, 1.6, 1.7, 1.8]) == (1.5, 1.9)  # 93.75%
+    assert sign_interval([float(i) for i in range(10)]) == (1.0, 8.0)  # k = 2: 97.9%
+
+
+def test_two_pairs_are_too_few_to_decide_even_when_both_are_faster():
+    item = _measured([100, 100], [300, 310])
+    assert item.status == Status.NOT_VERIFIABLE and item.measured == pytest.approx(3.05)
+    assert item.reason == (
+        "too few pairs to decide: 2 of the 5 a 90% interval needs (raise --verify-budget)"
+    )
+
+
+def test_one_slow_pair_in_five_keeps_a_fix_within_noise():
+    item = _measured([100] * 5, [150, 160, 90, 155, 145])
+    assert item.status == Status.WITHIN_NOISE and item.sign_low == pytest.approx(0.9)

@@ -100,11 +100,21 @@ def test_the_patch_holds_exactly_the_confirmed_fixes(project):
 def test_a_small_budget_leaves_later_fixes_over_budget(project):
     result, runner = _verify(project, budget=42.0, run_s=5.0)
     by_fix = {i.fix: i for i in result.items}
-    assert by_fix["all"].status == Status.CONFIRMED and by_fix["RD301"].status == Status.CONFIRMED
+    assert by_fix["all"].pairs == 2 and by_fix["RD301"].pairs == 2
+    assert "too few pairs to decide" in by_fix["all"].reason
     assert by_fix["RD101"].status == Status.NOT_VERIFIABLE
     assert "over budget" in by_fix["RD101"].reason
     assert runner.now <= 42.0 + 5.0
-    assert "RD101" not in result.patch
+    assert result.patch == ""
+
+
+def test_after_two_pairs_each_the_candidates_are_completed_in_order(project):
+    result, runner = _verify(project, budget=100.0, run_s=5.0)
+    names = [out.name for _, out in runner.calls]
+    assert names[14:20] == ["all-3A", "all-3B", "all-4A", "all-4B", "all-5A", "all-5B"]
+    by_fix = {i.fix: i for i in result.items}
+    assert by_fix["all"].status == Status.CONFIRMED and by_fix["all"].pairs == 5
+    assert by_fix["RD301"].pairs < 5 and by_fix["RD301"].status == Status.NOT_VERIFIABLE
 
 
 def test_outputs_are_written_escaped_and_added_to_report_json(project):
