@@ -11,6 +11,7 @@ import dataclasses
 import math
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -106,16 +107,18 @@ def run_verify(
         estimate_s=run_estimate_s(facts, plain_s),
     )  # fmt: skip
     console.say(f"rnndoctor: verifying the fixes A/B (budget {budget:.0f} s)", err=True)
-    verification = verify(_findings(facts, report, options), facts, job)
     scrub = _scrubber(script, options)
-    written = write_outputs(verification, out, scrub)
-    add_to_report_json(out / "report.json", verification, scrub)
+    try:
+        verification = verify(_findings(facts, report, options), facts, job)
+        written = write_outputs(verification, out, scrub)
+        add_to_report_json(out / "report.json", verification, scrub)
+    except (OSError, ValueError) as exc:  # a copy or a report file that cannot be written
+        console.error(f"--verify stopped: {exc}")
+        return None
     for line, bad in terminal_lines(verification):
         console.say(typer.style(line, fg="red") if bad else line)
     console.say(f"verify report: {written['md']} and {written['json']}")
-    interrupted = any(r["error"] == "interrupted (Ctrl-C)" for i in verification.items
-                      for r in i.runs)  # fmt: skip
-    return ExitCode.INTERRUPTED if interrupted else None
+    return ExitCode.INTERRUPTED if verification.interrupted else None
 
 
 def _findings(facts: Facts, report: Report, options: Options) -> list[Finding]:
@@ -130,7 +133,7 @@ def _findings(facts: Facts, report: Report, options: Options) -> list[Finding]:
     return raw.findings
 
 
-def _scrubber(script: Path, options: Options):
+def _scrubber(script: Path, options: Options) -> Callable[[str], str]:
     """The reports' scrubber with ``--redact``, else the identity."""
     if not options.redact:
         return str

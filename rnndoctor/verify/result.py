@@ -233,11 +233,11 @@ def status_of(low: float, high: float, diverged: bool) -> Status:
 
 def _unmeasured(candidate: Candidate, pairs: int) -> str:
     """Why a candidate that did not fail has fewer than ``MIN_PAIRS`` pairs."""
+    if candidate.interrupted:
+        return "interrupted (Ctrl-C)"
     original: Run | None = next((r for r in candidate.arm("A") if r.samples_per_s is None), None)
     if original is not None:
         return f"the original failed in its verification run: {original.error}"
-    if candidate.interrupted:
-        return "interrupted (Ctrl-C)"
     need = ""
     if candidate.budget_note is not None:
         need_s, left_s = candidate.budget_note

@@ -60,6 +60,7 @@ class Verification:
         spent_s: what the runs took (seconds).
         on_cpu: the runs had no GPU.
         notes: what the reader should know (fixes left out of the all-fixes copy or the patch).
+        interrupted: Ctrl-C stopped the runs.
     """
 
     items: list[Verified]
@@ -70,6 +71,7 @@ class Verification:
     spent_s: float = 0.0
     on_cpu: bool = True
     notes: list[str] = field(default_factory=list)
+    interrupted: bool = False
 
 
 def _item(finding: Finding, fix_id: str) -> Verified:
@@ -184,7 +186,7 @@ def verify(
     result = Verification(
         items=sorted(items.values(), key=sort_key), root=str(root), patch=patch,
         budget_s=job.budget_s, spent_s=round(schedule.clock() - schedule.started_s, 3),
-        on_cpu=cpu, notes=notes,
+        on_cpu=cpu, notes=notes, interrupted=schedule.interrupted,
     )  # fmt: skip
     path = job.out / PATCH_NAME
     path.write_text(patch, encoding="utf-8")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from verify_helpers import FakeRunner, facts_for, finding, tree_hashes
 
-from rnndoctor.verify import Job, verify
+from rnndoctor.verify import Job, RunEnd, verify
 from rnndoctor.verify.output import (
     add_to_report_json,
     render_markdown,
@@ -154,3 +154,20 @@ def test_a_candidate_whose_two_pairs_cannot_fit_is_not_started(project):
         "over budget (0 of 2 A/B pairs run: the rest needs about 40 s, 30 s of the budget was "
         "left; raise --verify-budget)"
     )
+
+
+def test_ctrl_c_stops_the_runs_and_says_so(project):
+    root, script, findings = project
+    runner = FakeRunner(_speed)
+
+    def interrupted(script, out, timeout_s):
+        runner(script, out, timeout_s)
+        return RunEnd(status=None, interrupted=len(runner.calls) == 3, wall_s=5.0)
+
+    job = Job(script=script, out=root / "report", runner=interrupted, budget_s=1000.0,
+              run_timeout_s=60, estimate_s=5.0)  # fmt: skip
+    job.out.mkdir()
+    result = verify(findings, facts_for(script, root), job, clock=runner.clock)
+    assert result.interrupted and len(runner.calls) == 3
+    reasons = {i.fix: i.reason for i in result.items}
+    assert reasons["all"] == "interrupted (Ctrl-C)" and reasons["RD101"] == "interrupted (Ctrl-C)"
