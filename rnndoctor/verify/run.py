@@ -94,7 +94,10 @@ class Candidate:
 
     @property
     def failed(self) -> Run | None:
-        """The first patched run that measured nothing (the patched script raised), if any."""
+        """The first patched run that measured nothing (the patched script raised or timed
+        out), if any; None after a Ctrl-C (the run it cut is no failure of the fix)."""
+        if self.interrupted:
+            return None
         return next((r for r in self.arm("B") if r.samples_per_s is None), None)
 
     def pairs(self) -> list[tuple[Run, Run]]:

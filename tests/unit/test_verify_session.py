@@ -156,18 +156,19 @@ def test_a_candidate_whose_two_pairs_cannot_fit_is_not_started(project):
     )
 
 
-def test_ctrl_c_stops_the_runs_and_says_so(project):
+@pytest.mark.parametrize("at_call", [2, 3])  # during a B run, during an A run
+def test_ctrl_c_stops_the_runs_and_says_so(project, at_call):
     root, script, findings = project
     runner = FakeRunner(_speed)
 
     def interrupted(script, out, timeout_s):
         runner(script, out, timeout_s)
-        return RunEnd(status=None, interrupted=len(runner.calls) == 3, wall_s=5.0)
+        return RunEnd(status=None, interrupted=len(runner.calls) == at_call, wall_s=5.0)
 
     job = Job(script=script, out=root / "report", runner=interrupted, budget_s=1000.0,
               run_timeout_s=60, estimate_s=5.0)  # fmt: skip
     job.out.mkdir()
     result = verify(findings, facts_for(script, root), job, clock=runner.clock)
-    assert result.interrupted and len(runner.calls) == 3
+    assert result.interrupted and len(runner.calls) == at_call
     reasons = {i.fix: i.reason for i in result.items}
     assert reasons["all"] == "interrupted (Ctrl-C)" and reasons["RD101"] == "interrupted (Ctrl-C)"
