@@ -191,8 +191,8 @@ def measure(item: Verified, candidate: Candidate, on_cpu: bool) -> None:
     if bounds is None:
         item.status = Status.UNSAFE if diverged else Status.NOT_VERIFIABLE
         item.reason = (
-            f"too few pairs to decide: {len(pairs)} of the {DECISIVE_PAIRS} a 90% interval "
-            "needs (raise --verify-budget)"
+            f"too few pairs to decide: {len(pairs)} (a 90% interval needs {DECISIVE_PAIRS}; "
+            "raise --verify-budget)"
         )
         return
     item.sign_low, item.sign_high = round(bounds[0], 4), round(bounds[1], 4)

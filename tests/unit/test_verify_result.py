@@ -130,7 +130,7 @@ def test_two_pairs_are_too_few_to_decide_even_when_both_are_faster():
     item = _measured([100, 100], [300, 310])
     assert item.status == Status.NOT_VERIFIABLE and item.measured == pytest.approx(3.05)
     assert item.reason == (
-        "too few pairs to decide: 2 of the 5 a 90% interval needs (raise --verify-budget)"
+        "too few pairs to decide: 2 (a 90% interval needs 5; raise --verify-budget)"
     )
 
 
