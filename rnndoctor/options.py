@@ -75,6 +75,10 @@ class Options:
             sequence sampling.
         probe_fast_path: run the cuDNN fast-path probe on each LSTM/GRU layer.
         debug: show tracebacks after a failure.
+        verify: after the check, apply each fix that is a source rewrite to a copy of the
+            script and measure it A/B against the original (``rnndoctor.verify``).
+        verify_budget: seconds the verification's runs may take together (None: 3x the plain
+            check's wall time).
         rule_options: ``[tool.rnndoctor.rules.RD201]`` tables, by rule ID or name as the file
             writes it: option name -> value.
         config_file: the ``pyproject.toml`` whose ``[tool.rnndoctor]`` was read (None: none).
@@ -94,6 +98,8 @@ class Options:
     no_probes: bool = False
     probe_fast_path: bool = True
     debug: bool = False
+    verify: bool = False
+    verify_budget: float | None = None
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     config_file: Path | None = None
     from_config: frozenset[str] = frozenset()
@@ -152,8 +158,8 @@ class Options:
         """Checks the diagnosis window's numbers (``check`` only).
 
         Raises:
-            OptionsError: steps under 1, a negative warm-up or profile count, a timeout of 0 s or
-                less.
+            OptionsError: steps under 1, a negative warm-up or profile count, a timeout or a
+                ``verify_budget`` of 0 s or less.
         """
         timeout = math.inf if self.timeout is None else self.timeout
         for bad, message in (
@@ -163,6 +169,9 @@ class Options:
                                      f"(got {self.profile_steps})"),
             (timeout <= 0, f"{self.label('timeout')} must be more than 0 seconds "
                            f"(got {timeout:g})"),
+            (self.verify_budget is not None and not self.verify_budget > 0,
+             f"{self.label('verify_budget')} must be more than 0 seconds "
+             f"(got {self.verify_budget})"),
         ):  # fmt: skip
             if bad:
                 raise OptionsError(message)

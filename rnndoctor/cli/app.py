@@ -115,6 +115,23 @@ NoProbes = Annotated[
     ),
 ]
 
+Verify = Annotated[
+    bool,
+    typer.Option(
+        "--verify",
+        help="After the check, apply each fix that rewrites the script to a copy of it and time "
+        "it A/B against the original (A B A B, separate processes); writes verify.json, "
+        "verify.md and fixes.patch (the confirmed fixes). Your files are not changed.",
+    ),
+]
+VerifyBudget = Annotated[
+    float | None,
+    typer.Option(
+        "--verify-budget",
+        help="Seconds the --verify runs may take together [3x the plain check's wall time].",
+    ),
+]
+
 
 def _version(value: bool) -> None:
     if value:
@@ -176,6 +193,8 @@ def check(
     redact: Redact = None,
     debug: Debug = False,
     no_probes: NoProbes = False,
+    verify: Verify = False,
+    verify_budget: VerifyBudget = None,
 ) -> None:
     """Run SCRIPT for a short diagnosis window and report why its RNN training is slow.
 
@@ -187,7 +206,7 @@ def check(
     cli = dict(
         out=out, steps=steps, warmup=warmup, profile_steps=profile_steps, timeout=timeout,
         fail_on=fail_on, format=formats, select=select, ignore=ignore, redact=redact,
-        debug=debug, no_probes=no_probes,
+        debug=debug, no_probes=no_probes, verify=verify, verify_budget=verify_budget,
     )  # fmt: skip
     raise typer.Exit(run_check(script, list(script_args or []), cli, _console(ctx, debug)))
 

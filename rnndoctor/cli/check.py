@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -58,6 +57,7 @@ def run_check(
     paths = prepare_out(options, console)
     if paths is None:
         return ExitCode.USAGE
+    started = time.monotonic()
     child = supervise(script, script_args, options, paths, console)
     (paths.out / _FACTS_TMP).unlink(missing_ok=True)  # a save the kill cut short
     if options.redact:
@@ -69,7 +69,34 @@ def run_check(
     settle(facts, child, options.timeout)
     facts.save(paths.facts)
     report = _render_and_summarise(facts, options, paths, console)
-    return exit_code(facts, child, report, options, paths, console)
+    code = exit_code(facts, child, report, options, paths, console)
+    if options.verify:
+        code = _verify(script, script_args, options, paths, facts, report, code, started, console)
+    return code
+
+
+def _verify(
+    script: Path,
+    script_args: list[str],
+    options: Options,
+    paths: CheckPaths,
+    facts: Facts,
+    report: Report,
+    code: ExitCode,
+    started: float,
+    console: Console,
+) -> ExitCode:
+    """``--verify`` after a plain check that measured its window (``facts``: as the child saved
+    them, never redacted); the exit code stays the plain check's (Ctrl-C during the runs:
+    interrupted)."""
+    from rnndoctor.cli.verify import plain_facts_ok, run_verify
+
+    if code not in (ExitCode.OK, ExitCode.FINDINGS) or not plain_facts_ok(report.facts):
+        console.error("--verify skipped: the plain check did not measure its window")
+        return code
+    plain_s = time.monotonic() - started
+    verdict = run_verify(script, script_args, options, paths.out, facts, report, plain_s, console)
+    return verdict or code
 
 
 def validate(script: Path, cli: Mapping[str, Any], console: Console) -> Options | None:
@@ -118,10 +145,7 @@ def supervise(
 ) -> supervisor.ChildRun:
     """Runs the capture child on the script under the supervisor (progress, timeout, kill)."""
     child_options = dataclasses.replace(options, out=str(paths.out))
-    command = [
-        sys.executable, "-P", "-m", "rnndoctor.capture", *child_options.child_argv(),
-        str(script.resolve()), *script_args,
-    ]  # fmt: skip
+    command = supervisor.capture_command(script, script_args, child_options)
     console.say(f"rnndoctor: running {script} (script output: {paths.log})", err=True)
     if options.config_file:
         console.say(f"rnndoctor: options from {options.config_file} [tool.rnndoctor]", err=True)

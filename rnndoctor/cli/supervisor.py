@@ -23,6 +23,8 @@ from typing import Any
 
 import psutil
 
+from rnndoctor.options import Options
+
 RUN_ID_VAR = "RNNDOCTOR_RUN_ID"  # marks the child's environment: its descendants inherit it
 _REAP_S = 5.0  # how long to wait for killed processes to disappear
 _POLL_S = 0.25  # how often the progress display reads the phases from facts.json
@@ -61,15 +63,22 @@ class Supervisor:
         log_path: where its stdout and stderr go (``script.log``).
         facts_path: the ``facts.json`` it saves after each phase (read for the progress).
         timeout_s: seconds before the whole process tree is killed.
+        quiet: no phase display (``--verify``'s A/B runs, many in a row).
     """
 
     def __init__(
-        self, command: Sequence[str], log_path: Path, facts_path: Path, timeout_s: float
+        self,
+        command: Sequence[str],
+        log_path: Path,
+        facts_path: Path,
+        timeout_s: float,
+        quiet: bool = False,
     ) -> None:
         self.command = list(command)
         self.log_path = log_path
         self.facts_path = facts_path
         self.timeout_s = timeout_s
+        self.quiet = quiet
         self.run_id = uuid.uuid4().hex
 
     def environment(self) -> dict[str, str]:
@@ -94,7 +103,10 @@ class Supervisor:
                 env=self.environment(), start_new_session=True,
             )  # fmt: skip
             try:
-                result.status = self._wait_with_progress(proc)
+                if self.quiet:
+                    result.status = proc.wait(timeout=self.timeout_s)
+                else:
+                    result.status = self._wait_with_progress(proc)
             except subprocess.TimeoutExpired:
                 result.timed_out = True
             except KeyboardInterrupt:
@@ -130,6 +142,16 @@ class Supervisor:
             finally:
                 phases = read_phases(self.facts_path) or phases
                 display.close(phases, time.monotonic() - start, status == 0)
+
+
+def capture_command(script: Path, script_args: Sequence[str], options: Options) -> list[str]:
+    """The capture child's command line: ``python -P -m rnndoctor.capture`` with the window
+    options (``options.out`` is the child's report folder), the script and its arguments. The
+    plain check and each ``--verify`` run use it alike."""
+    return [
+        sys.executable, "-P", "-m", "rnndoctor.capture", *options.child_argv(),
+        str(script.resolve()), *script_args,
+    ]  # fmt: skip
 
 
 def read_phases(facts_path: Path) -> list[tuple[str, float]] | None:

@@ -78,6 +78,13 @@ _FORBIDDEN = {
     "rnndoctor.engine": ("rnndoctor.capture", "rnndoctor.reports", "rnndoctor.cli"),
     "rnndoctor.facts": ("rnndoctor.capture", "rnndoctor.rules", "rnndoctor.reports"),
     "rnndoctor.stats": ("rnndoctor.capture", "rnndoctor.rules", "rnndoctor.reports"),
+    # --verify: the CLI passes in its runner, so verify never imports the CLI
+    "rnndoctor.verify": (
+        "rnndoctor.capture",
+        "rnndoctor.rules",
+        "rnndoctor.reports",
+        "rnndoctor.cli",
+    ),
 }
 # Only the capture layer (and the in-process entry points that call it) import TensorFlow.
 _TF_ALLOWED = ("rnndoctor.capture", "rnndoctor.api", "rnndoctor.keras")

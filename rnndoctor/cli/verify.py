@@ -1,0 +1,147 @@
+"""``check --verify``: after the plain check, measure each fix A/B (:mod:`rnndoctor.verify`).
+
+This module gives the verification its runner (the capture child under the supervisor, with the
+plain check's command line and window) and prints its table; the exit code stays the plain
+check's (Ctrl-C during the runs: :attr:`ExitCode.INTERRUPTED`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from rnndoctor.cli import supervisor
+from rnndoctor.cli.console import Console
+from rnndoctor.facts import Facts, Phase
+from rnndoctor.options import ExitCode, Options
+
+if TYPE_CHECKING:
+    from rnndoctor.engine import Report
+    from rnndoctor.findings import Finding
+    from rnndoctor.verify import RunEnd, Runner
+
+_MIN_RUN_TIMEOUT_S = 60.0  # a verification run's time limit is at least this
+_RUN_TIMEOUT_FACTOR = 3.0  # ... and this many times the plain check's wall time
+_RUN_OVERHEAD_S = 1.0  # a run's process start and exit, beyond its phases (seconds)
+
+
+def make_runner(script_args: list[str], options: Options) -> Runner:
+    """The verification's runner: one capture child per call, in the current working directory
+    (the user's, as for the plain check), with the plain check's window (warm-up and measured
+    steps) and its arguments. The probes, the profiler and the fast-path probe are off: they run
+    after the measured steps and would only spend the budget."""
+    from rnndoctor.verify import RunEnd
+
+    def run(script: Path, out: Path, timeout_s: float) -> RunEnd:
+        child = dataclasses.replace(
+            options, out=str(out), timeout=timeout_s, no_probes=True, profile_steps=0,
+            probe_fast_path=False,
+        )  # fmt: skip
+        command = supervisor.capture_command(script, script_args, child)
+        started = time.monotonic()
+        sup = supervisor.Supervisor(command, out / "script.log", out / "facts.json", timeout_s,
+                                    quiet=True)  # fmt: skip
+        ended = sup.run()
+        return RunEnd(ended.status, ended.timed_out, ended.interrupted, time.monotonic() - started)
+
+    return run
+
+
+def run_estimate_s(facts: Facts, plain_s: float) -> float:
+    """A verification run's expected wall time before one was timed: the plain check's time to
+    the end of its measured steps (the start of its next phase) plus a process's start and exit;
+    ``plain_s`` when its phases do not say."""
+    phases = facts.run.phases
+    ends = (Phase.MEASURED, Phase.LOOP_MEASURED)
+    for phase, after in zip(phases, phases[1:], strict=False):
+        if phase.name in ends:
+            return after.started_s + _RUN_OVERHEAD_S
+    return plain_s
+
+
+def run_verify(
+    script: Path,
+    script_args: list[str],
+    options: Options,
+    out: Path,
+    facts: Facts,
+    report: Report,
+    plain_s: float,
+    console: Console,
+) -> ExitCode | None:
+    """Verifies the report's fixes and writes ``verify.json``, ``verify.md``, ``fixes.patch`` and
+    ``report.json``'s ``verified`` list; prints the table.
+
+    Args:
+        script: the user's script.
+        script_args: its arguments.
+        options: the check's options.
+        out: the report folder.
+        facts: the plain check's facts as the child saved them (not redacted).
+        report: the plain check's report (redacted with ``--redact``: its fixes are then taken
+            from the rules run again on ``facts``, since a redacted ``before`` text would not
+            match the user's source).
+        plain_s: the plain check's wall time (seconds).
+        console: the terminal.
+
+    Returns:
+        ``ExitCode.INTERRUPTED`` after a Ctrl-C during the runs, else None (the plain check's
+        exit code stands).
+    """
+    from rnndoctor.verify import Job, verify
+    from rnndoctor.verify.output import add_to_report_json, terminal_lines, write_outputs
+    from rnndoctor.verify.run import default_budget
+
+    budget = options.verify_budget or default_budget(plain_s)
+    limit = options.timeout if options.timeout is not None else math.inf
+    job = Job(
+        script=script, out=out, runner=make_runner(script_args, options), budget_s=budget,
+        run_timeout_s=min(limit, max(_MIN_RUN_TIMEOUT_S, _RUN_TIMEOUT_FACTOR * plain_s)),
+        estimate_s=run_estimate_s(facts, plain_s),
+    )  # fmt: skip
+    console.say(f"rnndoctor: verifying the fixes A/B (budget {budget:.0f} s)", err=True)
+    scrub = _scrubber(script, options)
+    try:
+        verification = verify(_findings(facts, report, options), facts, job)
+        written = write_outputs(verification, out, scrub)
+        add_to_report_json(out / "report.json", verification, scrub)
+    except (OSError, ValueError) as exc:  # a copy or a report file that cannot be written
+        console.error(f"--verify stopped: {exc}")
+        return None
+    for line, bad in terminal_lines(verification):
+        console.say(typer.style(line, fg="red") if bad else line)
+    console.say(f"verify report: {written['md']} and {written['json']}")
+    return ExitCode.INTERRUPTED if verification.interrupted else None
+
+
+def _findings(facts: Facts, report: Report, options: Options) -> list[Finding]:
+    """The findings to verify: the report's, or with ``--redact`` the rules' on unredacted
+    facts."""
+    if not options.redact:
+        return report.findings
+    from rnndoctor.engine import evaluate
+
+    raw = evaluate(facts, select=options.select or None, ignore=options.ignore or None,
+                   rule_options=options.rule_options)  # fmt: skip
+    return raw.findings
+
+
+def _scrubber(script: Path, options: Options) -> Callable[[str], str]:
+    """The reports' scrubber with ``--redact``, else the identity."""
+    if not options.redact:
+        return str
+    from rnndoctor.redact import make_scrubber
+
+    return make_scrubber(str(script.resolve().parent), os.getcwd())
+
+
+def plain_facts_ok(facts: Facts) -> bool:
+    """Whether the plain check measured a window to verify against."""
+    return facts.steps is not None and bool(facts.steps.samples_per_s)

@@ -1,0 +1,290 @@
+"""A finding's source rewrite, located in the user's file and applied to a copy of it.
+
+A fix is a source rewrite when its safety is ``safe`` or ``unsafe`` and it has a ``before`` text:
+``Fix.before`` found in the file at ``finding.location`` is replaced by ``Fix.code``. Nothing
+here writes into the user's tree: :func:`build_copy` mirrors the script's folder under the report
+folder (the files a rewrite touches are patched copies, every other entry a symbolic link to the
+original, so the user's modules import and ``__file__``-relative reads work as in the original).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import tokenize
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rnndoctor.findings import Finding, FixSafety
+
+AROUND_LINES = 2  # a 'before' text starting this many lines from the location still matches
+
+
+class NotVerifiable(ValueError):
+    """The fix cannot be verified; the message is the reason (one line, for the report)."""
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """One fix located in one file.
+
+    Attributes:
+        fix_id: the fix's name in the verification (``RD101``; ``RD101-2`` for the rule's second
+            finding).
+        finding: the finding the fix belongs to.
+        file: the user's file (absolute).
+        start: offset of the replaced text in the file's text (characters).
+        end: offset just past it.
+        replacement: the text that replaces it (indented like the first line).
+        first_line: the first replaced line (1-based).
+        last_line: the last replaced line (1-based, inclusive).
+    """
+
+    fix_id: str
+    finding: Finding
+    file: Path
+    start: int
+    end: int
+    replacement: str
+    first_line: int
+    last_line: int
+
+    @property
+    def speedup(self) -> float:
+        """The finding's estimated speedup (1.0 when it gave none), for the ordering."""
+        return self.finding.speedup or 1.0
+
+    def overlaps(self, other: Rewrite) -> bool:
+        """Whether the two rewrites touch a common line of the same file."""
+        return self.file == other.file and not (
+            self.last_line < other.first_line or other.last_line < self.first_line
+        )
+
+
+def fix_ids(findings: Sequence[Finding]) -> list[str]:
+    """A name per finding: its rule ID, with ``-2``, ``-3`` ... for a rule's later findings."""
+    seen: dict[str, int] = {}
+    names = []
+    for finding in findings:
+        seen[finding.rule_id] = seen.get(finding.rule_id, 0) + 1
+        count = seen[finding.rule_id]
+        names.append(finding.rule_id if count == 1 else f"{finding.rule_id}-{count}")
+    return names
+
+
+def locate(finding: Finding, fix_id: str, script_dir: Path) -> Rewrite:
+    """Locates the finding's rewrite in its file.
+
+    Args:
+        finding: a finding with a fix.
+        fix_id: the fix's name (:func:`fix_ids`).
+        script_dir: the user's script folder: only files inside it are copied.
+
+    Raises:
+        NotVerifiable: no fix, a display-only fix, no ``before`` text or no location, a file
+            outside the script's folder or unreadable, or ``before`` not at the location.
+    """
+    fix = finding.fix
+    if fix is None:
+        raise NotVerifiable("no fix")
+    if fix.safety == FixSafety.DISPLAY_ONLY:
+        raise NotVerifiable("display-only fix")
+    if not fix.before:
+        raise NotVerifiable("the fix is not a source rewrite (it has no 'before' text)")
+    if finding.location is None:
+        raise NotVerifiable("the finding has no location in the user's code")
+    file, line = Path(finding.location.file), finding.location.line
+    if not _inside(file, script_dir):
+        raise NotVerifiable(
+            f"the rewrite is in {file}, outside the script's folder {script_dir} (only files "
+            "there are copied)"
+        )
+    try:
+        text = read_source(file)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NotVerifiable(f"cannot read {file}: {exc}") from None
+    start = _find_at(text, fix.before, line)
+    if start is None:
+        raise NotVerifiable(f"the rewrite's 'before' text is not at {file}:{line}")
+    end = start + len(fix.before)
+    first = text.count("\n", 0, start) + 1
+    last = first + fix.before.count("\n")
+    return Rewrite(fix_id, finding, file, start, end, _replacement(text, start, end, fix.code),
+                   first, last)  # fmt: skip
+
+
+def read_source(path: Path) -> str:
+    """A source file's text, line endings kept as they are (``newline=""``).
+
+    Raises:
+        OSError: it cannot be read.
+        UnicodeDecodeError: it is not UTF-8.
+    """
+    with open(path, encoding="utf-8", newline="") as f:
+        return f.read()
+
+
+def _inside(file: Path, folder: Path) -> bool:
+    try:
+        file.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def _find_at(text: str, before: str, line: int) -> int | None:
+    """Offset of the occurrence of ``before`` whose lines hold ``line`` (or, failing that, the
+    one starting nearest to it, within ``AROUND_LINES``); None when there is none."""
+    best: tuple[int, int] | None = None
+    for match in re.finditer(re.escape(before), text):
+        first = text.count("\n", 0, match.start()) + 1
+        last = first + before.count("\n")
+        distance = 0 if first <= line <= last else min(abs(first - line), abs(last - line))
+        if distance <= AROUND_LINES and (best is None or distance < best[0]):
+            best = (distance, match.start())
+    return None if best is None else best[1]
+
+
+def _replacement(text: str, start: int, end: int, code: str) -> str:
+    """``code`` as it replaces ``text[start:end]``: its later lines indented like the line it
+    starts on, and a trailing comment dropped when code follows on the same line (it would
+    comment that code out)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    prefix = text[line_start:start]
+    indent = prefix[: len(prefix) - len(prefix.lstrip())]
+    line_end = text.find("\n", end)
+    rest = text[end : len(text) if line_end < 0 else line_end]
+    if rest.strip():
+        code = _strip_trailing_comment(code)
+    lines = code.split("\n")
+    return "\n".join([lines[0], *[indent + s if s.strip() else s for s in lines[1:]]])
+
+
+def _strip_trailing_comment(code: str) -> str:
+    """``code`` without a comment on its last line (``tokenize``; unchanged if it does not
+    tokenize)."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return code
+    last_line = code.count("\n") + 1
+    comments = [t for t in tokens if t.type == tokenize.COMMENT and t.start[0] == last_line]
+    if not comments:
+        return code
+    lines = code.split("\n")
+    lines[-1] = lines[-1][: comments[-1].start[1]].rstrip()
+    return "\n".join(lines)
+
+
+def apply_rewrites(text: str, rewrites: Sequence[Rewrite]) -> str:
+    """``text`` with the rewrites applied (all of one file, no two overlapping).
+
+    Raises:
+        ValueError: two rewrites overlap.
+    """
+    ordered = sorted(rewrites, key=lambda r: r.start, reverse=True)
+    for later, earlier in zip(ordered, ordered[1:], strict=False):
+        if earlier.end > later.start:
+            raise ValueError(f"{earlier.fix_id} and {later.fix_id} overlap")
+    for rewrite in ordered:
+        text = text[: rewrite.start] + rewrite.replacement + text[rewrite.end :]
+    return text
+
+
+def compatible(rewrites: Sequence[Rewrite]) -> tuple[list[Rewrite], dict[str, str]]:
+    """The rewrites that can be applied together: of two that touch a common line, the one with
+    the larger estimated speedup is kept (the earlier on a tie).
+
+    Returns:
+        ``(kept, dropped)``: kept in the order given; dropped maps a fix's name to the name of the
+        kept fix it overlaps.
+    """
+    ranked = sorted(enumerate(rewrites), key=lambda item: (-item[1].speedup, item[0]))
+    kept: list[tuple[int, Rewrite]] = []
+    dropped: dict[str, str] = {}
+    for index, rewrite in ranked:
+        clash = next((k for _, k in kept if k.overlaps(rewrite)), None)
+        if clash is None:
+            kept.append((index, rewrite))
+        else:
+            dropped[rewrite.fix_id] = clash.fix_id
+    return [r for _, r in sorted(kept, key=lambda item: item[0])], dropped
+
+
+def copy_script_path(dest: Path, script: Path, source_root: Path) -> Path:
+    """Where the copy of ``script`` lives under ``dest``: its path relative to ``source_root``
+    (its name alone when it is outside that root)."""
+    try:
+        relative = script.resolve().relative_to(source_root.resolve())
+    except ValueError:
+        relative = Path(script.name)
+    return dest / relative
+
+
+def build_copy(
+    dest: Path, script: Path, source_root: Path, rewrites: Sequence[Rewrite], skip: Sequence[Path]
+) -> Path:
+    """Builds the patched copy of the script's folder under ``dest`` and returns the script's copy.
+
+    The copy of the script's folder holds the patched files, a plain copy of the script, and a
+    symbolic link to every other entry (``skip``: entries left out, e.g. the report folder).
+    Each patched file must still compile.
+
+    Args:
+        dest: the copy's root (``<out>/verify/<fix>``); replaced when it exists.
+        script: the user's script.
+        source_root: the work tree the copy's paths are relative to.
+        rewrites: compatible rewrites, in files inside the script's folder.
+        skip: paths in the script's folder not to mirror.
+
+    Raises:
+        NotVerifiable: a patched file does not compile (the message names the file and line).
+        OSError: the copy cannot be written.
+    """
+    script_dir = script.resolve().parent
+    patched: dict[Path, str] = {}
+    for file in dict.fromkeys(r.file.resolve() for r in rewrites):
+        text = apply_rewrites(read_source(file), [r for r in rewrites if r.file.resolve() == file])
+        try:
+            compile(text, str(file), "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            raise NotVerifiable(
+                f"the rewritten code does not compile: {exc.msg} at {file}:{exc.lineno}"
+            ) from None
+        patched[file] = text
+    copy = copy_script_path(dest, script, source_root)
+    if dest.exists():
+        shutil.rmtree(dest)
+    copy.parent.mkdir(parents=True)
+    real = {script.resolve(), *patched}
+    _mirror(script_dir, copy.parent, patched, real, {p.resolve() for p in skip})
+    if script.resolve() not in patched:
+        shutil.copy2(script.resolve(), copy)
+    return copy
+
+
+def _mirror(
+    src: Path, dst: Path, patched: dict[Path, str], real: set[Path], skip: set[Path]
+) -> None:
+    """Mirrors folder ``src`` into the existing folder ``dst``: patched files written, folders on
+    the way to a real file recreated, every other entry linked to its original."""
+    for entry in sorted(os.scandir(src), key=lambda e: e.name):
+        path = Path(entry.path)
+        target = dst / entry.name
+        resolved = path.resolve()
+        if resolved in skip or path in skip:
+            continue
+        if resolved in patched:
+            with open(target, "w", encoding="utf-8", newline="") as f:
+                f.write(patched[resolved])
+            shutil.copymode(resolved, target)
+        elif resolved in real:
+            continue  # the script: copied by the caller
+        elif entry.is_dir(follow_symlinks=False) and any(_inside(r, resolved) for r in real):
+            target.mkdir()
+            _mirror(path, target, patched, real, skip)
+        else:
+            target.symlink_to(resolved, target_is_directory=entry.is_dir())

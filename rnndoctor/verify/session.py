@@ -1,0 +1,214 @@
+"""One verification, start to end: locate the fixes, build the copies, run A/B, decide, patch.
+
+:func:`verify` is what the CLI calls after a plain check; it writes ``<out>/verify/`` (the
+copies and each run's folder), ``<out>/verify.json``, ``<out>/verify.md`` and
+``<out>/fixes.patch``, and never writes into the user's tree.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rnndoctor.facts import Facts
+from rnndoctor.findings import Finding
+from rnndoctor.verify import patch as px
+from rnndoctor.verify.patchfile import OutsideRoot, build_patch
+from rnndoctor.verify.result import GPU_ONLY, Status, Verified, is_gpu_only, measure, sort_key
+from rnndoctor.verify.run import Candidate, Runner, Schedule, run_all
+
+VERIFY_DIR = "verify"
+ALL = "all"
+PATCH_NAME = "fixes.patch"
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a verification runs and where.
+
+    Attributes:
+        script: the user's script (as the plain check ran it).
+        out: the check's report folder.
+        runner: starts one capture child (:data:`rnndoctor.verify.run.Runner`).
+        budget_s: seconds for all the runs together.
+        run_timeout_s: the time limit of one run (seconds).
+        estimate_s: a run's expected wall time before one was timed (seconds).
+    """
+
+    script: Path
+    out: Path
+    runner: Runner
+    budget_s: float
+    run_timeout_s: float
+    estimate_s: float
+
+
+@dataclass
+class Verification:
+    """A verification's outcome.
+
+    Attributes:
+        items: one entry per fix with a location or a fix, and ``all`` (the compatible fixes
+            together) when there are two or more; failed and slower first.
+        root: the folder ``fixes.patch`` is relative to (the work tree root, else the cwd).
+        patch: the patch's text (empty: no confirmed fix).
+        patch_path: where it was written.
+        budget_s: the budget (seconds).
+        spent_s: what the runs took (seconds).
+        on_cpu: the runs had no GPU.
+        notes: what the reader should know (fixes left out of the all-fixes copy or the patch).
+        interrupted: Ctrl-C stopped the runs.
+    """
+
+    items: list[Verified]
+    root: str
+    patch: str = ""
+    patch_path: str | None = None
+    budget_s: float = math.inf
+    spent_s: float = 0.0
+    on_cpu: bool = True
+    notes: list[str] = field(default_factory=list)
+    interrupted: bool = False
+
+
+def _item(finding: Finding, fix_id: str) -> Verified:
+    """A fix's entry before it is measured."""
+    fix = finding.fix
+    return Verified(
+        fix=fix_id,
+        rules=[fix_id],
+        title=fix.title if fix else finding.message,
+        file=finding.location.file if finding.location else None,
+        line=finding.location.line if finding.location else None,
+        safety=str(fix.safety) if fix else None,
+        estimate=finding.speedup,
+        estimate_text=finding.gain,
+    )
+
+
+def _locate_all(
+    findings: Sequence[Finding], script_dir: Path, on_cpu: bool
+) -> tuple[dict[str, Verified], list[px.Rewrite]]:
+    """Every finding with a fix gets an entry; the rewrites that can be tried are returned."""
+    items: dict[str, Verified] = {}
+    rewrites = []
+    for finding, fix_id in zip(findings, px.fix_ids(findings), strict=True):
+        if finding.fix is None:
+            continue
+        item = items[fix_id] = _item(finding, fix_id)
+        if on_cpu and is_gpu_only(finding.rule_id):
+            item.reason = GPU_ONLY
+            continue
+        try:
+            rewrites.append(px.locate(finding, fix_id, script_dir))
+        except px.NotVerifiable as exc:
+            item.reason = str(exc)
+    return items, rewrites
+
+
+def _candidates(
+    job: Job, root: Path, items: dict[str, Verified], rewrites: list[px.Rewrite], notes: list[str]
+) -> list[Candidate]:
+    """Builds the copies: all compatible fixes together first (when two or more), then each fix
+    by its estimated gain (largest first)."""
+    base = job.out / VERIFY_DIR
+    skip = [job.out, base]  # never mirror the report folder (or the copies) into a copy
+    kept, dropped = px.compatible(rewrites)
+    for fix_id, by in dropped.items():
+        notes.append(f"{fix_id} is not in the all-fixes copy: it overlaps {by}, estimated larger")
+    candidates = []
+    if len(kept) >= 2:
+        items[ALL] = Verified(fix=ALL, rules=[r.fix_id for r in kept], title="all compatible fixes")
+        try:
+            copy = px.build_copy(base / ALL, job.script, root, kept, skip)
+            candidates.append(Candidate(ALL, copy))
+        except px.NotVerifiable as exc:
+            items[ALL].reason = str(exc)
+    for rewrite in sorted(rewrites, key=lambda r: -r.speedup):
+        try:
+            copy = px.build_copy(base / rewrite.fix_id, job.script, root, [rewrite], skip)
+        except px.NotVerifiable as exc:
+            items[rewrite.fix_id].reason = str(exc)
+            continue
+        candidates.append(Candidate(rewrite.fix_id, copy))
+    return candidates
+
+
+def source_root(facts: Facts) -> Path:
+    """The work tree holding the script, as the plain check recorded it (else its cwd)."""
+    return Path(facts.run.source_root or facts.run.cwd or os.getcwd())
+
+
+def on_cpu(facts: Facts) -> bool:
+    """Whether the check ran without a GPU."""
+    return facts.environment is None or facts.environment.gpu_count == 0
+
+
+def verify(
+    findings: Sequence[Finding],
+    facts: Facts,
+    job: Job,
+    clock: Callable[[], float] | None = None,
+) -> Verification:
+    """Verifies every fix of ``findings`` that is a source rewrite, and writes the patch.
+
+    Args:
+        findings: the plain check's findings (the report's order).
+        facts: the plain check's facts (work tree root, devices).
+        job: the script, folders, runner and budget.
+        clock: ``time.monotonic`` unless given (tests).
+
+    Returns:
+        The verification; ``verify.json`` and the rest are written by
+        :func:`rnndoctor.verify.output.write_outputs`.
+
+    Raises:
+        OSError: a copy, a run folder or the patch cannot be written.
+    """
+    root = source_root(facts)
+    cpu = on_cpu(facts)
+    notes: list[str] = []
+    items, rewrites = _locate_all(findings, job.script.resolve().parent, cpu)
+    candidates = _candidates(job, root, items, rewrites, notes)
+    schedule_args = dict(clock=clock) if clock is not None else {}
+    schedule = Schedule(job.script, job.runner, job.out / VERIFY_DIR / "runs", job.budget_s,
+                        job.run_timeout_s, **schedule_args)  # fmt: skip
+    run_all(schedule, candidates, job.estimate_s)
+    for candidate in candidates:
+        measure(items[candidate.name], candidate, cpu)
+    for item in items.values():
+        if item.status == Status.NOT_VERIFIABLE and item.reason is None:
+            item.reason = "not run"
+    patch = _patch(items, rewrites, root, notes)
+    result = Verification(
+        items=sorted(items.values(), key=sort_key), root=str(root), patch=patch,
+        budget_s=job.budget_s, spent_s=round(schedule.clock() - schedule.started_s, 3),
+        on_cpu=cpu, notes=notes, interrupted=schedule.interrupted,
+    )  # fmt: skip
+    path = job.out / PATCH_NAME
+    path.write_text(patch, encoding="utf-8")
+    result.patch_path = str(path)
+    return result
+
+
+def _patch(
+    items: dict[str, Verified], rewrites: list[px.Rewrite], root: Path, notes: list[str]
+) -> str:
+    """The patch of the confirmed fixes (compatible ones: the larger estimate wins an overlap)."""
+    confirmed = [r for r in rewrites if items[r.fix_id].status == Status.CONFIRMED]
+    kept, dropped = px.compatible(confirmed)
+    for fix_id, by in dropped.items():
+        notes.append(f"{fix_id} is confirmed but not in the patch: it overlaps {by}")
+    inside = []
+    for rewrite in kept:
+        try:
+            build_patch([rewrite], root)
+        except OutsideRoot as exc:
+            notes.append(f"{rewrite.fix_id} is confirmed but not in the patch: {exc}")
+            continue
+        inside.append(rewrite)
+        items[rewrite.fix_id].in_patch = True
+    return build_patch(inside, root)
