@@ -1,6 +1,6 @@
 """Decisions on intervals: when a measured figure may fire a finding, and how it is quoted.
 
-Issue 11 (DESIGN.md "Trust"): a measured rule fires at warning or error only when the whole
+A measured rule fires at warning or error only when the whole
 interval of its figure clears the rule's cut-off (RD301: the lower bound of the throughput ratio
 >= 1.5x); when only the median clears it, the finding is ``info`` and says "inconclusive: 1.6x
 (90% interval 1.2–1.9x)"; when the median does not clear it, there is no finding. The cut-offs

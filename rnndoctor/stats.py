@@ -5,7 +5,7 @@ rules import for arithmetic, so that a percentile or a padded fraction is comput
 everywhere. Used by the step window (``percentile``), RD501 (padding waste) and RD502
 (global-max padding), and by the capture to fill ``SequenceInput.per_batch_padded_fraction``.
 
-The cost model (DESIGN.md, Measurement: padding): an RNN step costs the same for a valid and for
+The cost model: an RNN step costs the same for a valid and for
 a padded timestep (the generic while loop runs every step; cuDNN reads every step of the padded
 tensor too), so the compute of one training step grows linearly with
 ``batch_size x padded_length``. The work of one pass over the data is then proportional to the
@@ -300,7 +300,7 @@ def plan_buckets(
 
 
 # ---------------------------------------------------------------------------------------------
-# Paired measurements (issue 11, DESIGN.md "Trust"): the median, a bootstrap interval of a
+# Paired measurements: the median, a bootstrap interval of a
 # median, and the result of a paired A/B timing that the probes and `--verify` share.
 # ---------------------------------------------------------------------------------------------
 
