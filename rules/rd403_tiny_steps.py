@@ -54,6 +54,7 @@ from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
+from rnndoctor.rules import _rewrite as rw
 
 _MIN_DISPATCH_SHARE = Option(
     name="min_dispatch_share",
@@ -69,6 +70,23 @@ _ERROR_DISPATCH_SHARE = Option(
     source=m.ERROR_INPUT_SHARE.source,
     help="the dispatch share from which the finding is an error",
 )
+
+
+def _fix(facts: Facts, value: int) -> tuple[str, str, str | None]:
+    """The fix's title, code and the call it rewrites: the user's ``compile`` call with
+    ``steps_per_execution`` set and every other argument as written; a sketch where that call
+    was not recorded."""
+    title = f"Run {value} steps per call: compile with steps_per_execution"
+    site = facts.fit.compile_location
+    call = site.call_source if site is not None else None
+    code = rw.set_keyword(call, "steps_per_execution", str(value))
+    if code is not None:
+        return title, code, call
+    return (
+        title + " (keep your other compile arguments)",
+        f"model.compile(..., steps_per_execution={value})  # your arguments, plus this one",
+        None,
+    )
 
 
 @rule(
@@ -95,7 +113,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         return []
     after = max(step - saved_ms, many.step_time_ms)
     speedup = step / after
-    call = facts.fit.location.call_source if facts.fit.location else None
+    title, code, before = _fix(facts, many.value)
     return [
         finding(
             severity=Severity.ERROR
@@ -107,7 +125,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 f"{one.step_time_ms:.2f} ms at steps_per_execution=1 and "
                 f"{many.step_time_ms:.2f} ms at {many.value}."
             ),
-            location=m.fit_location(facts),
+            location=m.to_location(facts.fit.compile_location) or m.fit_location(facts),
             evidence=(
                 Evidence("steps_per_execution", spe or 1, "", "compile"),
                 Evidence("compute-only step, steps_per_execution=1", one.step_time_ms, "ms"),
@@ -118,17 +136,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 ),
                 Evidence("median step time", step, "ms", "fit (diagnosis window)"),
             ),
-            fix=Fix(
-                title=f"Run {many.value} steps per call: compile with steps_per_execution",
-                code=(
-                    f"model.compile(optimizer={facts.fit.optimizer!r}, loss={facts.fit.loss!r}, "
-                    f"steps_per_execution={many.value})"
-                    if facts.fit.optimizer and facts.fit.loss
-                    else f"model.compile(..., steps_per_execution={many.value})"
-                ),
-                safety=FixSafety.SAFE,
-                before=call,
-            ),
+            fix=Fix(title=title, code=code, safety=FixSafety.SAFE, before=before),
             gain=(
                 f"measured {saved_ms:.2f} ms less per step at steps_per_execution="
                 f"{many.value} (compute-only probe): step {step:.2f} ms -> {after:.2f} ms, "

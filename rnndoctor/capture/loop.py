@@ -649,6 +649,11 @@ def _patch(hooks: _Hooks) -> None:
             hooks.on_eager_switch(bound.arguments.get("run_eagerly"))
         except TypeError:
             pass
+        try:  # the call a compile fix rewrites (RD401, RD403): its line and full source
+            site = sites.user_frame_location(skip=1, call_names=("compile",))
+            sites.record_latest("compiles", model, site)
+        except Exception:  # recording a site must never break the user's compile
+            pass
         return original_compile(model, *args, **kwargs)
 
     keras.Model.compile = compile

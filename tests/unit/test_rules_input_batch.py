@@ -404,8 +404,27 @@ def test_rd403_fires_when_dispatch_is_a_large_share_of_the_step():
     _, (finding,) = run(f, "RD403")
     check_finding(finding, "RD403")
     assert finding.severity is Severity.ERROR  # 2.2 ms of a 4 ms step
-    assert finding.fix.code == "model.compile(optimizer='adam', loss='mse', steps_per_execution=16)"
+    # No compile call recorded: a sketch that says to keep the user's arguments, never a call
+    # rebuilt from the optimizer and loss alone (that drops the metrics).
+    assert finding.fix.code.startswith("model.compile(..., steps_per_execution=16)")
+    assert finding.fix.before is None
     assert finding.speedup == pytest.approx(4.0 / 1.8, rel=0.01)
+
+
+def test_rd403_rewrites_the_users_compile_call_losslessly_at_its_line():
+    f = with_spe(facts(step=4.0, compute=3.8), one=3.8, sixteen=1.6)
+    call = (
+        'model.compile(loss="categorical_crossentropy", optimizer="adam", metrics=["accuracy"])'
+    )
+    f.fit.compile_location = loc(7, call)
+    _, (finding,) = run(f, "RD403")
+    assert finding.location.line == 7
+    assert finding.fix.before == call
+    assert finding.fix.code == (
+        'model.compile(loss="categorical_crossentropy", optimizer="adam", metrics=["accuracy"], '
+        "steps_per_execution=16)"
+    )
+    assert finding.fix.safety == "safe"
 
 
 def test_rd403_passes_small_savings_and_models_already_using_it():

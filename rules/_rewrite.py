@@ -1,0 +1,163 @@
+"""Lossless edits of one recorded call's source. Pure: no TensorFlow, no I/O.
+
+A fix rewrites the user's call by changing only what it needs: one keyword set, replaced or
+removed, one method call appended. The call is parsed with ``ast`` to find the spans to change,
+and only the changed piece is written (``ast.unparse`` of the new value, or the user's own text
+for what stays), spliced into the original text: every other argument keeps the user's spelling,
+quoting, comments and line breaks.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from rnndoctor.rules._fastpath import parse_call
+
+
+def _offsets(text: str) -> list[int]:
+    """Character offset of the start of each line of ``text`` (index 0 is line 1)."""
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    return starts
+
+
+def _pos(starts: list[int], line: int, col: int, text: str) -> int:
+    """A character offset from ast's (1-based line, UTF-8 byte column) position."""
+    begin = starts[line - 1]
+    end = starts[line] if line < len(starts) else len(text)
+    encoded = text[begin:end].encode()
+    return begin + len(encoded[:col].decode(errors="replace"))
+
+
+def _span(text: str, starts: list[int], node: ast.AST) -> tuple[int, int]:
+    return (
+        _pos(starts, node.lineno, node.col_offset, text),
+        _pos(starts, node.end_lineno, node.end_col_offset, text),
+    )
+
+
+def _closing_paren(text: str, call: ast.Call, starts: list[int]) -> int:
+    """The offset of the call's closing parenthesis."""
+    end = _pos(starts, call.end_lineno, call.end_col_offset, text)
+    return text.rindex(")", 0, end)
+
+
+def set_keyword(call_source: str | None, name: str, value: str) -> str | None:
+    """``call_source`` with keyword ``name=value`` (``value`` is Python source) replaced where the
+    call has it, else added after its last argument. Everything else is kept as written.
+
+    Returns None when the source is not one call, when ``value`` does not parse, or when the call
+    passes ``**kwargs`` (the keyword could already be in there).
+    """
+    text = (call_source or "").strip()
+    call = parse_call(text)
+    if call is None or any(k.arg is None for k in call.keywords):
+        return None
+    try:
+        ast.parse(value, mode="eval")
+    except SyntaxError:
+        return None
+    starts = _offsets(text)
+    existing = next((k for k in call.keywords if k.arg == name), None)
+    if existing is not None:
+        begin, end = _span(text, starts, existing.value)
+        return text[:begin] + value + text[end:]
+    arguments = [*call.args, *call.keywords]
+    if not arguments:
+        paren = _closing_paren(text, call, starts)
+        return f"{text[:paren]}{name}={value}{text[paren:]}"
+    last = max(arguments, key=lambda a: (a.end_lineno, a.end_col_offset))
+    _, end = _span(text, starts, last)
+    return f"{text[:end]}, {name}={value}{text[end:]}"
+
+
+def remove_keyword(call_source: str | None, name: str) -> str | None:
+    """``call_source`` without keyword ``name`` (with its separating comma); None when the source
+    is not one call or does not write that keyword."""
+    text = (call_source or "").strip()
+    call = parse_call(text)
+    if call is None:
+        return None
+    arguments = sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
+    index = next(
+        (i for i, a in enumerate(arguments) if isinstance(a, ast.keyword) and a.arg == name), None
+    )
+    if index is None:
+        return None
+    starts = _offsets(text)
+    begin, end = _span(text, starts, arguments[index])
+    if index > 0:  # from the end of the previous argument: its comma goes with this one
+        begin = _span(text, starts, arguments[index - 1])[1]
+    elif len(arguments) > 1:  # the first: up to the start of the next one
+        end = _span(text, starts, arguments[1])[0]
+    else:  # the only one: and a trailing comma, if any
+        paren = _closing_paren(text, call, starts)
+        end = paren
+    return text[:begin] + text[end:]
+
+
+def keyword_source(call_source: str | None, name: str) -> str | None:
+    """The user's source text of keyword ``name``'s value in the call, or None."""
+    text = (call_source or "").strip()
+    call = parse_call(text)
+    if call is None:
+        return None
+    keyword = next((k for k in call.keywords if k.arg == name), None)
+    return ast.get_source_segment(text, keyword.value) if keyword is not None else None
+
+
+def append_method(statement: str | None, method: str, call: str) -> str | None:
+    """``statement`` with ``.call`` appended right after its call to ``.method(...)``:
+    ``ds = ds.map(f).batch(8)`` with ``("map", "cache()")`` -> ``ds = ds.map(f).cache().batch(8)``.
+
+    The last such call in the statement wins. None when the statement does not parse or holds no
+    call to ``.method``.
+    """
+    text = (statement or "").strip()
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == method
+    ]
+    if not calls:
+        return None
+    target = max(calls, key=lambda n: (n.end_lineno, n.end_col_offset))
+    _, end = _span(text, _offsets(text), target)
+    return f"{text[:end]}.{call}{text[end:]}"
+
+
+def assigned_name(statement: str | None) -> str | None:
+    """The one plain name a statement assigns (``dataset_train = ...`` -> ``dataset_train``)."""
+    try:
+        tree = ast.parse((statement or "").strip())
+    except SyntaxError:
+        return None
+    if len(tree.body) != 1:
+        return None
+    node = tree.body[0]
+    targets = node.targets if isinstance(node, ast.Assign) else []
+    if isinstance(node, ast.AnnAssign):
+        targets = [node.target]
+    if len(targets) == 1 and isinstance(targets[0], ast.Name):
+        return targets[0].id
+    return None
+
+
+def same_except(before: str, after: str, keywords: tuple[str, ...]) -> bool:
+    """Whether two calls' ASTs are equal once ``keywords`` are removed from both: what a lossless
+    rewrite of ``before`` that changes only those keywords must satisfy."""
+
+    def dump(text: str) -> str | None:
+        call = parse_call(text)
+        if call is None:
+            return None
+        call.keywords = [k for k in call.keywords if k.arg not in keywords]
+        return ast.dump(call)
+
+    left, right = dump(before), dump(after)
+    return left is not None and left == right
