@@ -8,12 +8,11 @@ and the input-only time of a fresh iterator. The cut-offs on the input-bound sha
 
 from __future__ import annotations
 
-import ast
-
 from rnndoctor.facts import DataNode, Facts
 from rnndoctor.findings import Evidence, Location, Severity
 from rnndoctor.rules import Option
 from rnndoctor.rules import _fastpath as fp
+from rnndoctor.rules import _rewrite as rw
 
 # The cut-offs on the input share of the step, as rule options (each input rule declares the
 # ones it reads). xprof's input-pipeline analysis calls a step "moderately" input-bound from 5%
@@ -188,14 +187,10 @@ def batch_size(facts: Facts) -> int | None:
 
 
 def with_keyword(call_source: str | None, name: str, value: str) -> str | None:
-    """``call_source`` (one call, as recorded) with keyword ``name=value`` set; None when the
+    """``call_source`` (one call, as recorded) with keyword ``name=value`` set, every other
+    argument as the user wrote it (:func:`rnndoctor.rules._rewrite.set_keyword`); None when the
     source is not a single call."""
-    node = fp.parse_call(call_source)
-    if node is None:
-        return None
-    node.keywords = [k for k in node.keywords if k.arg != name]
-    node.keywords.append(ast.keyword(arg=name, value=ast.parse(value, mode="eval").body))
-    return ast.unparse(node)
+    return rw.set_keyword(call_source, name, value)
 
 
 def fit_location(facts: Facts) -> Location | None:

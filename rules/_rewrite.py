@@ -161,3 +161,32 @@ def same_except(before: str, after: str, keywords: tuple[str, ...]) -> bool:
 
     left, right = dump(before), dump(after)
     return left is not None and left == right
+
+
+def set_argument(call_source: str | None, position: int, name: str, value: str) -> str | None:
+    """The call with its argument ``name`` set to ``value``: the positional argument at
+    ``position`` when the call passes one there, else the keyword (replaced or added)."""
+    text = (call_source or "").strip()
+    call = parse_call(text)
+    if call is None:
+        return None
+    if len(call.args) > position and not any(
+        isinstance(a, ast.Starred) for a in call.args[: position + 1]
+    ):
+        begin, end = _span(text, _offsets(text), call.args[position])
+        return text[:begin] + value + text[end:]
+    return set_keyword(text, name, value)
+
+
+def set_assigned_value(statement: str | None, value: str) -> str | None:
+    """``batch_size = 4`` -> ``batch_size = 16``: a one-name assignment with its value replaced
+    (annotation and target kept as written); None for any other statement."""
+    text = (statement or "").strip()
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    if assigned_name(text) is None or tree.body[0].value is None:
+        return None
+    begin, end = _span(text, _offsets(text), tree.body[0].value)
+    return text[:begin] + value + text[end:]

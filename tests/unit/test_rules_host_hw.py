@@ -170,7 +170,8 @@ def test_rd401_compile_run_eagerly_points_at_compile_and_drops_the_argument():
     assert finding.location.line == line_of("run_eagerly_fit.py", "# compile-line")
     # The user's call as written (double quotes kept), without run_eagerly.
     assert finding.fix.code == 'model.compile(optimizer="adam", loss="mse")'
-    assert finding.fix.before == 'model.compile(optimizer="adam", loss="mse", run_eagerly=MODE == "compile")'
+    before = 'model.compile(optimizer="adam", loss="mse", run_eagerly=MODE == "compile")'
+    assert finding.fix.before == before
     assert finding.gain.startswith("not measured")
     assert finding.severity is Severity.WARNING
 
