@@ -8,6 +8,8 @@ and the input-only time of a fresh iterator. The cut-offs on the input-bound sha
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rnndoctor.facts import DataNode, Facts
 from rnndoctor.findings import Evidence, Location, Severity
 from rnndoctor.rules import Option
@@ -167,6 +169,36 @@ def removal_gain(facts: Facts, share: float, what: str = "input-bound share") ->
         f"{what} {pct(share)} removed: about {speedup:.1f}x faster steps{after}",
         round(speedup, 2),
     )
+
+
+@dataclass(frozen=True)
+class PaidEpochs:
+    """An input cost that only some epochs pay: the pipeline caches after its expensive part,
+    so epoch 1 (the window) pays it and epochs 2..N read the cache. ``fraction``: the job's
+    steps that pay it (epoch 1 of ``epochs`` equal epochs); ``cache``: the cache node."""
+
+    epochs: int
+    fraction: float
+    cache: DataNode
+
+
+def paid_epochs(facts: Facts) -> PaidEpochs | None:
+    """The epochs that pay the input cost when a ``cache()`` follows every expensive node (a
+    Python source or call, a map, a file source); None when some work runs after the cache (it
+    is paid every epoch), when nothing is cached, or for a single epoch."""
+    data, fit = facts.data, facts.fit
+    epochs = fit.epochs if fit else None
+    if data is None or not data.has_cache or not epochs or epochs < 2:
+        return None
+    caches = [i for i, n in enumerate(data.nodes) if n.kind == "cache"]
+    work = [
+        i
+        for i, n in enumerate(data.nodes)
+        if n.python or n.kind == "map" or n.source_kind in ("generator", "files")
+    ]
+    if not work or max(work) > caches[-1]:
+        return None
+    return PaidEpochs(epochs=epochs, fraction=1.0 / epochs, cache=data.nodes[caches[-1]])
 
 
 def nodes_of(facts: Facts, kind: str) -> list[DataNode]:

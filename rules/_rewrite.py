@@ -11,7 +11,16 @@ from __future__ import annotations
 
 import ast
 
-from rnndoctor.rules._fastpath import parse_call
+
+def parse_call(call_source: str | None) -> ast.Call | None:
+    """The ``ast.Call`` of a recorded call's source, or None if it is not one call."""
+    if not call_source:
+        return None
+    try:
+        node = ast.parse(call_source.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    return node if isinstance(node, ast.Call) else None
 
 
 def _offsets(text: str) -> list[int]:
@@ -190,3 +199,15 @@ def set_assigned_value(statement: str | None, value: str) -> str | None:
         return None
     begin, end = _span(text, _offsets(text), tree.body[0].value)
     return text[:begin] + value + text[end:]
+
+
+def rename_func(call_source: str | None, name: str) -> str | None:
+    """The call with its callable renamed (``layers.SimpleRNN(8)`` -> ``layers.LSTM(8)``): only
+    the last name of the callable changes."""
+    text = (call_source or "").strip()
+    call = parse_call(text)
+    if call is None or not isinstance(call.func, (ast.Attribute, ast.Name)):
+        return None
+    _, end = _span(text, _offsets(text), call.func)
+    old = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id
+    return text[: end - len(old)] + name + text[end:]
