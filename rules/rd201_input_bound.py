@@ -23,7 +23,11 @@ Evidence:
     "not measured" statement); ``data`` (the pipeline graph) for the fix. The share reported
     (and its severity) is the step difference counted only up to the input-only cross-check
     (``rules/_measured.py: corroborated_share``): a step difference the input-only time cannot
-    explain is noise or loop overhead that no input fix removes.
+    explain is noise or loop overhead that no input fix removes. When the pipeline caches after
+    its expensive part (``from_generator(...).cache()``, ``map(...).cache()``), the window
+    (epoch 1) pays the uncached cost and epochs 2..N read the cache: the share is then weighed
+    by the job's steps that pay it (1 / epochs), and the severity follows that job-wide share
+    (``rules/_measured.py: paid_epochs``).
 
 Example:
     ``tf.data.Dataset.from_generator(slow_python_examples, ...).batch(32)``
@@ -33,8 +37,9 @@ Use instead:
     num_parallel_calls=tf.data.AUTOTUNE).batch(32).prefetch(tf.data.AUTOTUNE)``
 
 Fix safety:
-    display-only: the fix lists the pipeline changes the data graph calls for (see RD202-RD206);
-    adapt them to the pipeline.
+    display-only: the fix lists the pipeline changes the data graph calls for (see RD202-RD206),
+    on the name the user's dataset line assigns; adapt them to the pipeline. It suggests
+    ``cache()`` only where no random map or shuffle would be frozen by it.
 
 Options:
     ``min_input_share`` = 0.05 (fraction of the step): the input share from which the rule

@@ -12,8 +12,9 @@ Why it slows training:
 
 Evidence:
     ``data.cardinality``, ``data.has_cache``, ``data.batch_bytes``, the ``map`` / Python nodes
-    of ``data.nodes``; ``fit.epochs``; ``probes.memory_limit_mib``;
-    ``probes.input_bound_share``.
+    of ``data.nodes`` (with their ``stateful_ops`` and line), the shuffle nodes; ``fit.epochs``;
+    ``probes.memory_limit_mib``; ``probes.input_bound_share``. Located at the line of the node
+    after which the cache goes.
 
 Example:
     ``tf.data.Dataset.from_tensor_slices(paths).map(load_and_decode).batch(32)``, 10 epochs
@@ -23,9 +24,15 @@ Use instead:
     .batch(32).prefetch(tf.data.AUTOTUNE)``
 
 Fix safety:
-    safe when the cached maps are deterministic; unsafe when a map is random (augmentation):
-    cached elements would repeat the first epoch's random draws, so cache before the random
-    maps.
+    safe: ``cache()`` goes after the last deterministic preprocessing step that comes before
+    the first random map (one whose function holds a ``Random*`` stateful op) or shuffle, so
+    every epoch still draws its own augmentation and order. The fix is spliced into the user's
+    call (``ds.map(decode)`` -> ``ds.map(decode).cache()``), or, for a dataset a Keras util
+    builds in one call (``timeseries_dataset_from_array``), a new line after it on the name the
+    user assigned (``dataset_train = dataset_train.cache()``); unsafe when that util shuffles
+    inside (its order would freeze). display-only when every preprocessing step comes after a
+    random map or a shuffle: a cache there would replay the first epoch's draws, so the fix
+    says it cannot be cached as built.
 
 Options:
     ``min_input_share`` = 0.05 (fraction of the step): the measured input share of the step

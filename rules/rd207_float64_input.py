@@ -66,6 +66,10 @@ def _batch_bytes(shape: list[int | None], batch: int | None) -> int | None:
     return rows * math.prod(shape[1:]) * 8 if rows else None
 
 
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 2**20:.2f} MiB" if nbytes >= 2**20 else f"{nbytes / 2**10:.1f} KiB"
+
+
 def _assigned(code: str | None) -> str | None:
     match = re.match(r"\s*([A-Za-z_]\w*)\s*=(?!=)", code or "")
     return match.group(1) if match else None
@@ -128,17 +132,23 @@ def check(facts: Facts) -> list[Finding]:
     sizes = [_batch_bytes(data.input_shapes[i], batch) for i in wide if i < len(data.input_shapes)]
     total = sum(s for s in sizes if s) or None
     fix, loc = _fix(facts, dtype)
-    size_text = (
-        f"{total / 2**20:.2f} MiB per batch of {batch}, half of it saved by the cast"
-        if total
-        else "its bytes per batch were not known"
-    )
+    if total:
+        size_text = f"{_size(total)} per batch of {batch}, half of it saved by the cast"
+    elif data.batch_bytes:
+        size_text = (
+            f"a sampled batch holds {_size(data.batch_bytes)}, all components; the "
+            "cast halves its float64 part"
+        )
+    else:
+        size_text = "its bytes per batch were not known"
     evidence = [
         Evidence("input dtypes", ", ".join(data.input_dtypes), "", "data (element_spec / arrays)"),
         Evidence("model compute dtype", dtype, "", "RNN layers' dtype_policy"),
     ]
     if total:
         evidence.append(Evidence("float64 bytes per batch", total, "bytes", "shape x batch x 8"))
+    elif data.batch_bytes:
+        evidence.append(Evidence("sampled batch size", data.batch_bytes, "bytes", "all components"))
     return [
         finding(
             message=(

@@ -24,6 +24,12 @@ Use instead:
 Fix safety:
     unsafe: the batch size changes the optimisation (gradient noise, steps per epoch). Scale
     the learning rate with it (the linear scaling rule) and check the validation metric.
+    display-only when an RNN layer is ``stateful=True``: its state row i carries over to row i
+    of the next batch, so a new batch size changes the state layout (and the model's fixed
+    batch shape). The rewrite is made where the value is written: the pipeline's ``batch`` call
+    (or a Keras util's ``batch_size`` keyword), the line that assigns the name ``fit`` receives
+    (``batch_size = 64`` for ``fit(..., batch_size=batch_size)``, ``fit.batch_size_location``),
+    else the ``fit`` call; every other argument stays as written.
 
 Options:
     ``min_speedup`` = 1.5 (x (samples/s ratio)): the throughput ratio a larger batch must reach

@@ -16,7 +16,8 @@ Why it slows training:
 Evidence:
     ``fit.run_eagerly`` (the model's compile setting at its ``fit`` call);
     ``environment.run_functions_eagerly`` (read when the diagnosis ended);
-    ``environment.run_eagerly_location`` (the user's line that turned it on); the measured step
+    ``environment.run_eagerly_location`` (the user's line that turned it on);
+    ``fit.compile_location`` (the ``compile`` call the fix rewrites); the measured step
     time; for a custom loop under ``run_functions_eagerly``, the traced twin
     (``loop.eager_call_ms`` / ``loop.traced_call_ms``: the step function called on the same batch
     eagerly, then as a ``tf.function``).

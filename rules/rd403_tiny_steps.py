@@ -18,7 +18,8 @@ Why it slows training:
 
 Evidence:
     ``probes.spe_probe`` (compute-only step time at 1 and 16), ``fit.steps_per_execution``,
-    ``steps.median_step_time_ms``.
+    ``steps.median_step_time_ms``; ``fit.compile_location`` (the user's ``compile`` call, where
+    the finding points and which the fix rewrites, keeping every other argument as written).
 
 Example:
     ``model.compile(optimizer="adam", loss="mse")`` for a 16-unit LSTM
