@@ -249,16 +249,26 @@ def _assigns(scope: ast.AST, name: str) -> list[ast.stmt]:
     return found
 
 
+def _parameters(function: ast.AST) -> set[str]:
+    args = function.args
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    return {a.arg for a in every if a is not None}
+
+
 def assignment_site(filename: str, name: str, before_line: int) -> SourceLocation | None:
     """The last assignment to ``name`` before ``before_line`` in the scope that holds that line
-    (the enclosing function, else the module), with the whole statement as ``call_source``
-    (``batch_size = 64``); None when there is none or the file cannot be parsed."""
+    (the enclosing function, else the module; a function's global name: the module's), with
+    the whole statement as ``call_source`` (``batch_size = 64``); None when there is none, when
+    the name is a parameter of the enclosing function, or when the file cannot be parsed."""
     path = os.path.abspath(filename)
     source = "".join(linecache.getlines(path))
     tree = _parse(source) if source else None
     if tree is None:
         return None
-    earlier = [n for n in _assigns(_scope_of(tree, before_line), name) if n.lineno < before_line]
+    scope = _scope_of(tree, before_line)
+    earlier = [n for n in _assigns(scope, name) if n.lineno < before_line]
+    if not earlier and scope is not tree and name not in _parameters(scope):
+        earlier = [n for n in _assigns(tree, name) if n.lineno < before_line]  # a global
     if not earlier:
         return None
     statement = max(earlier, key=lambda n: n.lineno)
