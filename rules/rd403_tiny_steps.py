@@ -29,7 +29,9 @@ Use instead:
 
 Fix safety:
     safe for the results: the same steps run. Batch-level callbacks then run once per 16 steps
-    (``on_train_batch_*`` see every 16th batch) and the progress bar updates less often.
+    (``on_train_batch_*`` see every 16th batch) and the progress bar updates less often. The fix
+    rewrites the user's ``compile`` call, every other argument as written; display-only (a
+    sketch) where that call was not recorded.
 
 Options:
     ``min_dispatch_share`` = 0.2 (fraction of the step): the share of the median step that
@@ -73,20 +75,19 @@ _ERROR_DISPATCH_SHARE = Option(
 )
 
 
-def _fix(facts: Facts, value: int) -> tuple[str, str, str | None]:
-    """The fix's title, code and the call it rewrites: the user's ``compile`` call with
-    ``steps_per_execution`` set and every other argument as written; a sketch where that call
-    was not recorded."""
+def _fix(facts: Facts, value: int) -> Fix:
+    """The user's ``compile`` call with ``steps_per_execution`` set and every other argument as
+    written; a display-only sketch where that call was not recorded."""
     title = f"Run {value} steps per call: compile with steps_per_execution"
     site = facts.fit.compile_location
     call = site.call_source if site is not None else None
     code = rw.set_keyword(call, "steps_per_execution", str(value))
     if code is not None:
-        return title, code, call
-    return (
-        title + " (keep your other compile arguments)",
-        f"model.compile(..., steps_per_execution={value})  # your arguments, plus this one",
-        None,
+        return Fix(title=title, code=code, safety=FixSafety.SAFE, before=call)
+    return Fix(
+        title=title + " (keep your other compile arguments)",
+        code=f"model.compile(..., steps_per_execution={value})  # your arguments, plus this one",
+        safety=FixSafety.DISPLAY_ONLY,
     )
 
 
@@ -114,7 +115,6 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         return []
     after = max(step - saved_ms, many.step_time_ms)
     speedup = step / after
-    title, code, before = _fix(facts, many.value)
     return [
         finding(
             severity=Severity.ERROR
@@ -137,7 +137,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 ),
                 Evidence("median step time", step, "ms", "fit (diagnosis window)"),
             ),
-            fix=Fix(title=title, code=code, safety=FixSafety.SAFE, before=before),
+            fix=_fix(facts, many.value),
             gain=(
                 f"measured {saved_ms:.2f} ms less per step at steps_per_execution="
                 f"{many.value} (compute-only probe): step {step:.2f} ms -> {after:.2f} ms, "
