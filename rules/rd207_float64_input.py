@@ -83,10 +83,16 @@ def _fix(facts: Facts, dtype: str) -> tuple[Fix, SourceLocation | None]:
     if data.kind == "tf.data":
         loc = data.location
         name = _assigned(loc.code if loc else None) or "ds"
-        code = f"{name} = {name}.map(lambda x, y: (tf.cast(x, tf.{dtype}), y))"
+        cast = f"tf.cast(x, tf.{dtype})"
+        if len(data.input_dtypes) > 1:  # several inputs: cast the float64 ones only
+            cast = (
+                f"tf.nest.map_structure(lambda t: tf.cast(t, tf.{dtype}) "
+                "if t.dtype == tf.float64 else t, x)"
+            )
+        code = f"{name} = {name}.map(lambda x, y: ({cast}, y))"
         where = f": add after line {loc.line}" if loc else ""
         return Fix(title=title + where, code=code, safety=FixSafety.SAFE), loc
-    site = facts.fit.x_location if facts.fit else None
+    site = facts.fit.x_location if facts.fit and data.kind == "numpy" else None
     statement = site.call_source if site else None
     name = rw.assigned_name(statement)
     value = _value_source(statement)

@@ -388,6 +388,28 @@ def test_rd207_casts_a_float64_array_at_its_assignment():
     _assert_lossless(finding)
 
 
+def test_rd207_casts_only_the_float64_inputs_of_a_multi_input_dataset():
+    data = timeseries_pipeline()
+    data.input_dtypes = ["float64", "int32"]
+    data.input_shapes = [[None, 24, 6], [None, 24]]
+    (finding,) = run(facts(data=data), "RD207")[1]
+    assert "tf.nest.map_structure" in finding.fix.code
+    assert "1 of 2 model input(s)" in finding.message
+    ast.parse(finding.fix.code)
+
+
+def test_rd203_does_not_rewrite_a_map_a_keras_util_built():
+    data = timeseries_pipeline()
+    util_map = data.nodes[1]
+    util_map.num_parallel_calls = None
+    util_map.attrs["stateful_ops"] = ["RandomUniform"]
+    data.sequential_maps = 1
+    (finding,) = run(facts(step=10.0, compute=3.0, data=data), "RD203")[1]
+    assert finding.fix.before is None
+    assert finding.fix.safety == "display-only"
+    assert "timeseries_dataset_from_array" not in finding.fix.code
+
+
 def test_rd207_passes_float32_data_and_float64_models():
     f = facts(data=DataFacts(kind="numpy", input_dtypes=["float32"], input_shapes=[[None, 4]]))
     assert run(f, "RD207")[1] == []
