@@ -58,3 +58,43 @@ def test_timeseries_pipeline_is_recorded_at_the_users_line_and_float64_is_read()
     dataset_train = dataset_train.map(lambda x, y: (tf.cast(x, tf.float32), y))
     ((x, _),) = dataset_train.take(1)
     assert x.dtype == tf.float32
+
+
+def _facts_with(data):
+    from rnndoctor.facts import Facts, FitConfig, ProbeFacts, RunInfo, StepTimes
+
+    f = Facts(run=RunInfo(script=__file__, argv=[], cwd="/", outcome="completed"))
+    f.fit = FitConfig(data_kind="tf.data", batch_size=32, epochs=3)
+    f.steps = StepTimes(warmup_steps=1, measured_steps=10, median_step_time_ms=10.0)
+    f.probes = ProbeFacts(input_only_ms=4.0, compute_only_ms=6.0, input_bound_share=0.4,
+                          input_share_check=0.4, memory_limit_mib=10_000.0,
+                          memory_limit_source="test")  # fmt: skip
+    f.data = data
+    return f
+
+
+def test_a_random_map_is_seen_as_such_and_rd205_never_caches_after_it():
+    from rnndoctor.engine import evaluate
+
+    sites.install(__file__)
+    data_mod.install()
+    x = np.random.default_rng(0).normal(size=(256, 10, 3)).astype("float32")
+    ds = tf.data.Dataset.from_tensor_slices(x)
+    ds = ds.map(lambda t: t * 2.0)  # decode-line
+    ds = ds.map(lambda t: t + tf.random.normal(tf.shape(t)))  # augment-line
+    ds = ds.batch(32)
+    data = data_mod.describe(ds)
+    data.batch_bytes = 32 * 10 * 3 * 4
+    (finding,) = [f for f in evaluate(_facts_with(data)).findings if f.rule_id == "RD205"]
+    assert "# decode-line" in finding.location.code  # the cache goes before the random map
+    assert finding.fix.code.endswith("ds.map(lambda t: t * 2.0).cache()")
+    assert finding.fix.safety == "safe"
+
+    ds = tf.data.Dataset.from_tensor_slices(x)
+    ds = ds.map(lambda t: t + tf.random.normal(tf.shape(t)))  # only-map
+    data = data_mod.describe(ds.batch(32))
+    data.batch_bytes = 32 * 10 * 3 * 4
+    (finding,) = [f for f in evaluate(_facts_with(data)).findings if f.rule_id == "RD205"]
+    assert finding.fix.safety == "display-only"
+    assert ".cache()" not in finding.fix.code.splitlines()[-1]
+    assert "cannot be cached as built" in finding.message
