@@ -87,3 +87,14 @@ def test_named_batch_size_is_rewritten_where_it_is_assigned(named_batch):
         assert found["RD301"]["fix"]["before"] == "batch_size = 4"
     if "RD403" in found:
         assert 'metrics=["mae"],' in found["RD403"]["fix"]["code"]
+
+
+def test_a_cost_only_epoch_1_pays_is_weighed_by_the_job(tmp_path):
+    doc = check("generator_cached.py", tmp_path / "report")
+    (rd201,) = [f for f in doc["findings"] if f["rule_id"] == "RD201"]
+    assert "Epoch 1 only:" in rd201["message"] and "of a 4-epoch job" in rd201["message"]
+    assert f"line {line_of('generator_cached.py', '# cache-line')}" in rd201["message"]
+    rows = {e["label"]: e["value"] for e in rd201["evidence"]}
+    job = rows["job-wide input share"]
+    assert job < 26  # at most a quarter of a (<= 100%) first-epoch share
+    assert rd201["severity"] == ("warning" if job >= 20 else "info")
