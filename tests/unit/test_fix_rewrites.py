@@ -304,6 +304,13 @@ def test_rd201_weighs_a_cost_only_epoch_1_pays_by_the_jobs_steps():
     assert finding.speedup == pytest.approx(1 / (1 - 0.22 / 3), rel=0.01)
 
 
+def test_rd204_says_a_cached_generator_costs_epoch_1_only():
+    f = facts(step=10.0, compute=7.0, data=generator_then_cache(), epochs=4)
+    (finding,) = run(f, "RD204")[1]
+    assert "Epoch 1 only" in finding.message and "of the 4-epoch job" in finding.message
+    assert finding.severity is Severity.INFO  # 30% of epoch 1, about 8% of the job
+
+
 def test_rd201_keeps_the_full_share_when_every_epoch_pays_it():
     data = generator_then_cache()
     data.nodes.insert(3, node("MapDataset/_9", "MapDataset", "map", 23, "ds.map(augment)"))
