@@ -96,6 +96,17 @@ def remove_keyword(call_source: str | None, name: str) -> str | None:
         return None
     starts = _offsets(text)
     begin, end = _span(text, starts, arguments[index])
+    own_line = _own_line(text, begin, end)
+    if own_line is not None:  # the keyword has its line(s) to itself: they go, with its comment
+        kept = text[: own_line[0]] + text[own_line[1] :]
+        if index + 1 == len(arguments) and not text[end:].lstrip(" ").startswith(","):
+            if index == 0:
+                return kept
+            # the last argument, without a trailing comma: the previous one loses its comma
+            previous = _span(text, starts, arguments[index - 1])[1]
+            comma = text.index(",", previous)
+            return kept[:comma] + kept[comma + 1 :]
+        return kept
     if index > 0:  # from the end of the previous argument: its comma goes with this one
         begin = _span(text, starts, arguments[index - 1])[1]
     elif len(arguments) > 1:  # the first: up to the start of the next one
@@ -104,6 +115,22 @@ def remove_keyword(call_source: str | None, name: str) -> str | None:
         paren = _closing_paren(text, call, starts)
         end = paren
     return text[:begin] + text[end:]
+
+
+def _own_line(text: str, begin: int, end: int) -> tuple[int, int] | None:
+    """The span of the whole lines ``text[begin:end]`` occupies, with a trailing comma and
+    comment, when nothing else is on them; None otherwise."""
+    line_start = text.rfind("\n", 0, begin) + 1
+    if text[line_start:begin].strip():
+        return None
+    rest = text[end:]
+    newline = rest.find("\n")
+    if newline < 0:
+        return None
+    tail = rest[:newline].strip()
+    if tail not in ("", ",") and not tail.lstrip(",").lstrip().startswith("#"):
+        return None
+    return line_start, end + newline + 1
 
 
 def keyword_source(call_source: str | None, name: str) -> str | None:

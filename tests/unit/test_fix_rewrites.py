@@ -185,6 +185,25 @@ def test_remove_keyword_keeps_everything_else():
     assert rw.remove_keyword("f(a=1)", "run_eagerly") is None
 
 
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        (
+            'model.compile(\n    optimizer="adam",  # opt\n    run_eagerly=True,  # debug\n'
+            '    loss="mse",\n)',
+            'model.compile(\n    optimizer="adam",  # opt\n    loss="mse",\n)',
+        ),
+        (
+            'model.compile(\n    optimizer="adam",  # opt\n    run_eagerly=True\n)',
+            'model.compile(\n    optimizer="adam"  # opt\n)',
+        ),
+        ("model.compile(\n    run_eagerly=True\n)", "model.compile(\n)"),
+    ],
+)
+def test_remove_keyword_on_its_own_line_takes_the_line_and_keeps_other_comments(call, expected):
+    assert rw.remove_keyword(call, "run_eagerly") == expected
+
+
 # -- RD401 / RD403: the compile call ------------------------------------------------------------
 
 
