@@ -77,7 +77,14 @@ def set_keyword(call_source: str | None, name: str, value: str) -> str | None:
         paren = _closing_paren(text, call, starts)
         return f"{text[:paren]}{name}={value}{text[paren:]}"
     last = max(arguments, key=lambda a: (a.end_lineno, a.end_col_offset))
-    _, end = _span(text, starts, last)
+    begin, end = _span(text, starts, last)
+    own_line = _own_line(text, begin, end)
+    if own_line is not None:  # one argument per line: the new one gets its own line too
+        indent = text[text.rfind("\n", 0, begin) + 1 : begin]
+        comma = text[end:].lstrip(" ").startswith(",")
+        line = f"{indent}{name}={value}" + (",\n" if comma else "\n")
+        head = text[: own_line[1]] if comma else f"{text[:end]},{text[end : own_line[1]]}"
+        return head + line + text[own_line[1] :]
     return f"{text[:end]}, {name}={value}{text[end:]}"
 
 

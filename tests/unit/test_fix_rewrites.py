@@ -166,7 +166,14 @@ def test_every_rewrite_parses_and_changes_only_what_the_rule_intends():
             "steps_per_execution",
             "16",
             "model.compile(\n    loss='mse',  # keep me\n"
-            "    optimizer=opt, steps_per_execution=16,\n)",
+            "    optimizer=opt,\n    steps_per_execution=16,\n)",
+        ),
+        (
+            "model.compile(\n    loss='mse',\n    optimizer=opt  # no trailing comma\n)",
+            "steps_per_execution",
+            "16",
+            "model.compile(\n    loss='mse',\n    optimizer=opt,  # no trailing comma\n"
+            "    steps_per_execution=16\n)",
         ),
         ("model.compile(**cfg)", "steps_per_execution", "16", None),
     ],
