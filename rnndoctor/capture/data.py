@@ -2,8 +2,10 @@
 
 ``install()`` hooks the ``tf.data.Dataset`` transformations and sources (``from_generator``,
 ``from_tensor_slices``, ``map``, ``batch``, ``padded_batch``, ``prefetch``, ``cache``, ...), the
-file readers' constructors and ``keras.utils.PyDataset.__init__``, so that every dataset the
-user's code builds remembers the user's file:line. ``describe(x)`` then reads the dataset fit
+file readers' constructors, ``keras.utils.PyDataset.__init__`` and the Keras utilities that
+return a dataset (``keras.utils.timeseries_dataset_from_array``,
+``text_dataset_from_directory``...), so that every dataset the user's code builds remembers the
+user's file:line. ``describe(x)`` then reads the dataset fit
 received:
 
 - tf.data: the pipeline's own serialised graph (``Dataset._as_serialized_graph()``, parsed with
@@ -14,6 +16,8 @@ received:
   user's line that built it.
 - numpy arrays, Python generators and ``keras.utils.PyDataset`` (``workers``,
   ``use_multiprocessing``, ``max_queue_size``) are their own kinds.
+- for tf.data and arrays, the model inputs' dtypes and shapes as the data delivers them
+  (``input_dtypes``, ``input_shapes``: a float64 input into a float32 model, RD207).
 
 Two tf.data graph rewrites that run when an iterator is made matter for the rules, and are
 recorded from the dataset's options rather than guessed:
