@@ -385,6 +385,12 @@ class FitConfig:
     ``steps_per_epoch`` is the argument as given; ``batches_per_epoch`` is the number of training
     steps per epoch Keras computed for ``fit`` (its ``params["steps"]``; None when unknown, as for
     a dataset of unknown length).
+
+    Where a fix rewrites the user's code (optional, since 1.2): ``compile_location`` is the
+    user's latest ``compile`` call on the model, with its full ``call_source``;
+    ``batch_size_location`` / ``x_location`` are the last assignment (in the scope of the ``fit``
+    line) to the name ``fit`` received as ``batch_size`` / ``x`` (``batch_size=batch_size``),
+    with the whole statement as ``call_source``; None when the argument is not a plain name.
     """
 
     data_kind: str
@@ -400,6 +406,9 @@ class FitConfig:
     callbacks: list[str] = field(default_factory=list)
     has_validation: bool = False
     location: SourceLocation | None = None
+    compile_location: SourceLocation | None = None
+    batch_size_location: SourceLocation | None = None
+    x_location: SourceLocation | None = None
 
 
 @dataclass
@@ -531,6 +540,12 @@ class DataFacts:
     ``sequential_maps``) and ``inject_prefetch`` (tf.data appends ``prefetch(AUTOTUNE)`` when
     the pipeline does not end in one). ``batch_bytes``: mean size of one sampled batch in bytes
     (all components), None when no batch was sampled.
+
+    The model inputs' dtypes and shapes as the data delivers them (optional, since 1.2):
+    ``input_dtypes`` (``float64``) and ``input_shapes`` (one per input, flattened in the
+    structure's order; the first dimension is the batch, None when not fixed), read from the
+    dataset's ``element_spec`` (its first component when elements are ``(x, y[, w])``) or from
+    the arrays passed as ``x``.
     """
 
     kind: str
@@ -555,6 +570,8 @@ class DataFacts:
     map_parallelization: bool | None = None
     inject_prefetch: bool | None = None
     batch_bytes: int | None = None
+    input_dtypes: list[str] = field(default_factory=list)
+    input_shapes: list[list[int | None]] = field(default_factory=list)
 
 
 @dataclass

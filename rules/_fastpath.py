@@ -16,6 +16,7 @@ from typing import Any
 
 from rnndoctor.facts import FAST_PATH_DEFAULTS, Facts, RNNLayer, SequenceInput, SourceLocation
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Location, Severity
+from rnndoctor.rules import _rewrite as rw
 from rnndoctor.rules import finding
 
 FUSED_KINDS = ("lstm", "gru")
@@ -111,15 +112,7 @@ def blocks(layer: RNNLayer, arg: str, static: Callable[[Any], bool]) -> tuple[bo
     return bool(static(layer.args[arg])), f"static criterion (probe not run: {why})"
 
 
-def parse_call(call_source: str | None) -> ast.Call | None:
-    """The ``ast.Call`` of a recorded constructor call's source, or None if it is not one."""
-    if not call_source:
-        return None
-    try:
-        node = ast.parse(call_source.strip(), mode="eval").body
-    except SyntaxError:
-        return None
-    return node if isinstance(node, ast.Call) else None
+parse_call = rw.parse_call  # the shared call parser (rnndoctor.rules._rewrite.parse_call)
 
 
 def _literal(value: Any) -> ast.expr:
@@ -148,6 +141,8 @@ def rewrite_call(
         return None
     set_args = set_args or {}
     touched = set(drop) | set(set_args)
+    if len(node.args) <= 1 or not set(positional_names[1 : len(node.args)]) & touched:
+        return _splice(call_source, drop, set_args, func_name)
     if len(node.args) > 1:
         if len(node.args) > len(positional_names):
             return None
@@ -170,6 +165,24 @@ def rewrite_call(
         elif isinstance(node.func, ast.Name):
             node.func.id = func_name
     return ast.unparse(node)
+
+
+def _splice(
+    call_source: str, drop: tuple[str, ...], set_args: dict[str, Any], func_name: str | None
+) -> str | None:
+    """:func:`rewrite_call` without positional arguments to name: each change spliced into the
+    user's text (:mod:`rnndoctor.rules._rewrite`), the rest kept as written."""
+    text: str | None = call_source.strip()
+    for name in drop:
+        if name not in set_args:
+            text = rw.remove_keyword(text, name)
+            if text is None:
+                return None
+    for name, value in set_args.items():
+        text = rw.set_keyword(text, name, repr(value))
+    if func_name and text is not None:
+        text = rw.rename_func(text, func_name)
+    return text
 
 
 def func_text(call_source: str | None, class_name: str) -> str:

@@ -8,12 +8,13 @@ and the input-only time of a fresh iterator. The cut-offs on the input-bound sha
 
 from __future__ import annotations
 
-import ast
+from dataclasses import dataclass
 
 from rnndoctor.facts import DataNode, Facts
 from rnndoctor.findings import Evidence, Location, Severity
 from rnndoctor.rules import Option
 from rnndoctor.rules import _fastpath as fp
+from rnndoctor.rules import _rewrite as rw
 
 # The cut-offs on the input share of the step, as rule options (each input rule declares the
 # ones it reads). xprof's input-pipeline analysis calls a step "moderately" input-bound from 5%
@@ -170,6 +171,36 @@ def removal_gain(facts: Facts, share: float, what: str = "input-bound share") ->
     )
 
 
+@dataclass(frozen=True)
+class PaidEpochs:
+    """An input cost that only some epochs pay: the pipeline caches after its expensive part,
+    so epoch 1 (the window) pays it and epochs 2..N read the cache. ``fraction``: the job's
+    steps that pay it (epoch 1 of ``epochs`` equal epochs); ``cache``: the cache node."""
+
+    epochs: int
+    fraction: float
+    cache: DataNode
+
+
+def paid_epochs(facts: Facts) -> PaidEpochs | None:
+    """The epochs that pay the input cost when a ``cache()`` follows every expensive node (a
+    Python source or call, a map, a file source); None when some work runs after the cache (it
+    is paid every epoch), when nothing is cached, or for a single epoch."""
+    data, fit = facts.data, facts.fit
+    epochs = fit.epochs if fit else None
+    if data is None or not data.has_cache or not epochs or epochs < 2:
+        return None
+    caches = [i for i, n in enumerate(data.nodes) if n.kind == "cache"]
+    work = [
+        i
+        for i, n in enumerate(data.nodes)
+        if n.python or n.kind == "map" or n.source_kind in ("generator", "files")
+    ]
+    if not work or max(work) > caches[-1]:
+        return None
+    return PaidEpochs(epochs=epochs, fraction=1.0 / epochs, cache=data.nodes[caches[-1]])
+
+
 def nodes_of(facts: Facts, kind: str) -> list[DataNode]:
     return [n for n in (facts.data.nodes if facts.data else []) if n.kind == kind]
 
@@ -188,14 +219,10 @@ def batch_size(facts: Facts) -> int | None:
 
 
 def with_keyword(call_source: str | None, name: str, value: str) -> str | None:
-    """``call_source`` (one call, as recorded) with keyword ``name=value`` set; None when the
+    """``call_source`` (one call, as recorded) with keyword ``name=value`` set, every other
+    argument as the user wrote it (:func:`rnndoctor.rules._rewrite.set_keyword`); None when the
     source is not a single call."""
-    node = fp.parse_call(call_source)
-    if node is None:
-        return None
-    node.keywords = [k for k in node.keywords if k.arg != name]
-    node.keywords.append(ast.keyword(arg=name, value=ast.parse(value, mode="eval").body))
-    return ast.unparse(node)
+    return rw.set_keyword(call_source, name, value)
 
 
 def fit_location(facts: Facts) -> Location | None:

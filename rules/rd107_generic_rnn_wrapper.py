@@ -36,26 +36,26 @@ import ast
 from rnndoctor.facts import Facts, RNNLayer
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
+from rnndoctor.rules import _rewrite as rw
 from rnndoctor.rules import finding, rule
 
 
 def _merged_call(call_source: str | None, replacement: str) -> str | None:
-    """``layers.RNN(layers.LSTMCell(64, a=1), b=2)`` -> ``layers.LSTM(64, a=1, b=2)``."""
+    """``layers.RNN(layers.LSTMCell(64, a=1), b=2)`` -> ``layers.LSTM(64, a=1, b=2)``: the
+    cell's and the wrapper's arguments, each in the user's own spelling."""
     node = fp.parse_call(call_source)
     if node is None or not node.args or not isinstance(node.args[0], ast.Call):
         return None
     cell = node.args[0]
-    if len(node.args) > 1:
+    if len(node.args) > 1 or not isinstance(node.func, (ast.Attribute, ast.Name)):
         return None
-    merged = ast.Call(func=node.func, args=cell.args, keywords=[*cell.keywords, *node.keywords])
-    merged.keywords = [k for k in merged.keywords if k.arg != "cell"]
-    if isinstance(merged.func, ast.Attribute):
-        merged.func.attr = replacement
-    elif isinstance(merged.func, ast.Name):
-        merged.func.id = replacement
-    else:
+    text = call_source.strip()
+    parts = [*cell.args, *cell.keywords, *(k for k in node.keywords if k.arg != "cell")]
+    pieces = [ast.get_source_segment(text, p) for p in parts]
+    if any(p is None for p in pieces):
         return None
-    return ast.unparse(merged)
+    func = rw.rename_func(f"{ast.get_source_segment(text, node.func)}()", replacement)
+    return f"{func[:-2]}({', '.join(pieces)})"
 
 
 def _finding(facts: Facts, layer: RNNLayer) -> Finding:

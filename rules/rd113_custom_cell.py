@@ -31,7 +31,23 @@ from __future__ import annotations
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
+from rnndoctor.rules import _rewrite as rw
 from rnndoctor.rules import finding, rule
+
+
+def _fix(facts: Facts) -> Fix:
+    """A sketch (the cell's own rewrite is the user's call): XLA on the user's compile call,
+    keeping its arguments, where that call was recorded."""
+    site = facts.fit.compile_location if facts.fit else None
+    call = site.call_source if site is not None else None
+    code = rw.set_keyword(call, "jit_compile", "True")
+    return Fix(
+        title="Use keras.layers.LSTM/GRU if the cell is a standard LSTM/GRU step; "
+        "otherwise let XLA fuse the cell's ops, and measure",
+        code=code or "model.compile(..., jit_compile=True)  # your arguments, plus this one",
+        safety=FixSafety.DISPLAY_ONLY,
+        before=call if code else None,
+    )
 
 
 @rule(
@@ -51,13 +67,7 @@ def check(facts: Facts) -> list[Finding]:
                 layer=layer.path,
                 location=fp.location(layer),
                 evidence=(Evidence("cell", cells, source="model"),),
-                fix=Fix(
-                    title="Use keras.layers.LSTM/GRU if the cell is a standard LSTM/GRU step; "
-                    "otherwise let XLA fuse the cell's ops, and measure",
-                    code="model.compile(optimizer, loss, jit_compile=True)",
-                    safety=FixSafety.DISPLAY_ONLY,
-                    before=layer.location.call_source if layer.location else None,
-                ),
+                fix=_fix(facts),
                 gain="not measured: the fused alternative depends on what the cell computes",
                 fast_path_after_fix=None,
             )

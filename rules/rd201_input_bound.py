@@ -23,7 +23,11 @@ Evidence:
     "not measured" statement); ``data`` (the pipeline graph) for the fix. The share reported
     (and its severity) is the step difference counted only up to the input-only cross-check
     (``rules/_measured.py: corroborated_share``): a step difference the input-only time cannot
-    explain is noise or loop overhead that no input fix removes.
+    explain is noise or loop overhead that no input fix removes. When the pipeline caches after
+    its expensive part (``from_generator(...).cache()``, ``map(...).cache()``), the window
+    (epoch 1) pays the uncached cost and epochs 2..N read the cache: the share is then weighed
+    by the job's steps that pay it (1 / epochs), and the severity follows that job-wide share
+    (``rules/_measured.py: paid_epochs``).
 
 Example:
     ``tf.data.Dataset.from_generator(slow_python_examples, ...).batch(32)``
@@ -33,8 +37,9 @@ Use instead:
     num_parallel_calls=tf.data.AUTOTUNE).batch(32).prefetch(tf.data.AUTOTUNE)``
 
 Fix safety:
-    display-only: the fix lists the pipeline changes the data graph calls for (see RD202-RD206);
-    adapt them to the pipeline.
+    display-only: the fix lists the pipeline changes the data graph calls for (see RD202-RD206),
+    on the name the user's dataset line assigns; adapt them to the pipeline. It suggests
+    ``cache()`` only where no random map or shuffle would be frozen by it.
 
 Options:
     ``min_input_share`` = 0.05 (fraction of the step): the input share from which the rule
@@ -57,7 +62,9 @@ References:
 
 from __future__ import annotations
 
-from rnndoctor.facts import Facts
+import re
+
+from rnndoctor.facts import DataFacts, Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
@@ -86,16 +93,51 @@ def _fix(facts: Facts) -> tuple[str, str]:
             f"      .batch({size})",
         ]
     else:
-        lines = ["ds = (ds  # the pipeline as built, then:"]
-        if data is not None and (data.sequential_maps or data.python_ops):
-            lines.append("      .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)  # tf ops")
-        if data is not None and not data.has_cache:
-            lines.append("      .cache()  # after the deterministic maps, if it fits in memory")
+        lines = _dataset_lines(data)
     if data is None or not data.prefetch_last:
         lines.append("      .prefetch(tf.data.AUTOTUNE))  # overlap input with the train step")
     else:
         lines[-1] += ")"
     return "Move the input work off the step's critical path", "\n".join(lines)
+
+
+def _epoch_weighting(facts: Facts, share: float) -> tuple[float, str]:
+    """The input share of the whole job, and a sentence saying which epochs pay it (empty when
+    every epoch does). The window measures epoch 1; when the pipeline caches after its
+    expensive part, epochs 2..N read the cache and do not pay it, so the job's share is the
+    first epoch's share weighted by its steps (the severity follows that share)."""
+    paid = m.paid_epochs(facts)
+    if paid is None:
+        return share, ""
+    job_share = share * paid.fraction
+    line = f" (line {paid.cache.location.line})" if paid.cache.location else ""
+    return job_share, (
+        f"epoch 1 only: {m.pct(share)} of its steps; about {m.pct(job_share)} of a "
+        f"{paid.epochs}-epoch job, since the pipeline caches after its expensive part{line} "
+        f"and epochs 2..{paid.epochs} read the cache"
+    )
+
+
+def _dataset_lines(data: DataFacts | None) -> list[str]:
+    """The tf.data sketch, on the name the user's dataset line assigns (``dataset_train``). A
+    ``cache()`` is suggested only where no random map or shuffle would be frozen by it."""
+    code = data.location.code if data is not None and data.location else None
+    match = re.match(r"\s*([A-Za-z_]\w*)\s*=(?!=)", code or "")
+    name = match.group(1) if match else "ds"
+    lines = [f"{name} = ({name}  # the pipeline as built, then:"]
+    if data is None:
+        return lines
+    if data.sequential_maps or data.python_ops:
+        lines.append("      .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)  # tf ops")
+    random = any(
+        n.kind == "shuffle" or any("Random" in op for op in n.attrs.get("stateful_ops") or [])
+        for n in data.nodes
+    )
+    if not data.has_cache and not random:
+        lines.append("      .cache()  # if it fits in memory")
+    elif not data.has_cache:
+        lines.append("      # cache() only before the random map / shuffle (see RD205)")
+    return lines
 
 
 @rule(
@@ -139,7 +181,11 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             evidence.append(
                 Evidence("slowest tf.data op (xprof)", top.name, "", f"{pct_of(top.share)} self")
             )
-    gain, speedup = m.removal_gain(facts, share)
+    job_share, paid = _epoch_weighting(facts, share)
+    if paid:
+        evidence.append(Evidence("job-wide input share", round(job_share * 100, 1), "%", paid))
+    what = "input share of the job (epoch 1 only)" if paid else "input-bound share"
+    gain, speedup = m.removal_gain(facts, job_share, what)
     title, code = _fix(facts)
     data = facts.data
     location = m.to_location(data.location) if data else None
@@ -149,7 +195,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     return [
         finding(
             severity=m.share_severity(
-                share, options.warning_input_share, options.error_input_share
+                job_share, options.warning_input_share, options.error_input_share
             ),
             message=(
                 f"The training step waits for its input: {m.pct(share)} of the step "
@@ -158,6 +204,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 + f") is spent waiting for the next batch ({data.kind if data else 'unknown'} "
                 f"input); on batches cached in memory the step takes "
                 f"{m.ms(probes.compute_only_ms)}."
+                + (f" {paid[0].upper()}{paid[1:]}." if paid else "")
             ),
             location=location or m.fit_location(facts),
             evidence=tuple(evidence),

@@ -78,6 +78,8 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         else:
             why = "tf.data's map_parallelization rewrite is off for this dataset"
         call = node.location.call_source if node.location else None
+        if node.attrs.get("built_by", "map") != "map":
+            call = None  # a map a library call built (a Keras util): not the user's .map(...)
         code = m.with_keyword(call, "num_parallel_calls", "tf.data.AUTOTUNE")
         python = node.python
         findings.append(
@@ -99,8 +101,10 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 fix=Fix(
                     title="Run the map in parallel",
                     code=code or "ds = ds.map(f, num_parallel_calls=tf.data.AUTOTUNE)",
-                    safety=FixSafety.UNSAFE if stateful else FixSafety.SAFE,
-                    before=call,
+                    safety=(FixSafety.UNSAFE if stateful else FixSafety.SAFE)
+                    if code
+                    else FixSafety.DISPLAY_ONLY,
+                    before=call if code else None,
                 ),
                 gain=(
                     f"part of the input share {m.pct(share)}; at most about "

@@ -14,7 +14,8 @@ Why it slows training:
 Evidence:
     ``data.python_ops`` and ``data.source_kinds`` (tf.data) or ``data.kind ==
     "python_generator"``; ``probes.input_bound_share`` (or the input-only cross-check),
-    ``probes.input_only_ms``.
+    ``probes.input_only_ms``. When a ``cache()`` follows the Python work, only epoch 1 pays it:
+    the severity then follows the job-wide share (``rules/_measured.py: paid_epochs``).
 
 Example:
     ``tf.data.Dataset.from_generator(read_examples, output_signature=...)`` where
@@ -83,16 +84,24 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             places.append((what, node.location or data.location))
     size = m.batch_size(facts) or 32
     probes = facts.probes
+    paid = m.paid_epochs(facts)
+    job_share = share * paid.fraction if paid else share
+    only = (
+        f" Epoch 1 only: a cache() after it serves epochs 2..{paid.epochs}, about "
+        f"{m.pct(job_share)} of the {paid.epochs}-epoch job."
+        if paid
+        else ""
+    )
     findings = []
     for what, location in places:
         findings.append(
             finding(
                 severity=Severity.WARNING
-                if share >= options.warning_input_share
+                if job_share >= options.warning_input_share
                 else Severity.INFO,
                 message=(
                     f"The input runs Python code per element ({what}), under the GIL, while "
-                    f"{m.pct(share)} of the step waits for input."
+                    f"{m.pct(share)} of the step waits for input.{only}"
                 ),
                 location=m.to_location(location) or m.fit_location(facts),
                 evidence=(

@@ -12,8 +12,9 @@ Why it slows training:
 
 Evidence:
     ``data.cardinality``, ``data.has_cache``, ``data.batch_bytes``, the ``map`` / Python nodes
-    of ``data.nodes``; ``fit.epochs``; ``probes.memory_limit_mib``;
-    ``probes.input_bound_share``.
+    of ``data.nodes`` (with their ``stateful_ops`` and line), the shuffle nodes; ``fit.epochs``;
+    ``probes.memory_limit_mib``; ``probes.input_bound_share``. Located at the line of the node
+    after which the cache goes.
 
 Example:
     ``tf.data.Dataset.from_tensor_slices(paths).map(load_and_decode).batch(32)``, 10 epochs
@@ -23,9 +24,15 @@ Use instead:
     .batch(32).prefetch(tf.data.AUTOTUNE)``
 
 Fix safety:
-    safe when the cached maps are deterministic; unsafe when a map is random (augmentation):
-    cached elements would repeat the first epoch's random draws, so cache before the random
-    maps.
+    safe: ``cache()`` goes after the last deterministic preprocessing step that comes before
+    the first random map (one whose function holds a ``Random*`` stateful op) or shuffle, so
+    every epoch still draws its own augmentation and order. The fix is spliced into the user's
+    call (``ds.map(decode)`` -> ``ds.map(decode).cache()``), or, for a dataset a Keras util
+    builds in one call (``timeseries_dataset_from_array``), a new line after it on the name the
+    user assigned (``dataset_train = dataset_train.cache()``); unsafe when that util shuffles
+    inside (its order would freeze). display-only when every preprocessing step comes after a
+    random map or a shuffle: a cache there would replay the first epoch's draws, so the fix
+    says it cannot be cached as built.
 
 Options:
     ``min_input_share`` = 0.05 (fraction of the step): the measured input share of the step
@@ -48,7 +55,10 @@ References:
 
 from __future__ import annotations
 
-from rnndoctor.facts import Facts
+import re
+from dataclasses import dataclass
+
+from rnndoctor.facts import DataFacts, DataNode, Facts, SourceLocation
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
@@ -62,6 +72,120 @@ _MAX_CACHE_MEMORY_SHARE = Option(
     source="rnndoctor's choice: the rest is left to the model and the pipeline's own buffers",
     help="the largest dataset the rule suggests caching, as a share of the probes' memory limit",
 )
+
+
+_UTILS = (
+    "timeseries_dataset_from_array",
+    "text_dataset_from_directory",
+    "image_dataset_from_directory",
+    "audio_dataset_from_directory",
+)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Where ``cache()`` goes: after ``node`` (None: nowhere without freezing randomness, and
+    ``why`` says so); ``random`` names the random or order-changing ops of the pipeline."""
+
+    node: DataNode | None
+    location: SourceLocation | None
+    random: tuple[str, ...] = ()
+    why: str = ""
+    frozen: str = ""  # what a cache after `node` would freeze anyway (a Keras util's shuffle)
+
+
+def _randomness(node: DataNode) -> str | None:
+    """What makes ``node`` differ from epoch to epoch: a map drawing random numbers, a shuffle."""
+    random_ops = [op for op in node.attrs.get("stateful_ops") or [] if "Random" in op]
+    if node.kind == "map" and random_ops:
+        return f"{node.op} ({', '.join(random_ops[:3])})"
+    if node.kind == "shuffle":
+        return node.op
+    return None
+
+
+def _cache_plan(data: DataFacts, work: list[DataNode]) -> _Plan:
+    """The last deterministic preprocessing before the first random map or shuffle: caching
+    after it keeps every epoch's random draws and order. A Keras util builds its whole pipeline
+    in one call, so its cache can only go after that call."""
+    random = tuple(r for r in (_randomness(n) for n in data.nodes) if r)
+    first_random = next((i for i, n in enumerate(data.nodes) if _randomness(n)), len(data.nodes))
+    before = [n for n in work if data.nodes.index(n) < first_random]
+    node = _located(data, before[-1], first_random) if before else None
+    if node is not None and node.attrs.get("built_by") in _UTILS:
+        inside = [
+            _randomness(n) for n in data.nodes if n.location == node.location and _randomness(n)
+        ]
+        frozen = f"the shuffle inside {node.attrs['built_by']}" if inside else ""
+        return _Plan(node, node.location, random, frozen=frozen)
+    if node is None:
+        first = data.nodes[first_random] if first_random < len(data.nodes) else None
+        why = (
+            f"every preprocessing step runs after {_randomness(first)}, and a cache() after it "
+            "would replay the first epoch's random draws (or order) in every epoch"
+            if first is not None
+            else "no deterministic preprocessing step was found"
+        )
+        return _Plan(None, first.location if first else None, random, why=why)
+    return _Plan(node, node.location, random)
+
+
+def _located(data: DataFacts, node: DataNode, stop: int) -> DataNode:
+    """``node`` if its line was recorded, else the next node before index ``stop`` whose line
+    was (a Keras util's internal map takes the line of the util's call)."""
+    if node.location is not None:
+        return node
+    later = data.nodes[data.nodes.index(node) + 1 : stop]
+    return next((n for n in later if n.location is not None), node)
+
+
+def _fix(plan: _Plan) -> Fix:
+    """``cache()`` spliced after the cached call, in the user's own pipeline: the call itself
+    (``ds.map(decode)`` -> ``ds.map(decode).cache()``), or, for a dataset a Keras util built, a
+    new line after its assignment (``dataset_train = dataset_train.cache()``)."""
+    node, loc = plan.node, plan.location
+    if node is None:
+        return Fix(
+            title="Not cacheable as built: cache the deterministic work before the random map",
+            code=(
+                "ds = ds.map(deterministic_part).cache()  # then the random map, shuffle, batch\n"
+                f"# as built, {plan.why}"
+            ),
+            safety=FixSafety.DISPLAY_ONLY,
+        )
+    call = loc.call_source if loc is not None else None
+    if node.attrs.get("built_by") in _UTILS:
+        name = _assigned(loc.code if loc else None)
+        code = f"{name} = {name}.cache()" if name else "ds = ds.cache()"
+        note = (
+            f"  # but this freezes {plan.frozen}: pass shuffle=False and shuffle after the cache"
+            if plan.frozen
+            else ""
+        )
+        return Fix(
+            title=f"Cache the dataset {node.attrs['built_by']} builds: add after line "
+            f"{loc.line if loc else '?'}",
+            code=code + note,
+            safety=FixSafety.UNSAFE if plan.frozen else FixSafety.SAFE,
+        )
+    if call:
+        return Fix(
+            title="Cache after the deterministic preprocessing (then shuffle / batch / prefetch)",
+            code=f"{call}.cache()",
+            safety=FixSafety.SAFE,
+            before=call,
+        )
+    return Fix(
+        title="Cache after the deterministic preprocessing",
+        code=f"ds = ds.cache()  # after the {node.op} (its line was not recorded)",
+        safety=FixSafety.DISPLAY_ONLY,
+    )
+
+
+def _assigned(code: str | None) -> str | None:
+    """The name a line assigns (``dataset_train = keras.utils...(`` -> ``dataset_train``)."""
+    match = re.match(r"\s*([A-Za-z_]\w*)\s*=(?!=)", code or "")
+    return match.group(1) if match else None
 
 
 @rule(
@@ -92,34 +216,34 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     limit = probes.memory_limit_mib
     if limit is None or size_mib > limit * options.max_cache_memory_share:
         return []
-    random_maps = [
-        n for n in work if any("Random" in op for op in n.attrs.get("stateful_ops") or [])
-    ]
-    last = work[-1]
-    call = last.location.call_source if last.location else None
+    plan = _cache_plan(data, work)
     return [
         finding(
             severity=Severity.WARNING if share >= options.warning_input_share else Severity.INFO,
             message=(
                 f"The pipeline recomputes {len(work)} preprocessing step(s) every epoch for "
                 f"{data.cardinality} batches (about {size_mib:.1f} MiB) over {epochs} epochs; "
-                "cache() would keep them after the first epoch."
+                + (
+                    "cache() would keep them after the first epoch."
+                    if plan.node is not None
+                    else f"it cannot be cached as built: {plan.why}."
+                )
             ),
-            location=m.to_location(last.location) or m.to_location(data.location),
+            location=m.to_location(plan.location) or m.to_location(data.location),
             evidence=(
                 Evidence("batches per epoch", data.cardinality, "", "tf.data cardinality"),
                 Evidence("dataset size (batches x bytes)", round(size_mib, 2), "MiB", "sampled"),
                 Evidence("memory the probes may use", limit, "MiB", probes.memory_limit_source),
                 Evidence("epochs", epochs, "", "fit"),
                 Evidence("input share of the step", round(share * 100, 1), "%", basis),
+                Evidence(
+                    "random or order-changing ops",
+                    ", ".join(plan.random) or "none",
+                    "",
+                    "tf.data graph (stateful ops of each map; shuffle)",
+                ),
             ),
-            fix=Fix(
-                title="Cache after the deterministic preprocessing",
-                code=(f"{call}.cache()" if call else "ds = ds.map(preprocess).cache()")
-                + "  # then shuffle / batch / prefetch",
-                safety=FixSafety.UNSAFE if random_maps else FixSafety.SAFE,
-                before=call,
-            ),
+            fix=_fix(plan),
             gain=(
                 f"epochs 2..{epochs} skip the cached work: up to the input share "
                 f"{m.pct(share)} of each of their steps (at most about "

@@ -24,6 +24,12 @@ Use instead:
 Fix safety:
     unsafe: the batch size changes the optimisation (gradient noise, steps per epoch). Scale
     the learning rate with it (the linear scaling rule) and check the validation metric.
+    display-only when an RNN layer is ``stateful=True``: its state row i carries over to row i
+    of the next batch, so a new batch size changes the state layout (and the model's fixed
+    batch shape). The rewrite is made where the value is written: the pipeline's ``batch`` call
+    (or a Keras util's ``batch_size`` keyword), the line that assigns the name ``fit`` receives
+    (``batch_size = 64`` for ``fit(..., batch_size=batch_size)``, ``fit.batch_size_location``),
+    else the ``fit`` call; every other argument stays as written.
 
 Options:
     ``min_speedup`` = 1.5 (x (samples/s ratio)): the throughput ratio a larger batch must reach
@@ -47,6 +53,7 @@ from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Location, Seve
 from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _measured as m
+from rnndoctor.rules import _rewrite as rw
 
 _MIN_SPEEDUP = Option(
     name="min_speedup",
@@ -65,29 +72,67 @@ _GPU_SMALL_BATCH = Option(
 
 
 def _fix(facts: Facts, size: int) -> tuple[str, Location | None, str | None]:
-    """The fix code, its location (the pipeline's batch call, else the ``fit`` call) and the
-    call it rewrites."""
+    """The fix code, its location (the pipeline's batch call, the line that sets the name ``fit``
+    receives as ``batch_size``, else the ``fit`` call) and the code it rewrites."""
     data = facts.data
     if data is not None and data.kind == "tf.data":
-        buckets = [n for n in m.nodes_of(facts, "bucket") if n.location is not None]
-        if data.batch_kind == "bucket" and buckets:
-            loc = buckets[-1].location
-            code = _with_bucket_batch_sizes(loc.call_source, size) or (
-                f"ds = ds.bucket_by_sequence_length(length_fn, BOUNDARIES, "
-                f"bucket_batch_sizes=[{size}] * (len(BOUNDARIES) + 1))"
-            )
-            return code, m.to_location(loc), loc.call_source
-        for kind in ("batch", "padded_batch"):
-            nodes = [n for n in m.nodes_of(facts, kind) if n.location is not None]
-            if nodes:
-                node = nodes[-1]
-                call = node.location.call_source
-                code = _with_batch_size(call, size) or f"ds = ds.{kind}({size})"
-                return code, m.to_location(node.location), call
-        return f"ds = ds.batch({size})", m.to_location(data.location), None
-    call = facts.fit.location.call_source if facts.fit and facts.fit.location else None
-    code = m.with_keyword(call, "batch_size", str(size)) or f"model.fit(..., batch_size={size})"
+        return _pipeline_fix(facts, size)
+    fit = facts.fit
+    site = fit.batch_size_location if fit else None
+    assigned = rw.set_assigned_value(site.call_source if site else None, str(size))
+    if assigned is not None:
+        return assigned, m.to_location(site), site.call_source
+    call = fit.location.call_source if fit and fit.location else None
+    code = rw.set_keyword(call, "batch_size", str(size))
+    if code is None:
+        return f"model.fit(..., batch_size={size})", m.fit_location(facts), None
     return code, m.fit_location(facts), call
+
+
+def _stateful_fix(facts: Facts, fix: Fix) -> Fix:
+    """A stateful RNN keeps one state per batch row, carried from batch to batch: a new batch
+    size changes that layout (and the model's fixed ``batch_shape``), so the fix becomes a
+    display-only sketch that says so."""
+    layers = [
+        r.path for r in (facts.model.rnn_layers if facts.model else []) if r.args.get("stateful")
+    ]
+    if not layers:
+        return fix
+    return Fix(
+        title=fix.title + f"; {', '.join(layers)} is stateful=True: its state layout changes",
+        code=(
+            f"{fix.code}\n# stateful RNN ({', '.join(layers)}): state row i carries over to row i"
+            " of the next batch; a new batch size needs the data re-chunked into that many "
+            "parallel streams and the model's batch_shape changed to match"
+        ),
+        safety=FixSafety.DISPLAY_ONLY,
+        before=None,
+    )
+
+
+def _pipeline_fix(facts: Facts, size: int) -> tuple[str, Location | None, str | None]:
+    data = facts.data
+    buckets = [n for n in m.nodes_of(facts, "bucket") if n.location is not None]
+    if data.batch_kind == "bucket" and buckets:
+        loc = buckets[-1].location
+        code = _with_bucket_batch_sizes(loc.call_source, size) or (
+            f"ds = ds.bucket_by_sequence_length(length_fn, BOUNDARIES, "
+            f"bucket_batch_sizes=[{size}] * (len(BOUNDARIES) + 1))"
+        )
+        return code, m.to_location(loc), loc.call_source
+    for kind in ("batch", "padded_batch"):
+        nodes = [n for n in m.nodes_of(facts, kind) if n.location is not None]
+        if nodes:
+            node = nodes[-1]
+            call = node.location.call_source
+            if node.attrs.get("built_by", kind) in ("batch", "padded_batch"):
+                code = rw.set_argument(call, 0, "batch_size", str(size))
+            else:  # a Keras util (timeseries_dataset_from_array...): its batch_size keyword
+                code = rw.set_keyword(call, "batch_size", str(size))
+            if code is None:
+                return f"ds = ds.{kind}({size})", m.to_location(node.location), None
+            return code, m.to_location(node.location), call
+    return f"ds = ds.batch({size})", m.to_location(data.location), None
 
 
 def _with_bucket_batch_sizes(call: str | None, size: int) -> str | None:
@@ -110,19 +155,6 @@ def _with_bucket_batch_sizes(call: str | None, size: int) -> str | None:
     else:
         node.keywords = [k for k in node.keywords if k.arg != "bucket_batch_sizes"]
         node.keywords.append(ast.keyword(arg="bucket_batch_sizes", value=sizes))
-    return ast.unparse(node)
-
-
-def _with_batch_size(call: str | None, size: int) -> str | None:
-    """``ds.batch(4)`` -> ``ds.batch(16)``: the first positional argument, else the keyword."""
-    node = fp.parse_call(call)
-    if node is None:
-        return None
-    if node.args:
-        node.args[0] = ast.Constant(size)
-    else:
-        node.keywords = [k for k in node.keywords if k.arg != "batch_size"]
-        node.keywords.append(ast.keyword(arg="batch_size", value=ast.Constant(size)))
     return ast.unparse(node)
 
 
@@ -162,14 +194,17 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 ),
                 location=location,
                 evidence=evidence,
-                fix=Fix(
-                    title=(
-                        f"Use batch size {best.value}, and scale the learning rate with it "
-                        f"(x{best.value // base.value}, the linear scaling rule)"
+                fix=_stateful_fix(
+                    facts,
+                    Fix(
+                        title=(
+                            f"Use batch size {best.value}, and scale the learning rate with it "
+                            f"(x{best.value // base.value}, the linear scaling rule)"
+                        ),
+                        code=code,
+                        safety=FixSafety.UNSAFE,
+                        before=before,
                     ),
-                    code=code,
-                    safety=FixSafety.UNSAFE,
-                    before=before,
                 ),
                 gain=(
                     f"measured compute-only throughput {ratio:.1f}x at batch {best.value}: an "
@@ -193,11 +228,14 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 ),
                 location=location,
                 evidence=(*evidence, Evidence("batch size", size, "", "fit")),
-                fix=Fix(
-                    title="Try a larger batch, and scale the learning rate with it",
-                    code=code,
-                    safety=FixSafety.UNSAFE,
-                    before=before,
+                fix=_stateful_fix(
+                    facts,
+                    Fix(
+                        title="Try a larger batch, and scale the learning rate with it",
+                        code=code,
+                        safety=FixSafety.UNSAFE,
+                        before=before,
+                    ),
                 ),
                 gain=f"not measured: {why}",
             )

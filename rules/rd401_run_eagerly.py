@@ -16,7 +16,8 @@ Why it slows training:
 Evidence:
     ``fit.run_eagerly`` (the model's compile setting at its ``fit`` call);
     ``environment.run_functions_eagerly`` (read when the diagnosis ended);
-    ``environment.run_eagerly_location`` (the user's line that turned it on); the measured step
+    ``environment.run_eagerly_location`` (the user's line that turned it on);
+    ``fit.compile_location`` (the ``compile`` call the fix rewrites); the measured step
     time; for a custom loop under ``run_functions_eagerly``, the traced twin
     (``loop.eager_call_ms`` / ``loop.traced_call_ms``: the step function called on the same batch
     eagerly, then as a ``tf.function``).
@@ -55,8 +56,8 @@ from __future__ import annotations
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import NotEvaluated, OptionValues, finding, rule
-from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _host_hw as hh
+from rnndoctor.rules import _rewrite as rw
 
 
 def _gain(facts: Facts) -> tuple[str, float | None]:
@@ -90,6 +91,21 @@ def _gain(facts: Facts) -> tuple[str, float | None]:
         "not measured: this run executed the train step eagerly only, so its graph step time "
         "is unknown; check again with eager execution off to measure it",
         None,
+    )
+
+
+def _compile_fix(facts: Facts) -> Fix:
+    """The user's ``compile`` call without ``run_eagerly`` (every other argument as written),
+    from the recorded compile call, else the line that turned eager execution on."""
+    switch = facts.environment.run_eagerly_location
+    site = facts.fit.compile_location if facts.fit else None
+    call = next((s.call_source for s in (site, switch) if s is not None and s.call_source), None)
+    rewritten = rw.remove_keyword(call, "run_eagerly")
+    return Fix(
+        title="Compile without run_eagerly (it defaults to False)",
+        code=rewritten or "model.compile(...)  # your arguments, without run_eagerly=True",
+        safety=FixSafety.SAFE if rewritten else FixSafety.DISPLAY_ONLY,
+        before=call if rewritten else None,
     )
 
 
@@ -148,15 +164,10 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         )
     else:
         what = "The model is compiled with run_eagerly=True, so fit runs train_step eagerly"
-        call = switch.call_source if switch is not None else None
-        rewritten = fp.rewrite_call(call, drop=("run_eagerly",)) if call else None
-        fix = Fix(
-            title="Compile without run_eagerly (it defaults to False)",
-            code=rewritten or "model.compile(optimizer=..., loss=...)  # no run_eagerly=True",
-            safety=FixSafety.SAFE,
-            before=call,
-        )
+        fix = _compile_fix(facts)
+    compiled = facts.fit.compile_location if facts.fit and fit_eager else None
     location = hh.first_location(
+        compiled,
         switch,
         facts.fit.location if facts.fit else None,
         loop.location if loop else None,

@@ -18,7 +18,8 @@ Why it slows training:
 
 Evidence:
     ``probes.spe_probe`` (compute-only step time at 1 and 16), ``fit.steps_per_execution``,
-    ``steps.median_step_time_ms``.
+    ``steps.median_step_time_ms``; ``fit.compile_location`` (the user's ``compile`` call, where
+    the finding points and which the fix rewrites, keeping every other argument as written).
 
 Example:
     ``model.compile(optimizer="adam", loss="mse")`` for a 16-unit LSTM
@@ -28,7 +29,9 @@ Use instead:
 
 Fix safety:
     safe for the results: the same steps run. Batch-level callbacks then run once per 16 steps
-    (``on_train_batch_*`` see every 16th batch) and the progress bar updates less often.
+    (``on_train_batch_*`` see every 16th batch) and the progress bar updates less often. The fix
+    rewrites the user's ``compile`` call, every other argument as written; display-only (a
+    sketch) where that call was not recorded.
 
 Options:
     ``min_dispatch_share`` = 0.2 (fraction of the step): the share of the median step that
@@ -54,6 +57,7 @@ from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
+from rnndoctor.rules import _rewrite as rw
 
 _MIN_DISPATCH_SHARE = Option(
     name="min_dispatch_share",
@@ -69,6 +73,22 @@ _ERROR_DISPATCH_SHARE = Option(
     source=m.ERROR_INPUT_SHARE.source,
     help="the dispatch share from which the finding is an error",
 )
+
+
+def _fix(facts: Facts, value: int) -> Fix:
+    """The user's ``compile`` call with ``steps_per_execution`` set and every other argument as
+    written; a display-only sketch where that call was not recorded."""
+    title = f"Run {value} steps per call: compile with steps_per_execution"
+    site = facts.fit.compile_location
+    call = site.call_source if site is not None else None
+    code = rw.set_keyword(call, "steps_per_execution", str(value))
+    if code is not None:
+        return Fix(title=title, code=code, safety=FixSafety.SAFE, before=call)
+    return Fix(
+        title=title + " (keep your other compile arguments)",
+        code=f"model.compile(..., steps_per_execution={value})  # your arguments, plus this one",
+        safety=FixSafety.DISPLAY_ONLY,
+    )
 
 
 @rule(
@@ -95,7 +115,6 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         return []
     after = max(step - saved_ms, many.step_time_ms)
     speedup = step / after
-    call = facts.fit.location.call_source if facts.fit.location else None
     return [
         finding(
             severity=Severity.ERROR
@@ -107,7 +126,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 f"{one.step_time_ms:.2f} ms at steps_per_execution=1 and "
                 f"{many.step_time_ms:.2f} ms at {many.value}."
             ),
-            location=m.fit_location(facts),
+            location=m.to_location(facts.fit.compile_location) or m.fit_location(facts),
             evidence=(
                 Evidence("steps_per_execution", spe or 1, "", "compile"),
                 Evidence("compute-only step, steps_per_execution=1", one.step_time_ms, "ms"),
@@ -118,17 +137,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 ),
                 Evidence("median step time", step, "ms", "fit (diagnosis window)"),
             ),
-            fix=Fix(
-                title=f"Run {many.value} steps per call: compile with steps_per_execution",
-                code=(
-                    f"model.compile(optimizer={facts.fit.optimizer!r}, loss={facts.fit.loss!r}, "
-                    f"steps_per_execution={many.value})"
-                    if facts.fit.optimizer and facts.fit.loss
-                    else f"model.compile(..., steps_per_execution={many.value})"
-                ),
-                safety=FixSafety.SAFE,
-                before=call,
-            ),
+            fix=_fix(facts, many.value),
             gain=(
                 f"measured {saved_ms:.2f} ms less per step at steps_per_execution="
                 f"{many.value} (compute-only probe): step {step:.2f} ms -> {after:.2f} ms, "

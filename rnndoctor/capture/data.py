@@ -2,8 +2,10 @@
 
 ``install()`` hooks the ``tf.data.Dataset`` transformations and sources (``from_generator``,
 ``from_tensor_slices``, ``map``, ``batch``, ``padded_batch``, ``prefetch``, ``cache``, ...), the
-file readers' constructors and ``keras.utils.PyDataset.__init__``, so that every dataset the
-user's code builds remembers the user's file:line. ``describe(x)`` then reads the dataset fit
+file readers' constructors, ``keras.utils.PyDataset.__init__`` and the Keras utilities that
+return a dataset (``keras.utils.timeseries_dataset_from_array``,
+``text_dataset_from_directory``...), so that every dataset the user's code builds remembers the
+user's file:line. ``describe(x)`` then reads the dataset fit
 received:
 
 - tf.data: the pipeline's own serialised graph (``Dataset._as_serialized_graph()``, parsed with
@@ -14,6 +16,8 @@ received:
   user's line that built it.
 - numpy arrays, Python generators and ``keras.utils.PyDataset`` (``workers``,
   ``use_multiprocessing``, ``max_queue_size``) are their own kinds.
+- for tf.data and arrays, the model inputs' dtypes and shapes as the data delivers them
+  (``input_dtypes``, ``input_shapes``: a float64 input into a float32 model, RD207).
 
 Two tf.data graph rewrites that run when an iterator is made matter for the rules, and are
 recorded from the dataset's options rather than guessed:
@@ -30,6 +34,7 @@ recorded from the dataset's options rather than guessed:
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import re
 import sys
@@ -52,6 +57,17 @@ _DATASET_METHODS = (
     "window", "with_options", "zip",
 )  # fmt: skip
 _READER_CLASSES = ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset")
+# Keras utilities that return a tf.data pipeline, hooked so that the pipeline they build points
+# at the user's call (keras/src/utils/timeseries_dataset_utils.py, text_dataset_utils.py,
+# image_dataset_utils.py, audio_dataset_utils.py), in each namespace that exports them.
+_KERAS_DATASET_UTILS = (
+    "timeseries_dataset_from_array", "text_dataset_from_directory",
+    "image_dataset_from_directory", "audio_dataset_from_directory",
+)  # fmt: skip
+_KERAS_UTIL_MODULES = (
+    "keras.utils", "keras.preprocessing", "keras._tf_keras.keras.utils",
+    "keras._tf_keras.keras.preprocessing",
+)  # fmt: skip
 
 # GraphDef op (version suffix removed) -> DataNode.kind, and source_kind for sources.
 _KIND_OF_OP = {
@@ -175,7 +191,30 @@ def install() -> None:
         if cls is not None:
             _hook_init(cls, cls_name)
     _hook_init(keras.utils.PyDataset, "PyDataset")
+    _hook_keras_utils()
     setattr(dataset, _HOOKED_ATTR, True)
+
+
+def _hook_keras_utils() -> None:
+    """Wraps the Keras utilities that build datasets, once per function object, in every module
+    of ``_KERAS_UTIL_MODULES`` that is loaded and exports them."""
+    wrapped: dict[int, Any] = {}
+    for module_name in _KERAS_UTIL_MODULES:
+        module = sys.modules.get(module_name)
+        if module is None:
+            try:
+                module = importlib.import_module(module_name)
+            except Exception:  # this Keras has no such namespace
+                continue
+        for name in _KERAS_DATASET_UTILS:
+            original = getattr(module, name, None)
+            if original is None or getattr(original, "_rnndoctor_hooked", False):
+                continue
+            if id(original) not in wrapped:
+                hooked = _hooked(name, original)
+                hooked._rnndoctor_hooked = True
+                wrapped[id(original)] = hooked
+            setattr(module, name, wrapped[id(original)])
 
 
 def _hook_init(cls: type, name: str) -> None:
@@ -267,9 +306,39 @@ def describe(x: Any, fit_location: SourceLocation | None = None) -> DataFacts:
             facts.location = sites.source_location(code.co_filename, code.co_firstlineno)
     else:  # arrays and tensors
         facts.reiterable = True
+    try:
+        _read_input_dtypes(x, kind, facts)
+    except Exception:  # dtypes are a nicety: leave them empty
+        pass
     if facts.location is None and kind in (DataKind.PY_DATASET, DataKind.PYTHON_GENERATOR):
         facts.location = fit_location
     return facts
+
+
+def _read_input_dtypes(x: Any, kind: str, facts: DataFacts) -> None:
+    """``facts.input_dtypes`` / ``input_shapes``: the model inputs as the data delivers them
+    (the first component of a dataset's ``(x, y[, w])`` elements; the arrays passed as ``x``)."""
+    import tensorflow as tf
+
+    if kind == DataKind.TF_DATA:
+        spec = x.element_spec
+        if isinstance(spec, tuple) and len(spec) in (2, 3):
+            spec = spec[0]
+        leaves = tf.nest.flatten(spec)
+    elif DataKind.is_array(kind) or kind == DataKind.TENSOR:
+        leaves = tf.nest.flatten(x)
+    else:
+        return
+    for leaf in leaves:
+        dtype = getattr(leaf, "dtype", None)
+        shape = getattr(leaf, "shape", None)
+        if dtype is None or shape is None:
+            continue
+        dims = [None if d is None else int(d) for d in tuple(shape)]
+        if kind != DataKind.TF_DATA and dims:
+            dims[0] = None  # arrays: the batch is fit's batch_size, not the array's length
+        facts.input_dtypes.append(getattr(dtype, "name", str(dtype)))
+        facts.input_shapes.append(dims)
 
 
 def _int_or_none(value: Any) -> int | None:

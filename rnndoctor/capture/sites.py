@@ -52,6 +52,8 @@ class SiteBook:
         callbacks: Keras callback built by the user's code -> its site.
         saving_callbacks: a callback that writes user state (``ModelCheckpoint``...) -> the
             user's line that built it (:mod:`rnndoctor.capture.neutralise`).
+        compiles: Keras model -> the user's latest ``compile`` call on it
+            (:mod:`rnndoctor.capture.loop`'s compile hook), with the call's full source.
     """
 
     script: str | None = None
@@ -59,6 +61,7 @@ class SiteBook:
     datasets: weakref.WeakKeyDictionary = field(default_factory=_weak_map)
     callbacks: weakref.WeakKeyDictionary = field(default_factory=_weak_map)
     saving_callbacks: weakref.WeakKeyDictionary = field(default_factory=_weak_map)
+    compiles: weakref.WeakKeyDictionary = field(default_factory=_weak_map)
 
     def lookup(self, table: str, obj: Any) -> Any:
         """``obj``'s entry in ``table`` (``"layers"``, ``"datasets"``...), or None."""
@@ -91,6 +94,18 @@ def record(table: str, obj: Any, value: Any) -> None:
     try:
         if obj not in entries:
             entries[obj] = value
+    except TypeError:  # not weak-referenceable
+        pass
+
+
+def record_latest(table: str, obj: Any, value: Any) -> None:
+    """Records ``value`` for ``obj`` in the book's ``table``, replacing an earlier entry (a model
+    compiled twice: the later ``compile`` is the one in force)."""
+    current = book()
+    if current is None or obj is None:
+        return
+    try:
+        getattr(current, table)[obj] = value
     except TypeError:  # not weak-referenceable
         pass
 
@@ -201,6 +216,65 @@ def _call_node(source: str, line: int, call_names: tuple[str, ...]) -> ast.Call 
     ]
     spanning = [n for n in calls if n.lineno <= line <= (n.end_lineno or n.lineno)]
     return min(spanning or calls, key=lambda n: (_span(n), -n.col_offset), default=None)
+
+
+def _scope_of(tree: ast.Module, line: int) -> ast.AST:
+    """The innermost function whose body holds ``line``, else the module."""
+    scopes = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and n.lineno <= line <= (n.end_lineno or n.lineno)
+    ]
+    return min(scopes, key=_span, default=tree)
+
+
+def _assigns(scope: ast.AST, name: str) -> list[ast.stmt]:
+    """Assignments to the plain ``name`` in ``scope``, nested functions and classes excluded."""
+    found: list[ast.stmt] = []
+    pending = list(getattr(scope, "body", []))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        names = {t.id for target in targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+        if name in names:
+            found.append(node)
+        pending.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt))
+    return found
+
+
+def _parameters(function: ast.AST) -> set[str]:
+    args = function.args
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    return {a.arg for a in every if a is not None}
+
+
+def assignment_site(filename: str, name: str, before_line: int) -> SourceLocation | None:
+    """The last assignment to ``name`` before ``before_line`` in the scope that holds that line
+    (the enclosing function, else the module; a function's global name: the module's), with
+    the whole statement as ``call_source`` (``batch_size = 64``); None when there is none, when
+    the name is a parameter of the enclosing function, or when the file cannot be parsed."""
+    path = os.path.abspath(filename)
+    source = "".join(linecache.getlines(path))
+    tree = _parse(source) if source else None
+    if tree is None:
+        return None
+    scope = _scope_of(tree, before_line)
+    earlier = [n for n in _assigns(scope, name) if n.lineno < before_line]
+    if not earlier and scope is not tree and name not in _parameters(scope):
+        earlier = [n for n in _assigns(tree, name) if n.lineno < before_line]  # a global
+    if not earlier:
+        return None
+    statement = max(earlier, key=lambda n: n.lineno)
+    location = source_location(path, statement.lineno)
+    location.call_source = ast.get_source_segment(source, statement)
+    return location
 
 
 def site_of(layer: object) -> SourceLocation | None:

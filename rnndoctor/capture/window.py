@@ -12,6 +12,7 @@ reason ``KeyboardInterrupt`` does).
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 import time
@@ -143,7 +144,34 @@ def fit_config(model: Any, arguments: dict[str, Any], location: SourceLocation |
         callbacks=[type(c).__name__ for c in callbacks],
         has_validation=bool(arguments.get("validation_data") or arguments.get("validation_split")),
         location=location,
+        compile_location=sites.lookup("compiles", model),
+        batch_size_location=_name_site(location, "batch_size", None),
+        x_location=_name_site(location, "x", 0),
     )
+
+
+def _name_site(
+    location: SourceLocation | None, keyword: str, position: int | None
+) -> SourceLocation | None:
+    """Where the name that the ``fit`` call passes as ``keyword`` (or as positional argument
+    ``position``) was last assigned before the call; None when it passes no plain name."""
+    if location is None or not location.call_source:
+        return None
+    try:
+        call = ast.parse(location.call_source.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(call, ast.Call):
+        return None
+    value = next((k.value for k in call.keywords if k.arg == keyword), None)
+    if value is None and position is not None and len(call.args) > position:
+        value = call.args[position]
+    if not isinstance(value, ast.Name):
+        return None
+    try:
+        return sites.assignment_site(location.file, value.id, location.line)
+    except Exception:  # a site is a nicety: never break the fit
+        return None
 
 
 def install_fit_hook(session: CaptureSession) -> None:

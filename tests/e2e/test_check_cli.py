@@ -68,7 +68,8 @@ def test_rd101_points_at_the_users_lstm_line(tiny):
     (finding,) = [f for f in doc["findings"] if f["rule_id"] == "RD101"]
     assert finding["location"]["file"] == str(work / "tiny_lstm.py")
     assert finding["location"]["line"] == _line_of(work / "tiny_lstm.py", "layers.LSTM(")
-    assert finding["fix"]["code"] == "layers.LSTM(8, name='encoder', dropout=0.2)"
+    # the user's call as written (double quotes kept), recurrent_dropout out, dropout in
+    assert finding["fix"]["code"] == 'layers.LSTM(8, name="encoder", dropout=0.2)'
     assert "recurrent_dropout" not in finding["fix"]["code"]
     assert finding["evidence"] and finding["severity"] == "warning"
 

@@ -130,7 +130,8 @@ def test_run_eagerly_fit_gives_rd401_at_compile(eager_fit):
     assert exited_as_its_findings_say(result, report), result.stderr
     (finding,) = found(report, "RD401")
     assert finding["location"]["line"] == line_of("run_eagerly_fit.py", "# compile-line")
-    assert finding["fix"]["code"] == "model.compile(optimizer='adam', loss='mse')"
+    # the user's compile call as written (double quotes kept), without run_eagerly
+    assert finding["fix"]["code"] == 'model.compile(optimizer="adam", loss="mse")'
     statuses = {r["rule_id"]: r for r in report["rules"]}
     for rule_id in ("RD302", "RD601", "RD602", "RD604"):  # CPU: never a silent pass
         assert statuses[rule_id]["status"] == "not_evaluated"

@@ -168,7 +168,10 @@ def test_rd401_compile_run_eagerly_points_at_compile_and_drops_the_argument():
     facts = facts_of("fit-run-eagerly")
     (finding,) = findings(facts, "RD401")
     assert finding.location.line == line_of("run_eagerly_fit.py", "# compile-line")
-    assert finding.fix.code == "model.compile(optimizer='adam', loss='mse')"
+    # The user's call as written (double quotes kept), without run_eagerly.
+    assert finding.fix.code == 'model.compile(optimizer="adam", loss="mse")'
+    before = 'model.compile(optimizer="adam", loss="mse", run_eagerly=MODE == "compile")'
+    assert finding.fix.before == before
     assert finding.gain.startswith("not measured")
     assert finding.severity is Severity.WARNING
 

@@ -313,10 +313,51 @@ def test_rd205_needs_more_than_one_epoch_a_known_length_and_room_in_memory():
     assert run(facts(step=10.0, compute=7.0, data=data, epochs=5), "RD205")[1] == []
 
 
-def test_rd205_says_unsafe_when_a_map_is_random():
+def test_rd205_never_caches_after_a_random_map():
+    # Caching after the only (random) map would replay the first epoch's draws in every epoch:
+    # the fix says it cannot be cached as built, and stays display-only (stricter than unsafe).
     data = map_pipeline(stateful_ops=["RandomUniform"])
     _, (finding,) = run(facts(step=10.0, compute=7.0, data=data, epochs=3), "RD205")
-    assert finding.fix.safety == "unsafe"
+    assert finding.fix.safety == "display-only"
+    assert finding.fix.before is None
+    assert "ds.map(augment).cache()" not in finding.fix.code
+    assert "cannot be cached as built" in finding.message
+    assert "RandomUniform" in finding.message
+
+
+def test_rd205_caches_before_the_random_map():
+    data = pipeline(
+        node("TensorSliceDataset/_1", "TensorSliceDataset", "source", 10,
+             "tf.data.Dataset.from_tensor_slices(x)", source_kind="tensor_slices"),
+        node("MapDataset/_2", "MapDataset", "map", 11, "ds.map(decode)",
+             attrs={"stateful_ops": []}),
+        node("MapDataset/_3", "MapDataset", "map", 12, "ds.map(augment)",
+             attrs={"stateful_ops": ["RandomUniform"]}),
+        node("BatchDatasetV2/_4", "BatchDatasetV2", "batch", 13, "ds.batch(32)"),
+        source_kinds=["tensor_slices"], batch_kind="batch", prefetch_last=False,
+        cardinality=100, inject_prefetch=True, map_parallelization=True, batch_bytes=4096,
+    )  # fmt: skip
+    _, (finding,) = run(facts(step=10.0, compute=7.0, data=data, epochs=3), "RD205")
+    assert finding.location.line == 11
+    assert finding.fix.before == "ds.map(decode)"
+    assert finding.fix.code == "ds.map(decode).cache()"
+    assert finding.fix.safety == "safe"
+
+
+def test_rd205_does_not_cache_after_a_shuffle():
+    data = pipeline(
+        node("TensorSliceDataset/_1", "TensorSliceDataset", "source", 10,
+             "tf.data.Dataset.from_tensor_slices(x)", source_kind="tensor_slices"),
+        node("ShuffleDatasetV3/_2", "ShuffleDatasetV3", "shuffle", 11, "ds.shuffle(1000)"),
+        node("MapDataset/_3", "MapDataset", "map", 12, "ds.map(decode)",
+             attrs={"stateful_ops": []}),
+        node("BatchDatasetV2/_4", "BatchDatasetV2", "batch", 13, "ds.batch(32)"),
+        source_kinds=["tensor_slices"], batch_kind="batch", prefetch_last=False,
+        cardinality=100, inject_prefetch=True, map_parallelization=True, batch_bytes=4096,
+    )  # fmt: skip
+    _, (finding,) = run(facts(step=10.0, compute=7.0, data=data, epochs=3), "RD205")
+    assert finding.fix.safety == "display-only"
+    assert "ShuffleDatasetV3" in finding.message
 
 
 # -- RD206 -----------------------------------------------------------------------------------
@@ -404,8 +445,25 @@ def test_rd403_fires_when_dispatch_is_a_large_share_of_the_step():
     _, (finding,) = run(f, "RD403")
     check_finding(finding, "RD403")
     assert finding.severity is Severity.ERROR  # 2.2 ms of a 4 ms step
-    assert finding.fix.code == "model.compile(optimizer='adam', loss='mse', steps_per_execution=16)"
+    # No compile call recorded: a sketch that says to keep the user's arguments, never a call
+    # rebuilt from the optimizer and loss alone (that drops the metrics).
+    assert finding.fix.code.startswith("model.compile(..., steps_per_execution=16)")
+    assert finding.fix.before is None
     assert finding.speedup == pytest.approx(4.0 / 1.8, rel=0.01)
+
+
+def test_rd403_rewrites_the_users_compile_call_losslessly_at_its_line():
+    f = with_spe(facts(step=4.0, compute=3.8), one=3.8, sixteen=1.6)
+    call = 'model.compile(loss="categorical_crossentropy", optimizer="adam", metrics=["accuracy"])'
+    f.fit.compile_location = loc(7, call)
+    _, (finding,) = run(f, "RD403")
+    assert finding.location.line == 7
+    assert finding.fix.before == call
+    assert finding.fix.code == (
+        'model.compile(loss="categorical_crossentropy", optimizer="adam", metrics=["accuracy"], '
+        "steps_per_execution=16)"
+    )
+    assert finding.fix.safety == "safe"
 
 
 def test_rd403_passes_small_savings_and_models_already_using_it():

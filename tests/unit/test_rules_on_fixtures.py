@@ -133,7 +133,14 @@ LSTM_PARAMS = ("units", "activation", "recurrent_activation", "use_bias")
             {"dropout": 0.2},
             "layers.LSTM(8, dropout=0.2)",
         ),
-        ("LSTM(\n    8,\n    unroll=True,\n)", ("unroll",), None, "LSTM(8)"),
+        # Lossless: the user's line breaks and trailing comma stay, only unroll=True goes.
+        ("LSTM(\n    8,\n    unroll=True,\n)", ("unroll",), None, "LSTM(\n    8,\n)"),
+        (
+            "layers.LSTM(8, return_sequences=True, unroll=True)",
+            ("unroll",),
+            None,
+            "layers.LSTM(8, return_sequences=True)",
+        ),
         ("LSTM(8, 'relu')", ("activation",), None, None),  # positional: cannot rewrite
         ("LSTM(8, **cfg)", ("unroll",), None, None),
         ("not a call", ("unroll",), None, None),

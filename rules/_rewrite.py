@@ -1,0 +1,247 @@
+"""Lossless edits of one recorded call's source. Pure: no TensorFlow, no I/O.
+
+A fix rewrites the user's call by changing only what it needs: one keyword set, replaced or
+removed, one method call appended. The call is parsed with ``ast`` to find the spans to change,
+and only the changed piece is written (``ast.unparse`` of the new value, or the user's own text
+for what stays), spliced into the original text: every other argument keeps the user's spelling,
+quoting, comments and line breaks.
+"""
+
+from __future__ import annotations
+
+import ast
+
+
+def parse_call(call_source: str | None) -> ast.Call | None:
+    """The ``ast.Call`` of a recorded call's source, or None if it is not one call."""
+    if not call_source:
+        return None
+    try:
+        node = ast.parse(call_source.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    return node if isinstance(node, ast.Call) else None
+
+
+def _offsets(text: str) -> list[int]:
+    """Character offset of the start of each line of ``text`` (index 0 is line 1)."""
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    return starts
+
+
+def _pos(starts: list[int], line: int, col: int, text: str) -> int:
+    """A character offset from ast's (1-based line, UTF-8 byte column) position."""
+    begin = starts[line - 1]
+    end = starts[line] if line < len(starts) else len(text)
+    encoded = text[begin:end].encode()
+    return begin + len(encoded[:col].decode(errors="replace"))
+
+
+def _span(text: str, starts: list[int], node: ast.AST) -> tuple[int, int]:
+    return (
+        _pos(starts, node.lineno, node.col_offset, text),
+        _pos(starts, node.end_lineno, node.end_col_offset, text),
+    )
+
+
+def _closing_paren(text: str, call: ast.Call, starts: list[int]) -> int:
+    """The offset of the call's closing parenthesis."""
+    end = _pos(starts, call.end_lineno, call.end_col_offset, text)
+    return text.rindex(")", 0, end)
+
+
+def set_keyword(call_source: str | None, name: str, value: str) -> str | None:
+    """``call_source`` with keyword ``name=value`` (``value`` is Python source) replaced where the
+    call has it, else added after its last argument. Everything else is kept as written.
+
+    Returns None when the source is not one call, when ``value`` does not parse, or when the call
+    passes ``**kwargs`` (the keyword could already be in there).
+    """
+    text = (call_source or "").strip()
+    call = parse_call(text)
+    if call is None or any(k.arg is None for k in call.keywords):
+        return None
+    try:
+        ast.parse(value, mode="eval")
+    except SyntaxError:
+        return None
+    starts = _offsets(text)
+    existing = next((k for k in call.keywords if k.arg == name), None)
+    if existing is not None:
+        begin, end = _span(text, starts, existing.value)
+        return text[:begin] + value + text[end:]
+    arguments = [*call.args, *call.keywords]
+    if not arguments:
+        paren = _closing_paren(text, call, starts)
+        return f"{text[:paren]}{name}={value}{text[paren:]}"
+    last = max(arguments, key=lambda a: (a.end_lineno, a.end_col_offset))
+    begin, end = _span(text, starts, last)
+    own_line = _own_line(text, begin, end)
+    if own_line is not None:  # one argument per line: the new one gets its own line too
+        indent = text[text.rfind("\n", 0, begin) + 1 : begin]
+        comma = text[end:].lstrip(" ").startswith(",")
+        line = f"{indent}{name}={value}" + (",\n" if comma else "\n")
+        head = text[: own_line[1]] if comma else f"{text[:end]},{text[end : own_line[1]]}"
+        return head + line + text[own_line[1] :]
+    return f"{text[:end]}, {name}={value}{text[end:]}"
+
+
+def remove_keyword(call_source: str | None, name: str) -> str | None:
+    """``call_source`` without keyword ``name`` (with its separating comma); None when the source
+    is not one call or does not write that keyword."""
+    text = (call_source or "").strip()
+    call = parse_call(text)
+    if call is None:
+        return None
+    arguments = sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
+    index = next(
+        (i for i, a in enumerate(arguments) if isinstance(a, ast.keyword) and a.arg == name), None
+    )
+    if index is None:
+        return None
+    starts = _offsets(text)
+    begin, end = _span(text, starts, arguments[index])
+    own_line = _own_line(text, begin, end)
+    if own_line is not None:  # the keyword has its line(s) to itself: they go, with its comment
+        kept = text[: own_line[0]] + text[own_line[1] :]
+        if index + 1 == len(arguments) and not text[end:].lstrip(" ").startswith(","):
+            if index == 0:
+                return kept
+            # the last argument, without a trailing comma: the previous one loses its comma
+            previous = _span(text, starts, arguments[index - 1])[1]
+            comma = text.index(",", previous)
+            return kept[:comma] + kept[comma + 1 :]
+        return kept
+    if index > 0:  # from the end of the previous argument: its comma goes with this one
+        begin = _span(text, starts, arguments[index - 1])[1]
+    elif len(arguments) > 1:  # the first: up to the start of the next one
+        end = _span(text, starts, arguments[1])[0]
+    else:  # the only one: and a trailing comma, if any
+        paren = _closing_paren(text, call, starts)
+        end = paren
+    return text[:begin] + text[end:]
+
+
+def _own_line(text: str, begin: int, end: int) -> tuple[int, int] | None:
+    """The span of the whole lines ``text[begin:end]`` occupies, with a trailing comma and
+    comment, when nothing else is on them; None otherwise."""
+    line_start = text.rfind("\n", 0, begin) + 1
+    if text[line_start:begin].strip():
+        return None
+    rest = text[end:]
+    newline = rest.find("\n")
+    if newline < 0:
+        return None
+    tail = rest[:newline].strip()
+    if tail not in ("", ",") and not tail.lstrip(",").lstrip().startswith("#"):
+        return None
+    return line_start, end + newline + 1
+
+
+def keyword_source(call_source: str | None, name: str) -> str | None:
+    """The user's source text of keyword ``name``'s value in the call, or None."""
+    text = (call_source or "").strip()
+    call = parse_call(text)
+    if call is None:
+        return None
+    keyword = next((k for k in call.keywords if k.arg == name), None)
+    return ast.get_source_segment(text, keyword.value) if keyword is not None else None
+
+
+def append_method(statement: str | None, method: str, call: str) -> str | None:
+    """``statement`` with ``.call`` appended right after its call to ``.method(...)``:
+    ``ds = ds.map(f).batch(8)`` with ``("map", "cache()")`` -> ``ds = ds.map(f).cache().batch(8)``.
+
+    The last such call in the statement wins. None when the statement does not parse or holds no
+    call to ``.method``.
+    """
+    text = (statement or "").strip()
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == method
+    ]
+    if not calls:
+        return None
+    target = max(calls, key=lambda n: (n.end_lineno, n.end_col_offset))
+    _, end = _span(text, _offsets(text), target)
+    return f"{text[:end]}.{call}{text[end:]}"
+
+
+def assigned_name(statement: str | None) -> str | None:
+    """The one plain name a statement assigns (``dataset_train = ...`` -> ``dataset_train``)."""
+    try:
+        tree = ast.parse((statement or "").strip())
+    except SyntaxError:
+        return None
+    if len(tree.body) != 1:
+        return None
+    node = tree.body[0]
+    targets = node.targets if isinstance(node, ast.Assign) else []
+    if isinstance(node, ast.AnnAssign):
+        targets = [node.target]
+    if len(targets) == 1 and isinstance(targets[0], ast.Name):
+        return targets[0].id
+    return None
+
+
+def same_except(before: str, after: str, keywords: tuple[str, ...]) -> bool:
+    """Whether two calls' ASTs are equal once ``keywords`` are removed from both: what a lossless
+    rewrite of ``before`` that changes only those keywords must satisfy."""
+
+    def dump(text: str) -> str | None:
+        call = parse_call(text)
+        if call is None:
+            return None
+        call.keywords = [k for k in call.keywords if k.arg not in keywords]
+        return ast.dump(call)
+
+    left, right = dump(before), dump(after)
+    return left is not None and left == right
+
+
+def set_argument(call_source: str | None, position: int, name: str, value: str) -> str | None:
+    """The call with its argument ``name`` set to ``value``: the positional argument at
+    ``position`` when the call passes one there, else the keyword (replaced or added)."""
+    text = (call_source or "").strip()
+    call = parse_call(text)
+    if call is None:
+        return None
+    if len(call.args) > position and not any(
+        isinstance(a, ast.Starred) for a in call.args[: position + 1]
+    ):
+        begin, end = _span(text, _offsets(text), call.args[position])
+        return text[:begin] + value + text[end:]
+    return set_keyword(text, name, value)
+
+
+def set_assigned_value(statement: str | None, value: str) -> str | None:
+    """``batch_size = 4`` -> ``batch_size = 16``: a one-name assignment with its value replaced
+    (annotation and target kept as written); None for any other statement."""
+    text = (statement or "").strip()
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    if assigned_name(text) is None or tree.body[0].value is None:
+        return None
+    begin, end = _span(text, _offsets(text), tree.body[0].value)
+    return text[:begin] + value + text[end:]
+
+
+def rename_func(call_source: str | None, name: str) -> str | None:
+    """The call with its callable renamed (``layers.SimpleRNN(8)`` -> ``layers.LSTM(8)``): only
+    the last name of the callable changes."""
+    text = (call_source or "").strip()
+    call = parse_call(text)
+    if call is None or not isinstance(call.func, (ast.Attribute, ast.Name)):
+        return None
+    _, end = _span(text, _offsets(text), call.func)
+    old = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id
+    return text[: end - len(old)] + name + text[end:]
