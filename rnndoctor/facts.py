@@ -796,6 +796,11 @@ class SequenceInput:
     ``pad_sequences``, ``padded_batch`` or ``bucket_by_sequence_length``; ``padding_argument``:
     its ``padding=`` value, ``pre`` when left to pad_sequences' default), where rnndoctor saw it;
     ``target_padding_location``: the call that padded the per-step targets.
+
+    Since 1.2 also (optional, ``length_source="pad_value"`` only): ``pad_value``: the step that
+    pads, as text (``"-1"``, ``"0"``, ``"one-hot vector of index 3"``, ``"vector of 0.0"``);
+    ``mask_value`` is then that value where the step is one id or a vector of one value;
+    ``pad_index`` / ``pad_depth``: the hot index and the width of a one-hot pad vector.
     """
 
     input: str
@@ -827,6 +832,9 @@ class SequenceInput:
     padding_function: str | None = None
     padding_argument: str | None = None
     target_padding_location: SourceLocation | None = None
+    pad_value: str | None = None
+    pad_index: int | None = None
+    pad_depth: int | None = None
 
 
 @dataclass
