@@ -168,6 +168,27 @@ class Neutralised:
 
 
 @dataclass
+class ChildCommand:
+    """A command the user's script ran in a child process (since 1.2, optional): ``how``
+    (``os.system`` or ``subprocess.Popen``, which ``subprocess.run`` / ``call`` /
+    ``check_call`` / ``check_output`` go through), ``command`` (its command line, as text, cut
+    at 300 characters), the user's line, ``calls`` (how many times that line ran it), and what it
+    wrote under the user's tree (the script's folder and the working directory): ``wrote``, the
+    paths created or changed between its start and the next command's start (or the check's
+    end), less those the script's own Python code wrote; ``wrote_more``: paths past the first
+    ten; ``tree_truncated``: the tree had more entries than were compared. Recorded, not
+    blocked."""
+
+    how: str
+    command: str
+    location: SourceLocation | None = None
+    calls: int = 1
+    wrote: list[str] = field(default_factory=list)
+    wrote_more: int = 0
+    tree_truncated: bool = False
+
+
+@dataclass
 class CutShort:
     """A capture phase that ran out of its time budget (or failed) and was cut short.
     ``budget_s`` is the phase's own budget in seconds; ``reason`` says what was left undone."""
@@ -207,6 +228,7 @@ class RunInfo:
     script_dir_in_source_root: str | None = None
     neutralised: list[Neutralised] = field(default_factory=list)
     cut_short: list[CutShort] = field(default_factory=list)
+    child_commands: list[ChildCommand] = field(default_factory=list)
 
     def enter_phase(self, name: str, elapsed_s: float) -> None:
         """Sets the current ``phase`` and records when it started (``phases``)."""

@@ -372,6 +372,9 @@ def main(argv: list[str] | None = None) -> int:
     _watch_os_exit(session)
     session.set_phase(Phase.RUNNING_SCRIPT)
     _run_script(session, script)
+    from rnndoctor.capture import neutralise
+
+    neutralise.attribute_child_writes(session, save=False)
     facts.run.wall_time_s = round(time.monotonic() - started, 3)
     facts.save(facts_path)
     return 0

@@ -101,12 +101,24 @@ class NeutraliseState:
         writes: real path -> ``(how, user's line)``, the first ``_MAX_WRITES_LISTED``.
         writes_more: writes past those, counted.
         writes_note: the index of the note in ``facts.run.notes`` that lists them, or None.
+        python_writes: every path the script's Python code wrote (bounded), so that a child
+            command is not credited with them.
+        tree_roots: the user's tree compared around child commands (the script's folder, the
+            working directory).
+        snapshot: path -> ``(mtime_ns, size)`` of the tree when the last child command started.
+        snapshot_truncated: the tree had more entries than the bound.
+        pending_command: the ``facts.ChildCommand`` whose writes are not attributed yet.
     """
 
     skip_dirs: tuple[str, ...] = ()
     writes: dict[str, tuple[str, SourceLocation | None]] = field(default_factory=dict)
     writes_more: int = 0
     writes_note: int | None = None
+    python_writes: set[str] = field(default_factory=set)
+    tree_roots: tuple[str, ...] = ()
+    snapshot: dict[str, tuple[int, int]] | None = None
+    snapshot_truncated: bool = False
+    pending_command: Any = None
 
 
 @dataclass

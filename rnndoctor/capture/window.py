@@ -156,6 +156,7 @@ def install_fit_hook(session: CaptureSession) -> None:
         if session.fit_called:
             return original(model, *args, **kwargs)
         location = sites.user_frame_location(skip=1, call_names=("fit",))
+        neutralise.attribute_child_writes(session)  # what the commands before fit wrote
         run_window(session, original, model, args, kwargs, location)
         session.end_script()
 
