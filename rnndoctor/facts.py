@@ -84,6 +84,7 @@ class Phase(enum.StrEnum):
     BATCH_PROBE = "batch-size probe"
     SPE_PROBE = "steps_per_execution probe"
     PROFILE = "profile conversion (xprof)"
+    AFTER_WINDOW = "after the window: the script runs on until its next fit call"
     DONE = "done"
 
 
@@ -401,12 +402,36 @@ class ModelFacts:
 
 
 @dataclass
+class CodeLoop:
+    """A Python loop of the user's file around a call (since 1.2, optional): ``line`` (the
+    ``for`` / ``while`` line), ``kind`` (``for`` or ``while``), ``iterations`` (known from the
+    source: ``range(N)`` with literal bounds or a name assigned a literal once, a literal
+    list or tuple; None otherwise) and ``iterations_source`` (how it was read)."""
+
+    line: int
+    kind: str = "for"
+    iterations: int | None = None
+    iterations_source: str | None = None
+
+
+@dataclass
+class FitLoop:
+    """The first ``fit`` call sits inside Python loops of the user's file (since 1.2,
+    optional): ``loops`` from the outermost to the innermost; ``calls``: the ``fit`` calls the
+    loops make, the product of their iterations (None when one of them is unknown)."""
+
+    loops: list[CodeLoop] = field(default_factory=list)
+    calls: int | None = None
+
+
+@dataclass
 class FitConfig:
     """The first ``Model.fit`` call, and the compile settings in force then.
 
     ``steps_per_epoch`` is the argument as given; ``batches_per_epoch`` is the number of training
     steps per epoch Keras computed for ``fit`` (its ``params["steps"]``; None when unknown, as for
-    a dataset of unknown length).
+    a dataset of unknown length). Since 1.2 (optional): ``fit_in_loop``: the ``fit`` call is
+    inside Python loops of the user's file (read from the source), or None.
     """
 
     data_kind: str
@@ -422,6 +447,7 @@ class FitConfig:
     callbacks: list[str] = field(default_factory=list)
     has_validation: bool = False
     location: SourceLocation | None = None
+    fit_in_loop: FitLoop | None = None
 
 
 @dataclass
@@ -871,6 +897,51 @@ class SequenceFacts:
 
 
 @dataclass
+class ModelCallStats:
+    """One kind of model call the script made after the diagnosis window (since 1.2,
+    optional): ``method`` (``predict``, ``evaluate``, ``predict_on_batch``, ``__call__``),
+    ``calls``, ``total_s`` / ``median_ms`` (wall time per call), ``single_sample_calls`` (calls on
+    a batch of one sample), ``batch_sizes`` (the distinct sizes seen, up to ten), ``location``
+    (the user's line of the first call), ``loops`` (the user's loops around that line that do not
+    hold the ``fit`` call) and ``calls_per_iteration`` (the calls those loops make per iteration
+    of the fit loop, their iterations multiplied; None when one is unknown)."""
+
+    method: str
+    calls: int = 0
+    total_s: float = 0.0
+    median_ms: float | None = None
+    single_sample_calls: int = 0
+    batch_sizes: list[int] = field(default_factory=list)
+    location: SourceLocation | None = None
+    loops: list[CodeLoop] = field(default_factory=list)
+    calls_per_iteration: int | None = None
+
+
+@dataclass
+class OutsideWindowFacts:
+    """What the script did after the diagnosis window (since 1.2, optional).
+
+    After the window the script runs on, with the neutralisation still on, until its next
+    ``fit`` call, its end, its first write to a file or the ``after the window`` budget
+    (``ended``: ``next fit call``, ``script end``, ``a write``, ``budget``, ``error``), and then
+    stops as before. ``seconds``: the wall time it ran; ``budget_s``; ``calls``: the model calls
+    it made (:class:`ModelCallStats`); ``python_s``: the time outside those calls (plain Python,
+    data preparation, printing). ``per_call_ms``: one call on the same single sample as a
+    ``predict`` call, timed by rnndoctor: ``predict``, ``model(x, training=False)``,
+    ``predict_on_batch`` (the best of three calls each; not measured for a stateful RNN, whose
+    states a call would change). ``detail``: what stopped it, in words.
+    """
+
+    ended: str
+    seconds: float = 0.0
+    budget_s: float | None = None
+    calls: list[ModelCallStats] = field(default_factory=list)
+    python_s: float | None = None
+    per_call_ms: dict[str, float] = field(default_factory=dict)
+    detail: str | None = None
+
+
+@dataclass
 class Facts:
     """The root of ``facts.json``."""
 
@@ -886,6 +957,7 @@ class Facts:
     probes: ProbeFacts | None = None
     loop: CustomLoopFacts | None = None
     sequences: SequenceFacts | None = None
+    outside_window: OutsideWindowFacts | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Returns the JSON-serialisable dict (dataclasses recursively converted)."""

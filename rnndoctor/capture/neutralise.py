@@ -47,7 +47,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rnndoctor.capture import sites
+from rnndoctor.capture import after_window, sites
 from rnndoctor.capture.session import NeutraliseState
 from rnndoctor.facts import ChildCommand, Neutralised, SourceLocation
 
@@ -283,6 +283,8 @@ def _noop(
             path = pick(args, kwargs)
         except Exception:
             path = None
+        if hooks.session is not None:
+            after_window.stop_before_write(hooks.session, what)
         hooks.record(what, _where(path), sites.user_frame_location(skip=1))
         return result(path) if result is not None else None
 
@@ -370,6 +372,8 @@ def _install_tensorflow(hooks: _Hooks) -> None:
 
     @functools.wraps(original_writer)
     def create_file_writer(logdir, *args, **kwargs):
+        if hooks.session is not None:
+            after_window.stop_before_write(hooks.session, "tf.summary.create_file_writer")
         hooks.record(
             "tf.summary.create_file_writer", _where(logdir), sites.user_frame_location(skip=1)
         )
@@ -443,13 +447,16 @@ def _note_write(session: CaptureSession, path: Any, how: str) -> None:
         return
     state = session.neutralise_state
     full = os.path.realpath(os.path.abspath(os.fsdecode(os.fspath(path))))
-    if (full + os.sep).startswith(state.skip_dirs) or full in state.writes:
+    if (full + os.sep).startswith(state.skip_dirs):
         return
     caller = sys._getframe(3)  # the Python code that opened, made or removed the path
     if caller.f_code.co_filename == tempfile.__file__:
         return  # a temporary file or folder (tempfile.mkstemp, mkdtemp): not the user's files
     location = _writer_location(caller)
     if location is None:
+        return
+    after_window.stop_before_write(session, f"{how} {full}")
+    if full in state.writes:
         return
     with _lock:
         if len(state.python_writes) < _MAX_WRITES_TRACKED:
@@ -531,6 +538,7 @@ def _child_command(session: CaptureSession, event: str, args: tuple) -> None:
     if location is None:
         return  # rnndoctor's own commands (nvidia-smi, say), or a library's with no user frame
     command = _command_line(event, args)
+    after_window.stop_before_write(session, f"{event} {command!r}")
     attribute_child_writes(session, save=False)
     with _lock:
         entries = session.facts.run.child_commands

@@ -11,6 +11,7 @@ hook keeps for that check, typed, so that no capture module keeps check state in
 - the sequence sampling (:mod:`rnndoctor.capture.sequences`): :class:`SequenceState`;
 - the neutralisation of saving calls (:mod:`rnndoctor.capture.neutralise`):
   :class:`NeutraliseState`;
+- the run-on after the window (:mod:`rnndoctor.capture.after_window`): :class:`AfterWindowState`;
 - the construction sites (:mod:`rnndoctor.capture.sites`): the :class:`~rnndoctor.capture.sites.
   SiteBook` the site hooks record into.
 
@@ -24,6 +25,7 @@ import functools
 import linecache
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -122,6 +124,43 @@ class NeutraliseState:
 
 
 @dataclass
+class AfterWindowState:
+    """The script's run-on after the window (:mod:`.after_window`).
+
+    Attributes:
+        running: the run-on is being measured (the model-call hooks count).
+        started: ``time.perf_counter()`` when it began.
+        budget: its ``after the window`` budget.
+        model: the model ``fit`` trained.
+        facts: the ``facts.OutsideWindowFacts`` it fills.
+        timer: the ``threading.Timer`` that ends it when the budget is spent.
+        lock: guards the counts against the timer thread.
+        durations: seconds of each outermost call, per method.
+        sizes: the distinct batch sizes per method; single: calls on one sample, per method.
+        locations: the user's line of the first call, per method.
+        depth: model calls in progress (nested calls are not counted).
+        own: rnndoctor itself is calling the model (not counted); own_s: the time it took.
+        timed: the per-call alternatives were timed (or skipped).
+    """
+
+    running: bool = False
+    started: float = 0.0
+    budget: Budget | None = None
+    model: Any = None
+    facts: Any = None
+    timer: Any = None
+    lock: Any = field(default_factory=threading.RLock)
+    durations: dict[str, list[float]] = field(default_factory=dict)
+    sizes: dict[str, set[int]] = field(default_factory=dict)
+    single: dict[str, int] = field(default_factory=dict)
+    locations: dict[str, SourceLocation | None] = field(default_factory=dict)
+    depth: int = 0
+    own: bool = False
+    own_s: float = 0.0
+    timed: bool = False
+
+
+@dataclass
 class LoopState:
     """What the ``tf.function`` and gradient-application hooks gather (:mod:`.loop`).
 
@@ -157,6 +196,7 @@ class CaptureSession:
         window_finished: the window and every phase after it finished.
         window: the running ``fit`` window (read by the child's watchdog), or None.
         budgets: the time budgets of the bounded phases.
+        after_window: the script's run-on after the window (:mod:`.after_window`), once begun.
     """
 
     def __init__(
@@ -181,6 +221,7 @@ class CaptureSession:
         self.sequence_state = SequenceState(session=self)
         self.neutralise_state = NeutraliseState()
         self.loop_state = LoopState()
+        self.after_window: AfterWindowState | None = None
 
     # -- facts and phases ------------------------------------------------------------------------
     def save(self) -> None:
