@@ -921,8 +921,9 @@ class ModelCallStats:
 class OutsideWindowFacts:
     """What the script did after the diagnosis window (since 1.2, optional).
 
-    After the window the script runs on, with the neutralisation still on, until its next
-    ``fit`` call, its end, its first write to a file or the ``after the window`` budget
+    After the window of a ``fit`` inside a loop (``FitConfig.fit_in_loop``; after a single
+    ``fit`` the script stops at once) the script runs on, with the neutralisation still on, until
+    its next ``fit`` call, its end, its first write to a file or the ``after the window`` budget
     (``ended``: ``next fit call``, ``script end``, ``a write``, ``budget``, ``error``), and then
     stops as before. ``seconds``: the wall time it ran; ``budget_s``; ``calls``: the model calls
     it made (:class:`ModelCallStats`); ``python_s``: the time outside those calls (plain Python,

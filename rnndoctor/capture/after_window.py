@@ -5,8 +5,9 @@ Two things the diagnosis window alone cannot see (issue 12):
 - **A fit in a loop.** :func:`fit_loop` reads the user's file (``ast``) for the ``for`` /
   ``while`` loops whose body holds the ``fit`` call's line, with their iteration counts where
   the source states them (:func:`enclosing_loops`): ``FitConfig.fit_in_loop``.
-- **What runs between fits.** After the window, :func:`start` lets the script run on instead of
-  stopping it at once, with the neutralisation still on, bounded by the ``after the window``
+- **What runs between fits.** After the window of a ``fit`` inside a loop, :func:`start` lets
+  the script run on instead of stopping it at once (after a single ``fit`` it still stops at
+  once), with the neutralisation still on, bounded by the ``after the window``
   budget (:mod:`rnndoctor.capture.budget`). It counts and times the model calls
   (``Model.predict`` / ``evaluate`` / ``predict_on_batch`` / ``__call__``, the outermost call
   only) and the plain Python time around them. It stops (:func:`stop`, then
@@ -148,9 +149,17 @@ def fit_loop(location: SourceLocation | None) -> FitLoop | None:
 def start(session: CaptureSession, model: Any) -> bool:
     """Lets the script run on after the window (the ``fit`` hook returns instead of stopping).
 
+    Only a ``fit`` inside a loop of the user's file (``FitConfig.fit_in_loop``) runs on: what
+    runs between its calls is part of every iteration. After a single ``fit`` the script stops
+    at once, as before (what follows, a final save or evaluation, is not run).
+
     Returns:
-        False when it should stop now: no time is left for the ``after the window`` budget.
+        False when it should stop now: the fit is in no loop, or no time is left for the
+        ``after the window`` budget.
     """
+    fit = session.facts.fit
+    if fit is None or fit.fit_in_loop is None:
+        return False
     budget = session.budget("after the window")
     if budget.seconds < 1.0:
         return False
@@ -209,10 +218,14 @@ def stop(session: CaptureSession, ended: str, detail: str | None = None) -> None
 
 def stop_before_write(session: CaptureSession, what: str) -> None:
     """Called by the neutralisation before a write of the user's code (a file, a save, a
-    child command): during the run-on, the script stops there, before the write."""
-    if running(session):
+    child command): once a run-on has begun, the script stops there, before the write (also
+    while it unwinds after the run-on's end: a ``finally`` clause that writes)."""
+    state = getattr(session, "after_window", None)
+    if state is None:
+        return
+    if state.running:
         stop(session, "a write", f"the script was about to write ({what})"[:300])
-        session.end_script()
+    session.end_script()
 
 
 def _call_stats(state: AfterWindowState, method: str) -> ModelCallStats:

@@ -4,8 +4,8 @@
 unchanged, with one extra callback (:class:`DiagnosisWindow`, the ``fit`` side of
 :class:`~rnndoctor.capture.step_window.StepWindow`) that times each step, profiles a few steps,
 and then ends ``fit`` by raising :class:`_WindowDone`. The hook then runs
-:func:`rnndoctor.capture.diagnosis.finish`, lets the script run on until its next ``fit`` call
-(:mod:`rnndoctor.capture.after_window`, bounded), and ends it with
+:func:`rnndoctor.capture.diagnosis.finish` and ends the user's script (a ``fit`` inside a loop
+first runs on until its next ``fit`` call: :mod:`rnndoctor.capture.after_window`, bounded) with
 ``CaptureSession.end_script`` (:class:`~rnndoctor.capture.session.StopScript`). Both exceptions
 derive from ``BaseException``, so a user's ``except Exception`` cannot swallow them (the same
 reason ``KeyboardInterrupt`` does).
@@ -148,8 +148,9 @@ def fit_config(model: Any, arguments: dict[str, Any], location: SourceLocation |
 
 
 def install_fit_hook(session: CaptureSession) -> None:
-    """Wraps ``keras.Model.fit``; the first call runs the window, then lets the script run on
-    (:mod:`.after_window`) until its next ``fit`` call, which ends it."""
+    """Wraps ``keras.Model.fit``; the first call runs the window, then ends the script, or, for
+    a ``fit`` inside a loop, lets it run on (:mod:`.after_window`) until its next ``fit`` call,
+    which ends it."""
     original = keras.Model.fit
     session.original_fit_function = original
 

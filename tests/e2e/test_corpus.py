@@ -157,6 +157,8 @@ CASES = [
     Case("child_commands", "runs_child_commands.py", 0,
          r"^note: the script ran commands in child processes \(recorded, not blocked\): "
          r"os\.system 'echo hi > made_by_child\.txt' at ", outcome="completed", project=True),
+    Case("fit_loop_writes", "fit_loop_writes.py", 0, r"^step time: median [\d.]+ ms",
+         outcome="completed", project=True),
     Case("saves_everything", "saves_everything.py", 0, r"^neutralised: ModelCheckpoint callback "
          r"\(would have written ckpt/epoch\{epoch\}-batch\.keras\) at saves_everything\.py:25$",
          outcome="completed", project=True),
@@ -457,6 +459,17 @@ def test_child_commands_are_listed_with_their_line_and_what_they_wrote(runs):
     assert popen["wrote"] == [str(run.work / "unpacked" / "data.csv")]
     (note,) = [n for n in run.doc["facts"]["run"]["notes"] if "child processes" in n]
     assert "which wrote " + str(run.work / "made_by_child.txt") in note
+
+
+def test_a_fit_loop_runs_on_after_the_window_and_stops_before_its_first_write(runs):
+    run = runs["fit_loop_writes"]
+    assert run.tree_before and run.tree_after == run.tree_before  # rounds.log never written
+    facts = run.doc["facts"]
+    assert facts["fit"]["fit_in_loop"]["calls"] == 3
+    ow = facts["outside_window"]
+    assert ow["ended"] == "a write" and "rounds.log" in ow["detail"]
+    assert [(c["method"], c["calls"]) for c in ow["calls"]] == [("evaluate", 1)]
+    assert facts["run"]["outcome"] == "completed"
 
 
 def test_saving_is_neutralised_and_the_project_folder_is_unchanged(runs):
