@@ -177,8 +177,8 @@ class ChildCommand:
     wrote under the user's tree (the script's folder and the working directory): ``wrote``, the
     paths created or changed between its start and the next command's start (or the check's
     end), less those the script's own Python code wrote; ``wrote_more``: paths past the first
-    ten; ``tree_truncated``: the tree had more entries than were compared. Recorded, not
-    blocked."""
+    ten; ``tree_truncated``: the tree had more entries than were compared, or the command
+    started after the first 50 (whose writes are looked for). Recorded, not blocked."""
 
     how: str
     command: str

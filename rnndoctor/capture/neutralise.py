@@ -68,6 +68,7 @@ _CALLBACK_TARGETS: dict[str, Callable[[Any], str | None]] = {
 _MAX_WRITES_LISTED = 10  # distinct plain-write paths named in the note; the rest are counted
 _MAX_WRITES_TRACKED = 10_000  # distinct paths remembered (memory bound); past it none is counted
 _MAX_TREE_ENTRIES = 10_000  # files compared around child commands (the walk's bound)
+_MAX_SNAPSHOTS = 50  # command starts snapshotted; later commands are recorded, their writes not
 _MAX_COMMAND_CHARS = 300
 _CHILD_EVENTS = ("os.system", "subprocess.Popen")  # PEP 578 audit events, Python 3.11
 _WRITE_EVENTS = (
@@ -556,8 +557,12 @@ def _child_command(session: CaptureSession, event: str, args: tuple) -> None:
             entry = ChildCommand(event, command, location)
             entries.append(entry)
         state = session.neutralise_state
-        state.pending_command = entry
-        state.snapshot, state.snapshot_truncated = _snapshot(state)
+        state.snapshots += 1
+        if state.snapshots <= _MAX_SNAPSHOTS:
+            state.pending_command = entry
+            state.snapshot, state.snapshot_truncated = _snapshot(state)
+        else:
+            entry.tree_truncated = True  # its writes are not looked for
         _update_note(session)
     try:
         session.save()

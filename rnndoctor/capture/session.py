@@ -110,6 +110,7 @@ class NeutraliseState:
         snapshot: path -> ``(mtime_ns, size)`` of the tree when the last child command started.
         snapshot_truncated: the tree had more entries than the bound.
         pending_command: the ``facts.ChildCommand`` whose writes are not attributed yet.
+        snapshots: child-command starts seen (the tree is snapshotted for the first 50 only).
     """
 
     skip_dirs: tuple[str, ...] = ()
@@ -121,6 +122,7 @@ class NeutraliseState:
     snapshot: dict[str, tuple[int, int]] | None = None
     snapshot_truncated: bool = False
     pending_command: Any = None
+    snapshots: int = 0
 
 
 @dataclass
