@@ -1,8 +1,9 @@
 """RD406 predict-in-loop: ``model.predict`` called on single samples, many times, in a loop.
 
 What it detects:
-    After the diagnosis window the script runs on until its next ``fit`` call
-    (``rnndoctor/capture/after_window.py``), and its model calls are counted and timed there.
+    After the diagnosis window of a ``fit`` inside a loop, the script runs on until its next
+    ``fit`` call (``rnndoctor/capture/after_window.py``), and its model calls are counted and
+    timed there.
     The rule reports a ``Model.predict`` call site that ran on a batch of one sample at least
     ``min_single_calls`` (10) times, as text-generation scripts do when they sample one token at
     a time. It gives the measured cost of one call and, timed by rnndoctor on the same sample,
