@@ -14,6 +14,9 @@ What it detects:
     Severity: ``error`` when the predict calls take at least half of an iteration
     (``error_share``: the job runs at least 2x slower than it needs to), ``warning`` below.
 
+    A single ``fit`` (in no loop) passes: the script stops after its window, and nothing after
+    it repeats with the training.
+
 Why it slows training:
     ``Model.predict`` is built for many batches: each call wraps its input in a data adapter
     and an epoch iterator, runs the callbacks' predict hooks, and gathers the outputs into numpy
@@ -65,7 +68,7 @@ import ast
 
 from rnndoctor.facts import Facts, ModelCallStats, OutsideWindowFacts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import Option, OptionValues, finding, rule
+from rnndoctor.rules import NotEvaluated, Option, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _outside as out
 
@@ -188,12 +191,16 @@ def _message(call: ModelCallStats, shares: dict, best: str | None, ow: OutsideWi
     "RD406",
     "predict-in-loop",
     "model.predict called on single samples many times in a Python loop",
-    needs=("outside_window",),
+    needs=("fit",),
     severity=Severity.WARNING,
     options=(_MIN_SINGLE_CALLS, _ERROR_SHARE),
 )
 def check(facts: Facts, options: OptionValues) -> list[Finding]:
     ow = facts.outside_window
+    if ow is None:
+        if facts.fit.fit_in_loop is None:
+            return []  # a single fit: no iteration repeats what follows it
+        raise NotEvaluated("the script did not run on after the window of its fit loop")
     findings = []
     for call in ow.calls:
         if call.method != "predict" or call.single_sample_calls < options.min_single_calls:

@@ -164,3 +164,16 @@ def test_the_new_facts_round_trip_through_json():
     back = Facts.from_dict(facts.to_dict())
     assert back.outside_window == facts.outside_window
     assert back.fit.fit_in_loop == facts.fit.fit_in_loop
+
+
+def test_rd406_passes_a_single_fit_and_is_not_evaluated_when_a_loop_did_not_run_on():
+    from rnndoctor.engine import Status
+
+    facts = _facts(with_loop=False)
+    facts.outside_window = None
+    (outcome,) = [o for o in evaluate(facts).outcomes if o.rule.id == "RD406"]
+    assert outcome.status is Status.PASSED
+    facts = _facts()
+    facts.outside_window = None
+    (outcome,) = [o for o in evaluate(facts).outcomes if o.rule.id == "RD406"]
+    assert outcome.status is Status.NOT_EVALUATED and "did not run on" in outcome.reason
