@@ -18,6 +18,7 @@ from rnndoctor.facts import Facts, Outcome, SequenceInput
 from rnndoctor.findings import Finding, Severity
 from rnndoctor.reports import charts
 from rnndoctor.reports.shares import Breakdown, breakdown_shares
+from rnndoctor.rules._outside import JOB_LEVEL_RULES
 
 if TYPE_CHECKING:
     from rnndoctor.rules import Rule
@@ -121,7 +122,8 @@ def verdict(facts: Facts, findings: Sequence[Finding], breakdown: Breakdown | No
         if first.location
         else ""
     )
-    speed = f", an estimated {first.speedup:.1f}x faster step" if first.speedup else ""
+    unit = "iteration of the fit loop" if first.rule_id in JOB_LEVEL_RULES else "step"
+    speed = f", an estimated {first.speedup:.1f}x faster {unit}" if first.speedup else ""
     return f"Main issue: {first.rule_id} {first.name}{where}{speed}." + measured
 
 

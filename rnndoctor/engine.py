@@ -30,6 +30,7 @@ from rnndoctor.rules import (
     all_rules,
     resolve_rule_options,
 )
+from rnndoctor.rules import _outside as outside_facts
 
 
 class Status(enum.StrEnum):
@@ -70,6 +71,12 @@ class Forecast:
 
     ``now_s`` = median step time x steps per epoch x epochs. It counts training steps only:
     validation, epoch-end callbacks and start-up are not measured and not included.
+
+    A ``fit`` inside a loop (``FitConfig.fit_in_loop``) and what the script runs after it
+    (``Facts.outside_window``) extend it to the whole loop: ``training_s`` (one call's training
+    steps) and ``outside_s`` (what runs per call until the next one, measured or extrapolated),
+    times ``fit_calls`` (the loop's calls; one where the count is not in the source); ``covers``
+    says which parts were measured.
     ``after_s`` divides it by the largest single estimated speedup among the findings (gains of
     different findings are not assumed to compound); None with ``after_not_estimated`` saying
     why when no finding carries an estimate.
@@ -82,6 +89,11 @@ class Forecast:
     after_s: float | None = None
     after_model: str | None = None
     after_not_estimated: str | None = None
+    # the fit loop (issue 12): see _cover_loop
+    fit_calls: int | None = None
+    training_s: float | None = None
+    outside_s: float | None = None
+    covers: str | None = None
 
 
 @dataclass
@@ -120,10 +132,11 @@ class Report:
             return None
         now_s = steps.median_step_time_ms / 1000.0 * per_epoch * fit.epochs
         forecast = Forecast(steps.median_step_time_ms, int(per_epoch), int(fit.epochs), now_s)
+        _cover_loop(forecast, self.facts)
         gains = [f for f in self.findings if f.speedup and f.speedup > 1]
         if gains:
-            best = max(gains, key=lambda f: f.speedup or 0)
-            forecast.after_s = now_s / (best.speedup or 1)
+            best = min(gains, key=lambda f: _after(forecast, f))
+            forecast.after_s = _after(forecast, best)
             forecast.after_model = f"{best.rule_id}: {best.gain}"
         else:
             forecast.after_not_estimated = "no finding in this run carries a measured gain" + (
@@ -146,6 +159,45 @@ class Report:
             "findings": [f.to_dict() for f in self.findings],
             "rules": [o.to_dict() for o in self.outcomes],
         }
+
+
+def _cover_loop(forecast: Forecast, facts: Facts) -> None:
+    """Extends the forecast of one ``fit`` call to the loop around it and what runs between
+    the calls (``rules/_outside.py``); nothing when the fit is in no loop and nothing was
+    measured after it."""
+    calls = outside_facts.fit_calls(facts)
+    outside = outside_facts.outside_per_call(facts)
+    if calls == 1 and outside is None:
+        return
+    training = forecast.now_s
+    forecast.training_s = training
+    forecast.outside_s = outside.seconds if outside is not None else None
+    forecast.fit_calls = calls
+    per_call = training + (forecast.outside_s or 0.0)
+    forecast.now_s = per_call * (calls or 1)
+    loop = facts.fit.fit_in_loop if facts.fit else None
+    parts = [f"training: measured steps x {forecast.steps_per_epoch} x {forecast.epochs} epochs"]
+    if loop is not None:
+        line = loop.loops[-1].line if loop.loops else "?"
+        parts.append(
+            f"x {calls} fit calls (the loop at line {line})"
+            if calls
+            else f"the loop at line {line} has no count in the source: one fit call shown"
+        )
+    parts.append(
+        f"outside fit: {outside.how}" if outside is not None else "outside fit: not measured"
+    )
+    forecast.covers = "; ".join(parts)
+
+
+def _after(forecast: Forecast, found: Finding) -> float:
+    """The job time with one finding fixed: a step speedup shortens the training part only; a
+    job-level one (``_outside.JOB_LEVEL_RULES``) the whole."""
+    speedup = found.speedup or 1.0
+    if forecast.training_s is None or found.rule_id in outside_facts.JOB_LEVEL_RULES:
+        return forecast.now_s / speedup
+    calls = forecast.fit_calls or 1
+    return forecast.now_s - forecast.training_s * calls * (1.0 - 1.0 / speedup)
 
 
 def _missing(facts: Facts, needs: Iterable[str]) -> str | None:

@@ -84,6 +84,7 @@ class Phase(enum.StrEnum):
     BATCH_PROBE = "batch-size probe"
     SPE_PROBE = "steps_per_execution probe"
     PROFILE = "profile conversion (xprof)"
+    AFTER_WINDOW = "after the window: the script runs on until its next fit call"
     DONE = "done"
 
 
@@ -168,6 +169,27 @@ class Neutralised:
 
 
 @dataclass
+class ChildCommand:
+    """A command the user's script ran in a child process (since 1.2, optional): ``how``
+    (``os.system`` or ``subprocess.Popen``, which ``subprocess.run`` / ``call`` /
+    ``check_call`` / ``check_output`` go through), ``command`` (its command line, as text, cut
+    at 300 characters), the user's line, ``calls`` (how many times that line ran it), and what it
+    wrote under the user's tree (the script's folder and the working directory): ``wrote``, the
+    paths created or changed between its start and the next command's start (or the check's
+    end), less those the script's own Python code wrote; ``wrote_more``: paths past the first
+    ten; ``tree_truncated``: the tree had more entries than were compared, or the command
+    started after the first 50 (whose writes are looked for). Recorded, not blocked."""
+
+    how: str
+    command: str
+    location: SourceLocation | None = None
+    calls: int = 1
+    wrote: list[str] = field(default_factory=list)
+    wrote_more: int = 0
+    tree_truncated: bool = False
+
+
+@dataclass
 class CutShort:
     """A capture phase that ran out of its time budget (or failed) and was cut short.
     ``budget_s`` is the phase's own budget in seconds; ``reason`` says what was left undone."""
@@ -207,6 +229,7 @@ class RunInfo:
     script_dir_in_source_root: str | None = None
     neutralised: list[Neutralised] = field(default_factory=list)
     cut_short: list[CutShort] = field(default_factory=list)
+    child_commands: list[ChildCommand] = field(default_factory=list)
 
     def enter_phase(self, name: str, elapsed_s: float) -> None:
         """Sets the current ``phase`` and records when it started (``phases``)."""
@@ -379,6 +402,29 @@ class ModelFacts:
 
 
 @dataclass
+class CodeLoop:
+    """A Python loop of the user's file around a call (since 1.2, optional): ``line`` (the
+    ``for`` / ``while`` line), ``kind`` (``for`` or ``while``), ``iterations`` (known from the
+    source: ``range(N)`` with literal bounds or a name assigned a literal once, a literal
+    list or tuple; None otherwise) and ``iterations_source`` (how it was read)."""
+
+    line: int
+    kind: str = "for"
+    iterations: int | None = None
+    iterations_source: str | None = None
+
+
+@dataclass
+class FitLoop:
+    """The first ``fit`` call sits inside Python loops of the user's file (since 1.2,
+    optional): ``loops`` from the outermost to the innermost; ``calls``: the ``fit`` calls the
+    loops make, the product of their iterations (None when one of them is unknown)."""
+
+    loops: list[CodeLoop] = field(default_factory=list)
+    calls: int | None = None
+
+
+@dataclass
 class FitConfig:
     """The first ``Model.fit`` call, and the compile settings in force then.
 
@@ -391,6 +437,8 @@ class FitConfig:
     ``batch_size_location`` / ``x_location`` are the last assignment (in the scope of the ``fit``
     line) to the name ``fit`` received as ``batch_size`` / ``x`` (``batch_size=batch_size``),
     with the whole statement as ``call_source``; None when the argument is not a plain name.
+    ``fit_in_loop`` (since 1.2, optional): the ``fit`` call is inside Python loops of the user's
+    file (read from the source), or None.
     """
 
     data_kind: str
@@ -409,6 +457,7 @@ class FitConfig:
     compile_location: SourceLocation | None = None
     batch_size_location: SourceLocation | None = None
     x_location: SourceLocation | None = None
+    fit_in_loop: FitLoop | None = None
 
 
 @dataclass
@@ -813,6 +862,11 @@ class SequenceInput:
     ``pad_sequences``, ``padded_batch`` or ``bucket_by_sequence_length``; ``padding_argument``:
     its ``padding=`` value, ``pre`` when left to pad_sequences' default), where rnndoctor saw it;
     ``target_padding_location``: the call that padded the per-step targets.
+
+    Since 1.2 also (optional, ``length_source="pad_value"`` only): ``pad_value``: the step that
+    pads, as text (``"-1"``, ``"0"``, ``"one-hot vector of index 3"``, ``"vector of 0.0"``);
+    ``mask_value`` is then that value where the step is one id or a vector of one value;
+    ``pad_index`` / ``pad_depth``: the hot index and the width of a one-hot pad vector.
     """
 
     input: str
@@ -844,6 +898,9 @@ class SequenceInput:
     padding_function: str | None = None
     padding_argument: str | None = None
     target_padding_location: SourceLocation | None = None
+    pad_value: str | None = None
+    pad_index: int | None = None
+    pad_depth: int | None = None
 
 
 @dataclass
@@ -855,6 +912,52 @@ class SequenceFacts:
     method: str | None = None
     inputs: list[SequenceInput] = field(default_factory=list)
     not_measured: str | None = None
+
+
+@dataclass
+class ModelCallStats:
+    """One kind of model call the script made after the diagnosis window (since 1.2,
+    optional): ``method`` (``predict``, ``evaluate``, ``predict_on_batch``, ``__call__``),
+    ``calls``, ``total_s`` / ``median_ms`` (wall time per call), ``single_sample_calls`` (calls on
+    a batch of one sample), ``batch_sizes`` (the distinct sizes seen, up to ten), ``location``
+    (the user's line of the first call), ``loops`` (the user's loops around that line that do not
+    hold the ``fit`` call) and ``calls_per_iteration`` (the calls those loops make per iteration
+    of the fit loop, their iterations multiplied; None when one is unknown)."""
+
+    method: str
+    calls: int = 0
+    total_s: float = 0.0
+    median_ms: float | None = None
+    single_sample_calls: int = 0
+    batch_sizes: list[int] = field(default_factory=list)
+    location: SourceLocation | None = None
+    loops: list[CodeLoop] = field(default_factory=list)
+    calls_per_iteration: int | None = None
+
+
+@dataclass
+class OutsideWindowFacts:
+    """What the script did after the diagnosis window (since 1.2, optional).
+
+    After the window of a ``fit`` inside a loop (``FitConfig.fit_in_loop``; after a single
+    ``fit`` the script stops at once) the script runs on, with the neutralisation still on, until
+    its next ``fit`` call, its end, its first write to a file or the ``after the window`` budget
+    (``ended``: ``next fit call``, ``script end``, ``a write``, ``budget``, ``error``), and then
+    stops as before. ``seconds``: the wall time it ran; ``budget_s``; ``calls``: the model calls
+    it made (:class:`ModelCallStats`); ``python_s``: the time outside those calls (plain Python,
+    data preparation, printing). ``per_call_ms``: one call on the same single sample as a
+    ``predict`` call, timed by rnndoctor: ``predict``, ``model(x, training=False)``,
+    ``predict_on_batch`` (the best of three calls each; not measured for a stateful RNN, whose
+    states a call would change). ``detail``: what stopped it, in words.
+    """
+
+    ended: str
+    seconds: float = 0.0
+    budget_s: float | None = None
+    calls: list[ModelCallStats] = field(default_factory=list)
+    python_s: float | None = None
+    per_call_ms: dict[str, float] = field(default_factory=dict)
+    detail: str | None = None
 
 
 @dataclass
@@ -873,6 +976,7 @@ class Facts:
     probes: ProbeFacts | None = None
     loop: CustomLoopFacts | None = None
     sequences: SequenceFacts | None = None
+    outside_window: OutsideWindowFacts | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Returns the JSON-serialisable dict (dataclasses recursively converted)."""

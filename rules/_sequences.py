@@ -39,7 +39,7 @@ LENGTH_SOURCES = {
     "masking": "Masking(mask_value={value}): steps equal to it are padding",
     "ragged": "RaggedTensor row lengths",
     "mask": "the mask the layer receives",
-    "pad_value": "no mask: runs of the pad value {value} at one end of each row",
+    "pad_value": "no mask: runs of the pad step {value} at one end of each row",
     "none": "no mask and no pad value: every step counts",
 }
 
@@ -152,7 +152,8 @@ def padding_location(facts: Facts, record: SequenceInput) -> tuple[Location | No
 
 def length_source_text(record: SequenceInput) -> str:
     text = LENGTH_SOURCES.get(record.length_source, record.length_source)
-    return text.format(value=record.mask_value)
+    value = record.pad_value if record.pad_value is not None else record.mask_value
+    return text.format(value=value)
 
 
 def common_evidence(record: SequenceInput) -> list[Evidence]:
@@ -203,8 +204,36 @@ def data_names(facts: Facts) -> tuple[str, str]:
     return names[0], names[1]
 
 
+def pad_step_code(record: SequenceInput, module: str = "tf") -> str:
+    """The pad step as code: the value (``-1``, ``0.0``), or the one-hot vector
+    (``tf.one_hot(3, 40)`` / ``np.eye(40)[3]``)."""
+    if record.pad_index is not None and record.pad_depth is not None:
+        if module == "np":
+            return f"np.eye({record.pad_depth}, dtype='float32')[{record.pad_index}]"
+        return f"tf.one_hot({record.pad_index}, {record.pad_depth})"
+    return repr(record.mask_value if record.mask_value is not None else 0)
+
+
 def valid_steps_expr(record: SequenceInput, var: str) -> tuple[str, str]:
-    """A TF expression for the valid steps of one unbatched sequence ``var``, and its comment."""
+    """A TF expression for the valid steps of one unbatched sequence ``var``, and its comment.
+
+    Without a mask (``length_source="pad_value"``) only the run of the pad step at the padded end
+    is padding: the same step inside a sequence (a space between words) is data, so the valid
+    steps are those before (right padding) or after (left padding) the last / first real one.
+    """
+    if record.length_source == "pad_value" and record.pad_value is not None:
+        pad = pad_step_code(record)
+        rank3 = record.input_rank is not None and record.input_rank >= 3
+        real = (
+            f"tf.reduce_any(tf.not_equal({var}, {pad}), axis=-1)"
+            if rank3
+            else f"tf.not_equal({var}, {pad})"
+        )
+        reverse = ", reverse=True" if record.pad_side != "left" else ""
+        return (
+            f"tf.cumsum(tf.cast({real}, tf.int32){reverse}) > 0",
+            f"the run of the pad step ({record.pad_value}) at the end is padding",
+        )
     value = record.mask_value if record.mask_value is not None else 0
     if record.input_rank is not None and record.input_rank >= 3:
         return (
@@ -256,3 +285,38 @@ def require_sampled(facts: Facts) -> None:
     if facts.model is not None and not facts.model.rnn_layers:
         return
     raise NotEvaluated(f"sequences were not sampled: {sequences.not_measured}")
+
+
+def mask_advice(record: SequenceInput) -> tuple[str, list[str]]:
+    """For an unmasked input with padding: a sentence and the code of a mask that the installed
+    Keras 3 keeps on the cuDNN fast path (``keras/src/backend/tensorflow/rnn.py``: a mask must
+    be right-padded): ``Embedding(mask_zero=True)`` with pad id 0 (another pad id is remapped to
+    0 first), or ``Masking(mask_value=...)`` on features, with the padding at the end."""
+    rank3 = record.input_rank is not None and record.input_rank >= 3
+    pad = record.pad_value if record.pad_value is not None else repr(record.mask_value)
+    left = record.pad_side == "left"
+    end = " and pad at the end instead of the start (cuDNN takes right-padded masks only)"
+    code: list[str] = []
+    if not rank3:
+        if record.mask_value in (0, None):
+            sentence = "Add mask_zero=True to the Embedding (id 0 pads)"
+        else:
+            sentence = f"Remap the pad id {pad} to 0 and add mask_zero=True to the Embedding"
+            code.append(f"x = np.where(x == {pad}, 0, x + 1)  # pad id -> 0, real ids shift by 1")
+        code.append("layers.Embedding(vocab_size + 1, dim, mask_zero=True)")
+    elif record.pad_index is None and record.mask_value is not None:
+        sentence = f"Put keras.layers.Masking(mask_value={record.mask_value!r}) before the RNN"
+        code.append(f"layers.Masking(mask_value={record.mask_value!r})  # first layer")
+    else:
+        sentence = (
+            f"Pad with zero vectors instead of the {pad} and put "
+            "keras.layers.Masking(mask_value=0.0) before the RNN"
+        )
+        axis = "" if left else ".flip(axis=1)"
+        run = f"np.logical_and.accumulate((x == PAD).all(axis=-1){axis}, axis=1){axis}"
+        code += [
+            f"PAD = {pad_step_code(record, 'np')}",
+            f"x[{run}] = 0.0  # only the run at the padded end, not the same step inside",
+            "layers.Masking(mask_value=0.0)  # first layer",
+        ]
+    return sentence + (end if left else ""), code

@@ -24,14 +24,20 @@ Why it slows training:
 Evidence:
     ``sequences.inputs[].padded_fraction``, ``length_values`` / ``length_counts``,
     ``padded_lengths`` / ``batch_sizes``, ``quantiles``, ``padding_location``,
-    ``targets_per_step``, ``input_rank``; ``fit.location`` (the data's names).
+    ``targets_per_step``, ``input_rank``, ``mask_used`` / ``pad_value`` / ``pad_index``;
+    ``fit.location`` (the data's names).
 
 Example:
     Text lines of 4 to 80 characters, all padded to ``maxlen=80`` with ``pad_sequences``.
 
 Use instead:
     ``tf.data.Dataset.from_tensor_slices((x, y)).map(unpad).bucket_by_sequence_length(length,
-    BOUNDARIES, BATCH_SIZES)`` with the boundaries the finding gives.
+    BOUNDARIES, BATCH_SIZES)`` with the boundaries the finding gives. Without a mask (the pad
+    step found in the data, ``pad_value``: a zero, ``-1``, another pad id, a one-hot vector),
+    also a mask that keeps the cuDNN fast path of the installed Keras: ``Embedding(...,
+    mask_zero=True)`` with the pad id remapped to 0 where it is not 0, or
+    ``keras.layers.Masking(mask_value=...)`` (a pad vector that is not constant is zeroed first),
+    with the padding at the end.
 
 Fix safety:
     unsafe: batches then hold sequences of similar lengths and come in another order, which can
@@ -50,6 +56,9 @@ Options:
 References:
     tf.data.Dataset.bucket_by_sequence_length (tensorflow/python/data/ops/dataset_ops.py, TF 2.21);
     keras/src/utils/sequence_utils.py: pad_sequences (pads every row to one length);
+    keras/src/layers/core/masking.py: Masking (a step is masked when every feature equals
+    mask_value); keras/src/layers/core/embedding.py: Embedding(mask_zero=True);
+    keras/src/backend/tensorflow/rnn.py: _assert_valid_mask (cuDNN takes right-padded masks);
     the TF guide "Better performance with the tf.data API"; Khomenko et al. (2016), "Accelerating
     recurrent neural network training using sequence bucketing and multi-GPU data
     parallelization".
@@ -126,9 +135,33 @@ def bucket_code(
         "# dataset, so pass validation_data (built the same way from held-out arrays).",
         "# The model's Input must take any length: keras.Input(shape=(None, ...)).",
     ]
+    if not record.mask_used:
+        advice, lines = sq.mask_advice(record)
+        body += ["", f"# no mask is used: {advice[0].lower()}{advice[1:]}", *lines]
     rewritable = kind in (None, "numpy") and record.input_rank in (2, 3)
     safety = FixSafety.UNSAFE if rewritable else FixSafety.DISPLAY_ONLY
     return "\n".join(head + body), safety
+
+
+def _no_mask_sentence(record: SequenceInput) -> str:
+    """Only where there is padding and no mask: the model computes on it; the mask to add."""
+    if record.mask_used or not record.padded_fraction:
+        return ""
+    advice, _ = sq.mask_advice(record)
+    return (
+        " No mask is used, so the model also computes on the padding and sees it as data. "
+        f"{advice}, then bucket as below."
+    )
+
+
+def _pad_evidence(record: SequenceInput) -> list[Evidence]:
+    if record.pad_value is None:
+        return []
+    end = "start" if record.pad_side == "left" else "end"
+    return [
+        Evidence("pad step (no mask)", f"{record.pad_value}, at the {end}",
+                 source="sampled batches: runs of one step at one end"),
+    ]  # fmt: skip
 
 
 @rule(
@@ -151,11 +184,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         code, safety = bucket_code(facts, record, result)
         location, where = sq.padding_location(facts, record)
         layers = sq.fed_layers(facts, record)
-        no_mask = (
-            " No mask is used, so the model also computes on the padding and sees it as data."
-            if not record.mask_used
-            else ""
-        )
+        no_mask = _no_mask_sentence(record)
         message = (
             f"{result.padded_fraction_now:.1%} of the timesteps computed for input "
             f"'{record.input}' are padding (median padded length "
@@ -187,6 +216,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                      source="sampled batches"),
             where,
         ]  # fmt: skip
+        evidence += _pad_evidence(record)
         findings.append(
             finding(
                 severity=Severity.ERROR

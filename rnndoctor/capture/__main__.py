@@ -290,7 +290,7 @@ def _install_hooks(session: CaptureSession, script: str) -> None:
 
 def _run_script(session: CaptureSession, script: str) -> None:
     """Runs the user's script as ``python SCRIPT`` would, and records how it ended."""
-    from rnndoctor.capture import loop
+    from rnndoctor.capture import after_window, loop
     from rnndoctor.capture.session import StopScript
 
     facts = session.facts
@@ -299,31 +299,12 @@ def _run_script(session: CaptureSession, script: str) -> None:
         runpy.run_path(script, run_name="__main__")
     except StopScript:
         sys.settrace(None)
-    except BackendSwitch as exc:
-        if not session.window_finished:
-            run.outcome = Outcome.CAPTURE_ERROR
-            run.error_type = "KerasBackend"
-            run.message = (
-                f"the script sets KERAS_BACKEND={exc.args[0]!r}, but rnndoctor diagnoses the "
-                "TensorFlow backend only (Keras was already imported with it): check the script "
-                "with KERAS_BACKEND=tensorflow"
-            )
-            run.error_location = _error_location(exc)
-    except SystemExit as exc:
-        loop.finish_pending(session)  # a custom loop that ended before its window was done
-        if not session.window_finished:
-            run.outcome = Outcome.SCRIPT_ERROR if session.fit_called else Outcome.NO_FIT
-            run.error_type = "SystemExit"
-            run.message = _exit_message(exc, session.fit_called)
-            run.error_location = _error_location(exc)
-    except BaseException as exc:  # the user's script failed: report it, never crash
-        if not session.window_finished:
-            run.outcome = Outcome.SCRIPT_ERROR
-            run.error_type = type(exc).__name__
-            run.message = _error_message(exc)
-            run.error_location = _error_location(exc)
-            traceback.print_exc()
+        after_window.stop(session, "stopped")
+    except BaseException as exc:
+        after_window.stop(session, "error", f"{type(exc).__name__}: {exc}"[:300])
+        _script_failed(session, exc)
     else:
+        after_window.stop(session, "script end")
         loop.finish_pending(session)  # a custom loop that ended before its window was done
         if not session.fit_called and not session.window_finished:
             run.outcome = Outcome.NO_FIT
@@ -331,6 +312,35 @@ def _run_script(session: CaptureSession, script: str) -> None:
                 "the script ended without calling Model.fit or applying gradients with a Keras "
                 "optimizer"
             )
+
+
+def _script_failed(session: CaptureSession, exc: BaseException) -> None:
+    """Records how the script's exception ended it (nothing once the window has finished)."""
+    from rnndoctor.capture import loop
+
+    run = session.facts.run
+    if isinstance(exc, SystemExit):
+        loop.finish_pending(session)  # a custom loop that ended before its window was done
+    if session.window_finished:
+        return
+    if isinstance(exc, BackendSwitch):
+        run.outcome = Outcome.CAPTURE_ERROR
+        run.error_type = "KerasBackend"
+        run.message = (
+            f"the script sets KERAS_BACKEND={exc.args[0]!r}, but rnndoctor diagnoses the "
+            "TensorFlow backend only (Keras was already imported with it): check the script "
+            "with KERAS_BACKEND=tensorflow"
+        )
+    elif isinstance(exc, SystemExit):
+        run.outcome = Outcome.SCRIPT_ERROR if session.fit_called else Outcome.NO_FIT
+        run.error_type = "SystemExit"
+        run.message = _exit_message(exc, session.fit_called)
+    else:  # the user's script failed: report it, never crash
+        run.outcome = Outcome.SCRIPT_ERROR
+        run.error_type = type(exc).__name__
+        run.message = _error_message(exc)
+        traceback.print_exception(exc)
+    run.error_location = _error_location(exc)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -372,6 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     _watch_os_exit(session)
     session.set_phase(Phase.RUNNING_SCRIPT)
     _run_script(session, script)
+    from rnndoctor.capture import neutralise
+
+    neutralise.attribute_child_writes(session, save=False)
     facts.run.wall_time_s = round(time.monotonic() - started, 3)
     facts.save(facts_path)
     return 0

@@ -29,6 +29,8 @@ SHARES: dict[str, float] = {
     "steps_per_execution probe": 0.06,
     "fast-path probe": 0.08,
     "profile conversion": 0.08,
+    # the script's run-on after the window, until its next fit call (capture/after_window.py)
+    "after the window": 0.15,
 }
 MIN_PHASE_S = 2.0  # a phase never gets less than this (while the overall deadline allows)
 RESERVE_S = 3.0  # kept back before the overall deadline for saving the facts

@@ -25,6 +25,16 @@ not blocked, since a script may need them to run, but an audit hook (``sys.addau
 578) records those made by the user's code outside ``--out`` (but not the files and folders that
 ``tempfile`` creates), and a note lists them, so the report says what the check may have
 changed.
+
+Commands the script runs in child processes (``os.system``, ``subprocess.Popen``, which
+``subprocess.run`` / ``call`` / ``check_call`` / ``check_output`` go through: the audit events
+``os.system`` and ``subprocess.Popen``) are recorded too, never blocked, in
+``facts.run.child_commands`` with their command line and the user's line. A child's writes raise
+no audit event in this process, so the user's tree (the script's folder and the working
+directory, at most ``_MAX_TREE_ENTRIES`` entries, ``--out`` left out) is snapshotted (mtime and
+size) when each command starts; what is new or changed at the next command's start, at the
+``fit`` call or at the script's end (:func:`attribute_child_writes`), less what the script's
+Python code wrote itself, is credited to the command. The same note lists them.
 """
 
 from __future__ import annotations
@@ -37,9 +47,9 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rnndoctor.capture import sites
+from rnndoctor.capture import after_window, sites
 from rnndoctor.capture.session import NeutraliseState
-from rnndoctor.facts import Neutralised, SourceLocation
+from rnndoctor.facts import ChildCommand, Neutralised, SourceLocation
 
 if TYPE_CHECKING:
     from rnndoctor.capture.session import CaptureSession
@@ -57,6 +67,10 @@ _CALLBACK_TARGETS: dict[str, Callable[[Any], str | None]] = {
 }
 _MAX_WRITES_LISTED = 10  # distinct plain-write paths named in the note; the rest are counted
 _MAX_WRITES_TRACKED = 10_000  # distinct paths remembered (memory bound); past it none is counted
+_MAX_TREE_ENTRIES = 10_000  # files compared around child commands (the walk's bound)
+_MAX_SNAPSHOTS = 50  # command starts snapshotted; later commands are recorded, their writes not
+_MAX_COMMAND_CHARS = 300
+_CHILD_EVENTS = ("os.system", "subprocess.Popen")  # PEP 578 audit events, Python 3.11
 _WRITE_EVENTS = (
     "os.mkdir",
     "os.remove",
@@ -87,14 +101,17 @@ class _Hooks:
 
     def audit(self, event: str, args: tuple) -> None:
         """PEP 578 audit hook: records plain file writes by the user's code (never blocks)."""
-        if event != "open" and event not in _WRITE_EVENTS:
+        if event != "open" and event not in _WRITE_EVENTS and event not in _CHILD_EVENTS:
             return
         session = self.session
         if session is None or getattr(_guard, "busy", False):
             return
         _guard.busy = True
         try:
-            _audit(session, event, args)
+            if event in _CHILD_EVENTS:
+                _child_command(session, event, args)
+            else:
+                _audit(session, event, args)
         except Exception:  # an audit hook must never break the user's script
             pass
         finally:
@@ -130,7 +147,12 @@ def install(session: CaptureSession) -> None:
         _install_tensorflow(hooks)
         sys.addaudithook(hooks.audit)
         setattr(keras.Model, _HOOKS_ATTR, hooks)
-    session.neutralise_state = NeutraliseState(skip_dirs=_skip_dirs(session.facts_path))
+    state = NeutraliseState(skip_dirs=_skip_dirs(session.facts_path))
+    script = getattr(getattr(session.facts, "run", None), "script", None)
+    roots = [os.path.dirname(os.path.abspath(script))] if script else []
+    roots.append(os.getcwd())
+    state.tree_roots = tuple(dict.fromkeys(os.path.realpath(r) for r in roots))
+    session.neutralise_state = state
     hooks.session = session
 
 
@@ -262,6 +284,8 @@ def _noop(
             path = pick(args, kwargs)
         except Exception:
             path = None
+        if hooks.session is not None:
+            after_window.stop_before_write(hooks.session, what)
         hooks.record(what, _where(path), sites.user_frame_location(skip=1))
         return result(path) if result is not None else None
 
@@ -349,6 +373,8 @@ def _install_tensorflow(hooks: _Hooks) -> None:
 
     @functools.wraps(original_writer)
     def create_file_writer(logdir, *args, **kwargs):
+        if hooks.session is not None:
+            after_window.stop_before_write(hooks.session, "tf.summary.create_file_writer")
         hooks.record(
             "tf.summary.create_file_writer", _where(logdir), sites.user_frame_location(skip=1)
         )
@@ -422,7 +448,7 @@ def _note_write(session: CaptureSession, path: Any, how: str) -> None:
         return
     state = session.neutralise_state
     full = os.path.realpath(os.path.abspath(os.fsdecode(os.fspath(path))))
-    if (full + os.sep).startswith(state.skip_dirs) or full in state.writes:
+    if (full + os.sep).startswith(state.skip_dirs):
         return
     caller = sys._getframe(3)  # the Python code that opened, made or removed the path
     if caller.f_code.co_filename == tempfile.__file__:
@@ -430,25 +456,177 @@ def _note_write(session: CaptureSession, path: Any, how: str) -> None:
     location = _writer_location(caller)
     if location is None:
         return
+    after_window.stop_before_write(session, f"{how} {full}")
+    if full in state.writes:
+        return
     with _lock:
+        if len(state.python_writes) < _MAX_WRITES_TRACKED:
+            state.python_writes.add(full)
         if len(state.writes) >= _MAX_WRITES_LISTED:
             if state.writes_more >= _MAX_WRITES_TRACKED:
                 return
             state.writes_more += 1
         state.writes[full] = (how, location)
-        listed = [
-            f"{p} ({h} at {loc.file}:{loc.line})"
-            for p, (h, loc) in list(state.writes.items())[:_MAX_WRITES_LISTED]
-        ]
-        more = f"; and {state.writes_more} more" if state.writes_more else ""
-        text = (
+        _update_note(session)
+
+
+def _update_note(session: CaptureSession) -> None:
+    """Writes (or rewrites) the one note that lists the plain writes and the child commands."""
+    state = session.neutralise_state
+    listed = [
+        f"{p} ({h} at {loc.file}:{loc.line})"
+        for p, (h, loc) in list(state.writes.items())[:_MAX_WRITES_LISTED]
+    ]
+    more = f"; and {state.writes_more} more" if state.writes_more else ""
+    parts = []
+    if listed:
+        parts.append(
             "the script wrote outside --out during the check (plain file writes are recorded, "
             f"not blocked; rnndoctor turns off only Keras/TensorFlow saving): {'; '.join(listed)}"
             f"{more}"
         )
-        notes = session.facts.run.notes
-        if state.writes_note is not None and state.writes_note < len(notes):
-            notes[state.writes_note] = text
+    commands = [_command_text(c) for c in session.facts.run.child_commands]
+    if commands:
+        parts.append(
+            "the script ran commands in child processes (recorded, not blocked): "
+            + "; ".join(commands)
+        )
+    if not parts:
+        return
+    text = ". ".join(parts)
+    notes = session.facts.run.notes
+    if state.writes_note is not None and state.writes_note < len(notes):
+        notes[state.writes_note] = text
+    else:
+        state.writes_note = len(notes)
+        notes.append(text)
+
+
+def _command_text(command: ChildCommand) -> str:
+    where = f" at {command.location.file}:{command.location.line}" if command.location else ""
+    calls = f" ({command.calls} calls)" if command.calls > 1 else ""
+    wrote = ", ".join(command.wrote)
+    if command.wrote_more:
+        wrote += f" and {command.wrote_more} more"
+    what = f", which wrote {wrote}" if wrote else ""
+    return f"{command.how} {command.command!r}{where}{calls}{what}"
+
+
+# -- child processes -------------------------------------------------------------------------
+def _command_line(event: str, args: tuple) -> str:
+    """The command line of an ``os.system`` (``(command,)``) or ``subprocess.Popen``
+    (``(executable, args, cwd, env)``) audit event, as text."""
+    if event == "os.system":
+        value = args[0] if args else ""
+        text = os.fsdecode(value) if isinstance(value, (bytes, os.PathLike)) else str(value)
+    else:
+        executable, argv = (tuple(args) + (None, None))[:2]
+        if isinstance(argv, (str, bytes, os.PathLike)):
+            text = os.fsdecode(argv)
+        elif argv is not None:
+            import shlex
+
+            text = shlex.join(os.fsdecode(a) if not isinstance(a, str) else a for a in argv)
         else:
-            state.writes_note = len(notes)
-            notes.append(text)
+            text = os.fsdecode(executable) if executable is not None else ""
+    return text[:_MAX_COMMAND_CHARS]
+
+
+def _child_command(session: CaptureSession, event: str, args: tuple) -> None:
+    """An ``os.system`` / ``subprocess.Popen`` from the user's code: recorded, its writes to be
+    attributed when the next one starts (or at :func:`attribute_child_writes`)."""
+    location = _writer_location(sys._getframe(2))  # the code that raised the event
+    if location is None:
+        return  # rnndoctor's own commands (nvidia-smi, say), or a library's with no user frame
+    command = _command_line(event, args)
+    after_window.stop_before_write(session, f"{event} {command!r}")
+    attribute_child_writes(session, save=False)
+    with _lock:
+        entries = session.facts.run.child_commands
+        entry = next(
+            (
+                c
+                for c in entries
+                if (c.how, c.command) == (event, command) and _same_place(c.location, location)
+            ),
+            None,
+        )
+        if entry is not None:
+            entry.calls += 1
+        else:
+            entry = ChildCommand(event, command, location)
+            entries.append(entry)
+        state = session.neutralise_state
+        state.snapshots += 1
+        if state.snapshots <= _MAX_SNAPSHOTS:
+            state.pending_command = entry
+            state.snapshot, state.snapshot_truncated = _snapshot(state)
+        else:
+            entry.tree_truncated = True  # its writes are not looked for
+        _update_note(session)
+    try:
+        session.save()
+    except Exception:
+        pass
+
+
+def _snapshot(state: Any) -> tuple[dict[str, tuple[int, int]], bool]:
+    """``(mtime_ns, size)`` of each file under the user's tree, at most ``_MAX_TREE_ENTRIES``,
+    ``--out`` and the other skipped folders left out; and whether the bound cut it."""
+    found: dict[str, tuple[int, int]] = {}
+    for root in state.tree_roots:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = [
+                d
+                for d in dirs
+                if d != "__pycache__"  # Python's own bytecode cache
+                and not (os.path.join(folder, d) + os.sep).startswith(state.skip_dirs)
+            ]
+            for name in files:
+                if len(found) >= _MAX_TREE_ENTRIES:
+                    return found, True
+                path = os.path.join(folder, name)
+                try:
+                    st = os.stat(path, follow_symlinks=False)
+                except OSError:
+                    continue
+                found[path] = (st.st_mtime_ns, st.st_size)
+    return found, False
+
+
+def attribute_child_writes(session: CaptureSession, save: bool = True) -> None:
+    """Credits the files created or changed since the last child command started (less the
+    script's own Python writes) to that command. Called when the next command starts, at the
+    ``fit`` call and at the script's end; a no-op when no command is pending.
+
+    Args:
+        session: the check's session.
+        save: save the facts afterwards.
+    """
+    state = session.neutralise_state
+    command = state.pending_command
+    if command is None or state.snapshot is None:
+        return
+    with _lock:
+        now, truncated = _snapshot(state)
+        changed = [
+            p
+            for p, stamp in now.items()
+            if state.snapshot.get(p) != stamp and os.path.realpath(p) not in state.python_writes
+        ]
+        for path in sorted(changed):
+            if path in command.wrote:
+                continue
+            if len(command.wrote) < _MAX_WRITES_LISTED:
+                command.wrote.append(path)
+            else:
+                command.wrote_more += 1
+        command.tree_truncated = command.tree_truncated or truncated or state.snapshot_truncated
+        state.snapshot, state.snapshot_truncated = now, truncated
+        state.pending_command = None
+        _update_note(session)
+    if save:
+        try:
+            session.save()
+        except Exception:
+            pass

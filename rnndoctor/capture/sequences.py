@@ -20,9 +20,11 @@ How the valid lengths are found:
 - **Ragged inputs**: row lengths of a ``tf.RaggedTensor`` that reaches an RNN. Keras 3 rejects
   those at trace time (``RNN.call`` indexes ``sequences[:, 0, :]``), so ``install`` also
   records, during the user's own ``fit``, every RNN that receives one.
-- **No mask**: when an RNN receives none but the model input feeding it carries runs of the pad
-  value 0 at one end, the padding is still measured (``length_source="pad_value"``,
-  ``mask_used=False``).
+- **No mask**: when an RNN receives none but the model input feeding it carries runs of one
+  repeated pad step at one end of its rows (an id such as 0, ``-1`` or a tokenizer's pad id, or a
+  whole feature vector such as the one-hot vector of a space), the padding is still measured
+  (``length_source="pad_value"``, ``mask_used=False``, ``pad_value`` says which step pads). The
+  pad step is decided from the data: :func:`detect_padding` states the criterion.
 
 ``install`` also remembers where the user's code pads: ``keras.utils.pad_sequences`` (every
 ``keras`` module that exports it) with its ``padding`` argument, and
@@ -38,6 +40,7 @@ import os
 import sys
 import time
 import weakref
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -61,12 +64,12 @@ if TYPE_CHECKING:
 _MAX_LENGTHS = 4096  # per-sequence lengths kept in the facts (the exact distribution is kept too)
 _HISTOGRAM_BINS = 24  # equal-width bins of the length histogram (at most one per length)
 _QUANTILES = (("p10", 10), ("p25", 25), ("p50", 50), ("p75", 75), ("p90", 90), ("p99", 99))
-# No mask: the pad value looked for, and how clear the padding must be to be called padding. The
-# value 0 is the padding of pad_sequences (value=0.0), padded_batch (padding_values default) and
-# Embedding(mask_zero=True); the shares are rnndoctor's own choice ("clearly padded").
-_PAD_VALUE = 0
+# No mask: how clear the padding must be to be called padding (see detect_padding); the shares are
+# rnndoctor's own choice ("clearly padded").
 _PAD_ROWS_MIN_SHARE = 0.10  # at least this share of the sampled rows end (or start) with a run
 _PAD_SIDE_MIN_SHARE = 0.90  # and at least this share of the runs sit at that same end
+_PAD_RUN_LENGTHS_MIN = 2  # and (a pad step other than zero) runs of at least this many lengths
+_PAD_RUN_MEAN_MIN = 2.0  # and of at least this mean length (chance repeats of a token are shorter)
 _MATCH_ROWS = 32  # sampled rows looked up in each pad_sequences result
 _MAX_PAD_CALLS = 32  # pad call sites remembered (the latest call per site)
 
@@ -576,32 +579,161 @@ def _feeding_input(
     return matching[0] if matching else None
 
 
-def _pad_value_mask(array: Any) -> tuple[Any, str] | None:
-    """No mask: a validity mask from runs of ``_PAD_VALUE`` at one end of each row, and the side
-    (``right`` / ``left``), when the padding is clear (see the ``_PAD_*`` constants)."""
+@dataclass
+class _PadRuns:
+    """Runs of one candidate pad step (``key``: its bytes) at one end of each sampled row."""
+
+    side: str  # "right" (trailing runs) or "left" (leading runs)
+    key: bytes
+    step: Any  # the pad step as an array: a scalar (rank 2) or a feature vector (rank 3+)
+    runs: list[Any]  # per batch: the run length of each row at ``side``
+    rows: int = 0
+    padded: int = 0  # rows with a run at ``side`` and none at the other end
+    full: int = 0  # rows that are nothing but the pad step
+    lengths: int = 0  # distinct run lengths among the padded rows
+    steps: int = 0  # padded steps in the padded rows that are not wholly padding
+
+
+def _steps(array: Any) -> Any:
+    """(rows, time, features) view of a batch (rank 2 ids get one feature)."""
+    return array.reshape(array.shape[0], array.shape[1], -1)
+
+
+def _runs_of(steps: Any, step: Any) -> tuple[Any, Any]:
+    """Trailing and leading run lengths of ``step`` in each row of ``steps``."""
     import numpy as np
 
-    if array.ndim < 2 or array.dtype == object or array.shape[1] == 0:
+    pad = (steps == step[None, None, :]).all(axis=-1)
+    total = pad.shape[1]
+    trailing = np.where(pad.all(axis=1), total, np.argmin(pad[:, ::-1], axis=1))
+    leading = np.where(pad.all(axis=1), total, np.argmin(pad, axis=1))
+    return trailing, leading
+
+
+def _candidates(batches: list[Any]) -> list[tuple[str, bytes, Any]]:
+    """(side, key, step): the step that ends most rows and the one that starts most rows, and
+    the zero step, over every sampled batch."""
+    import numpy as np
+
+    found: dict[tuple[str, bytes], Any] = {}
+    for side, index in (("right", -1), ("left", 0)):
+        counts: Counter[bytes] = Counter()
+        steps_by_key: dict[bytes, Any] = {}
+        for steps in batches:
+            for row in steps[:, index]:
+                key = row.tobytes()
+                counts[key] += 1
+                steps_by_key.setdefault(key, row.copy())
+        if counts:
+            key = counts.most_common(1)[0][0]
+            found[(side, key)] = steps_by_key[key]
+        zero = np.zeros_like(batches[0][0, 0])
+        found.setdefault((side, zero.tobytes()), zero)
+    return [(side, key, step) for (side, key), step in found.items()]
+
+
+def _score(side: str, key: bytes, step: Any, batches: list[Any]) -> _PadRuns:
+    runs = _PadRuns(side, key, step, [])
+    seen_lengths: set[int] = set()
+    for steps in batches:
+        trailing, leading = _runs_of(steps, step)
+        here, there = (trailing, leading) if side == "right" else (leading, trailing)
+        runs.runs.append(here)
+        runs.rows += len(here)
+        padded = (here > 0) & (there == 0) | (here == steps.shape[1])
+        runs.padded += int(padded.sum())
+        runs.full += int((here == steps.shape[1]).sum())
+        partial = here[padded & (here < steps.shape[1])]
+        seen_lengths |= {int(n) for n in partial}
+        runs.steps += int(partial.sum())
+    runs.lengths = len(seen_lengths)
+    return runs
+
+
+def _consistent(runs: _PadRuns, other_side: int) -> bool:
+    """The criterion of :func:`detect_padding` for one candidate."""
+    if runs.rows == 0 or runs.padded < _PAD_ROWS_MIN_SHARE * runs.rows:
+        return False
+    if runs.padded < _PAD_SIDE_MIN_SHARE * (runs.padded + other_side):
+        return False
+    if not runs.step.any():
+        return True
+    partial = runs.padded - runs.full
+    long_runs = partial > 0 and runs.steps >= _PAD_RUN_MEAN_MIN * partial
+    return runs.lengths >= _PAD_RUN_LENGTHS_MIN and long_runs
+
+
+def detect_padding(arrays: list[Any]) -> tuple[list[Any], str, Any] | None:
+    """No mask: the pad step of one input, decided from its sampled batches.
+
+    Criterion. Candidates are the step (an id, or a whole feature vector) that ends the most
+    sampled rows, the one that starts the most rows, and the zero step. For each candidate and
+    its end, the run of it at that end of each row is measured. A candidate is padding when
+
+    - at least ``_PAD_ROWS_MIN_SHARE`` (10%) of the sampled rows carry such a run,
+    - at least ``_PAD_SIDE_MIN_SHARE`` (90%) of the rows with a run of it at exactly one end have
+      it at this end, and
+    - the runs have at least ``_PAD_RUN_LENGTHS_MIN`` (2) distinct lengths (sequences of varying
+      lengths padded to one length; a token that merely ends every row, such as an end-of-text
+      id, gives runs of one length), of at least ``_PAD_RUN_MEAN_MIN`` (2) steps on average
+      (a real token that happens to repeat at the end gives runs of about one step). The zero
+      step is exempt from both: 0 is the padding of ``pad_sequences``, ``padded_batch`` and
+      ``Embedding(mask_zero=True)``.
+
+    Among qualifying candidates the zero step wins, then the one with the fewest rows made only
+    of it (real data fills most rows), then the one padding the most rows.
+
+    Args:
+        arrays: the input's sampled batches, numpy arrays of rank >= 2 (rows, time, ...).
+
+    Returns:
+        (validity masks per batch, side ``right``/``left``, the pad step as an array), or None.
+    """
+    import numpy as np
+
+    if not arrays or any(a.ndim < 2 or a.dtype == object or a.shape[1] == 0 for a in arrays):
         return None
-    pad = array == _PAD_VALUE
-    if pad.ndim > 2:
-        pad = pad.reshape(pad.shape[0], pad.shape[1], -1).all(axis=-1)
-    steps = pad.shape[1]
-    # run of pad steps at the end (trailing) and at the start (leading) of each row
-    trailing = np.where(pad.all(axis=1), steps, np.argmin(pad[:, ::-1], axis=1))
-    leading = np.where(pad.all(axis=1), steps, np.argmin(pad, axis=1))
-    rows = pad.shape[0]
-    right = int(((trailing > 0) & (leading == 0)).sum())
-    left = int(((leading > 0) & (trailing == 0)).sum())
-    padded = right + left
-    if padded < _PAD_ROWS_MIN_SHARE * rows:
+    batches = [_steps(a) for a in arrays]
+    if len({b.shape[2] for b in batches}) != 1 or len({b.dtype for b in batches}) != 1:
         return None
-    position = np.arange(steps)[None, :]
-    if right >= _PAD_SIDE_MIN_SHARE * padded:
-        return position < (steps - trailing)[:, None], "right"
-    if left >= _PAD_SIDE_MIN_SHARE * padded:
-        return position >= leading[:, None], "left"
-    return None
+    scored = {(s, k): _score(s, k, step, batches) for s, k, step in _candidates(batches)}
+    qualified = []
+    for (side, key), runs in scored.items():
+        other = "left" if side == "right" else "right"
+        opposite = _score(other, key, runs.step, batches) if (other, key) not in scored else None
+        other_padded = (opposite or scored[(other, key)]).padded
+        if _consistent(runs, other_padded):
+            qualified.append(runs)
+    if not qualified:
+        return None
+    best = min(qualified, key=lambda r: (bool(r.step.any()), r.full, -r.padded))
+    masks = []
+    for steps, run in zip(batches, best.runs, strict=True):
+        position = np.arange(steps.shape[1])[None, :]
+        if best.side == "right":
+            masks.append(position < (steps.shape[1] - run)[:, None])
+        else:
+            masks.append(position >= run[:, None])
+    return masks, best.side, best.step
+
+
+def pad_value_text(step: Any, rank: int) -> str:
+    """How a pad step reads in a report: ``-1``, ``0``, ``one-hot vector of index 3``,
+    ``vector of 0.0``, or ``vector [0.5, 1.0, ...]``."""
+    import numpy as np
+
+    flat = np.asarray(step).ravel()
+    if rank <= 2 and flat.size == 1:
+        value = flat[0].item()
+        integral = isinstance(value, float) and value.is_integer()
+        return f"{value:g}" if integral else repr(value)
+    if flat.size and (flat == flat[0]).all():
+        return f"vector of {flat[0].item()!r}"
+    hot = np.flatnonzero(flat)
+    if len(hot) == 1 and flat[hot[0]] == 1:
+        return f"one-hot vector of index {int(hot[0])}"
+    shown = ", ".join(repr(v) for v in flat[:4].tolist())
+    return f"vector [{shown}{', ...' if flat.size > 4 else ''}]"
 
 
 @dataclass
@@ -729,10 +861,11 @@ def _measure_group(
         lengths_per_batch = None
     else:
         record.mask_used = False
-        detected = [_pad_value_mask(a) if isinstance(a, np.ndarray) else None for a in arrays]
-        if all(d is not None for d in detected):
-            record.length_source, record.mask_value = "pad_value", _PAD_VALUE
-            masks = [d[0] for d in detected]
+        dense = all(isinstance(a, np.ndarray) for a in arrays)
+        detected = detect_padding(arrays) if dense else None
+        if detected is not None:
+            masks, _, step = detected
+            _set_pad_value(record, step, arrays[0].ndim)
         else:
             record.length_source = "none"
             masks = [np.ones((s.rows, s.time), dtype=bool) for s in group.seen]
@@ -755,6 +888,22 @@ def _measure_group(
         )
         _locate_padding(record, array, targets[0] if record.targets_per_step else None, calls)
     return record
+
+
+def _set_pad_value(record: SequenceInput, step: Any, rank: int) -> None:
+    """``length_source="pad_value"`` with the pad step found: ``mask_value`` (a scalar, when
+    the step is one id or a vector of one value), ``pad_index`` / ``pad_depth`` (a one-hot
+    vector) and ``pad_value`` (as text)."""
+    import numpy as np
+
+    flat = np.asarray(step).ravel()
+    record.length_source = "pad_value"
+    record.pad_value = pad_value_text(step, rank)
+    if flat.size and (flat == flat[0]).all():
+        record.mask_value = flat[0].item()
+    hot = np.flatnonzero(flat)
+    if rank >= 3 and len(hot) == 1 and flat[hot[0]] == 1:
+        record.pad_index, record.pad_depth = int(hot[0]), int(flat.size)
 
 
 def _mask_stats(record: SequenceInput, masks: list[Any]) -> None:

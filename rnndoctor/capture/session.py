@@ -11,6 +11,7 @@ hook keeps for that check, typed, so that no capture module keeps check state in
 - the sequence sampling (:mod:`rnndoctor.capture.sequences`): :class:`SequenceState`;
 - the neutralisation of saving calls (:mod:`rnndoctor.capture.neutralise`):
   :class:`NeutraliseState`;
+- the run-on after the window (:mod:`rnndoctor.capture.after_window`): :class:`AfterWindowState`;
 - the construction sites (:mod:`rnndoctor.capture.sites`): the :class:`~rnndoctor.capture.sites.
   SiteBook` the site hooks record into.
 
@@ -24,6 +25,7 @@ import functools
 import linecache
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -101,12 +103,63 @@ class NeutraliseState:
         writes: real path -> ``(how, user's line)``, the first ``_MAX_WRITES_LISTED``.
         writes_more: writes past those, counted.
         writes_note: the index of the note in ``facts.run.notes`` that lists them, or None.
+        python_writes: every path the script's Python code wrote (bounded), so that a child
+            command is not credited with them.
+        tree_roots: the user's tree compared around child commands (the script's folder, the
+            working directory).
+        snapshot: path -> ``(mtime_ns, size)`` of the tree when the last child command started.
+        snapshot_truncated: the tree had more entries than the bound.
+        pending_command: the ``facts.ChildCommand`` whose writes are not attributed yet.
+        snapshots: child-command starts seen (the tree is snapshotted for the first 50 only).
     """
 
     skip_dirs: tuple[str, ...] = ()
     writes: dict[str, tuple[str, SourceLocation | None]] = field(default_factory=dict)
     writes_more: int = 0
     writes_note: int | None = None
+    python_writes: set[str] = field(default_factory=set)
+    tree_roots: tuple[str, ...] = ()
+    snapshot: dict[str, tuple[int, int]] | None = None
+    snapshot_truncated: bool = False
+    pending_command: Any = None
+    snapshots: int = 0
+
+
+@dataclass
+class AfterWindowState:
+    """The script's run-on after the window (:mod:`.after_window`).
+
+    Attributes:
+        running: the run-on is being measured (the model-call hooks count).
+        started: ``time.perf_counter()`` when it began.
+        budget: its ``after the window`` budget.
+        model: the model ``fit`` trained.
+        facts: the ``facts.OutsideWindowFacts`` it fills.
+        timer: the ``threading.Timer`` that ends it when the budget is spent.
+        lock: guards the counts against the timer thread.
+        durations: seconds of each outermost call, per method.
+        sizes: the distinct batch sizes per method; single: calls on one sample, per method.
+        locations: the user's line of the first call, per method.
+        depth: model calls in progress (nested calls are not counted).
+        own: rnndoctor itself is calling the model (not counted); own_s: the time it took.
+        timed: the per-call alternatives were timed (or skipped).
+    """
+
+    running: bool = False
+    started: float = 0.0
+    budget: Budget | None = None
+    model: Any = None
+    facts: Any = None
+    timer: Any = None
+    lock: Any = field(default_factory=threading.RLock)
+    durations: dict[str, list[float]] = field(default_factory=dict)
+    sizes: dict[str, set[int]] = field(default_factory=dict)
+    single: dict[str, int] = field(default_factory=dict)
+    locations: dict[str, SourceLocation | None] = field(default_factory=dict)
+    depth: int = 0
+    own: bool = False
+    own_s: float = 0.0
+    timed: bool = False
 
 
 @dataclass
@@ -145,6 +198,7 @@ class CaptureSession:
         window_finished: the window and every phase after it finished.
         window: the running ``fit`` window (read by the child's watchdog), or None.
         budgets: the time budgets of the bounded phases.
+        after_window: the script's run-on after the window (:mod:`.after_window`), once begun.
     """
 
     def __init__(
@@ -169,6 +223,7 @@ class CaptureSession:
         self.sequence_state = SequenceState(session=self)
         self.neutralise_state = NeutraliseState()
         self.loop_state = LoopState()
+        self.after_window: AfterWindowState | None = None
 
     # -- facts and phases ------------------------------------------------------------------------
     def save(self) -> None:

@@ -4,7 +4,8 @@
 unchanged, with one extra callback (:class:`DiagnosisWindow`, the ``fit`` side of
 :class:`~rnndoctor.capture.step_window.StepWindow`) that times each step, profiles a few steps,
 and then ends ``fit`` by raising :class:`_WindowDone`. The hook then runs
-:func:`rnndoctor.capture.diagnosis.finish` and ends the user's script with
+:func:`rnndoctor.capture.diagnosis.finish` and ends the user's script (a ``fit`` inside a loop
+first runs on until its next ``fit`` call: :mod:`rnndoctor.capture.after_window`, bounded) with
 ``CaptureSession.end_script`` (:class:`~rnndoctor.capture.session.StopScript`). Both exceptions
 derive from ``BaseException``, so a user's ``except Exception`` cannot swallow them (the same
 reason ``KeyboardInterrupt`` does).
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import keras
 
-from rnndoctor.capture import diagnosis, neutralise, probes, sites
+from rnndoctor.capture import after_window, diagnosis, neutralise, probes, sites
 from rnndoctor.capture.data import data_kind
 from rnndoctor.capture.step_window import FIT_PHASES, Profiler, StepWindow, WindowOptions
 from rnndoctor.facts import DataKind, FitConfig, Phase, SourceLocation, StepTimes
@@ -175,17 +176,25 @@ def _name_site(
 
 
 def install_fit_hook(session: CaptureSession) -> None:
-    """Wraps ``keras.Model.fit``; the first call runs the window, then ends the script."""
+    """Wraps ``keras.Model.fit``; the first call runs the window, then ends the script, or, for
+    a ``fit`` inside a loop, lets it run on (:mod:`.after_window`) until its next ``fit`` call,
+    which ends it."""
     original = keras.Model.fit
     session.original_fit_function = original
 
     @functools.wraps(original)
     def fit(model, *args, **kwargs):
+        if after_window.running(session):  # the script's next fit: the run-on ends here
+            after_window.stop(session, "next fit call")
+            session.end_script()
         if session.fit_called:
             return original(model, *args, **kwargs)
         location = sites.user_frame_location(skip=1, call_names=("fit",))
+        neutralise.attribute_child_writes(session)  # what the commands before fit wrote
         run_window(session, original, model, args, kwargs, location)
-        session.end_script()
+        if not after_window.start(session, model):
+            session.end_script()
+        return getattr(model, "history", None)  # what fit returns: its History callback
 
     keras.Model.fit = fit
 
@@ -221,6 +230,7 @@ def run_window(
     bound, with_defaults = _bind_fit(fit, model, args, kwargs)
     arguments = bound.arguments
     session.facts.fit = fit_config(model, with_defaults, location)
+    session.facts.fit.fit_in_loop = after_window.fit_loop(location)
     probes.prepare_fit_data(session, arguments)  # tee a Python generator's batches, say
     window = DiagnosisWindow(session.options, on_phase=session.set_phase)
     session.window = window

@@ -154,6 +154,11 @@ CASES = [
     Case("plain_file_write", "writes_plain_file.py", 0,
          r"^note: the script wrote outside --out during the check .*vocab\.txt \(open\('w'\) at ",
          outcome="completed", project=True),
+    Case("child_commands", "runs_child_commands.py", 0,
+         r"^note: the script ran commands in child processes \(recorded, not blocked\): "
+         r"os\.system 'echo hi > made_by_child\.txt' at ", outcome="completed", project=True),
+    Case("fit_loop_writes", "fit_loop_writes.py", 0, r"^step time: median [\d.]+ ms",
+         outcome="completed", project=True),
     Case("saves_everything", "saves_everything.py", 0, r"^neutralised: ModelCheckpoint callback "
          r"\(would have written ckpt/epoch\{epoch\}-batch\.keras\) at saves_everything\.py:25$",
          outcome="completed", project=True),
@@ -438,6 +443,33 @@ def test_plain_writes_are_reported_not_blocked(runs):
     run = runs["plain_file_write"]
     assert (run.work / "vocab.txt").read_text() == "a\nb\n"
     assert run.tree_after != run.tree_before
+
+
+def test_child_commands_are_listed_with_their_line_and_what_they_wrote(runs):
+    run = runs["child_commands"]
+    assert (run.work / "made_by_child.txt").read_text() == "hi\n"  # recorded, not blocked
+    new = set(run.tree_after) - set(run.tree_before)
+    assert new == {"made_by_child.txt", "unpacked", "unpacked/data.csv"}
+    system, popen = run.doc["facts"]["run"]["child_commands"]
+    assert (system["how"], system["command"]) == ("os.system", "echo hi > made_by_child.txt")
+    assert system["location"]["line"] == 9 and system["calls"] == 1
+    assert system["wrote"] == [str(run.work / "made_by_child.txt")]
+    assert popen["how"] == "subprocess.Popen" and popen["location"]["line"] == 10
+    assert popen["command"] == "sh -c 'mkdir -p unpacked && echo 1,2 > unpacked/data.csv'"
+    assert popen["wrote"] == [str(run.work / "unpacked" / "data.csv")]
+    (note,) = [n for n in run.doc["facts"]["run"]["notes"] if "child processes" in n]
+    assert "which wrote " + str(run.work / "made_by_child.txt") in note
+
+
+def test_a_fit_loop_runs_on_after_the_window_and_stops_before_its_first_write(runs):
+    run = runs["fit_loop_writes"]
+    assert run.tree_before and run.tree_after == run.tree_before  # rounds.log never written
+    facts = run.doc["facts"]
+    assert facts["fit"]["fit_in_loop"]["calls"] == 3
+    ow = facts["outside_window"]
+    assert ow["ended"] == "a write" and "rounds.log" in ow["detail"]
+    assert [(c["method"], c["calls"]) for c in ow["calls"]] == [("evaluate", 1)]
+    assert facts["run"]["outcome"] == "completed"
 
 
 def test_saving_is_neutralised_and_the_project_folder_is_unchanged(runs):

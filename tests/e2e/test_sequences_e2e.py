@@ -79,3 +79,38 @@ def test_ragged_input_fails_fit_and_gives_rd114_at_the_lstm_line(tmp_path):
     script = SCRIPTS / "ragged_lstm.py"
     assert rd114["severity"] == "error"
     assert rd114["location"]["line"] == _line_of(script, "receives the RaggedTensor")
+
+
+@pytest.fixture(scope="module")
+def seq2seq(tmp_path_factory):
+    return _check("seq2seq_onehot.py", tmp_path_factory.mktemp("s2s") / "r")
+
+
+def test_one_hot_space_padding_of_a_seq2seq_script_is_found_at_its_true_fraction(seq2seq):
+    """Every row is sampled (4 batches of 64), so the measured fraction is the data's own."""
+    result, doc = seq2seq
+    assert doc, result.stderr
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        import _seq2seq_data as data
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    source, target, encoder_in, decoder_in, _ = data.data()
+    truth = {
+        "encoder_inputs": 1 - sum(map(len, source)) / encoder_in[:, :, 0].size,
+        "decoder_inputs": 1 - sum(map(len, target)) / decoder_in[:, :, 0].size,
+    }
+    inputs = {i["input"]: i for i in doc["facts"]["sequences"]["inputs"]}
+    assert set(inputs) == set(truth)
+    for name, fraction in truth.items():
+        record = inputs[name]
+        assert record["sequences"] == data.ROWS and record["mask_used"] is False
+        assert record["pad_value"] == "one-hot vector of index 0"
+        assert record["pad_side"] == "right" and record["length_source"] == "pad_value"
+        assert record["padded_fraction"] == round(fraction, 6)
+    rd501 = {f["layer"]: f for f in _found(doc, "RD501")}
+    assert set(rd501) == {"functional/encoder", "functional/decoder"} or len(rd501) == 2
+    for found in rd501.values():
+        assert (
+            "No mask is used" in found["message"] and "Masking(mask_value=0.0)" in found["message"]
+        )

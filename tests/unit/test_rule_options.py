@@ -93,6 +93,8 @@ def test_option_defaults_are_the_thresholds_the_rules_always_used():
         ("RD404", "error_callback_share"): 0.50,
         ("RD405", "min_tracing_calls"): 5,
         ("RD405", "error_tracing_share"): 0.5,
+        ("RD406", "min_single_calls"): 10,
+        ("RD406", "error_share"): 0.5,
         ("RD501", "min_padded_fraction"): 0.30,
         ("RD501", "error_speedup"): 2.0,
         ("RD502", "min_speedup"): 1.05,
@@ -111,7 +113,7 @@ def test_no_rule_doc_cites_a_file_outside_the_repository():
 
 def test_builtin_rules_are_found_by_module_name_in_sorted_order():
     modules = rules_pkg.builtin_modules()
-    assert modules == sorted(modules) and len(modules) == 34  # RD207 added in issue 12
+    assert modules == sorted(modules) and len(modules) == 35  # RD207 and RD406 (issue 12)
     assert modules[0] == "rd101_recurrent_dropout" and modules[-1] == "rd604_cudnn_mask_bug"
     ids = [r.id for r in all_rules()]
     assert ids == sorted(ids) and ids == [m[:5].upper() for m in modules]

@@ -1,0 +1,362 @@
+"""The time outside the window: the ``fit`` loop read from the source, and the script's run-on.
+
+Two things the diagnosis window alone cannot see (issue 12):
+
+- **A fit in a loop.** :func:`fit_loop` reads the user's file (``ast``) for the ``for`` /
+  ``while`` loops whose body holds the ``fit`` call's line, with their iteration counts where
+  the source states them (:func:`enclosing_loops`): ``FitConfig.fit_in_loop``.
+- **What runs between fits.** After the window of a ``fit`` inside a loop, :func:`start` lets
+  the script run on instead of stopping it at once (after a single ``fit`` it still stops at
+  once), with the neutralisation still on, bounded by the ``after the window``
+  budget (:mod:`rnndoctor.capture.budget`). It counts and times the model calls
+  (``Model.predict`` / ``evaluate`` / ``predict_on_batch`` / ``__call__``, the outermost call
+  only) and the plain Python time around them. It stops (:func:`stop`, then
+  ``CaptureSession.end_script`` as before) at the first of: the script's next ``fit`` call, its
+  end, its first write to a file or a child command (:mod:`rnndoctor.capture.neutralise` asks
+  :func:`stop_before_write` before the write happens, so the check still writes nothing a stopped
+  script would not have written), or the budget (a timer raises ``StopScript`` in the main
+  thread). What it saw goes to ``facts.outside_window``. On the second single-sample ``predict``
+  call, one call each of ``predict``, ``model(x, training=False)`` and ``predict_on_batch`` on
+  the same sample is timed (best of three), for the rule that suggests them (RD406).
+"""
+
+from __future__ import annotations
+
+import ast
+import ctypes
+import functools
+import linecache
+import statistics
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from rnndoctor.capture import sites
+from rnndoctor.capture.session import AfterWindowState, StopScript
+from rnndoctor.facts import (
+    CodeLoop,
+    FitLoop,
+    ModelCallStats,
+    OutsideWindowFacts,
+    Phase,
+    SourceLocation,
+)
+
+if TYPE_CHECKING:
+    from rnndoctor.capture.session import CaptureSession
+
+_METHODS = ("predict", "evaluate", "predict_on_batch", "__call__")
+_MAX_SIZES = 10
+_TIMED_RUNS = 3  # calls timed per alternative; the best is kept
+_HOOKS_ATTR = "_rnndoctor_after_window_hooks"
+
+
+# -- loops, from the source ------------------------------------------------------------------
+def _literal_names(tree: ast.Module) -> dict[str, int]:
+    """Names assigned an int literal exactly once in the file (``EPOCHS = 40``)."""
+    seen: dict[str, list[Any]] = {}
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        for target in targets:
+            if isinstance(target, ast.Name):
+                value = node.value if isinstance(node, ast.Assign) else None
+                seen.setdefault(target.id, []).append(value)
+    return {
+        name: values[0].value
+        for name, values in seen.items()
+        if len(values) == 1 and isinstance(values[0], ast.Constant) and type(values[0].value) is int
+    }
+
+
+def _int_of(node: ast.expr, names: dict[str, int]) -> tuple[int, str] | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value, "literal"
+    if isinstance(node, ast.Name) and node.id in names:
+        return names[node.id], f"{node.id} = {names[node.id]}"
+    return None
+
+
+def _iterations(loop: ast.For | ast.While, names: dict[str, int]) -> tuple[int | None, str | None]:
+    """The iterations of a ``for`` loop the source states, and how they were read."""
+    if not isinstance(loop, ast.For):
+        return None, None
+    it = loop.iter
+    if isinstance(it, (ast.List, ast.Tuple)) and not any(
+        isinstance(e, ast.Starred) for e in it.elts
+    ):
+        return len(it.elts), f"a literal {type(it).__name__.lower()} of {len(it.elts)}"
+    is_range = isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+    if not is_range or it.keywords or not 1 <= len(it.args) <= 3:
+        return None, None
+    bounds = [_int_of(a, names) for a in it.args]
+    if any(b is None for b in bounds):
+        return None, None
+    values = [b[0] for b in bounds if b is not None]
+    count = len(range(*values))
+    named = [b[1] for b in bounds if b is not None and b[1] != "literal"]
+    source = f"range({', '.join(ast.unparse(a) for a in it.args)})"
+    return count, source + (f", {'; '.join(named)}" if named else "")
+
+
+def _parse(path: str) -> ast.Module | None:
+    try:
+        return ast.parse("".join(linecache.getlines(path)))
+    except (SyntaxError, ValueError):
+        return None
+
+
+def enclosing_loops(path: str, line: int) -> list[CodeLoop]:
+    """The ``for`` / ``while`` loops of ``path`` whose body holds ``line``, outermost first (a
+    loop inside a function is listed where the function's body holds the line)."""
+    tree = _parse(path)
+    if tree is None:
+        return []
+    names = _literal_names(tree)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.For, ast.While)) or not node.body:
+            continue
+        first, last = node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno
+        if first <= line <= last:
+            count, source = _iterations(node, names)
+            kind = "for" if isinstance(node, ast.For) else "while"
+            found.append(CodeLoop(node.lineno, kind, count, source))
+    return sorted(found, key=lambda loop: loop.line)
+
+
+def _product(loops: list[CodeLoop]) -> int | None:
+    total = 1
+    for loop in loops:
+        if loop.iterations is None:
+            return None
+        total *= loop.iterations
+    return total
+
+
+def fit_loop(location: SourceLocation | None) -> FitLoop | None:
+    """``FitConfig.fit_in_loop``: the loops around the ``fit`` call, or None (not in a loop)."""
+    if location is None or not location.file or not location.line:
+        return None
+    loops = enclosing_loops(location.file, location.line)
+    return FitLoop(loops=loops, calls=_product(loops)) if loops else None
+
+
+# -- the run-on ------------------------------------------------------------------------------
+def start(session: CaptureSession, model: Any) -> bool:
+    """Lets the script run on after the window (the ``fit`` hook returns instead of stopping).
+
+    Only a ``fit`` inside a loop of the user's file (``FitConfig.fit_in_loop``) runs on: what
+    runs between its calls is part of every iteration. After a single ``fit`` the script stops
+    at once, as before (what follows, a final save or evaluation, is not run).
+
+    Returns:
+        False when it should stop now: the fit is in no loop, or no time is left for the
+        ``after the window`` budget.
+    """
+    fit = session.facts.fit
+    if fit is None or fit.fit_in_loop is None:
+        return False
+    budget = session.budget("after the window")
+    if budget.seconds < 1.0:
+        return False
+    state = AfterWindowState(running=True, started=time.perf_counter(), budget=budget)
+    state.model = model
+    state.facts = OutsideWindowFacts(ended="running", budget_s=budget.seconds)
+    session.after_window = state
+    _install_hooks(session)
+    run = session.facts.run
+    if run.phases and run.phases[-1].name == Phase.DONE:
+        run.phases.pop()  # the phase list ends with "done" once, after the run-on
+    session.facts.outside_window = state.facts
+    session.set_phase(Phase.AFTER_WINDOW)
+    main = threading.main_thread().ident
+    timer = threading.Timer(budget.seconds, _expire, args=(session, state, main))
+    timer.daemon = True
+    timer.start()
+    state.timer = timer
+    return True
+
+
+def _expire(session: CaptureSession, state: AfterWindowState, main: int | None) -> None:
+    """The budget is spent: records the facts and raises ``StopScript`` in the main thread (at
+    its next Python instruction: a call blocked in TensorFlow's C++ code finishes first)."""
+    if not state.running or main is None:
+        return
+    stop(session, "budget", f"the after-the-window budget of {state.budget.seconds:g} s ran out")
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main), ctypes.py_object(StopScript))
+
+
+def running(session: CaptureSession) -> bool:
+    state = getattr(session, "after_window", None)
+    return state is not None and state.running
+
+
+def stop(session: CaptureSession, ended: str, detail: str | None = None) -> None:
+    """Ends the run-on's measurement and saves ``facts.outside_window`` (idempotent)."""
+    state = getattr(session, "after_window", None)
+    if state is None or not state.running:
+        return
+    with state.lock:
+        if not state.running:
+            return
+        state.running = False
+        if state.timer is not None and state.timer is not threading.current_thread():
+            state.timer.cancel()
+        facts = state.facts
+        facts.ended, facts.detail = ended, detail
+        facts.seconds = round(time.perf_counter() - state.started - state.own_s, 4)
+        facts.calls = [_call_stats(state, m) for m in _METHODS if state.durations.get(m)]
+        inside = sum(c.total_s for c in facts.calls)
+        facts.python_s = round(max(0.0, facts.seconds - inside), 4)
+        _place_calls(session, facts.calls)
+    session.set_phase(Phase.DONE)
+
+
+def stop_before_write(session: CaptureSession, what: str) -> None:
+    """Called by the neutralisation before a write of the user's code (a file, a save, a
+    child command): once a run-on has begun, the script stops there, before the write (also
+    while it unwinds after the run-on's end: a ``finally`` clause that writes)."""
+    state = getattr(session, "after_window", None)
+    if state is None:
+        return
+    if state.running:
+        stop(session, "a write", f"the script was about to write ({what})"[:300])
+    session.end_script()
+
+
+def _call_stats(state: AfterWindowState, method: str) -> ModelCallStats:
+    durations = state.durations[method]
+    return ModelCallStats(
+        method=method,
+        calls=len(durations),
+        total_s=round(sum(durations), 4),
+        median_ms=round(statistics.median(durations) * 1000.0, 3),
+        single_sample_calls=state.single.get(method, 0),
+        batch_sizes=sorted(state.sizes.get(method, set()))[:_MAX_SIZES],
+        location=state.locations.get(method),
+    )
+
+
+def _place_calls(session: CaptureSession, calls: list[ModelCallStats]) -> None:
+    """Each call's loops (those not holding ``fit``) and its calls per iteration of the fit."""
+    fit = session.facts.fit
+    fit_loops = fit.fit_in_loop.loops if fit is not None and fit.fit_in_loop else []
+    fit_lines = {loop.line for loop in fit_loops}
+    for call in calls:
+        if call.location is None:
+            continue
+        loops = enclosing_loops(call.location.file, call.location.line)
+        call.loops = [loop for loop in loops if loop.line not in fit_lines]
+        in_fit_loop = bool(fit_lines) and fit_loops[-1].line in {loop.line for loop in loops}
+        if in_fit_loop:
+            call.calls_per_iteration = _product(call.loops)
+
+
+# -- the model-call hooks --------------------------------------------------------------------
+def _install_hooks(session: CaptureSession) -> None:
+    """Wraps the model-call methods of ``keras.Model`` once per process; they count only while
+    a run-on is active (``session.after_window.running``)."""
+    import keras
+
+    holder = keras.Model.__dict__.get(_HOOKS_ATTR)
+    if holder is not None:
+        holder["session"] = session
+        return
+    holder = {"session": session}
+    setattr(keras.Model, _HOOKS_ATTR, holder)
+    for method in _METHODS:
+        setattr(keras.Model, method, _wrap(holder, getattr(keras.Model, method), method))
+
+
+def _wrap(holder: dict[str, Any], original: Any, method: str) -> Any:
+    @functools.wraps(original)
+    def call(self, *args, **kwargs):
+        session = holder["session"]
+        state = getattr(session, "after_window", None)
+        if state is None or not state.running or state.depth or state.own:
+            return original(self, *args, **kwargs)
+        state.depth += 1
+        began = time.perf_counter()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            elapsed = time.perf_counter() - began
+            state.depth -= 1
+            _count(state, method, elapsed, args, kwargs)
+            if method == "predict" and state.single.get("predict") == 2 and not state.timed:
+                _time_alternatives(state, self, args, kwargs)
+
+    return call
+
+
+def _rows(args: tuple, kwargs: dict[str, Any]) -> int | None:
+    x = args[0] if args else kwargs.get("x", kwargs.get("inputs"))
+    try:
+        import keras
+
+        leaves = keras.tree.flatten(x)
+    except Exception:
+        return None
+    shape = getattr(leaves[0], "shape", None) if leaves else None
+    try:
+        return int(shape[0]) if shape is not None and len(shape) and shape[0] is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _count(
+    state: AfterWindowState, method: str, elapsed: float, args: tuple, kwargs: dict[str, Any]
+) -> None:
+    with state.lock:
+        if not state.running:
+            return
+        state.durations.setdefault(method, []).append(elapsed)
+        rows = _rows(args, kwargs)
+        if rows is not None:
+            state.sizes.setdefault(method, set()).add(rows)
+            if rows == 1:
+                state.single[method] = state.single.get(method, 0) + 1
+        if method not in state.locations:
+            names = (method,) if method != "__call__" else ()
+            state.locations[method] = sites.user_frame_location(skip=1, call_names=names)
+
+
+def _time_alternatives(state: AfterWindowState, model: Any, args: tuple, kwargs: dict) -> None:
+    """One call of each way to run the model on the same single sample, best of three."""
+    state.timed = True
+    if any(getattr(layer, "stateful", False) for layer in _layers(model)):
+        state.facts.detail = "per-call costs not measured: a stateful layer's states would change"
+        return
+    x = args[0] if args else kwargs.get("x")
+    ways = {
+        "predict": lambda: model.predict(x, verbose=0),
+        "model(x, training=False)": lambda: model(x, training=False),
+        "predict_on_batch": lambda: model.predict_on_batch(x),
+    }
+    began = time.perf_counter()
+    state.own = True
+    try:
+        for name, run in ways.items():
+            run()  # a first call may build or trace
+            best = float("inf")
+            for _ in range(_TIMED_RUNS):
+                t0 = time.perf_counter()
+                run()
+                best = min(best, time.perf_counter() - t0)
+            state.facts.per_call_ms[name] = round(best * 1000.0, 3)
+    except Exception as exc:  # never break the user's script over a measurement
+        state.facts.detail = f"per-call costs not measured: {type(exc).__name__}"
+    finally:
+        state.own = False
+        state.own_s += time.perf_counter() - began
+
+
+def _layers(model: Any) -> list[Any]:
+    try:
+        return list(model._flatten_layers(include_self=False))
+    except Exception:
+        return list(getattr(model, "layers", []))

@@ -1,0 +1,81 @@
+"""The time outside the window, shared by RD406 and the job forecast (``rnndoctor/engine.py``).
+Pure: no TensorFlow, no I/O.
+
+It reads ``FitConfig.fit_in_loop`` (the loops around the ``fit`` call, from the source) and
+``Facts.outside_window`` (what the script did after the window until its next ``fit`` call,
+``rnndoctor/capture/after_window.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rnndoctor.facts import Facts, ModelCallStats
+
+# Rules whose ``speedup`` is of the whole job (a fit call plus what runs around it), not of the
+# training step: the forecast divides the job by it instead of the training part.
+JOB_LEVEL_RULES = frozenset({"RD406"})
+
+
+def training_per_call_s(facts: Facts) -> float | None:
+    """One ``fit`` call's training steps: median step x steps per epoch x epochs."""
+    steps, fit = facts.steps, facts.fit
+    if not steps or steps.median_step_time_ms is None or fit is None:
+        return None
+    per_epoch = fit.steps_per_epoch or fit.batches_per_epoch
+    if not per_epoch or not fit.epochs:
+        return None
+    return steps.median_step_time_ms / 1000.0 * per_epoch * fit.epochs
+
+
+def fit_calls(facts: Facts) -> int | None:
+    """The ``fit`` calls the loops around it make (1 outside a loop; None: not known)."""
+    loop = facts.fit.fit_in_loop if facts.fit is not None else None
+    return 1 if loop is None else loop.calls
+
+
+def expected_calls(call: ModelCallStats) -> int:
+    """A model call's calls per iteration of the fit loop: from the source where known, else
+    the calls seen (a lower bound when the run-on stopped early)."""
+    return max(call.calls, call.calls_per_iteration or 0)
+
+
+@dataclass(frozen=True)
+class Outside:
+    """The time per ``fit`` call spent outside ``fit``: ``seconds``, and ``how`` it was found
+    (measured over the run-on, or extrapolated from the calls it saw to the loops' counts)."""
+
+    seconds: float
+    how: str
+    complete: bool  # the run-on reached the next fit call (or the script's end)
+
+
+def outside_per_call(facts: Facts) -> Outside | None:
+    """What runs between one ``fit`` call and the next, per call, or None when not measured."""
+    ow = facts.outside_window
+    if ow is None:
+        return None
+    if ow.ended in ("next fit call", "script end"):
+        return Outside(
+            ow.seconds,
+            f"measured: {ow.seconds:.1f} s from the end of fit to the {ow.ended}",
+            True,
+        )
+    seen = sum(c.calls for c in ow.calls)
+    expected = sum(expected_calls(c) for c in ow.calls)
+    calls_s = sum(
+        expected_calls(c) * (c.median_ms or 0.0) / 1000.0 if c.calls_per_iteration else c.total_s
+        for c in ow.calls
+    )
+    python_s = (ow.python_s or 0.0) * (expected / seen if seen else 1.0)
+    if expected > seen:
+        parts = ", ".join(
+            f"{c.method} {c.calls} of {expected_calls(c)} calls" for c in ow.calls if c.calls
+        )
+        how = (
+            f"extrapolated: the run-on stopped at '{ow.ended}' after {ow.seconds:.1f} s "
+            f"({parts}; the per-iteration counts from the source)"
+        )
+    else:
+        how = f"a lower bound: the run-on stopped at '{ow.ended}' after {ow.seconds:.1f} s"
+    return Outside(calls_s + python_s, how, False)

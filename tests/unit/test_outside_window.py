@@ -1,0 +1,179 @@
+"""The time outside the window (issue 12, defect 5), without TensorFlow: the fit loop read from
+the source, RD406 on facts, and the job forecast over the whole loop."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from rnndoctor.capture import after_window
+from rnndoctor.engine import evaluate
+from rnndoctor.facts import (
+    CodeLoop,
+    Facts,
+    FitConfig,
+    FitLoop,
+    ModelCallStats,
+    OutsideWindowFacts,
+    RunInfo,
+    SourceLocation,
+    StepTimes,
+)
+from rnndoctor.findings import Severity
+
+SCRIPT = textwrap.dedent(
+    """\
+    EPOCHS = 40
+    for epoch in range(EPOCHS):
+        model.fit(x, y, epochs=1)
+        for diversity in [0.2, 0.5, 1.0, 1.2]:
+            for i in range(400):
+                preds = model.predict(x_pred, verbose=0)[0]
+    while True:
+        model.fit(x, y)
+    for a in range(1, 7, 2):
+        for b in data:
+            model.fit(x, y)
+    """
+)
+
+
+@pytest.fixture
+def script(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT)
+    return str(path)
+
+
+def _line(needle: str, nth: int = 0) -> int:
+    return [i for i, t in enumerate(SCRIPT.splitlines(), 1) if needle in t][nth]
+
+
+def test_a_fit_in_a_range_loop_counts_its_calls_from_a_name_assigned_a_literal(script):
+    loop = after_window.fit_loop(SourceLocation(script, _line("model.fit")))
+    assert loop == FitLoop(loops=[CodeLoop(2, "for", 40, "range(EPOCHS), EPOCHS = 40")], calls=40)
+
+
+def test_nested_loops_multiply_and_unknown_counts_leave_the_calls_unknown(script):
+    (loop,) = after_window.enclosing_loops(script, _line("model.fit", 1))
+    assert (loop.kind, loop.iterations) == ("while", None)
+    assert after_window.fit_loop(SourceLocation(script, _line("model.fit", 1))).calls is None
+    outer, inner = after_window.enclosing_loops(script, _line("model.fit", 2))
+    assert (outer.iterations, inner.iterations) == (3, None)  # range(1, 7, 2); a name
+    predict = after_window.enclosing_loops(script, _line("model.predict"))
+    assert [p.iterations for p in predict] == [40, 4, 400]
+    assert predict[1].iterations_source == "a literal list of 4"
+
+
+def test_a_fit_outside_any_loop_has_no_fit_loop(tmp_path):
+    path = tmp_path / "once.py"
+    path.write_text("model.fit(x, y, epochs=3)\n")
+    assert after_window.fit_loop(SourceLocation(str(path), 1)) is None
+
+
+def _facts(ended: str = "budget", with_loop: bool = True) -> Facts:
+    facts = Facts(run=RunInfo(script="gen.py", argv=[], cwd="."))
+    facts.fit = FitConfig(data_kind="numpy", batch_size=32, epochs=1, batches_per_epoch=100)
+    if with_loop:
+        facts.fit.fit_in_loop = FitLoop([CodeLoop(10, "for", 40, "range(40)")], calls=40)
+    facts.steps = StepTimes(warmup_steps=1, measured_steps=3, median_step_time_ms=20.0)
+    predict = ModelCallStats(
+        method="predict", calls=150, total_s=9.9, median_ms=66.0, single_sample_calls=150,
+        batch_sizes=[1], location=SourceLocation(
+            "gen.py", 14, code="preds = model.predict(x_pred, verbose=0)[0]",
+            call_source="model.predict(x_pred, verbose=0)"),
+        loops=[CodeLoop(12, "for", 4), CodeLoop(13, "for", 400)], calls_per_iteration=1600,
+    )  # fmt: skip
+    facts.outside_window = OutsideWindowFacts(
+        ended=ended, seconds=10.5, budget_s=10.5, calls=[predict], python_s=0.6,
+        per_call_ms={"predict": 64.0, "model(x, training=False)": 9.0, "predict_on_batch": 2.0},
+    )  # fmt: skip
+    return facts
+
+
+def test_rd406_gives_the_cost_per_call_of_each_way_and_the_share_of_an_iteration():
+    report = evaluate(_facts())
+    (found,) = [f for f in report.findings if f.rule_id == "RD406"]
+    training = 0.020 * 100  # one fit call: 2 s
+    predict = 1600 * 0.066  # 105.6 s per iteration
+    python = 0.6 * 1600 / 150
+    iteration = training + predict + python
+    assert found.severity is Severity.ERROR and found.location.line == 14
+    assert "1600 times per iteration" in found.message and "66.0 ms a call" in found.message
+    assert f"{predict / iteration:.0%} of an iteration" in found.message
+    assert "predict_on_batch takes 2.00 ms" in found.message
+    assert found.fix.code == "preds = model.predict_on_batch(x_pred)[0]"
+    assert found.fix.before == "preds = model.predict(x_pred, verbose=0)[0]"
+    assert found.fix.safety == "safe"
+    saved = 1600 * (0.066 - 0.002)
+    assert found.speedup == pytest.approx(iteration / (iteration - saved), rel=1e-3)
+    evidence = {e.label: e.value for e in found.evidence}
+    assert evidence["predict calls per iteration"] == 1600
+    assert evidence["model(x, training=False), per call (same sample)"] == 9.0
+
+
+def test_rd406_picks_model_call_when_it_is_the_faster_and_skips_batched_predicts():
+    facts = _facts()
+    facts.outside_window.per_call_ms = {"model(x, training=False)": 1.0, "predict_on_batch": 3.0}
+    (found,) = [f for f in evaluate(facts).findings if f.rule_id == "RD406"]
+    assert found.fix.code == "preds = model(x_pred, training=False).numpy()[0]"
+    facts.outside_window.calls[0].single_sample_calls = 3  # predicts on whole batches
+    assert not [f for f in evaluate(facts).findings if f.rule_id == "RD406"]
+
+
+def test_the_forecast_covers_every_fit_call_and_what_runs_between_them():
+    facts = _facts()
+    forecast = evaluate(facts).forecast
+    training, outside = 2.0, 1600 * 0.066 + 0.6 * 1600 / 150
+    assert forecast.fit_calls == 40 and forecast.training_s == pytest.approx(training)
+    assert forecast.outside_s == pytest.approx(outside)
+    assert forecast.now_s == pytest.approx(40 * (training + outside))
+    assert "x 40 fit calls (the loop at line 10)" in forecast.covers
+    assert "extrapolated" in forecast.covers and "predict 150 of 1600 calls" in forecast.covers
+    rd406 = [f for f in evaluate(facts).findings if f.rule_id == "RD406"][0]
+    assert forecast.after_s == pytest.approx(forecast.now_s / rd406.speedup)
+
+
+def test_a_run_on_that_reached_the_next_fit_is_measured_not_extrapolated():
+    facts = _facts(ended="next fit call")
+    forecast = evaluate(facts).forecast
+    assert forecast.outside_s == 10.5 and forecast.now_s == pytest.approx(40 * (2.0 + 10.5))
+    assert "measured: 10.5 s from the end of fit to the next fit call" in forecast.covers
+
+
+def test_a_single_fit_with_nothing_after_it_keeps_the_training_only_forecast():
+    facts = _facts(with_loop=False)
+    facts.outside_window = None
+    forecast = evaluate(facts).forecast
+    assert forecast.now_s == pytest.approx(2.0) and forecast.covers is None
+    assert forecast.fit_calls is None
+
+
+def test_a_loop_without_a_count_says_so_and_forecasts_one_call():
+    facts = _facts()
+    facts.fit.fit_in_loop = FitLoop([CodeLoop(10, "while", None)], calls=None)
+    facts.outside_window = None
+    forecast = evaluate(facts).forecast
+    assert forecast.now_s == pytest.approx(2.0) and forecast.fit_calls is None
+    assert "has no count in the source: one fit call shown" in forecast.covers
+
+
+def test_the_new_facts_round_trip_through_json():
+    facts = _facts()
+    back = Facts.from_dict(facts.to_dict())
+    assert back.outside_window == facts.outside_window
+    assert back.fit.fit_in_loop == facts.fit.fit_in_loop
+
+
+def test_rd406_passes_a_single_fit_and_is_not_evaluated_when_a_loop_did_not_run_on():
+    from rnndoctor.engine import Status
+
+    facts = _facts(with_loop=False)
+    facts.outside_window = None
+    (outcome,) = [o for o in evaluate(facts).outcomes if o.rule.id == "RD406"]
+    assert outcome.status is Status.PASSED
+    facts = _facts()
+    facts.outside_window = None
+    (outcome,) = [o for o in evaluate(facts).outcomes if o.rule.id == "RD406"]
+    assert outcome.status is Status.NOT_EVALUATED and "did not run on" in outcome.reason
