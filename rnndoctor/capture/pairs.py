@@ -32,9 +32,9 @@ from rnndoctor.stats import PairedResult
 # shrinks as 1/sqrt(pairs)), and every burst is one more fit call.
 MAX_ROUNDS = 24
 
-# A burst: run one burst of the arm and return its timed per-step intervals in ms (empty: it
-# timed none), or raise.
-Burst = Callable[[], Sequence[float]]
+# A burst: run one burst of the arm and return its timed intervals, each as (ms per step, steps
+# it covered: steps_per_execution), empty when it timed none; or raise.
+Burst = Callable[[], Sequence[tuple[float, int]]]
 
 
 @dataclass
@@ -48,13 +48,14 @@ class ArmRecord:
     timed_s: float = 0.0
     failed: str | None = None
 
-    def add(self, intervals: Sequence[float]) -> bool:
-        """Records one burst's intervals; False when it timed none."""
-        if not intervals:
+    def add(self, intervals: Sequence[tuple[float, int]]) -> bool:
+        """Records one burst's intervals ((ms per step, steps) each); False when it timed none."""
+        steps = sum(n for _, n in intervals)
+        if steps < 1:
             return False
-        total_ms = float(sum(intervals))
-        self.per_step_ms.append(total_ms / len(intervals))
-        self.steps.append(len(intervals))
+        total_ms = float(sum(v * n for v, n in intervals))
+        self.per_step_ms.append(total_ms / steps)
+        self.steps.append(steps)
         self.timed_s += total_ms / 1000.0
         return True
 

@@ -313,6 +313,7 @@ def _step_timer(
             super().__init__()
             self.ends: list[tuple[int, float]] = []
             self.intervals: list[float] = []
+            self.covered: list[int] = []
             self.timed_s = 0.0
 
         def on_train_batch_end(self, batch, logs=None):
@@ -326,7 +327,8 @@ def _step_timer(
             # The first call (tracing) and the steps up to _POINT_WARMUP_STEPS are not timed.
             if self.ends and self.ends[-1][0] + 1 >= _POINT_WARMUP_STEPS:
                 last_batch, last_t = self.ends[-1]
-                self.intervals.append((now - last_t) * 1000.0 / max(1, batch - last_batch))
+                self.covered.append(max(1, batch - last_batch))
+                self.intervals.append((now - last_t) * 1000.0 / self.covered[-1])
                 self.timed_s += now - last_t
             self.ends.append((batch, now))
             enough = (len(self.intervals) >= min_steps and self.timed_s >= target_s) or (
@@ -344,6 +346,11 @@ class _PointResult:
     steps: int
     stopped: str | None = None
     intervals: list[float] = field(default_factory=list)
+    covered: list[int] = field(default_factory=list)
+
+    def timed(self) -> list[tuple[float, int]]:
+        """The intervals as (ms per step, steps covered), for ``pairs.ArmRecord.add``."""
+        return list(zip(self.intervals, self.covered or [1] * len(self.intervals), strict=True))
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -378,7 +385,10 @@ def _run_point(
     if not timer.intervals:
         return _PointResult(None, 0, f"out of its {budget.seconds:g} s time budget")
     intervals = list(timer.intervals)
-    return _PointResult(statistics.median(intervals), len(intervals), intervals=intervals)
+    return _PointResult(
+        statistics.median(intervals), sum(timer.covered), intervals=intervals,
+        covered=list(timer.covered),
+    )  # fmt: skip
 
 
 def _any_batch_size(spec: Any) -> Any:
@@ -606,20 +616,20 @@ def _compute_only(
     probes.compute_only_batches = len(batches.raw)
     slow: list[float] = []  # wall seconds of real-data bursts that started slowly
 
-    def real_burst() -> list[float]:
+    def real_burst() -> list[tuple[float, int]]:
         started = time.monotonic()
         result = _run_point(session, model, None, budget, _PAIR_BURST_S, real_kwargs, 2)
         if time.monotonic() - started > _PAIR_SLOW_START_S:
             slow.append(time.monotonic() - started)
         if result.stopped:
             raise RuntimeError(result.stopped)
-        return result.intervals
+        return result.timed()
 
-    def cached_burst() -> list[float]:
+    def cached_burst() -> list[tuple[float, int]]:
         result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, 2)
         if result.stopped:
             raise RuntimeError(result.stopped)
-        return result.intervals
+        return result.timed()
 
     cached = pairs.ArmRecord("compute-only", cached_burst)
     arms = [cached] if real_kwargs is None else [pairs.ArmRecord("real step", real_burst), cached]
@@ -756,11 +766,11 @@ def _time_point(
     follow (:func:`_pair_points`), or None when it gave no time (its probe stops there); a point
     cut by the budget is recorded with ``session.cut_short``."""
 
-    def burst() -> list[float]:
+    def burst() -> list[tuple[float, int]]:
         result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, 2)
         if result.stopped:
             raise RuntimeError(result.stopped)
-        return result.intervals
+        return result.timed()
 
     result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, 2)
     point.steps = result.steps
@@ -771,7 +781,7 @@ def _time_point(
         return None
     point.step_time_ms = round(result.step_time_ms, 4)
     arm = pairs.ArmRecord(what, burst)
-    arm.add(result.intervals)
+    arm.add(result.timed())
     return arm
 
 
@@ -791,7 +801,7 @@ def _pair_points(
     for point, arm in arms:
         inner = arm.burst
 
-        def burst(point: ProbePoint = point, inner: Burst = inner) -> Sequence[float]:
+        def burst(point: ProbePoint = point, inner: Burst = inner) -> Sequence[tuple[float, int]]:
             before_burst(point)
             return inner()
 
