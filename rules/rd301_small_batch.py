@@ -55,7 +55,7 @@ import ast
 from rnndoctor.decide import Decision, decide, describe
 from rnndoctor.facts import Facts, ProbePoint
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Location, Severity
-from rnndoctor.rules import Option, OptionValues, finding, rule
+from rnndoctor.rules import NotEvaluated, Option, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _measured as m
 from rnndoctor.stats import Interval
@@ -231,6 +231,10 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         for p in points
     )
     if len(measured) >= 2:
+        if facts.probes.batch_probe_inconsistent:  # no finding on an inconsistent probe
+            raise NotEvaluated(
+                f"probe inconsistent with the window ({facts.probes.batch_probe_inconsistent})"
+            )
         return _measured_finding(facts, options, measured, evidence)
     env = facts.environment
     size = m.batch_size(facts)

@@ -110,3 +110,23 @@ def test_old_facts_without_the_new_fields_still_load():
     doc["run"].pop("machine")
     f = Facts.from_dict(doc)
     assert f.schema_version == "1.2" and f.run.machine == [] and f.probes.compute_paired is None
+
+
+def test_rd301_is_not_evaluated_on_an_inconsistent_batch_probe():
+    f = load("bidirectional_lstm_imdb.json")
+    f.probes.batch_probe = batch_facts(0.78, 0.83).probes.batch_probe
+    f.fit.steps_per_epoch = 100
+    report = evaluate(f, select=["RD301"])
+    (outcome,) = [o for o in report.outcomes if o.rule.id == "RD301"]
+    assert outcome.status is Status.NOT_EVALUATED and "312 ms > step 253 ms" in outcome.reason
+    assert report.findings == [] and report.forecast.after_s is None
+
+
+def test_the_forecast_takes_one_gain_and_no_inconclusive_one():
+    f = batch_facts(0.6, 0.95)  # RD301 inconclusive: no speedup
+    f.fit.steps_per_epoch = 100
+    report = evaluate(f)
+    assert all(x.speedup is None for x in report.findings if x.rule_id == "RD301")
+    best = max((x.speedup or 0.0) for x in report.findings)
+    if report.forecast.after_s is not None:
+        assert report.forecast.after_s == report.forecast.now_s / best
