@@ -9,13 +9,14 @@ and the input-only time of a fresh iterator. The cut-offs on the input-bound sha
 from __future__ import annotations
 
 import ast
+import dataclasses
 
 from rnndoctor.decide import widen
 from rnndoctor.facts import DataNode, Facts, PairedRatio
 from rnndoctor.findings import Evidence, Location, Severity
 from rnndoctor.rules import NotEvaluated, Option
 from rnndoctor.rules import _fastpath as fp
-from rnndoctor.stats import Interval, bootstrap_median_interval
+from rnndoctor.stats import Interval, bootstrap_median_interval, median
 
 # The cut-offs on the input share of the step, as rule options (each input rule declares the
 # ones it reads). xprof's input-pipeline analysis calls a step "moderately" input-bound from 5%
@@ -243,14 +244,29 @@ def window_widen(facts: Facts) -> float:
 
 
 def ratio_interval(facts: Facts, paired: PairedRatio, extra: float = 1.0) -> Interval:
-    """A recorded paired ratio as an :class:`Interval`, widened (``rnndoctor.decide.widen``)
-    by its phase's machine load and by ``extra`` (e.g. :func:`window_widen`)."""
+    """A recorded paired ratio as an :class:`Interval`, widened by its phase's machine load
+    and by ``extra`` (e.g. :func:`window_widen`): :func:`widen_ratio`."""
     interval = Interval(paired.ratio, min(paired.low, paired.ratio), max(paired.high, paired.ratio),
                         paired.level, paired.widen_factor)  # fmt: skip
-    factor = phase_widen(facts, paired.phase) * extra
-    if factor > 1.0 and interval.low > 0.0:
-        interval = widen(interval, factor)
-    return interval
+    return widen_ratio(interval, phase_widen(facts, paired.phase) * extra)
+
+
+def widen_ratio(interval: Interval, factor: float) -> Interval:
+    """``interval`` (a positive ratio) widened for a noisy phase: ``rnndoctor.decide.widen`` by
+    ``factor`` on the log scale, and at least ``value / factor`` to ``value x factor``.
+
+    Why the floor: foreign load does not only scatter the steps, it shifts them (on a 2-core
+    machine a busy neighbour slows the Python dispatch thread more than the kernels), so a
+    tight interval measured under load can be tight around a biased value, and widening its
+    width alone keeps it tight. With the floor, a figure measured under load is inconclusive
+    unless it clears its cut-off by more than the load factor (issue 11: under load a finding
+    becomes inconclusive rather than flipping)."""
+    if factor <= 1.0 or interval.low <= 0.0:
+        return interval
+    i = widen(interval, factor)
+    return dataclasses.replace(
+        i, low=min(i.low, i.value / factor), high=max(i.high, i.value * factor)
+    )
 
 
 def point_interval(value: float) -> Interval:
@@ -293,12 +309,11 @@ def share_interval(facts: Facts) -> Interval | None:
 
         low, high = of(i.low), of(i.high)
     elif facts.steps is not None and len(facts.steps.step_time_ms) >= 2 and probes.compute_only_ms:
+        step = median(facts.steps.step_time_ms)
         lo_s, hi_s = bootstrap_median_interval(facts.steps.step_time_ms)
+        i = widen_ratio(Interval(step, min(lo_s, step), max(hi_s, step)), window_widen(facts))
         compute = probes.compute_only_ms + host
-        low, high = (max(0.0, (s - compute) / s) for s in (lo_s, hi_s))
-        i = widen(Interval(share, min(low, share), max(high, share)), window_widen(facts),
-                  kind="share")  # fmt: skip
-        low, high = i.low, i.high
+        low, high = (max(0.0, (s - compute) / s) for s in (i.low, i.high))
     else:
         return point_interval(share)
     low, high = corroborated_share(low, check), corroborated_share(high, check)
