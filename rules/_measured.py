@@ -224,6 +224,12 @@ def fit_location(facts: Facts) -> Location | None:
 # that rest on the window's step by this factor: the same as one foreign core on a 2-core
 # machine (rnndoctor.machine.MachineLoad.widen_factor = 1 + foreign cores), a heuristic.
 DRIFT_WIDEN = 2.0
+# Fewer pairs than this give no interval (the bootstrap of a median over 1 or 2 pairs gives
+# bounds equal to the values themselves): the figure is then quoted from value / FEW_PAIRS_SPAN
+# to value x FEW_PAIRS_SPAN, so that no decision "clears" on it. 3: the fewest pairs whose
+# bootstrap median can differ from its extremes.
+MIN_PAIRS = 3
+FEW_PAIRS_SPAN = 10.0
 _WINDOW_PHASES = ("warm-up steps", "measured steps", "custom loop: measured steps")
 
 
@@ -248,6 +254,9 @@ def ratio_interval(facts: Facts, paired: PairedRatio, extra: float = 1.0) -> Int
     and by ``extra`` (e.g. :func:`window_widen`): :func:`widen_ratio`."""
     interval = Interval(paired.ratio, min(paired.low, paired.ratio), max(paired.high, paired.ratio),
                         paired.level, paired.widen_factor)  # fmt: skip
+    if paired.pairs < MIN_PAIRS:  # a bootstrap over 1 or 2 pairs is degenerate: no interval
+        interval = Interval(paired.ratio, paired.ratio / FEW_PAIRS_SPAN,
+                            paired.ratio * FEW_PAIRS_SPAN, paired.level)  # fmt: skip
     return widen_ratio(interval, phase_widen(facts, paired.phase) * extra)
 
 

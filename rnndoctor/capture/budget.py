@@ -30,6 +30,17 @@ SHARES: dict[str, float] = {
     "fast-path probe": 0.08,
     "profile conversion": 0.08,
 }
+# The most wall seconds a probe's paired comparison (rnndoctor.capture.pairs) runs for, inside
+# its phase budget: each arm wants 10 timed steps and 1 s, but a check may not get slower in
+# wall time than before issue 11 (README targets), so a comparison of long steps stops here and
+# records why (``PairedRatio.cut_short``); its interval is then wider. Source: the phase times
+# of the bundled demo on the 2-core development machine before issue 11 (compute-only probe
+# 8.3 s, batch-size probe 9.6 s; steps_per_execution probe: two points of 0.3 s plus a retrace).
+PAIRED_WALL_S: dict[str, float] = {
+    "compute-only probe": 8.0,
+    "batch-size probe": 9.0,
+    "steps_per_execution probe": 5.0,
+}
 MIN_PHASE_S = 2.0  # a phase never gets less than this (while the overall deadline allows)
 RESERVE_S = 3.0  # kept back before the overall deadline for saving the facts
 
@@ -48,6 +59,13 @@ class Budget:
 
     def expired(self) -> bool:
         return time.monotonic() >= self.deadline
+
+
+def paired_expiry(budget: Budget) -> Callable[[], bool]:
+    """``expired()`` for a paired comparison starting now in ``budget``'s phase: True once the
+    phase's budget or the comparison's own wall allowance (:data:`PAIRED_WALL_S`) runs out."""
+    deadline = min(budget.deadline, time.monotonic() + PAIRED_WALL_S.get(budget.phase, 5.0))
+    return lambda: time.monotonic() >= deadline
 
 
 class Budgets:

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from rnndoctor.capture import data as data_mod
 from rnndoctor.capture import memory, pairs, sampling, sites
-from rnndoctor.capture.budget import Budget
+from rnndoctor.capture.budget import Budget, paired_expiry
 from rnndoctor.capture.pairs import Burst
 from rnndoctor.capture.sampling import Batches
 from rnndoctor.facts import CallbackTime, DataKind, Phase, ProbeFacts, ProbePoint, StepBreakdown
@@ -301,11 +301,18 @@ def sample_batches(session: CaptureSession, arguments: dict[str, Any]) -> Batche
 
 
 def _step_timer(
-    deadline: float, target_s: float = _POINT_TARGET_S, min_steps: int = _POINT_MIN_STEPS
+    deadline: float,
+    target_s: float = _POINT_TARGET_S,
+    min_steps: int = _POINT_MIN_STEPS,
+    time_first: bool = False,
 ) -> Any:
     """A Keras callback that times the steps of one probe point (end to end, as the window
     does: from one ``on_train_batch_end`` to the next, per step covered) and stops its ``fit``
-    once enough steps are timed or at ``deadline`` (a ``time.monotonic()`` value)."""
+    once enough steps are timed or at ``deadline`` (a ``time.monotonic()`` value).
+
+    ``time_first``: the first step is timed too, from its ``on_train_batch_begin`` (a later
+    burst of a cached-batch arm: its train function is traced and its iterator costs nothing,
+    so the first step is no warm-up; this saves one untimed step per burst)."""
     import keras
 
     class StepTimer(keras.callbacks.Callback):
@@ -315,6 +322,10 @@ def _step_timer(
             self.intervals: list[float] = []
             self.covered: list[int] = []
             self.timed_s = 0.0
+
+        def on_train_batch_begin(self, batch, logs=None):
+            if time_first and not self.ends:
+                self.ends.append((batch - 1, time.perf_counter()))
 
         def on_train_batch_end(self, batch, logs=None):
             for value in (logs or {}).values():  # read back: the step's work has finished
@@ -367,11 +378,12 @@ def _run_point(
     target_s: float = _POINT_TARGET_S,
     fit_kwargs: dict[str, Any] | None = None,
     min_steps: int = _POINT_MIN_STEPS,
+    time_first: bool = False,
 ) -> _PointResult:
     """Runs Keras' own ``fit`` on ``dataset`` (or on ``fit_kwargs``, the user's own data) with
     no callback but the timer, until ``min_steps`` steps and ``target_s`` are timed or the
     budget ends."""
-    timer = _step_timer(budget.deadline, target_s, min_steps)
+    timer = _step_timer(budget.deadline, target_s, min_steps, time_first)
     fit = session.original_fit()
     kwargs = fit_kwargs or {"x": dataset, "shuffle": False, "steps_per_epoch": _POINT_MAX_STEPS}
     try:
@@ -626,14 +638,16 @@ def _compute_only(
         return result.timed()
 
     def cached_burst() -> list[tuple[float, int]]:
-        result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, 2)
+        later = bool(cached.steps)  # the first burst is the arm's warm-up
+        result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, 2, later)
         if result.stopped:
             raise RuntimeError(result.stopped)
         return result.timed()
 
     cached = pairs.ArmRecord("compute-only", cached_burst)
     arms = [cached] if real_kwargs is None else [pairs.ArmRecord("real step", real_burst), cached]
-    why = pairs.alternate(arms, lambda: budget.expired() or bool(slow))
+    expired = paired_expiry(budget)
+    why = pairs.alternate(arms, lambda: expired() or bool(slow))
     if slow and why is not None:
         why = f"a real-data burst took {slow[0]:.1f} s (buffers filling): {why}"
     if not cached.per_step_ms:
@@ -766,8 +780,8 @@ def _time_point(
     follow (:func:`_pair_points`), or None when it gave no time (its probe stops there); a point
     cut by the budget is recorded with ``session.cut_short``."""
 
-    def burst() -> list[tuple[float, int]]:
-        result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, 2)
+    def burst() -> list[tuple[float, int]]:  # a later burst: its first step is timed too
+        result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, 2, True)
         if result.stopped:
             raise RuntimeError(result.stopped)
         return result.timed()
@@ -787,7 +801,7 @@ def _time_point(
 
 def _pair_points(
     arms: list[tuple[ProbePoint, pairs.ArmRecord]],
-    budget: Budget,
+    expired: Callable[[], bool],
     phase: Phase,
     before_burst: Callable[[ProbePoint], None] = lambda point: None,
 ) -> None:
@@ -807,7 +821,7 @@ def _pair_points(
 
         arm.burst = burst
         records.append(arm)
-    why = pairs.alternate(records, budget.expired)
+    why = pairs.alternate(records, expired)
     first = records[0]
     for point, arm in arms:
         point.steps = sum(arm.steps)
@@ -878,6 +892,7 @@ def _batch_probe(
         per_sample_mib = max(0.0, fit_peak - state.rss_before_fit_mib) / base or None
     batch_mib = sum(sampling.nbytes_tf(item) for item in full) / 2**20
     budget = session.budget("batch-size probe")
+    expired = paired_expiry(budget)  # the first round counts too
     meter_gpu = memory.MemoryMeter(session).gpu
     previous = base
     spec = _any_batch_size(batches.element_spec)
@@ -918,7 +933,7 @@ def _batch_probe(
         if growth and size > previous:
             per_sample_mib = growth / (size if meter_gpu else size - previous)
         previous = size
-    _pair_points(arms, budget, Phase.BATCH_PROBE)
+    _pair_points(arms, expired, Phase.BATCH_PROBE)
     for point, _ in arms:
         point.samples_per_s = round(point.value * 1000.0 / point.step_time_ms, 2)
 
@@ -947,6 +962,7 @@ def _spe_probe(
         )
         return
     budget = session.budget("steps_per_execution probe")
+    expired = paired_expiry(budget)
     dataset = _cached_dataset(batches.raw, batches.element_spec)
     functions = {1: model.train_function}  # the compute-only probe's, at steps_per_execution 1
     arms: list[tuple[ProbePoint, pairs.ArmRecord]] = []
@@ -971,7 +987,7 @@ def _spe_probe(
                 break
             functions[value] = model.train_function  # built once, swapped in for each burst
             arms.append((point, arm))
-        _pair_points(arms, budget, Phase.SPE_PROBE, before_burst=set_up)
+        _pair_points(arms, expired, Phase.SPE_PROBE, before_burst=set_up)
     finally:
         model.steps_per_execution = saved["steps_per_execution"]
         model.train_function = saved["train_function"]
