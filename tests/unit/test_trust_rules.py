@@ -130,3 +130,20 @@ def test_the_forecast_takes_one_gain_and_no_inconclusive_one():
     best = max((x.speedup or 0.0) for x in report.findings)
     if report.forecast.after_s is not None:
         assert report.forecast.after_s == report.forecast.now_s / best
+
+
+def test_the_capture_flags_the_imdb_probe_and_its_breakdown_as_inconsistent():
+    from types import SimpleNamespace
+
+    from rnndoctor.capture.probes import inconsistency
+
+    f = load("bidirectional_lstm_imdb.json")
+    session = SimpleNamespace(facts=f)
+    assert inconsistency(session, f.probes).startswith("compute-only 406 ms > step 253 ms")
+    f.probes.compute_only_ms = 200.0  # consistent alone, but the parts overshoot the step
+    f.probes.breakdown.compute_ms, f.probes.breakdown.input_ms = 200.0, 150.0
+    assert "adds up to 350 ms, 97 ms more than the median step 253 ms" in inconsistency(
+        session, f.probes
+    )
+    f.probes.breakdown.input_ms = 40.0  # 240 ms: within the window's noise
+    assert inconsistency(session, f.probes) is None
