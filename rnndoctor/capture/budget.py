@@ -33,7 +33,9 @@ SHARES: dict[str, float] = {
 # The most wall seconds a probe's paired comparison (rnndoctor.capture.pairs) runs for, inside
 # its phase budget: each arm wants 10 timed steps and 1 s, but a check may not get slower in
 # wall time than before issue 11 (README targets), so a comparison of long steps stops here and
-# records why (``PairedRatio.cut_short``); its interval is then wider. Source: the phase times
+# records why (``PairedRatio.cut_short``); its interval is then wider. For the batch-size and
+# steps_per_execution probes it counts after each point's first burst (its warm-up and tracing).
+# Source: the phase times
 # of the bundled demo on the 2-core development machine before issue 11 (compute-only probe
 # 8.3 s, batch-size probe 9.6 s; steps_per_execution probe: two points of 0.3 s plus a retrace).
 PAIRED_WALL_S: dict[str, float] = {

@@ -301,18 +301,15 @@ def sample_batches(session: CaptureSession, arguments: dict[str, Any]) -> Batche
 
 
 def _step_timer(
-    deadline: float,
-    target_s: float = _POINT_TARGET_S,
-    min_steps: int = _POINT_MIN_STEPS,
-    time_first: bool = False,
+    deadline: float, target_s: float = _POINT_TARGET_S, min_steps: int = _POINT_MIN_STEPS
 ) -> Any:
     """A Keras callback that times the steps of one probe point (end to end, as the window
     does: from one ``on_train_batch_end`` to the next, per step covered) and stops its ``fit``
     once enough steps are timed or at ``deadline`` (a ``time.monotonic()`` value).
 
-    ``time_first``: the first step is timed too, from its ``on_train_batch_begin`` (a later
-    burst of a cached-batch arm: its train function is traced and its iterator costs nothing,
-    so the first step is no warm-up; this saves one untimed step per burst)."""
+    The first step of every ``fit`` is its warm-up and is not timed: it starts a new iterator
+    (for cached batches too, where tf.data's start costs several ms, which timing it would add
+    to a burst of 2-3 steps)."""
     import keras
 
     class StepTimer(keras.callbacks.Callback):
@@ -322,10 +319,6 @@ def _step_timer(
             self.intervals: list[float] = []
             self.covered: list[int] = []
             self.timed_s = 0.0
-
-        def on_train_batch_begin(self, batch, logs=None):
-            if time_first and not self.ends:
-                self.ends.append((batch - 1, time.perf_counter()))
 
         def on_train_batch_end(self, batch, logs=None):
             for value in (logs or {}).values():  # read back: the step's work has finished
@@ -378,12 +371,11 @@ def _run_point(
     target_s: float = _POINT_TARGET_S,
     fit_kwargs: dict[str, Any] | None = None,
     min_steps: int = _POINT_MIN_STEPS,
-    time_first: bool = False,
 ) -> _PointResult:
     """Runs Keras' own ``fit`` on ``dataset`` (or on ``fit_kwargs``, the user's own data) with
     no callback but the timer, until ``min_steps`` steps and ``target_s`` are timed or the
     budget ends."""
-    timer = _step_timer(budget.deadline, target_s, min_steps, time_first)
+    timer = _step_timer(budget.deadline, target_s, min_steps)
     fit = session.original_fit()
     kwargs = fit_kwargs or {"x": dataset, "shuffle": False, "steps_per_epoch": _POINT_MAX_STEPS}
     try:
@@ -638,8 +630,7 @@ def _compute_only(
         return result.timed()
 
     def cached_burst() -> list[tuple[float, int]]:
-        later = bool(cached.steps)  # the first burst is the arm's warm-up
-        result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, 2, later)
+        result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, 2)
         if result.stopped:
             raise RuntimeError(result.stopped)
         return result.timed()
@@ -780,8 +771,8 @@ def _time_point(
     follow (:func:`_pair_points`), or None when it gave no time (its probe stops there); a point
     cut by the budget is recorded with ``session.cut_short``."""
 
-    def burst() -> list[tuple[float, int]]:  # a later burst: its first step is timed too
-        result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, 2, True)
+    def burst() -> list[tuple[float, int]]:
+        result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, 2)
         if result.stopped:
             raise RuntimeError(result.stopped)
         return result.timed()
@@ -801,7 +792,7 @@ def _time_point(
 
 def _pair_points(
     arms: list[tuple[ProbePoint, pairs.ArmRecord]],
-    expired: Callable[[], bool],
+    budget: Budget,
     phase: Phase,
     before_burst: Callable[[ProbePoint], None] = lambda point: None,
 ) -> None:
@@ -821,7 +812,9 @@ def _pair_points(
 
         arm.burst = burst
         records.append(arm)
-    why = pairs.alternate(records, expired)
+    # The allowance counts from here: the first round (each point's warm-up, its tracing) is not
+    # part of the comparison's own wall time.
+    why = pairs.alternate(records, paired_expiry(budget))
     first = records[0]
     for point, arm in arms:
         point.steps = sum(arm.steps)
@@ -892,7 +885,6 @@ def _batch_probe(
         per_sample_mib = max(0.0, fit_peak - state.rss_before_fit_mib) / base or None
     batch_mib = sum(sampling.nbytes_tf(item) for item in full) / 2**20
     budget = session.budget("batch-size probe")
-    expired = paired_expiry(budget)  # the first round counts too
     meter_gpu = memory.MemoryMeter(session).gpu
     previous = base
     spec = _any_batch_size(batches.element_spec)
@@ -933,7 +925,7 @@ def _batch_probe(
         if growth and size > previous:
             per_sample_mib = growth / (size if meter_gpu else size - previous)
         previous = size
-    _pair_points(arms, expired, Phase.BATCH_PROBE)
+    _pair_points(arms, budget, Phase.BATCH_PROBE)
     for point, _ in arms:
         point.samples_per_s = round(point.value * 1000.0 / point.step_time_ms, 2)
 
@@ -962,7 +954,6 @@ def _spe_probe(
         )
         return
     budget = session.budget("steps_per_execution probe")
-    expired = paired_expiry(budget)
     dataset = _cached_dataset(batches.raw, batches.element_spec)
     functions = {1: model.train_function}  # the compute-only probe's, at steps_per_execution 1
     arms: list[tuple[ProbePoint, pairs.ArmRecord]] = []
@@ -987,7 +978,7 @@ def _spe_probe(
                 break
             functions[value] = model.train_function  # built once, swapped in for each burst
             arms.append((point, arm))
-        _pair_points(arms, expired, Phase.SPE_PROBE, before_burst=set_up)
+        _pair_points(arms, budget, Phase.SPE_PROBE, before_burst=set_up)
     finally:
         model.steps_per_execution = saved["steps_per_execution"]
         model.train_function = saved["train_function"]
