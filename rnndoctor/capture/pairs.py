@@ -65,30 +65,35 @@ class ArmRecord:
 
 def alternate(
     arms: Sequence[ArmRecord],
-    expired: Callable[[], bool],
+    left: Callable[[], float],
     *,
     min_steps: int = MIN_STEPS,
     min_seconds: float = MIN_SECONDS,
     max_rounds: int = MAX_ROUNDS,
+    clock: Callable[[], float] = time.monotonic,
 ) -> str | None:
     """Run rounds of bursts, one per arm in order, until each arm has ``min_steps`` timed steps
     and ``min_seconds`` of timed time. Arms may already hold bursts (a first round run by the
-    caller). An arm whose burst raises or times nothing is marked ``failed`` and stops the
-    rounds (the pairs so far still count).
+    caller). A round starts only when the seconds ``left()`` exceed the last round's wall time
+    (so a round of long steps does not overrun the allowance). An arm whose burst raises or
+    times nothing is marked ``failed`` and stops the rounds (the pairs so far still count).
 
     Returns:
         None when every arm has its steps and time; else why it stopped (the budget, the round
         limit, a failed arm), with each arm's steps and seconds.
     """
     reason = None
+    last_round_s = 0.0
     while not all(arm.done(min_steps, min_seconds) for arm in arms):
         rounds = min(len(arm.steps) for arm in arms)
         if rounds >= max_rounds:
             reason = f"stopped at {rounds} rounds"
             break
-        if expired():
-            reason = "out of the phase's time budget"
+        remaining = left()
+        if remaining <= 0.0 or last_round_s > remaining:
+            reason = f"out of the comparison's time allowance ({remaining:.1f} s left)"
             break
+        started = clock()
         for arm in arms:
             try:
                 timed = arm.add(arm.burst())
@@ -98,6 +103,7 @@ def alternate(
             if not timed:
                 arm.failed = arm.failed or "a burst timed no step"
                 return f"arm {arm.name} failed: {arm.failed}; " + _shortfall(arms)
+        last_round_s = clock() - started
     if reason is None:
         return None
     return f"{reason}; " + _shortfall(arms, min_steps, min_seconds)
@@ -150,6 +156,6 @@ def to_ratio(result: PairedResult, *, phase: str | None, a: str, b: str) -> Pair
     )
 
 
-def monotonic_expired(deadline: float) -> Callable[[], bool]:
-    """``expired()`` for a ``time.monotonic()`` deadline."""
-    return lambda: time.monotonic() >= deadline
+def seconds_left(deadline: float) -> Callable[[], float]:
+    """``left()`` for a ``time.monotonic()`` deadline."""
+    return lambda: deadline - time.monotonic()

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from rnndoctor.capture import data as data_mod
 from rnndoctor.capture import memory, pairs, sampling, sites
-from rnndoctor.capture.budget import Budget, paired_expiry
+from rnndoctor.capture.budget import Budget, paired_left
 from rnndoctor.capture.pairs import Burst
 from rnndoctor.capture.sampling import Batches
 from rnndoctor.facts import CallbackTime, DataKind, Phase, ProbeFacts, ProbePoint, StepBreakdown
@@ -637,8 +637,8 @@ def _compute_only(
 
     cached = pairs.ArmRecord("compute-only", cached_burst)
     arms = [cached] if real_kwargs is None else [pairs.ArmRecord("real step", real_burst), cached]
-    expired = paired_expiry(budget)
-    why = pairs.alternate(arms, lambda: expired() or bool(slow))
+    left = paired_left(budget)
+    why = pairs.alternate(arms, lambda: 0.0 if slow else left())
     if slow and why is not None:
         why = f"a real-data burst took {slow[0]:.1f} s (buffers filling): {why}"
     if not cached.per_step_ms:
@@ -792,7 +792,7 @@ def _time_point(
 
 def _pair_points(
     arms: list[tuple[ProbePoint, pairs.ArmRecord]],
-    budget: Budget,
+    left: Callable[[], float],
     phase: Phase,
     before_burst: Callable[[ProbePoint], None] = lambda point: None,
 ) -> None:
@@ -812,9 +812,7 @@ def _pair_points(
 
         arm.burst = burst
         records.append(arm)
-    # The allowance counts from here: the first round (each point's warm-up, its tracing) is not
-    # part of the comparison's own wall time.
-    why = pairs.alternate(records, paired_expiry(budget))
+    why = pairs.alternate(records, left)
     first = records[0]
     for point, arm in arms:
         point.steps = sum(arm.steps)
@@ -885,6 +883,7 @@ def _batch_probe(
         per_sample_mib = max(0.0, fit_peak - state.rss_before_fit_mib) / base or None
     batch_mib = sum(sampling.nbytes_tf(item) for item in full) / 2**20
     budget = session.budget("batch-size probe")
+    left = paired_left(budget)  # from the probe's start: its first round counts
     meter_gpu = memory.MemoryMeter(session).gpu
     previous = base
     spec = _any_batch_size(batches.element_spec)
@@ -925,7 +924,7 @@ def _batch_probe(
         if growth and size > previous:
             per_sample_mib = growth / (size if meter_gpu else size - previous)
         previous = size
-    _pair_points(arms, budget, Phase.BATCH_PROBE)
+    _pair_points(arms, left, Phase.BATCH_PROBE)
     for point, _ in arms:
         point.samples_per_s = round(point.value * 1000.0 / point.step_time_ms, 2)
 
@@ -978,7 +977,8 @@ def _spe_probe(
                 break
             functions[value] = model.train_function  # built once, swapped in for each burst
             arms.append((point, arm))
-        _pair_points(arms, budget, Phase.SPE_PROBE, before_burst=set_up)
+        # The allowance counts from here: the first round holds the 16-step function's tracing.
+        _pair_points(arms, paired_left(budget), Phase.SPE_PROBE, before_burst=set_up)
     finally:
         model.steps_per_execution = saved["steps_per_execution"]
         model.train_function = saved["train_function"]
