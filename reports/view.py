@@ -221,6 +221,10 @@ def noisy_line(facts: Facts) -> str | None:
 
 def _ratio_text(paired: PairedRatio, scale: float = 1.0) -> str:
     level = f"{paired.level * 100:.0f}%"
+    if paired.pairs < 3:  # the rules' MIN_PAIRS (rules/_measured.py): no interval from 1-2 pairs
+        plural = "" if paired.pairs == 1 else "s"
+        short = ", cut short" if paired.cut_short else ""
+        return f"{paired.ratio * scale:.2f}x (no interval: {paired.pairs} pair{plural}{short})"
     return (
         f"{paired.ratio * scale:.2f}x ({level} interval {paired.low * scale:.2f}–"
         f"{paired.high * scale:.2f}x, {paired.pairs} pairs"
