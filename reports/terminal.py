@@ -27,6 +27,9 @@ def summary_lines(
             f"{ms(steps.p90_step_time_ms)} over {n} step{'' if n == 1 else 's'}"
             + (f" ({steps.samples_per_s:.0f} samples/s)" if steps.samples_per_s else "")
         )
+    if view.noisy:
+        lines.append(view.noisy)
+    lines += [f"probe: {line}" for line in view.intervals]
     if facts.model is not None and not facts.model.rnn_layers:
         lines.append(f"model '{facts.model.name}' has no RNN layer: the RD1xx rules found nothing")
     for item in view.findings:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rnndoctor.engine import Forecast, Report, RuleOutcome, Status
-from rnndoctor.facts import Facts, Outcome, SequenceInput
+from rnndoctor.facts import Facts, Outcome, PairedRatio, SequenceInput
 from rnndoctor.findings import Finding, Severity
 from rnndoctor.reports import charts
 from rnndoctor.reports.shares import Breakdown, breakdown_shares
@@ -162,6 +162,9 @@ class ReportView:
             (:mod:`rnndoctor.reports.charts`), None when there is nothing to draw.
         histograms: per sequence input (in the facts' order), its length histogram, or None.
         base_dir: the script's folder, that :meth:`short` writes paths relative to.
+        noisy: the ``noisy machine: ...`` line (:func:`noisy_line`), or None.
+        intervals: the probes' paired comparisons with their intervals
+            (:func:`probe_intervals`).
     """
 
     report: Report
@@ -183,6 +186,8 @@ class ReportView:
     data_graph: dict | None = None
     histograms: tuple[dict | None, ...] = field(default=())
     base_dir: str | None = None
+    noisy: str | None = None
+    intervals: tuple[str, ...] = field(default=())
 
     def short(self, path: str | None) -> str:
         """``path`` relative to the script's folder when it lies inside it, else as given."""
@@ -196,6 +201,75 @@ class ReportView:
             except ValueError:
                 pass
         return path
+
+
+def noisy_line(facts: Facts) -> str | None:
+    """``noisy machine: ...`` with the figures of the noisiest phase (and the window's drift),
+    or None on a quiet machine with a steady window."""
+    noisy = [m for m in facts.run.machine if m.noisy]
+    parts = []
+    if noisy:
+        worst = max(noisy, key=lambda m: m.foreign_cpu_share)
+        parts.append(
+            f"other processes used {worst.foreign_cores:.1f} of {worst.cpus} CPUs "
+            f"({worst.foreign_cpu_share * 100:.0f}%) during {worst.phase}, load average "
+            f"{worst.load_avg_1m:.1f} ({len(noisy)} of {len(facts.run.machine)} phases noisy); "
+            f"intervals widened up to {max(m.widen_factor for m in noisy):.2g}x"
+        )
+    if facts.steps is not None and facts.steps.drifted and facts.steps.drift:
+        parts.append(f"the window's steps drifted: {facts.steps.drift}")
+    return "noisy machine: " + "; ".join(parts) if parts else None
+
+
+def _ratio_text(paired: PairedRatio, scale: float = 1.0) -> str:
+    level = f"{paired.level * 100:.0f}%"
+    if paired.pairs < 3:  # the rules' MIN_PAIRS (rules/_measured.py): no interval from 1-2 pairs
+        plural = "" if paired.pairs == 1 else "s"
+        short = ", cut short" if paired.cut_short else ""
+        return f"{paired.ratio * scale:.2f}x (no interval: {paired.pairs} pair{plural}{short})"
+    return (
+        f"{paired.ratio * scale:.2f}x ({level} interval {paired.low * scale:.2f}–"
+        f"{paired.high * scale:.2f}x, {paired.pairs} pairs"
+        + (f", widened {paired.widen_factor:.2g}x" if paired.widen_factor > 1.0 else "")
+        + (", cut short" if paired.cut_short else "")
+        + ")"
+    )
+
+
+def probe_intervals(facts: Facts) -> tuple[str, ...]:
+    """One line per paired comparison of the probes, each figure with its interval, and the
+    consistency verdicts (``probe inconsistent with the window: ...``)."""
+    probes = facts.probes
+    if probes is None:
+        return ()
+    lines = []
+    if probes.compute_paired is not None:
+        c = probes.compute_paired
+        lines.append(
+            f"real step {c.median_a_ms:.2f} ms vs compute-only {c.median_b_ms:.2f} ms: "
+            + _ratio_text(c)
+        )
+    points = [p for p in probes.batch_probe if p.paired is not None]
+    if points:
+        base = probes.batch_probe[0]
+        for p in points:
+            lines.append(
+                f"batch {p.value} vs {base.value}: samples/s "
+                + _ratio_text(p.paired, p.value / base.value)
+            )
+    for p in probes.spe_probe:
+        if p.paired is not None:
+            lines.append(
+                f"steps_per_execution {p.value} vs 1: step time 1 / {p.value} = "
+                + _ratio_text(p.paired)
+            )
+    for what, why in (
+        ("compute-only probe", probes.inconsistent),
+        ("batch-size probe", probes.batch_probe_inconsistent),
+    ):
+        if why:
+            lines.append(f"{what} inconsistent with the window (measured twice): {why}")
+    return tuple(lines)
 
 
 def _charts(facts: Facts, findings: Sequence[Finding], breakdown: Breakdown | None) -> dict:
@@ -234,5 +308,7 @@ def build_view(report: Report) -> ReportView:
         forecast_gap=_forecast_gap(facts),
         breakdown=breakdown,
         base_dir=os.path.dirname(facts.run.script) if facts.run.script else None,
+        noisy=noisy_line(facts),
+        intervals=probe_intervals(facts),
         **_charts(facts, findings, breakdown),
     )

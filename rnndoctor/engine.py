@@ -80,6 +80,12 @@ class Forecast:
     ``after_s`` divides it by the largest single estimated speedup among the findings (gains of
     different findings are not assumed to compound); None with ``after_not_estimated`` saying
     why when no finding carries an estimate.
+
+    Bounds (issue 11): the forecast never multiplies effects that overlap (input wait and
+    compute: an input fix and a batch-size or steps_per_execution change act on the same step),
+    so it takes one finding's gain, never a product; only gains whose interval cleared their
+    rule's cut-off carry a ``speedup`` (an inconclusive finding carries none), and a rule whose
+    probe was inconsistent with the window gives no finding, so no forecast rests on it.
     """
 
     step_time_ms: float

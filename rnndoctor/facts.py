@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 
 class Outcome(enum.StrEnum):
@@ -200,6 +200,29 @@ class CutShort:
 
 
 @dataclass
+class MachinePhase:
+    """The machine's load over one capture phase (since 1.2; ``rnndoctor.machine.LoadSampler``).
+
+    ``foreign_cpu_share``: CPU time of other processes / (wall time x CPUs), in [0, 1];
+    ``foreign_cores`` the same as cores busy on average; ``load_avg_1m`` the 1-minute load
+    average at the end of the phase; ``noisy``: other processes took at least a quarter of a core
+    (``rnndoctor.machine.NOISY_FOREIGN_CORES``); ``widen_factor``: how much the intervals of the
+    comparisons measured in this phase are widened (1.0: not at all); ``description``: the line
+    the report shows (``noisy machine: ...``).
+    """
+
+    phase: str
+    foreign_cpu_share: float
+    foreign_cores: float
+    load_avg_1m: float
+    cpus: int
+    wall_s: float
+    noisy: bool = False
+    widen_factor: float = 1.0
+    description: str = ""
+
+
+@dataclass
 class RunInfo:
     """The user's script and how the capture ended.
 
@@ -230,6 +253,11 @@ class RunInfo:
     neutralised: list[Neutralised] = field(default_factory=list)
     cut_short: list[CutShort] = field(default_factory=list)
     child_commands: list[ChildCommand] = field(default_factory=list)
+    machine: list[MachinePhase] = field(default_factory=list)
+
+    def machine_of(self, phase: str) -> MachinePhase | None:
+        """The load recorded over ``phase`` (the last one of that name), or None."""
+        return next((m for m in reversed(self.machine) if m.phase == phase), None)
 
     def enter_phase(self, name: str, elapsed_s: float) -> None:
         """Sets the current ``phase`` and records when it started (``phases``)."""
@@ -470,6 +498,10 @@ class StepTimes:
     warm-up steps are excluded. The loss is read back at each step end, so GPU work is finished.
     ``source`` is ``fit``, or ``custom loop`` when the steps are a custom loop's (the time between
     consecutive gradient applications).
+
+    Since 1.2: ``drifted`` / ``drift``: whether the measured steps drifted inside the window (the
+    halves differ beyond their noise, or a run of slow steps; ``rnndoctor.machine.drift``) and
+    the one-line description.
     """
 
     warmup_steps: int
@@ -483,6 +515,8 @@ class StepTimes:
     samples_per_s: float | None = None
     requested_steps: int | None = None
     source: str = "fit"
+    drifted: bool | None = None
+    drift: str | None = None
 
 
 @dataclass
@@ -624,12 +658,48 @@ class DataFacts:
 
 
 @dataclass
+class PairedRatio:
+    """A paired comparison of two arms (since 1.2; ``rnndoctor.paired``): interleaved bursts A B
+    A B ..., each arm after its own warm-up.
+
+    ``ratio``: the median over pairs of ``a / b`` per-step times (> 1: B takes less time per
+    step); ``low`` / ``high``: its bootstrap interval at ``level`` (0.90), as measured (rules
+    widen it by the ``widen_factor`` of the phase's :class:`MachinePhase`); ``pairs``: the pairs
+    behind it; ``median_a_ms`` / ``median_b_ms``: each arm's median per-step time;
+    ``steps_a`` / ``steps_b``: timed steps of each arm; ``spread_a`` / ``spread_b``: each arm's
+    (p90 - p10) / median over its bursts; ``widen_factor``: widening already applied (1.0);
+    ``cut_short``: why it stopped before each arm had its 10 steps and 1 s (None: it had them);
+    ``phase``: the capture phase it was measured in; ``a`` / ``b``: what each arm ran.
+    """
+
+    ratio: float
+    low: float
+    high: float
+    level: float = 0.90
+    pairs: int = 0
+    median_a_ms: float = 0.0
+    median_b_ms: float = 0.0
+    steps_a: int = 0
+    steps_b: int = 0
+    spread_a: float = 0.0
+    spread_b: float = 0.0
+    widen_factor: float = 1.0
+    cut_short: str | None = None
+    phase: str | None = None
+    a: str = ""
+    b: str = ""
+
+
+@dataclass
 class ProbePoint:
     """One point of a compute-only probe: ``value`` is the batch size (batch-size probe) or the
     ``steps_per_execution`` (steps_per_execution probe); times are medians after warm-up.
     ``stopped`` says why this point has no time (out of memory, out of its time budget).
     ``memory_estimate_mib``: the extra memory this point was estimated to need before it ran
-    (batch-size probe; None where no estimate could be made)."""
+    (batch-size probe; None where no estimate could be made). Since 1.2, ``paired``: this point
+    against the probe's first point (b, or steps_per_execution 1), timed in interleaved bursts
+    (A = the first point, B = this one; for the batch-size probe ``ratio`` is the step-time
+    ratio: the samples/s ratio is ``ratio x value / first value``)."""
 
     value: int
     step_time_ms: float | None = None
@@ -637,6 +707,7 @@ class ProbePoint:
     steps: int = 0
     stopped: str | None = None
     memory_estimate_mib: float | None = None
+    paired: PairedRatio | None = None
 
 
 @dataclass
@@ -755,6 +826,13 @@ class ProbeFacts:
     load; the input-bound share is then ``(real_step - compute_only) / (real_step +
     callbacks)``. None where the data cannot be iterated again (a Python generator) or is a
     ``PyDataset``: the share then uses the window's step.
+
+    Since 1.2: ``compute_paired``: the real step (A) against the compute-only step (B), paired
+    (``ratio`` = real / compute-only). ``inconsistent``: why the compute-only probe disagrees
+    with the window beyond the window's own noise (``compute-only 406 ms > step 253 ms``), after
+    one re-measurement (``remeasured``); the rules that rest on it are then not evaluated.
+    ``batch_probe_inconsistent``: the same for the batch-size probe's first point (the user's
+    batch) against the window's median step.
     """
 
     input_only_ms: float | None = None
@@ -777,6 +855,10 @@ class ProbeFacts:
     memory_limit_mib: float | None = None
     memory_limit_source: str | None = None
     real_step_ms: float | None = None
+    compute_paired: PairedRatio | None = None
+    inconsistent: str | None = None
+    remeasured: bool = False
+    batch_probe_inconsistent: str | None = None
 
 
 @dataclass
@@ -803,7 +885,8 @@ class CustomLoopFacts:
     then wrapped in ``tf.function`` (``traced_call_ms``, after one tracing call, whose wall time
     is ``twin_tracing_ms``); ``twin_calls`` timed calls each. ``twin_not_measured`` says why
     there is no twin (a step that calls ``.numpy()`` cannot be traced, say). The twin trains the
-    model for those extra calls (the script is stopped afterwards).
+    model for those extra calls (the script is stopped afterwards). Since 1.2, ``twin_paired``:
+    the eager call (A) against the traced one (B), timed in interleaved bursts.
     """
 
     eager: bool
@@ -823,6 +906,7 @@ class CustomLoopFacts:
     twin_tracing_ms: float | None = None
     twin_calls: int = 0
     twin_not_measured: str | None = None
+    twin_paired: PairedRatio | None = None
 
 
 @dataclass

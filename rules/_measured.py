@@ -8,13 +8,16 @@ and the input-only time of a fresh iterator. The cut-offs on the input-bound sha
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-from rnndoctor.facts import DataNode, Facts
+from rnndoctor.decide import widen
+from rnndoctor.facts import DataNode, Facts, PairedRatio
 from rnndoctor.findings import Evidence, Location, Severity
-from rnndoctor.rules import Option
+from rnndoctor.rules import NotEvaluated, Option
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _rewrite as rw
+from rnndoctor.stats import Interval, bootstrap_median_interval, median
 
 # The cut-offs on the input share of the step, as rule options (each input rule declares the
 # ones it reads). xprof's input-pipeline analysis calls a step "moderately" input-bound from 5%
@@ -161,12 +164,25 @@ def input_evidence(facts: Facts) -> tuple[Evidence, ...]:
 
 
 def removal_gain(facts: Facts, share: float, what: str = "input-bound share") -> tuple[str, float]:
-    """The gain text and speedup of removing ``share`` of the median step: 1 / (1 - share)."""
+    """The gain text and speedup of removing ``share`` of the median step: 1 / (1 - share).
+
+    Bound (issue 11): an input fix cannot make the step faster than the compute-only step, so
+    the estimated step is ``max(step x (1 - share), compute-only)``, and the text says when the
+    cap applied."""
     step = step_ms(facts)
-    speedup = 1.0 / max(1.0 - share, 1e-3)
-    after = f" (median step {step:.2f} ms -> {step * (1 - share):.2f} ms)" if step else ""
+    compute = facts.probes.compute_only_ms if facts.probes else None
+    if not step:
+        speedup = 1.0 / max(1.0 - share, 1e-3)
+        return f"{what} {pct(share)} removed: about {speedup:.1f}x faster steps", round(speedup, 2)
+    after = step * (1 - share)
+    capped = compute is not None and after < compute
+    if capped:
+        after = compute
+    speedup = step / max(after, 1e-3 * step)
+    cap = " (capped at the compute-only step: no input fix beats it)" if capped else ""
     return (
-        f"{what} {pct(share)} removed: about {speedup:.1f}x faster steps{after}",
+        f"{what} {pct(share)} removed: about {speedup:.1f}x faster steps "
+        f"(median step {step:.2f} ms -> {after:.2f} ms{cap})",
         round(speedup, 2),
     )
 
@@ -227,3 +243,132 @@ def with_keyword(call_source: str | None, name: str, value: str) -> str | None:
 
 def fit_location(facts: Facts) -> Location | None:
     return to_location(facts.fit.location) if facts.fit else None
+
+
+# -- intervals, consistency and the machine's load (issue 11) --------------------------------
+
+# A window whose steps drifted (rnndoctor.machine.drift) widens the intervals of the figures
+# that rest on the window's step by this factor: the same as one foreign core on a 2-core
+# machine (rnndoctor.machine.MachineLoad.widen_factor = 1 + foreign cores), a heuristic.
+DRIFT_WIDEN = 2.0
+# Fewer pairs than this give no interval (the bootstrap of a median over 1 or 2 pairs gives
+# bounds equal to the values themselves): the figure is then quoted from value / FEW_PAIRS_SPAN
+# to value x FEW_PAIRS_SPAN, so that no decision "clears" on it. 3: the fewest pairs whose
+# bootstrap median can differ from its extremes.
+MIN_PAIRS = 3
+FEW_PAIRS_SPAN = 10.0
+_WINDOW_PHASES = ("warm-up steps", "measured steps", "custom loop: measured steps")
+
+
+def phase_widen(facts: Facts, phase: str | None) -> float:
+    """The widening factor of the intervals measured in ``phase``: its recorded machine load's
+    ``widen_factor`` (1.0 when the phase was quiet or not sampled)."""
+    load = facts.run.machine_of(phase) if phase else None
+    return load.widen_factor if load is not None else 1.0
+
+
+def window_widen(facts: Facts) -> float:
+    """The widening factor of figures that rest on the window's step: the largest of the
+    window's phases' machine load factors, and :data:`DRIFT_WIDEN` when its steps drifted."""
+    factor = max((phase_widen(facts, p) for p in _WINDOW_PHASES), default=1.0)
+    if facts.steps is not None and facts.steps.drifted:
+        factor = max(factor, DRIFT_WIDEN)
+    return factor
+
+
+def ratio_interval(facts: Facts, paired: PairedRatio, extra: float = 1.0) -> Interval:
+    """A recorded paired ratio as an :class:`Interval`, widened by its phase's machine load
+    and by ``extra`` (e.g. :func:`window_widen`): :func:`widen_ratio`."""
+    interval = Interval(paired.ratio, min(paired.low, paired.ratio), max(paired.high, paired.ratio),
+                        paired.level, paired.widen_factor)  # fmt: skip
+    if paired.pairs < MIN_PAIRS:  # a bootstrap over 1 or 2 pairs is degenerate: no interval
+        interval = Interval(paired.ratio, paired.ratio / FEW_PAIRS_SPAN,
+                            paired.ratio * FEW_PAIRS_SPAN, paired.level)  # fmt: skip
+    return widen_ratio(interval, phase_widen(facts, paired.phase) * extra)
+
+
+def widen_ratio(interval: Interval, factor: float) -> Interval:
+    """``interval`` (a positive ratio) widened for a noisy phase: ``rnndoctor.decide.widen`` by
+    ``factor`` on the log scale, and at least ``value / factor`` to ``value x factor``.
+
+    Why the floor: foreign load does not only scatter the steps, it shifts them (on a 2-core
+    machine a busy neighbour slows the Python dispatch thread more than the kernels), so a
+    tight interval measured under load can be tight around a biased value, and widening its
+    width alone keeps it tight. With the floor, a figure measured under load is inconclusive
+    unless it clears its cut-off by more than the load factor (issue 11: under load a finding
+    becomes inconclusive rather than flipping)."""
+    if factor <= 1.0 or interval.low <= 0.0:
+        return interval
+    i = widen(interval, factor)
+    return dataclasses.replace(
+        i, low=min(i.low, i.value / factor), high=max(i.high, i.value * factor)
+    )
+
+
+def point_interval(value: float) -> Interval:
+    """A figure with no measured interval (facts from before schema 1.2): its median only."""
+    return Interval(value, value, value)
+
+
+def require_consistent(facts: Facts) -> None:
+    """Raises :class:`NotEvaluated` when the compute-only probe disagreed with the window after
+    its re-measurement (``probes.inconsistent``): no finding, forecast or verdict rests on it."""
+    probes = facts.probes
+    if probes is not None and probes.inconsistent:
+        raise NotEvaluated(f"probe inconsistent with the window ({probes.inconsistent})")
+
+
+def share_interval(facts: Facts) -> Interval | None:
+    """The input-bound share with its interval, or None when not measured.
+
+    Paired (``probes.compute_paired``, A = real step, B = compute-only, ratio ``r``): the share
+    ``(real - compute) / (real + callbacks) = (1 - 1 / r) x real / (real + callbacks)`` is
+    increasing in ``r``, so the ratio's bounds (widened for the probe's machine load) map to the
+    share's. Unpaired (the window's step ``s``): ``(s - compute - callbacks) / s``, increasing
+    in ``s``, from the bootstrap interval of the window's median step (widened by
+    :func:`window_widen`). Facts from before 1.2 give the point value only. Every bound is
+    counted up to the input-only cross-check (:func:`corroborated_share`).
+    """
+    probes = facts.probes
+    share, _ = input_share(facts)
+    if probes is None or share is None:
+        return None
+    host = probes.callback_ms or 0.0
+    check = probes.input_share_check
+    paired = probes.compute_paired
+    if paired is not None and paired.median_a_ms > 0.0:
+        i = ratio_interval(facts, paired)
+        scale = paired.median_a_ms / (paired.median_a_ms + host)
+
+        def of(r: float) -> float:
+            return max(0.0, (1.0 - 1.0 / r) * scale) if r > 0 else 0.0
+
+        low, high = of(i.low), of(i.high)
+    elif facts.steps is not None and len(facts.steps.step_time_ms) >= 2 and probes.compute_only_ms:
+        step = median(facts.steps.step_time_ms)
+        lo_s, hi_s = bootstrap_median_interval(facts.steps.step_time_ms)
+        i = widen_ratio(Interval(step, min(lo_s, step), max(hi_s, step)), window_widen(facts))
+        compute = probes.compute_only_ms + host
+        low, high = (max(0.0, (s - compute) / s) for s in (i.low, i.high))
+    else:
+        return point_interval(share)
+    low, high = corroborated_share(low, check), corroborated_share(high, check)
+    return Interval(share, min(low, share), max(high, share))
+
+
+def noisy_note(facts: Facts) -> str | None:
+    """``noisy machine: ...`` for the findings' evidence when a phase was noisy or the window
+    drifted, else None."""
+    parts = [m.description for m in facts.run.machine if m.noisy][:1]
+    if facts.steps is not None and facts.steps.drifted and facts.steps.drift:
+        parts.append(f"the window drifted: {facts.steps.drift}")
+    if not parts:
+        return None
+    text = "; ".join(parts)
+    return text if text.startswith("noisy machine") else "noisy machine: " + text
+
+
+def noisy_evidence(facts: Facts) -> tuple[Evidence, ...]:
+    """The ``noisy machine: ...`` row, when there is one (:func:`noisy_note`)."""
+    note = noisy_note(facts)
+    return (Evidence("noisy machine", note, "", "rnndoctor.machine"),) if note else ()

@@ -29,6 +29,17 @@ Evidence:
     by the job's steps that pay it (1 / epochs), and the severity follows that job-wide share
     (``rules/_measured.py: paid_epochs``).
 
+    The share's 90% interval comes from the paired bursts of the real step and the compute-only
+    step (``probes.compute_paired``), or from a bootstrap over the window's steps where the data
+    cannot be iterated again; it widens on a noisy machine or a drifting window. Warning and
+    error need the interval's lower bound at their cut-off; a median alone above the warning
+    cut-off gives ``info``, "inconclusive: ...". A compute-only probe inconsistent with the
+    window (``probes.inconsistent``) leaves the rule not evaluated.
+
+Bounds:
+    An input fix cannot make the step faster than the compute-only step: the estimated step
+    after the fix is capped there (``rules/_measured.py: removal_gain``), and the gain says so.
+
 Example:
     ``tf.data.Dataset.from_generator(slow_python_examples, ...).batch(32)``
 
@@ -64,10 +75,12 @@ from __future__ import annotations
 
 import re
 
+from rnndoctor.decide import decide, describe, format_share
 from rnndoctor.facts import DataFacts, Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
+from rnndoctor.stats import Interval
 
 
 def _fix(facts: Facts) -> tuple[str, str]:
@@ -152,9 +165,12 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     probes = facts.probes
     if probes.input_bound_share is None:
         return []  # not measured (probes.*_not_measured says why)
-    share, _ = m.input_share(facts)  # counted up to the input-only cross-check
-    if share is None or share < options.min_input_share:
+    m.require_consistent(facts)  # no finding on a probe that disagrees with the window
+    interval = m.share_interval(facts)  # counted up to the input-only cross-check
+    if interval is None or interval.value < options.min_input_share:
         return []  # below xprof's cut-off
+    share = interval.value
+    severity, quoted = _severity(interval, options)
     step = m.step_ms(facts)
     evidence = list(m.input_evidence(facts))
     if probes.input_share_check is not None:
@@ -181,11 +197,19 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             evidence.append(
                 Evidence("slowest tf.data op (xprof)", top.name, "", f"{pct_of(top.share)} self")
             )
+    evidence.append(Evidence("input-bound share, with its interval", quoted, "", _basis(facts)))
+    evidence.extend(m.noisy_evidence(facts))
     job_share, paid = _epoch_weighting(facts, share)
-    if paid:
+    if paid:  # only epoch 1 pays: the severity follows the job's share, interval and all
         evidence.append(Evidence("job-wide input share", round(job_share * 100, 1), "%", paid))
+        f = job_share / share
+        job = Interval(interval.value * f, interval.low * f, interval.high * f, interval.level,
+                       interval.widen_factor)  # fmt: skip
+        severity, _ = _severity(job, options)
     what = "input share of the job (epoch 1 only)" if paid else "input-bound share"
     gain, speedup = m.removal_gain(facts, job_share, what)
+    if severity is Severity.INFO and quoted.startswith("inconclusive"):
+        gain, speedup = f"{quoted}; {gain}", None
     title, code = _fix(facts)
     data = facts.data
     location = m.to_location(data.location) if data else None
@@ -194,11 +218,9 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     whole = probes.real_step_ms + (probes.callback_ms or 0.0) if paired else step
     return [
         finding(
-            severity=m.share_severity(
-                job_share, options.warning_input_share, options.error_input_share
-            ),
+            severity=severity,
             message=(
-                f"The training step waits for its input: {m.pct(share)} of the step "
+                f"The training step waits for its input: {quoted} of the step "
                 f"({m.ms(wait)} of {m.ms(whole)}"
                 + (", timed side by side with the same step on cached batches" if paired else "")
                 + f") is spent waiting for the next batch ({data.kind if data else 'unknown'} "
@@ -213,6 +235,28 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             speedup=speedup,
         )
     ]
+
+
+def _severity(interval: Interval, options: OptionValues) -> tuple[Severity, str]:
+    """The severity whose cut-off the share's whole interval clears (its lower bound), and the
+    share as quoted: ``inconclusive: ...`` when the median alone reaches the warning cut-off."""
+    warning, error = options.warning_input_share, options.error_input_share
+    severity = m.share_severity(interval.low, warning, error)
+    if severity is Severity.INFO:
+        decision = decide(interval, warning, higher_is_worse=True)
+        return severity, describe(decision, interval, kind="share").replace(
+            "below the cut-off: ", ""
+        )
+    return severity, format_share(interval)
+
+
+def _basis(facts: Facts) -> str:
+    paired = facts.probes.compute_paired
+    if paired is not None:
+        return f"{paired.pairs} interleaved pairs of the real step and the compute-only step"
+    if facts.steps is not None and len(facts.steps.step_time_ms) >= 2:
+        return "bootstrap over the window's steps, compute-only median"
+    return "medians only (facts before schema 1.2)"
 
 
 def pct_of(share: float) -> str:

@@ -13,7 +13,17 @@ Why it slows training:
 
 Evidence:
     ``probes.batch_probe``: the compute-only step time and samples/s at each batch size, and
-    why a point stopped (memory estimate over the limit, out of memory, time budget).
+    why a point stopped (memory estimate over the limit, out of memory, time budget). Each
+    larger batch is timed in bursts interleaved with the user's batch (``point.paired``); the
+    samples/s ratio and its 90% interval come from those pairs (``rnndoctor.paired
+    .throughput_ratio``), widened on a noisy machine. The rule warns only when the interval's
+    lower bound reaches ``min_speedup``; when only the median does, it is ``info``,
+    "inconclusive: ...".
+
+Bounds:
+    The gain is the measured throughput (samples/s) ratio, never a step-time ratio: a larger
+    batch makes each step longer while samples/s rise, so the gain reads "samples/s", not
+    "faster step". An inconclusive finding carries no speedup, so the forecast does not use it.
 
 Example:
     ``model.fit(x, y, batch_size=4)``
@@ -48,12 +58,14 @@ from __future__ import annotations
 
 import ast
 
-from rnndoctor.facts import Facts
+from rnndoctor.decide import Decision, decide, describe
+from rnndoctor.facts import Facts, ProbePoint
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Location, Severity
-from rnndoctor.rules import Option, OptionValues, finding, rule
+from rnndoctor.rules import NotEvaluated, Option, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _measured as m
 from rnndoctor.rules import _rewrite as rw
+from rnndoctor.stats import Interval
 
 _MIN_SPEEDUP = Option(
     name="min_speedup",
@@ -158,6 +170,81 @@ def _with_bucket_batch_sizes(call: str | None, size: int) -> str | None:
     return ast.unparse(node)
 
 
+def _throughput(facts: Facts, base: ProbePoint, point: ProbePoint) -> Interval:
+    """The samples/s ratio of ``point`` over ``base`` with its interval: the paired step-time
+    ratio scaled by the batch ratio (``rnndoctor.paired.throughput_ratio``), widened for the
+    probe's machine load; facts without a pairing (before schema 1.2) give the median only."""
+    if point.paired is not None:
+        i = m.ratio_interval(facts, point.paired)
+        scale = point.value / base.value
+        return Interval(i.value * scale, i.low * scale, i.high * scale, i.level, i.widen_factor)
+    return m.point_interval((point.samples_per_s or 0.0) / (base.samples_per_s or 1.0))
+
+
+def _basis(point: ProbePoint) -> str:
+    paired = point.paired
+    if paired is None:
+        return "compute-only medians, not paired (facts before schema 1.2)"
+    return (
+        f"{paired.pairs} interleaved pairs, {paired.steps_a} and {paired.steps_b} timed steps"
+        + (f"; cut short: {paired.cut_short}" if paired.cut_short else "")
+    )
+
+
+def _measured_finding(
+    facts: Facts, options: OptionValues, measured: list[ProbePoint], evidence: tuple[Evidence, ...]
+) -> list[Finding]:
+    """The finding from the probe's measured points (none when the gain is below the cut-off)."""
+    base = measured[0]
+    best, gain = max(
+        ((p, _throughput(facts, base, p)) for p in measured[1:]), key=lambda pg: pg[1].value
+    )
+    decision = decide(gain, options.min_speedup, higher_is_worse=True)
+    if decision is Decision.BELOW:
+        return []
+    ratio = gain.value
+    quoted = describe(decision, gain, kind="ratio")
+    severity = Severity.WARNING if decision is Decision.CLEARS else Severity.INFO
+    evidence = (
+        *evidence,
+        Evidence(f"samples/s ratio, batch {best.value} / {base.value}", quoted, "",
+                 _basis(best)),
+        *m.noisy_evidence(facts),
+    )  # fmt: skip
+    code, location, before = _fix(facts, best.value)
+    return [
+        finding(
+            severity=severity,
+            message=(
+                f"Batch size {base.value} leaves throughput on the table: the compute-only "
+                f"probe trains {best.samples_per_s:,.0f} samples/s at batch {best.value} "
+                f"against {base.samples_per_s:,.0f} at {base.value} ({quoted} samples/s)."
+            ),
+            location=location,
+            evidence=evidence,
+            fix=_stateful_fix(
+                facts,
+                Fix(
+                    title=(
+                        f"Use batch size {best.value}, and scale the learning rate with it "
+                        f"(x{best.value // base.value}, the linear scaling rule)"
+                    ),
+                    code=code,
+                    safety=FixSafety.UNSAFE,
+                    before=before,
+                ),
+            ),
+            gain=(
+                f"measured compute-only throughput {quoted} samples/s at batch "
+                f"{best.value} (each step is longer; more samples per second): an epoch "
+                f"takes about 1/{ratio:.1f} of the time, if the input pipeline keeps up "
+                "(see RD201)"
+            ),
+            speedup=round(ratio, 2) if decision is Decision.CLEARS else None,
+        )
+    ]
+
+
 @rule(
     "RD301",
     "small-batch",
@@ -179,41 +266,11 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         for p in points
     )
     if len(measured) >= 2:
-        base = measured[0]
-        best = max(measured[1:], key=lambda p: p.samples_per_s or 0.0)
-        ratio = (best.samples_per_s or 0.0) / (base.samples_per_s or 1.0)
-        if ratio < options.min_speedup:
-            return []
-        code, location, before = _fix(facts, best.value)
-        return [
-            finding(
-                message=(
-                    f"Batch size {base.value} leaves throughput on the table: the compute-only "
-                    f"probe trains {best.samples_per_s:,.0f} samples/s at batch {best.value} "
-                    f"against {base.samples_per_s:,.0f} at {base.value} ({ratio:.1f}x)."
-                ),
-                location=location,
-                evidence=evidence,
-                fix=_stateful_fix(
-                    facts,
-                    Fix(
-                        title=(
-                            f"Use batch size {best.value}, and scale the learning rate with it "
-                            f"(x{best.value // base.value}, the linear scaling rule)"
-                        ),
-                        code=code,
-                        safety=FixSafety.UNSAFE,
-                        before=before,
-                    ),
-                ),
-                gain=(
-                    f"measured compute-only throughput {ratio:.1f}x at batch {best.value}: an "
-                    f"epoch takes about 1/{ratio:.1f} of the time, if the input pipeline keeps "
-                    "up (see RD201)"
-                ),
-                speedup=round(ratio, 2),
+        if facts.probes.batch_probe_inconsistent:  # no finding on an inconsistent probe
+            raise NotEvaluated(
+                f"probe inconsistent with the window ({facts.probes.batch_probe_inconsistent})"
             )
-        ]
+        return _measured_finding(facts, options, measured, evidence)
     env = facts.environment
     size = m.batch_size(facts)
     if env is not None and env.gpu_count and size and size < options.gpu_small_batch:

@@ -36,6 +36,19 @@ Fix safety:
     The traced twin ran the user's step function under ``tf.function`` on a real batch; where it
     could not, ``loop.twin_not_measured`` says why.
 
+Decision (issue 11):
+    The eager and traced calls are timed in interleaved bursts (``loop.twin_paired``, the
+    paired timer); the step's speedup is quoted with its 90% interval, widened on a noisy
+    machine. The eager loop is a warning on its structure alone; the measurement raises it to
+    an error only when the interval's lower bound reaches ``error_speedup`` (a median alone
+    there is quoted "inconclusive: ..." and carries no speedup for the forecast), and lowers it
+    to info only when the upper bound stays under ``warning_speedup``.
+
+Bounds:
+    The saving is never more than the eager call itself: the step after the fix is the
+    measured step minus ``eager x (1 - 1 / ratio)``, and where the step measured shorter than
+    that saving the step function's own ratio is the estimate.
+
 Options:
     ``error_speedup`` = 2.0 (x (step-time speedup)): the measured speedup from which the
     finding is an error. Source: rnndoctor's severity scale (rnndoctor/findings.py: Severity):
@@ -53,10 +66,13 @@ References:
 
 from __future__ import annotations
 
+from rnndoctor.decide import format_ratio
 from rnndoctor.facts import CustomLoopFacts, Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import NotEvaluated, OptionValues, finding, rule
 from rnndoctor.rules import _host_hw as hh
+from rnndoctor.rules import _measured as m
+from rnndoctor.stats import Interval
 
 
 def decorator(loop: CustomLoopFacts) -> str:
@@ -106,25 +122,8 @@ def _gain(facts: Facts, loop: CustomLoopFacts) -> tuple[str, float | None]:
     )
 
 
-@rule(
-    "RD402",
-    "eager-custom-loop",
-    "a custom loop applies gradients eagerly (no tf.function)",
-    needs=(),
-    severity=Severity.WARNING,
-    options=(hh.ERROR_SPEEDUP, hh.WARNING_SPEEDUP),
-)
-def check(facts: Facts, options: OptionValues) -> list[Finding]:
-    loop = facts.loop
-    if loop is None:
-        if facts.fit is not None:
-            return []  # the script trains with Model.fit: no custom loop to check
-        raise NotEvaluated(
-            "the run reached neither Model.fit nor a gradient update of a custom loop "
-            f"(it ended with outcome '{facts.run.outcome}' during '{facts.run.phase}')"
-        )
-    if not loop.eager or loop.functions_run_eagerly:
-        return []
+def _evidence(facts: Facts, loop: CustomLoopFacts) -> list[Evidence]:
+    """The loop's facts and the twin's measurements, as evidence rows."""
     evidence = [
         Evidence("gradients applied eagerly", loop.location.code if loop.location else True, "",
                  "loop.eager, loop.location"),
@@ -145,7 +144,79 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     ):
         if value is not None:
             evidence.append(Evidence(label, value, unit, source))
+    return evidence
+
+
+def _step_speedup(facts: Facts, loop: CustomLoopFacts) -> Interval | None:
+    """The step's speedup with its interval, from the paired twin (A = eager, B = traced,
+    ratio ``r``): removing ``eager x (1 - 1 / r)`` from the measured step (increasing in
+    ``r``); the step function's own ratio where the step measured shorter than that. None
+    without a pairing (facts before schema 1.2, or no twin)."""
+    paired = loop.twin_paired
+    if paired is None:
+        return None
+    i = m.ratio_interval(facts, paired)
+    steps = facts.steps
+    step = steps.median_step_time_ms if steps and steps.median_step_time_ms else None
+    eager = paired.median_a_ms
+    if step is None or step <= eager * (1.0 - 1.0 / max(i.high, 1e-9)):
+        return i
+
+    def of(r: float) -> float:
+        return step / (step - eager * (1.0 - 1.0 / r)) if r > 0 else 1.0
+
+    return Interval(of(i.value), of(i.low), of(i.high), i.level, i.widen_factor)
+
+
+def _decide(
+    facts: Facts, loop: CustomLoopFacts, options: OptionValues
+) -> tuple[Severity, str | None]:
+    """The severity and the speedup as quoted. The eager loop is a warning on its structure;
+    the measurement makes it an error only when the interval's lower bound reaches
+    ``error_speedup``, and info only when its upper bound stays under ``warning_speedup``;
+    a median alone beyond a cut-off is quoted "inconclusive: ..."."""
+    interval = _step_speedup(facts, loop)
+    if interval is None:
+        return hh.severity_of_speedup(_gain(facts, loop)[1], options), None
+    error, warning = options[hh.ERROR_SPEEDUP.name], options[hh.WARNING_SPEEDUP.name]
+    if interval.low >= error:
+        return Severity.ERROR, format_ratio(interval)
+    if interval.high < warning:
+        return Severity.INFO, format_ratio(interval)
+    if interval.low >= warning and interval.value < error:
+        return Severity.WARNING, format_ratio(interval)
+    return Severity.WARNING, "inconclusive: " + format_ratio(interval)
+
+
+@rule(
+    "RD402",
+    "eager-custom-loop",
+    "a custom loop applies gradients eagerly (no tf.function)",
+    needs=(),
+    severity=Severity.WARNING,
+    options=(hh.ERROR_SPEEDUP, hh.WARNING_SPEEDUP),
+)
+def check(facts: Facts, options: OptionValues) -> list[Finding]:
+    loop = facts.loop
+    if loop is None:
+        if facts.fit is not None:
+            return []  # the script trains with Model.fit: no custom loop to check
+        raise NotEvaluated(
+            "the run reached neither Model.fit nor a gradient update of a custom loop "
+            f"(it ended with outcome '{facts.run.outcome}' during '{facts.run.phase}')"
+        )
+    if not loop.eager or loop.functions_run_eagerly:
+        return []
+    evidence = _evidence(facts, loop)
     gain, speedup = _gain(facts, loop)
+    severity, quoted = _decide(facts, loop, options)
+    if quoted:
+        evidence.append(Evidence("speedup of the step, with its interval", quoted, "",
+                                 "traced twin, interleaved with the eager step"))  # fmt: skip
+        gain = f"{gain} [{quoted}]"
+        if quoted.startswith("inconclusive"):
+            speedup = None
+    evidence.extend(m.noisy_evidence(facts))
     if loop.step_function and loop.step_location is not None:
         code = loop.step_location.code or f"def {loop.step_function}(...):"
         fix = Fix(
@@ -176,7 +247,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         where = "in the loop body"
     return [
         finding(
-            severity=hh.severity_of_speedup(speedup, options),
+            severity=severity,
             message=(
                 f"The custom training loop applies its gradients eagerly {where}: every op of "
                 "every step is dispatched from Python, one at a time."

@@ -20,6 +20,14 @@ Evidence:
     ``probes.spe_probe`` (compute-only step time at 1 and 16), ``fit.steps_per_execution``,
     ``steps.median_step_time_ms``; ``fit.compile_location`` (the user's ``compile`` call, where
     the finding points and which the fix rewrites, keeping every other argument as written).
+    The two settings are timed in interleaved bursts
+    (``spe_probe[1].paired``); the dispatch share's 90% interval comes from those pairs,
+    widened on a noisy machine or a drifting window. The rule warns (or errors) only when the
+    interval's lower bound reaches the cut-off; when only the median does, it is ``info``,
+    "inconclusive: ...", with no speedup for the forecast.
+
+Bounds:
+    The step after the fix is never below the compute-only step at N steps per call.
 
 Example:
     ``model.compile(optimizer="adam", loss="mse")`` for a 16-unit LSTM
@@ -53,11 +61,13 @@ References:
 
 from __future__ import annotations
 
-from rnndoctor.facts import Facts
+from rnndoctor.decide import Decision, decide, describe
+from rnndoctor.facts import Facts, ProbePoint
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
 from rnndoctor.rules import _rewrite as rw
+from rnndoctor.stats import Interval
 
 _MIN_DISPATCH_SHARE = Option(
     name="min_dispatch_share",
@@ -91,6 +101,33 @@ def _fix(facts: Facts, value: int) -> Fix:
     )
 
 
+def _dispatch_share(facts: Facts, one: ProbePoint, many: ProbePoint, step: float) -> Interval:
+    """The share of the window's median step that ``many`` steps per call save, with its
+    interval: from the paired ratio ``r`` = step at 1 / step at N (A = 1, B = N), the saving
+    per step is ``one x (1 - 1 / r)`` (increasing in ``r``), over the window's step; widened
+    for the probe's machine load and the window's (:func:`~rules._measured.window_widen`).
+    Facts without a pairing (before schema 1.2) give the medians' share only."""
+    paired = many.paired
+    if paired is None:
+        return m.point_interval((one.step_time_ms - many.step_time_ms) / step)
+    i = m.ratio_interval(facts, paired, extra=m.window_widen(facts))
+    base = paired.median_a_ms
+
+    def of(r: float) -> float:
+        return base * (1.0 - 1.0 / r) / step if r > 0 else 0.0
+
+    return Interval(of(i.value), of(i.low), of(i.high), i.level, i.widen_factor)
+
+
+def _basis(point: ProbePoint) -> str:
+    paired = point.paired
+    if paired is None:
+        return "compute-only medians, not paired (facts before schema 1.2)"
+    return f"{paired.pairs} interleaved pairs at steps_per_execution 1 and {point.value}" + (
+        f"; cut short: {paired.cut_short}" if paired.cut_short else ""
+    )
+
+
 @rule(
     "RD403",
     "tiny-steps",
@@ -108,20 +145,27 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         return []
     one = points[1]
     many = min((p for v, p in points.items() if v > 1), key=lambda p: p.step_time_ms)
-    saved_ms = one.step_time_ms - many.step_time_ms
     step = m.step_ms(facts) or one.step_time_ms
-    dispatch = saved_ms / step  # of this job's real step, input wait included
-    if dispatch < options.min_dispatch_share:
+    share = _dispatch_share(facts, one, many, step)
+    decision = decide(share, options.min_dispatch_share, higher_is_worse=True)
+    if decision is Decision.BELOW:
         return []
+    dispatch = share.value
+    saved_ms = dispatch * step
     after = max(step - saved_ms, many.step_time_ms)
     speedup = step / after
+    quoted = describe(decision, share, kind="share")
+    if decision is not Decision.CLEARS:
+        severity = Severity.INFO
+    elif share.low >= options.error_dispatch_share:
+        severity = Severity.ERROR
+    else:
+        severity = Severity.WARNING
     return [
         finding(
-            severity=Severity.ERROR
-            if dispatch >= options.error_dispatch_share
-            else Severity.WARNING,
+            severity=severity,
             message=(
-                f"Per-step host dispatch costs {saved_ms:.2f} ms, {m.pct(dispatch)} of the "
+                f"Per-step host dispatch costs {saved_ms:.2f} ms, {quoted} of the "
                 f"{step:.2f} ms median step: the compute-only step takes "
                 f"{one.step_time_ms:.2f} ms at steps_per_execution=1 and "
                 f"{many.step_time_ms:.2f} ms at {many.value}."
@@ -136,13 +180,15 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                     "ms",
                 ),
                 Evidence("median step time", step, "ms", "fit (diagnosis window)"),
+                Evidence("dispatch share of the step", quoted, "", _basis(many)),
+                *m.noisy_evidence(facts),
             ),
             fix=_fix(facts, many.value),
             gain=(
                 f"measured {saved_ms:.2f} ms less per step at steps_per_execution="
-                f"{many.value} (compute-only probe): step {step:.2f} ms -> {after:.2f} ms, "
-                f"about {speedup:.1f}x faster"
+                f"{many.value} (compute-only probe, dispatch share {quoted}): step "
+                f"{step:.2f} ms -> {after:.2f} ms, about {speedup:.1f}x faster"
             ),
-            speedup=round(speedup, 2),
+            speedup=round(speedup, 2) if decision is Decision.CLEARS else None,
         )
     ]

@@ -32,6 +32,21 @@ SHARES: dict[str, float] = {
     # the script's run-on after the window, until its next fit call (capture/after_window.py)
     "after the window": 0.15,
 }
+# The most wall seconds a probe's paired comparison (rnndoctor.capture.pairs) runs for, inside
+# its phase budget: each arm wants 10 timed steps and 1 s, but a check may not get slower in
+# wall time than before issue 11 (README targets), so a comparison of long steps stops here and
+# records why (``PairedRatio.cut_short``); its interval is then wider. For the batch-size and
+# steps_per_execution probe it counts after each point's first burst (its warm-up and tracing:
+# its steps are short by construction, probes._SPE_PROBE_MAX_STEP_MS); for the batch-size probe
+# from its start, first round included.
+# Source: the phase times
+# of the bundled demo on the 2-core development machine before issue 11 (compute-only probe
+# 8.3 s, batch-size probe 9.6 s; steps_per_execution probe: two points of 0.3 s plus a retrace).
+PAIRED_WALL_S: dict[str, float] = {
+    "compute-only probe": 8.0,
+    "batch-size probe": 9.0,
+    "steps_per_execution probe": 5.0,
+}
 MIN_PHASE_S = 2.0  # a phase never gets less than this (while the overall deadline allows)
 RESERVE_S = 3.0  # kept back before the overall deadline for saving the facts
 
@@ -50,6 +65,14 @@ class Budget:
 
     def expired(self) -> bool:
         return time.monotonic() >= self.deadline
+
+
+def paired_left(budget: Budget) -> Callable[[], float]:
+    """``left()`` for a paired comparison starting now in ``budget``'s phase: the seconds until
+    the phase's budget or the comparison's own wall allowance (:data:`PAIRED_WALL_S`) runs
+    out."""
+    deadline = min(budget.deadline, time.monotonic() + PAIRED_WALL_S.get(budget.phase, 5.0))
+    return lambda: deadline - time.monotonic()
 
 
 class Budgets:

@@ -39,16 +39,16 @@ from __future__ import annotations
 import functools
 import gc
 import inspect
-import statistics
 import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rnndoctor.capture import diagnosis, sites, traces
+from rnndoctor.capture import diagnosis, pairs, sites, traces
 from rnndoctor.capture.step_window import LOOP_PHASES, StepWindow
 from rnndoctor.facts import CustomLoopFacts, Phase, SourceLocation, StepArgument, StepTimes
+from rnndoctor.paired import PairedTimingError, measure_paired
 
 if TYPE_CHECKING:
     from rnndoctor.capture.session import CaptureSession
@@ -360,9 +360,11 @@ def _untraced_baseline(loop: CustomLoop) -> None:
 def _measure_twin(loop: CustomLoop) -> None:
     """Times the eager step function as the loop ran it and wrapped in ``tf.function``.
 
-    Both run on the arguments of one real step, kept in memory, ``_TWIN_CALLS`` timed calls
-    each after one untimed call (warm-up; for the traced twin, its tracing, timed apart). Each
-    call reads the optimizer's iteration counter back. The whole probe is bounded by its budget.
+    Both run on the arguments of one real step, kept in memory, each after one untimed call
+    (warm-up; for the traced twin, its tracing, timed apart); then the paired timer
+    (:func:`rnndoctor.paired.measure_paired`) alternates bursts of eager and traced calls until
+    each has 10 calls and 1 s (``loop.twin_paired``). Each burst reads the optimizer's
+    iteration counter back. The whole probe is bounded by its budget.
     """
     import tensorflow as tf
 
@@ -392,24 +394,34 @@ def _measure_twin(loop: CustomLoop) -> None:
         loop.sync()
         return (time.perf_counter() - start) * 1000.0
 
+    def arm(call: Callable[[], Any], run_eagerly: bool) -> Callable[[int], None]:
+        def run(n_steps: int) -> None:
+            tf.config.run_functions_eagerly(run_eagerly)
+            for _ in range(n_steps):
+                call()
+            loop.sync()
+
+        return run
+
     try:
-        eager_ms = []
-        timed(lambda: fn(*args, **kwargs))
-        while len(eager_ms) < _TWIN_CALLS and not budget.expired():
-            eager_ms.append(timed(lambda: fn(*args, **kwargs)))
+        timed(lambda: fn(*args, **kwargs))  # warm-up of the eager arm
         target = getattr(fn, "python_function", fn)
         traced = tf.function(target)
         tf.config.run_functions_eagerly(False)
         facts.twin_tracing_ms = round(timed(lambda: traced(*args, **kwargs)), 3)
-        traced_ms = []
-        while len(traced_ms) < _TWIN_CALLS and not budget.expired():
-            traced_ms.append(timed(lambda: traced(*args, **kwargs)))
-        if not eager_ms or not traced_ms:
-            facts.twin_not_measured = f"the twin ran out of its {budget.seconds:g} s budget"
-            return
-        facts.eager_call_ms = round(statistics.median(eager_ms), 4)
-        facts.traced_call_ms = round(statistics.median(traced_ms), 4)
-        facts.twin_calls = min(len(eager_ms), len(traced_ms))
+        # A = the step as the loop ran it, B = its traced twin, interleaved (rnndoctor.paired).
+        result = measure_paired(
+            arm(lambda: fn(*args, **kwargs), eagerly),
+            arm(lambda: traced(*args, **kwargs), False),
+            warmup=0,
+            budget_s=max(0.1, budget.left()),
+        )
+        facts.twin_paired = pairs.to_ratio(result, phase=Phase.LOOP_TWIN, a="eager", b="traced")
+        facts.eager_call_ms = round(result.median_a, 4)
+        facts.traced_call_ms = round(result.median_b, 4)
+        facts.twin_calls = min(sum(result.a_steps), sum(result.b_steps))
+    except PairedTimingError:
+        facts.twin_not_measured = f"the twin ran out of its {budget.seconds:g} s budget"
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [""])[0]
         facts.twin_not_measured = (

@@ -38,13 +38,14 @@ import gc
 import inspect
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rnndoctor.capture import data as data_mod
-from rnndoctor.capture import memory, sampling, sites
-from rnndoctor.capture.budget import Budget
+from rnndoctor.capture import memory, pairs, sampling, sites
+from rnndoctor.capture.budget import Budget, paired_left
+from rnndoctor.capture.pairs import Burst
 from rnndoctor.capture.sampling import Batches
 from rnndoctor.facts import CallbackTime, DataKind, Phase, ProbeFacts, ProbePoint, StepBreakdown
 
@@ -67,10 +68,15 @@ _POINT_MIN_STEPS = 3  # timed intervals per probe point, at least...
 _POINT_TARGET_S = 0.3  # ...and this much timed wall time, after the warm-up
 _POINT_LONG_S = 1.0  # ...or, for long steps, this much timed wall time (one step or more)
 _POINT_MAX_STEPS = 2000  # steps_per_epoch of a probe point's fit (the time target stops it)
-_PAIR_ROUNDS = 2  # alternating bursts of real-data and cached-batch steps...
-_PAIR_BURST_S = 0.2  # ...each timed for this long
-_PAIR_LONG_STEP_MS = 100.0  # one round only when a step is this long: it averages over itself
-_PAIR_SLOW_START_S = 2.0  # one round only when a real-data burst took this long (buffers filling)
+# A burst of a paired comparison (rnndoctor.capture.pairs): at least 2 timed steps and this
+# much timed time after its warm-up step. With the floor of 10 steps and 1 s per arm, that is
+# about 5 pairs for most steps: enough for a bootstrap interval, few enough fit calls.
+_PAIR_BURST_S = 0.2
+_PAIR_SLOW_START_S = 2.0  # no more rounds once a real-data burst took this long (buffers filling)
+# The consistency checks' smallest noise allowance, relative: a window with a p90 within 5% of
+# its median still allows 5% (half the smallest cut-off of the timed rules, RD404's 10%), so
+# that a tight window does not turn ordinary probe jitter into "inconsistent".
+_CONSISTENCY_FLOOR = 0.05
 _PAIR_MAX_ARRAY_BYTES = 256 * 2**20  # arrays above this are not re-adapted by a second fit
 _BATCH_FACTORS = (2, 4)  # the batch-size probe's points, times the user's batch size
 _SPE_PROBE = 16  # steps_per_execution compared with 1
@@ -294,10 +300,16 @@ def sample_batches(session: CaptureSession, arguments: dict[str, Any]) -> Batche
 # -- compute-only probes ---------------------------------------------------------------------
 
 
-def _step_timer(deadline: float, target_s: float = _POINT_TARGET_S) -> Any:
+def _step_timer(
+    deadline: float, target_s: float = _POINT_TARGET_S, min_steps: int = _POINT_MIN_STEPS
+) -> Any:
     """A Keras callback that times the steps of one probe point (end to end, as the window
     does: from one ``on_train_batch_end`` to the next, per step covered) and stops its ``fit``
-    once enough steps are timed or at ``deadline`` (a ``time.monotonic()`` value)."""
+    once enough steps are timed or at ``deadline`` (a ``time.monotonic()`` value).
+
+    The first step of every ``fit`` is its warm-up and is not timed: it starts a new iterator
+    (for cached batches too, where tf.data's start costs several ms, which timing it would add
+    to a burst of 2-3 steps)."""
     import keras
 
     class StepTimer(keras.callbacks.Callback):
@@ -305,6 +317,7 @@ def _step_timer(deadline: float, target_s: float = _POINT_TARGET_S) -> Any:
             super().__init__()
             self.ends: list[tuple[int, float]] = []
             self.intervals: list[float] = []
+            self.covered: list[int] = []
             self.timed_s = 0.0
 
         def on_train_batch_end(self, batch, logs=None):
@@ -318,10 +331,11 @@ def _step_timer(deadline: float, target_s: float = _POINT_TARGET_S) -> Any:
             # The first call (tracing) and the steps up to _POINT_WARMUP_STEPS are not timed.
             if self.ends and self.ends[-1][0] + 1 >= _POINT_WARMUP_STEPS:
                 last_batch, last_t = self.ends[-1]
-                self.intervals.append((now - last_t) * 1000.0 / max(1, batch - last_batch))
+                self.covered.append(max(1, batch - last_batch))
+                self.intervals.append((now - last_t) * 1000.0 / self.covered[-1])
                 self.timed_s += now - last_t
             self.ends.append((batch, now))
-            enough = (len(self.intervals) >= _POINT_MIN_STEPS and self.timed_s >= target_s) or (
+            enough = (len(self.intervals) >= min_steps and self.timed_s >= target_s) or (
                 self.intervals and self.timed_s >= max(target_s, _POINT_LONG_S)
             )
             if enough or time.monotonic() >= deadline:
@@ -336,6 +350,11 @@ class _PointResult:
     steps: int
     stopped: str | None = None
     intervals: list[float] = field(default_factory=list)
+    covered: list[int] = field(default_factory=list)
+
+    def timed(self) -> list[tuple[float, int]]:
+        """The intervals as (ms per step, steps covered), for ``pairs.ArmRecord.add``."""
+        return list(zip(self.intervals, self.covered or [1] * len(self.intervals), strict=True))
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -351,10 +370,12 @@ def _run_point(
     budget: Budget,
     target_s: float = _POINT_TARGET_S,
     fit_kwargs: dict[str, Any] | None = None,
+    min_steps: int = _POINT_MIN_STEPS,
 ) -> _PointResult:
     """Runs Keras' own ``fit`` on ``dataset`` (or on ``fit_kwargs``, the user's own data) with
-    no callback but the timer, until enough steps are timed or the budget ends."""
-    timer = _step_timer(budget.deadline, target_s)
+    no callback but the timer, until ``min_steps`` steps and ``target_s`` are timed or the
+    budget ends."""
+    timer = _step_timer(budget.deadline, target_s, min_steps)
     fit = session.original_fit()
     kwargs = fit_kwargs or {"x": dataset, "shuffle": False, "steps_per_epoch": _POINT_MAX_STEPS}
     try:
@@ -368,7 +389,10 @@ def _run_point(
     if not timer.intervals:
         return _PointResult(None, 0, f"out of its {budget.seconds:g} s time budget")
     intervals = list(timer.intervals)
-    return _PointResult(statistics.median(intervals), len(intervals), intervals=intervals)
+    return _PointResult(
+        statistics.median(intervals), sum(timer.covered), intervals=intervals,
+        covered=list(timer.covered),
+    )  # fmt: skip
 
 
 def _any_batch_size(spec: Any) -> Any:
@@ -446,7 +470,7 @@ class _Stage:
     phase: Phase
     not_measured: str
     run: Callable[[], None]
-    after: Callable[[], None] = lambda: None
+    after: Callable[[], Any] = lambda: None
     ran_fits: Callable[[], bool] = lambda: True
 
 
@@ -470,10 +494,10 @@ def run_probes(
     real_kwargs = _real_fit_kwargs(state, arguments)
     stages = (
         _Stage(Phase.COMPUTE_PROBE, "compute_only_not_measured",
-               lambda: _compute_only(session, model, probes, batches, real_kwargs),
-               after=lambda: _breakdown(session, probes)),
+               lambda: _compute_stage(session, model, probes, batches, real_kwargs),
+               after=lambda: probes.breakdown is None and _breakdown(session, probes)),
         _Stage(Phase.BATCH_PROBE, "batch_probe_not_measured",
-               lambda: _batch_probe(session, model, probes, batches, state)),
+               lambda: _batch_stage(session, model, probes, batches, state)),
         _Stage(Phase.SPE_PROBE, "spe_probe_not_measured",
                lambda: _spe_probe(session, model, probes, batches, saved),
                ran_fits=lambda: any(p.steps for p in probes.spe_probe)),
@@ -579,9 +603,9 @@ def _compute_only(
     real_kwargs: dict[str, Any] | None,
 ) -> None:
     """The compute-only step on cached batches. Where the user's data can be iterated again,
-    it alternates with bursts of the same ``fit`` on that data (``_PAIR_ROUNDS`` of each), so
-    that the input wait is the difference of two steps timed side by side, under the same
-    machine load."""
+    bursts of the same ``fit`` on that data (A) alternate with the cached bursts (B) through
+    :func:`rnndoctor.capture.pairs.alternate`, so that the input wait is the difference of two
+    steps timed side by side, under the same machine load (``probes.compute_paired``)."""
     if not batches.raw:
         probes.compute_only_not_measured = "no batch was sampled: " + (
             batches.not_measured or "unknown reason"
@@ -594,35 +618,107 @@ def _compute_only(
         probes.compute_only_not_measured = f"cached dataset failed: {type(exc).__name__}: {exc}"
         return
     probes.compute_only_batches = len(batches.raw)
-    cached: list[float] = []
-    real: list[float] = []
-    stopped = None
-    rounds = _PAIR_ROUNDS if real_kwargs is not None else 1
-    target = _PAIR_BURST_S if real_kwargs is not None else _POINT_TARGET_S
-    for _ in range(rounds):
-        slow_start = False
-        if real_kwargs is not None:
-            started = time.monotonic()
-            result = _run_point(session, model, None, budget, target, real_kwargs)
-            real += result.intervals
-            slow_start = time.monotonic() - started > _PAIR_SLOW_START_S
-            if result.stopped:
-                real_kwargs = None  # the user's data failed here: keep the cached side
-        result = _run_point(session, model, dataset, budget, target)
-        cached += result.intervals
-        stopped = result.stopped
-        if stopped or budget.expired() or slow_start:
-            break
-        if cached and statistics.median(cached) >= _PAIR_LONG_STEP_MS:
-            break
-    if not cached:
-        probes.compute_only_not_measured = stopped or "no compute-only step was timed"
-        if stopped and "budget" in stopped:
+    slow: list[float] = []  # wall seconds of real-data bursts that started slowly
+
+    def real_burst() -> list[tuple[float, int]]:
+        started = time.monotonic()
+        result = _run_point(session, model, None, budget, _PAIR_BURST_S, real_kwargs, 2)
+        if time.monotonic() - started > _PAIR_SLOW_START_S:
+            slow.append(time.monotonic() - started)
+        if result.stopped:
+            raise RuntimeError(result.stopped)
+        return result.timed()
+
+    def cached_burst() -> list[tuple[float, int]]:
+        result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, 2)
+        if result.stopped:
+            raise RuntimeError(result.stopped)
+        return result.timed()
+
+    cached = pairs.ArmRecord("compute-only", cached_burst)
+    arms = [cached] if real_kwargs is None else [pairs.ArmRecord("real step", real_burst), cached]
+    left = paired_left(budget)
+    why = pairs.alternate(arms, lambda: 0.0 if slow else left())
+    if slow and why is not None:
+        why = f"a real-data burst took {slow[0]:.1f} s (buffers filling): {why}"
+    if not cached.per_step_ms:
+        probes.compute_only_not_measured = cached.failed or why or "no compute-only step timed"
+        if "budget" in (probes.compute_only_not_measured or ""):
             session.cut_short(budget, "no compute-only step was timed within the budget")
         return
-    probes.compute_only_ms = round(statistics.median(cached), 4)
-    if real:
-        probes.real_step_ms = round(statistics.median(real), 4)
+    probes.compute_only_ms = round(statistics.median(cached.per_step_ms), 4)
+    if len(arms) == 2 and arms[0].per_step_ms:
+        probes.compute_paired = pairs.pair(
+            arms[0], cached, phase=Phase.COMPUTE_PROBE, cut_short=why
+        )
+        if probes.compute_paired is not None:
+            probes.compute_only_ms = probes.compute_paired.median_b_ms
+            probes.real_step_ms = probes.compute_paired.median_a_ms
+
+
+def _window_noise(session: CaptureSession) -> tuple[float | None, float]:
+    """The window's median step (ms) and its noise allowance: p90 / median, at least
+    ``1 + _CONSISTENCY_FLOOR``."""
+    steps = session.facts.steps
+    step = steps.median_step_time_ms if steps else None
+    if not step:
+        return None, 1.0 + _CONSISTENCY_FLOOR
+    p90 = steps.p90_step_time_ms or step
+    return step, max(p90 / step, 1.0 + _CONSISTENCY_FLOOR)
+
+
+def inconsistency(session: CaptureSession, probes: ProbeFacts) -> str | None:
+    """Why the compute-only probe (and the breakdown built on it) disagrees with the window
+    beyond the window's own noise, or None when it agrees.
+
+    Two checks (issue 11, item 3): the compute-only step may not exceed the window's median
+    step times its noise allowance (:func:`_window_noise`: the window's p90 / median); and the
+    parts of the breakdown (input wait + compute + callbacks) may not add up to more than the
+    step by more than that allowance.
+    """
+    step, allowance = _window_noise(session)
+    compute = probes.compute_only_ms
+    if step is None or compute is None:
+        return None
+    limit = step * allowance
+    if compute > limit:
+        return (
+            f"compute-only {compute:.0f} ms > step {step:.0f} ms "
+            f"(beyond the window's noise: p90 / median = {allowance:.2f})"
+        )
+    parts = probes.breakdown
+    if parts is not None:
+        total = parts.input_ms + parts.compute_ms + parts.host_ms
+        if total > limit:
+            return (
+                f"the breakdown adds up to {total:.0f} ms, {total - step:.0f} ms more than the "
+                f"median step {step:.0f} ms (beyond the window's noise: p90 / median = "
+                f"{allowance:.2f})"
+            )
+    return None
+
+
+def _compute_stage(
+    session: CaptureSession,
+    model: Any,
+    probes: ProbeFacts,
+    batches: Batches,
+    real_kwargs: dict[str, Any] | None,
+) -> None:
+    """The compute-only probe and the breakdown, checked against the window: a probe that
+    disagrees with it is measured once more; if it still disagrees, ``probes.inconsistent``
+    says why (with both numbers) and the rules that rest on it are not evaluated."""
+    _compute_only(session, model, probes, batches, real_kwargs)
+    _breakdown(session, probes)
+    if inconsistency(session, probes) is None:
+        return
+    probes.remeasured = True
+    for name in ("compute_only_ms", "real_step_ms", "compute_paired", "breakdown"):
+        setattr(probes, name, None)
+    probes.input_bound_share = None
+    _compute_only(session, model, probes, batches, real_kwargs)
+    _breakdown(session, probes)
+    probes.inconsistent = inconsistency(session, probes)
 
 
 def _breakdown(session: CaptureSession, probes: ProbeFacts) -> None:
@@ -669,19 +765,88 @@ def _out_of_budget(session: CaptureSession, budget: Budget, point: ProbePoint, w
 
 def _time_point(
     session: CaptureSession, model: Any, point: ProbePoint, dataset: Any, budget: Budget, what: str
-) -> bool:
-    """Runs one probe point and fills ``point`` (``steps``, ``stopped``, ``step_time_ms``, a
-    median in ms). Returns False when it gave no time (its probe stops there); a point cut by
-    the budget is recorded with ``session.cut_short``."""
-    result = _run_point(session, model, dataset, budget)
+) -> pairs.ArmRecord | None:
+    """Runs the first burst of one probe point and fills ``point`` (``steps``, ``stopped``,
+    ``step_time_ms``, a median in ms). Returns the point's arm, for the paired rounds that
+    follow (:func:`_pair_points`), or None when it gave no time (its probe stops there); a point
+    cut by the budget is recorded with ``session.cut_short``."""
+
+    def burst() -> list[tuple[float, int]]:
+        result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, 2)
+        if result.stopped:
+            raise RuntimeError(result.stopped)
+        return result.timed()
+
+    result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, 2)
     point.steps = result.steps
     point.stopped = result.stopped
     if result.step_time_ms is None:
         if result.stopped and "budget" in result.stopped:
             session.cut_short(budget, f"{budget.phase} stopped at {what}")
-        return False
+        return None
     point.step_time_ms = round(result.step_time_ms, 4)
-    return True
+    arm = pairs.ArmRecord(what, burst)
+    arm.add(result.timed())
+    return arm
+
+
+def _pair_points(
+    arms: list[tuple[ProbePoint, pairs.ArmRecord]],
+    left: Callable[[], float],
+    phase: Phase,
+    before_burst: Callable[[ProbePoint], None] = lambda point: None,
+) -> None:
+    """Alternates bursts of a probe's points (the first round already ran) until each has its
+    10 steps and 1 s, then records each point's median step and its pairing with the first
+    point (``point.paired``: A = the first point, B = this one). ``before_burst`` sets the model
+    up for a point (its ``steps_per_execution``)."""
+    if len(arms) < 2:
+        return
+    records = []
+    for point, arm in arms:
+        inner = arm.burst
+
+        def burst(point: ProbePoint = point, inner: Burst = inner) -> Sequence[tuple[float, int]]:
+            before_burst(point)
+            return inner()
+
+        arm.burst = burst
+        records.append(arm)
+    why = pairs.alternate(records, left)
+    first = records[0]
+    for point, arm in arms:
+        point.steps = sum(arm.steps)
+        point.step_time_ms = round(statistics.median(arm.per_step_ms), 4)
+        if arm is not first:
+            point.paired = pairs.pair(first, arm, phase=phase, cut_short=why)
+
+
+def _batch_inconsistency(session: CaptureSession, probes: ProbeFacts) -> str | None:
+    """Why the batch-size probe's first point (the user's batch, compute-only) disagrees with
+    the window: its step is longer than the window's median step beyond the window's noise."""
+    step, allowance = _window_noise(session)
+    first = probes.batch_probe[0] if probes.batch_probe else None
+    if step is None or first is None or first.step_time_ms is None:
+        return None
+    if first.step_time_ms <= step * allowance:
+        return None
+    return (
+        f"batch {first.value}: compute-only {first.step_time_ms:.0f} ms > step {step:.0f} ms "
+        f"(beyond the window's noise: p90 / median = {allowance:.2f})"
+    )
+
+
+def _batch_stage(
+    session: CaptureSession, model: Any, probes: ProbeFacts, batches: Batches, state: ProbeState
+) -> None:
+    """The batch-size probe, checked against the window, measured once more when it disagrees;
+    ``probes.batch_probe_inconsistent`` says why when it still does."""
+    _batch_probe(session, model, probes, batches, state)
+    if _batch_inconsistency(session, probes) is None:
+        return
+    probes.batch_probe = []
+    _batch_probe(session, model, probes, batches, state)
+    probes.batch_probe_inconsistent = _batch_inconsistency(session, probes)
 
 
 def _batch_probe(
@@ -718,9 +883,11 @@ def _batch_probe(
         per_sample_mib = max(0.0, fit_peak - state.rss_before_fit_mib) / base or None
     batch_mib = sum(sampling.nbytes_tf(item) for item in full) / 2**20
     budget = session.budget("batch-size probe")
+    left = paired_left(budget)  # from the probe's start: its first round counts
     meter_gpu = memory.MemoryMeter(session).gpu
     previous = base
     spec = _any_batch_size(batches.element_spec)
+    arms: list[tuple[ProbePoint, pairs.ArmRecord]] = []
     for factor in (1, *_BATCH_FACTORS):
         size = base * factor
         point = ProbePoint(value=size)
@@ -749,13 +916,17 @@ def _batch_probe(
                 "out of memory" if _is_oom(exc) else f"failed: {type(exc).__name__}: {exc}"
             )[:300]
             break
-        if not _time_point(session, model, point, dataset, budget, f"batch size {size}"):
+        arm = _time_point(session, model, point, dataset, budget, f"batch size {size}")
+        if arm is None:
             break
-        point.samples_per_s = round(size * 1000.0 / point.step_time_ms, 2)
+        arms.append((point, arm))
         growth = meter.growth_mib()
         if growth and size > previous:
             per_sample_mib = growth / (size if meter_gpu else size - previous)
         previous = size
+    _pair_points(arms, left, Phase.BATCH_PROBE)
+    for point, _ in arms:
+        point.samples_per_s = round(point.value * 1000.0 / point.step_time_ms, 2)
 
 
 def _spe_probe(
@@ -783,21 +954,31 @@ def _spe_probe(
         return
     budget = session.budget("steps_per_execution probe")
     dataset = _cached_dataset(batches.raw, batches.element_spec)
-    for value in (1, _SPE_PROBE):
-        point = ProbePoint(value=value)
-        probes.spe_probe.append(point)
-        if value == 1:  # the compute-only probe ran at the model's steps_per_execution, 1
-            point.step_time_ms = probes.compute_only_ms
-            continue
-        if _out_of_budget(session, budget, point, str(value)):
-            break
-        try:
-            model.steps_per_execution = value
-            model.train_function = None  # Keras builds the multi-step function anew
-        except Exception as exc:
-            point.stopped = f"failed: {type(exc).__name__}: {exc}"[:300]
-            break
-        if not _time_point(session, model, point, dataset, budget, str(value)):
-            break
-    model.steps_per_execution = saved["steps_per_execution"]
-    model.train_function = saved["train_function"]
+    functions = {1: model.train_function}  # the compute-only probe's, at steps_per_execution 1
+    arms: list[tuple[ProbePoint, pairs.ArmRecord]] = []
+
+    def set_up(point: ProbePoint) -> None:
+        model.steps_per_execution = point.value
+        model.train_function = functions.get(point.value)  # None: Keras builds it
+
+    try:
+        for value in (1, _SPE_PROBE):
+            point = ProbePoint(value=value)
+            probes.spe_probe.append(point)
+            if _out_of_budget(session, budget, point, str(value)):
+                break
+            try:
+                set_up(point)
+            except Exception as exc:
+                point.stopped = f"failed: {type(exc).__name__}: {exc}"[:300]
+                break
+            arm = _time_point(session, model, point, dataset, budget, str(value))
+            if arm is None:
+                break
+            functions[value] = model.train_function  # built once, swapped in for each burst
+            arms.append((point, arm))
+        # The allowance counts from here: the first round holds the 16-step function's tracing.
+        _pair_points(arms, paired_left(budget), Phase.SPE_PROBE, before_burst=set_up)
+    finally:
+        model.steps_per_execution = saved["steps_per_execution"]
+        model.train_function = saved["train_function"]

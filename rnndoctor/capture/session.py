@@ -36,7 +36,8 @@ from rnndoctor.capture import sites
 from rnndoctor.capture.budget import Budget, Budgets
 from rnndoctor.capture.sites import SiteBook
 from rnndoctor.capture.step_window import WindowOptions
-from rnndoctor.facts import CutShort, Facts, Phase, SourceLocation, StepTimes
+from rnndoctor.facts import CutShort, Facts, MachinePhase, Phase, SourceLocation, StepTimes
+from rnndoctor.machine import LoadSampler
 
 
 class RunningWindow(Protocol):
@@ -224,6 +225,7 @@ class CaptureSession:
         self.neutralise_state = NeutraliseState()
         self.loop_state = LoopState()
         self.after_window: AfterWindowState | None = None
+        self.load_sampler: LoadSampler | None = None
 
     # -- facts and phases ------------------------------------------------------------------------
     def save(self) -> None:
@@ -232,9 +234,42 @@ class CaptureSession:
             self.facts.save(self.facts_path)
 
     def set_phase(self, phase: Phase) -> None:
-        """Enters ``phase`` (seconds since the capture started) and saves the facts."""
+        """Enters ``phase`` (seconds since the capture started) and saves the facts.
+
+        The machine's load over the phase that ends here is recorded in ``facts.run.machine``
+        (:meth:`sample_load`), and sampling starts again for ``phase``.
+        """
+        self.sample_load()
         self.facts.run.enter_phase(phase, time.monotonic() - self.started)
+        if phase != Phase.DONE:
+            try:
+                self.load_sampler = LoadSampler().start()
+            except Exception:  # /proc unreadable: no load figures, never a failed check
+                self.load_sampler = None
         self.save()
+
+    def sample_load(self) -> MachinePhase | None:
+        """Ends the running load sample (if any) and records it for the current phase."""
+        sampler, self.load_sampler = self.load_sampler, None
+        if sampler is None:
+            return None
+        try:
+            load = sampler.stop()
+        except Exception:  # a clock that did not advance, /proc gone: nothing to record
+            return None
+        record = MachinePhase(
+            phase=str(self.facts.run.phase),
+            foreign_cpu_share=round(load.foreign_cpu_share, 4),
+            foreign_cores=round(load.foreign_cores, 3),
+            load_avg_1m=round(load.load_avg_1m, 2),
+            cpus=load.cpus,
+            wall_s=round(load.wall_s, 3),
+            noisy=load.noisy,
+            widen_factor=round(load.widen_factor, 3),
+            description=load.describe(),
+        )
+        self.facts.run.machine.append(record)
+        return record
 
     def budget(self, phase: str) -> Budget:
         """The time budget of a bounded phase (see :mod:`rnndoctor.capture.budget`)."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from rnndoctor.facts import Phase, StepTimes
+from rnndoctor.machine import drift
 from rnndoctor.options import DEFAULTS
 from rnndoctor.stats import percentile
 
@@ -257,4 +258,7 @@ class StepWindow:
                 times.median_train_function_ms = round(statistics.median(self.train_function_ms), 4)
             if batch_size:
                 times.samples_per_s = round(batch_size * 1000.0 / times.median_step_time_ms, 2)
+            if min(self.step_ms) > 0.0:
+                found = drift(self.step_ms)
+                times.drifted, times.drift = found.drifted, found.description
         return times

@@ -39,6 +39,7 @@ def check(script: str, out: Path) -> dict:
     assert result.returncode == 0, result.stdout + result.stderr
     doc = json.loads((out / "report.json").read_text())
     assert doc["facts"]["run"]["outcome"] == "completed", doc["facts"]["run"]
+    doc["out"] = str(out)
     return doc
 
 
@@ -150,3 +151,18 @@ def test_clean_control_has_no_finding_at_warning_or_above(control):
     assert loud == []
     probes = control["facts"]["probes"]
     assert probes["compute_only_ms"] and probes["batch_probe"]
+
+
+def test_clean_control_report_shows_the_probes_intervals(control):
+    probes = control["facts"]["probes"]
+    html = (Path(control["out"]) / "report.html").read_text()
+    assert 'id="intervals"' in html
+    for point in probes["batch_probe"][1:]:  # each larger batch, paired with the user's
+        paired = point["paired"]
+        assert paired["pairs"] >= 1 and paired["low"] <= paired["ratio"] <= paired["high"]
+        assert f"batch {point['value']} vs {probes['batch_probe'][0]['value']}: samples/s" in html
+    if len(probes["spe_probe"]) == 2:  # the probe runs for steps up to 25 ms only
+        assert probes["spe_probe"][1]["paired"]["pairs"] >= 1
+        assert "steps_per_execution 16 vs 1" in html
+    else:
+        assert probes["spe_probe_not_measured"]

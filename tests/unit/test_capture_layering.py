@@ -9,7 +9,16 @@ import pytest
 
 CAPTURE = Path(__file__).resolve().parents[2] / "rnndoctor" / "capture"
 # What capture may import from the rest of rnndoctor (its package docstring says why).
-ALLOWED = {"rnndoctor", "rnndoctor.facts", "rnndoctor.stats", "rnndoctor.options"}
+# rnndoctor.paired (the paired timer) and rnndoctor.machine (the load sampler) are pure and
+# meant for the capture (DESIGN.md, Trust: every probe's comparison, each phase's load).
+ALLOWED = {
+    "rnndoctor",
+    "rnndoctor.facts",
+    "rnndoctor.stats",
+    "rnndoctor.options",
+    "rnndoctor.paired",
+    "rnndoctor.machine",
+}
 # The modules below every hook: they import no hook module, so every hook may import them.
 BASE = {"session": {"sites", "budget", "step_window"}, "step_window": set(), "budget": set()}
 

@@ -1,0 +1,161 @@
+"""Interleaved bursts for the probes' comparisons, recorded as ``facts.PairedRatio``.
+
+The probes compare ways of running the user's training step (the real step vs the compute-only
+step, batch b vs 2b vs 4b, ``steps_per_execution`` 1 vs 16). Each way is an **arm**; one
+**burst** of an arm is one short Keras ``fit`` on it, whose first step is its own warm-up (the
+iterator starts, the train function is looked up) and whose later steps are timed one by one,
+from one ``on_train_batch_end`` to the next, as the diagnosis window times them. Bursts of the
+arms alternate, A B (C) A B (C) ..., until **each** arm has at least ``MIN_STEPS`` timed steps
+and ``MIN_SECONDS`` of timed time (the issue's floor, ``rnndoctor.paired``), or the phase's
+budget ends. The i-th burst of each arm forms the i-th pair, and
+:func:`rnndoctor.paired.paired_from_samples` gives the median per arm, the median of the paired
+ratios and its 90% bootstrap interval.
+
+Timing inside each ``fit`` (rather than the ``fit`` call as a whole, as
+:func:`rnndoctor.paired.measure_paired` does) keeps the ``fit`` call's own set-up out of the
+per-step times, which the breakdown needs in absolute milliseconds.
+
+Pure Python: the bursts are callables, so this is unit-tested without TensorFlow.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from rnndoctor.facts import PairedRatio
+from rnndoctor.paired import MIN_SECONDS, MIN_STEPS, paired_from_samples
+from rnndoctor.stats import PairedResult
+
+# The most rounds of bursts: past this, more pairs narrow the interval little (its width
+# shrinks as 1/sqrt(pairs)), and every burst is one more fit call.
+MAX_ROUNDS = 24
+
+# A burst: run one burst of the arm and return its timed intervals, each as (ms per step, steps
+# it covered: steps_per_execution), empty when it timed none; or raise.
+Burst = Callable[[], Sequence[tuple[float, int]]]
+
+
+@dataclass
+class ArmRecord:
+    """One arm's bursts so far: per-step mean (ms) and step count of each burst."""
+
+    name: str
+    burst: Burst
+    per_step_ms: list[float] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)
+    timed_s: float = 0.0
+    failed: str | None = None
+
+    def add(self, intervals: Sequence[tuple[float, int]]) -> bool:
+        """Records one burst's intervals ((ms per step, steps) each); False when it timed none."""
+        steps = sum(n for _, n in intervals)
+        if steps < 1:
+            return False
+        total_ms = float(sum(v * n for v, n in intervals))
+        self.per_step_ms.append(total_ms / steps)
+        self.steps.append(steps)
+        self.timed_s += total_ms / 1000.0
+        return True
+
+    def done(self, min_steps: int, min_seconds: float) -> bool:
+        return sum(self.steps) >= min_steps and self.timed_s >= min_seconds
+
+
+def alternate(
+    arms: Sequence[ArmRecord],
+    left: Callable[[], float],
+    *,
+    min_steps: int = MIN_STEPS,
+    min_seconds: float = MIN_SECONDS,
+    max_rounds: int = MAX_ROUNDS,
+    clock: Callable[[], float] = time.monotonic,
+) -> str | None:
+    """Run rounds of bursts, one per arm in order, until each arm has ``min_steps`` timed steps
+    and ``min_seconds`` of timed time. Arms may already hold bursts (a first round run by the
+    caller). A round starts only when the seconds ``left()`` exceed the last round's wall time
+    (so a round of long steps does not overrun the allowance). An arm whose burst raises or
+    times nothing is marked ``failed`` and stops the rounds (the pairs so far still count).
+
+    Returns:
+        None when every arm has its steps and time; else why it stopped (the budget, the round
+        limit, a failed arm), with each arm's steps and seconds.
+    """
+    reason = None
+    last_round_s = 0.0
+    while not all(arm.done(min_steps, min_seconds) for arm in arms):
+        rounds = min(len(arm.steps) for arm in arms)
+        if rounds >= max_rounds:
+            reason = f"stopped at {rounds} rounds"
+            break
+        remaining = left()
+        if remaining <= 0.0 or last_round_s > remaining:
+            reason = f"out of the comparison's time allowance ({remaining:.1f} s left)"
+            break
+        started = clock()
+        for arm in arms:
+            try:
+                timed = arm.add(arm.burst())
+            except Exception as exc:  # out of memory, a failed fit: keep the pairs so far
+                arm.failed = f"{type(exc).__name__}: {exc}"[:200]
+                timed = False
+            if not timed:
+                arm.failed = arm.failed or "a burst timed no step"
+                return f"arm {arm.name} failed: {arm.failed}; " + _shortfall(arms)
+        last_round_s = clock() - started
+    if reason is None:
+        return None
+    return f"{reason}; " + _shortfall(arms, min_steps, min_seconds)
+
+
+def _shortfall(
+    arms: Sequence[ArmRecord], min_steps: int = MIN_STEPS, min_seconds: float = MIN_SECONDS
+) -> str:
+    parts = ", ".join(f"{a.name} {sum(a.steps)} steps in {a.timed_s:.2f} s" for a in arms)
+    return f"{parts} (wanted {min_steps} steps and {min_seconds:g} s each)"
+
+
+def pair(
+    a: ArmRecord, b: ArmRecord, *, phase: str | None, cut_short: str | None = None
+) -> PairedRatio | None:
+    """The paired ratio of arm ``a`` over arm ``b`` (their first ``n`` bursts, ``n`` the fewer),
+    or None when they share no burst."""
+    n = min(len(a.per_step_ms), len(b.per_step_ms))
+    if n < 1:
+        return None
+    result = paired_from_samples(
+        a.per_step_ms[:n],
+        b.per_step_ms[:n],
+        a_steps=a.steps[:n],
+        b_steps=b.steps[:n],
+        cut_short=cut_short,
+    )
+    return to_ratio(result, phase=phase, a=a.name, b=b.name)
+
+
+def to_ratio(result: PairedResult, *, phase: str | None, a: str, b: str) -> PairedRatio:
+    """A :class:`PairedResult` (ms per step) as the facts record it (rounded)."""
+    return PairedRatio(
+        ratio=round(result.ratio, 4),
+        low=round(result.low, 4),
+        high=round(result.high, 4),
+        level=result.level,
+        pairs=result.pairs,
+        median_a_ms=round(result.median_a, 4),
+        median_b_ms=round(result.median_b, 4),
+        steps_a=int(sum(result.a_steps)),
+        steps_b=int(sum(result.b_steps)),
+        spread_a=round(result.spread_a, 4),
+        spread_b=round(result.spread_b, 4),
+        widen_factor=result.widen_factor,
+        cut_short=result.cut_short,
+        phase=phase,
+        a=a,
+        b=b,
+    )
+
+
+def seconds_left(deadline: float) -> Callable[[], float]:
+    """``left()`` for a ``time.monotonic()`` deadline."""
+    return lambda: deadline - time.monotonic()

@@ -1,0 +1,47 @@
+"""The probes' interleaved bursts (rnndoctor.capture.pairs), with fake bursts: no TensorFlow."""
+
+from __future__ import annotations
+
+import pytest
+
+from rnndoctor.capture import pairs
+
+
+def arm(name: str, ms: float, steps: int = 2, spe: int = 1) -> pairs.ArmRecord:
+    return pairs.ArmRecord(name, lambda: [(ms, spe)] * steps)
+
+
+def test_alternate_runs_until_each_arm_has_ten_steps_and_one_second():
+    a, b = arm("A", 100.0), arm("B", 50.0)
+    assert pairs.alternate([a, b], lambda: 60.0) is None
+    assert sum(a.steps) >= 10 and a.timed_s >= 1.0 and b.timed_s >= 1.0
+    ratio = pairs.pair(a, b, phase="compute-only probe")
+    assert ratio.ratio == pytest.approx(2.0) and ratio.low <= 2.0 <= ratio.high
+    assert ratio.median_a_ms == 100.0 and ratio.steps_b == sum(b.steps)
+
+
+def test_steps_per_execution_intervals_count_every_step_they_cover():
+    many = arm("16", 1.0, steps=2, spe=16)  # 2 executions of 16 steps, 1 ms per step
+    many.add(many.burst())
+    assert many.steps == [32] and many.timed_s == pytest.approx(0.032)
+
+
+def test_a_budget_or_a_failing_arm_cuts_short_with_the_figures():
+    a, b = arm("A", 10.0), arm("B", 10.0)
+    why = pairs.alternate([a, b], lambda: 0.0)
+    assert why.startswith("out of the comparison's time allowance") and "A 0 steps" in why
+    bad = pairs.ArmRecord("B", lambda: [])
+    why = pairs.alternate([arm("A", 10.0), bad], lambda: 60.0)
+    assert "arm B failed" in why and pairs.pair(arm("A", 1.0), bad, phase=None) is None
+
+
+def test_a_round_that_would_overrun_the_allowance_does_not_start():
+    now = [0.0]
+
+    def slow_burst():
+        now[0] += 3.0  # each burst: 3 s of wall time
+        return [(100.0, 1)]
+
+    a, b = pairs.ArmRecord("A", slow_burst), pairs.ArmRecord("B", slow_burst)
+    why = pairs.alternate([a, b], lambda: 10.0 - now[0], clock=lambda: now[0])
+    assert len(a.steps) == 1 and "allowance" in why  # after 6 s, 4 s left < a 6 s round

@@ -1,0 +1,149 @@
+"""Issue 11 in the rules: decisions on intervals, consistency with the window, physical bounds
+and the noisy-machine path. Pure: fixture facts, no TensorFlow.
+
+The consistency fixtures are written from the real runs in issue 11 (keras-io
+``bidirectional_lstm_imdb.py``: window median step 253 ms, compute-only 406 ms; keras-io
+``timeseries_weather_forecasting.py``: RD201 projected a 29.9 ms step while the compute-only
+step was 39.8 ms).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_rules_input_batch import facts, run
+
+from rnndoctor.engine import Status, evaluate
+from rnndoctor.facts import Facts, MachinePhase, PairedRatio, ProbePoint
+from rnndoctor.findings import Severity
+from rnndoctor.reports.terminal import summary_lines
+from rnndoctor.reports.view import build_view
+
+DATA = Path(__file__).parents[1] / "data" / "consistency"
+
+
+def paired(ratio: float, low: float, high: float, a_ms: float, b_ms: float, phase: str):
+    return PairedRatio(ratio=ratio, low=low, high=high, pairs=12, median_a_ms=a_ms,
+                       median_b_ms=b_ms, steps_a=20, steps_b=20, phase=phase)  # fmt: skip
+
+
+def batch_facts(low: float, high: float) -> Facts:
+    """Batch 4 -> 8: step-time ratio interval [low, high] (samples/s = 2 x that)."""
+    f = facts()
+    f.probes.batch_probe = [
+        ProbePoint(4, 2.0, 2000.0, 20),
+        ProbePoint(8, 2.5, 3200.0, 20,
+                   paired=paired(0.8, low, high, 2.0, 2.5, "batch-size probe")),
+    ]  # fmt: skip
+    return f
+
+
+def test_rd301_warns_only_when_the_interval_clears_its_cut_off():
+    _, (finding,) = run(batch_facts(0.78, 0.83), "RD301")  # 1.56-1.66x samples/s
+    assert finding.severity is Severity.WARNING
+    assert "1.6x (90% interval 1.6–1.7x)" in finding.message
+    assert "samples/s" in finding.gain and "faster step" not in finding.gain
+    assert finding.speedup == 1.6
+
+
+def test_rd301_is_info_inconclusive_when_only_the_median_clears():
+    _, (finding,) = run(batch_facts(0.6, 0.95), "RD301")  # 1.2-1.9x samples/s
+    assert finding.severity is Severity.INFO
+    assert "inconclusive: 1.6x (90% interval 1.2–1.9x)" in finding.message
+    assert finding.speedup is None  # the forecast does not use an inconclusive gain
+
+
+def test_rd301_noisy_probe_phase_widens_a_clear_interval_into_inconclusive():
+    f = batch_facts(0.76, 0.83)  # 1.52-1.66x: clears 1.5x on a quiet machine
+    assert run(f, "RD301")[1][0].severity is Severity.WARNING
+    f.run.machine = [MachinePhase("batch-size probe", 0.45, 0.9, 2.4, 2, 10.0, True, 1.9,
+                                  "noisy machine: ...")]  # fmt: skip
+    _, (finding,) = run(f, "RD301")
+    assert finding.severity is Severity.INFO and "inconclusive" in finding.message
+    rows = {e.label: e.value for e in finding.evidence}
+    assert rows["noisy machine"].startswith("noisy machine")
+    view = build_view(evaluate(f, select=["RD301"]))
+    assert view.noisy.startswith("noisy machine: other processes used 0.9 of 2 CPUs")
+    assert view.noisy in summary_lines(evaluate(f, select=["RD301"]))
+
+
+def test_rd403_decides_on_the_paired_dispatch_share():
+    f = facts(step=4.0, compute=3.8)
+    clear = paired(2.4, 2.2, 2.6, 3.8, 1.6, "steps_per_execution probe")
+    f.probes.spe_probe = [ProbePoint(1, 3.8), ProbePoint(16, 1.65, paired=clear)]
+    _, (finding,) = run(f, "RD403")
+    assert finding.severity is Severity.ERROR and "interval" in finding.message
+    f.probes.spe_probe[1].paired = paired(1.4, 1.05, 2.3, 3.8, 2.7, "steps_per_execution probe")
+    _, (finding,) = run(f, "RD403")  # share 0.27, interval 0.05-0.55: inconclusive
+    assert finding.severity is Severity.INFO and "inconclusive: " in finding.message
+
+
+def load(name: str) -> Facts:
+    return Facts.from_dict(json.loads((DATA / name).read_text()))
+
+
+def test_bidirectional_imdb_inconsistent_probe_is_not_evaluated_with_both_numbers():
+    f = load("bidirectional_lstm_imdb.json")
+    report = evaluate(f, select=["RD201"])
+    (outcome,) = [o for o in report.outcomes if o.rule.id == "RD201"]
+    assert outcome.status is Status.NOT_EVALUATED
+    assert "compute-only 406 ms > step 253 ms" in outcome.reason
+    assert report.findings == []
+    lines = build_view(report).intervals
+    assert any("406 ms" in line and "253 ms" in line for line in lines)
+
+
+def test_weather_input_fix_never_estimates_a_step_below_compute_only():
+    f = load("timeseries_weather.json")
+    _, (finding,) = run(f, "RD201")
+    assert "capped at the compute-only step" in finding.gain
+    assert "-> 39.80 ms" in finding.gain  # not 29.9 ms
+    assert finding.speedup <= f.steps.median_step_time_ms / f.probes.compute_only_ms + 1e-9
+
+
+def test_old_facts_without_the_new_fields_still_load():
+    doc = facts().to_dict()
+    doc["schema_version"] = "1.1"
+    for key in ("compute_paired", "inconsistent", "remeasured", "batch_probe_inconsistent"):
+        doc["probes"].pop(key)
+    doc["run"].pop("machine")
+    f = Facts.from_dict(doc)
+    assert f.schema_version == "1.2" and f.run.machine == [] and f.probes.compute_paired is None
+
+
+def test_rd301_is_not_evaluated_on_an_inconsistent_batch_probe():
+    f = load("bidirectional_lstm_imdb.json")
+    f.probes.batch_probe = batch_facts(0.78, 0.83).probes.batch_probe
+    f.fit.steps_per_epoch = 100
+    report = evaluate(f, select=["RD301"])
+    (outcome,) = [o for o in report.outcomes if o.rule.id == "RD301"]
+    assert outcome.status is Status.NOT_EVALUATED and "312 ms > step 253 ms" in outcome.reason
+    assert report.findings == [] and report.forecast.after_s is None
+
+
+def test_the_forecast_takes_one_gain_and_no_inconclusive_one():
+    f = batch_facts(0.6, 0.95)  # RD301 inconclusive: no speedup
+    f.fit.steps_per_epoch = 100
+    report = evaluate(f)
+    assert all(x.speedup is None for x in report.findings if x.rule_id == "RD301")
+    best = max((x.speedup or 0.0) for x in report.findings)
+    if report.forecast.after_s is not None:
+        assert report.forecast.after_s == report.forecast.now_s / best
+
+
+def test_the_capture_flags_the_imdb_probe_and_its_breakdown_as_inconsistent():
+    from types import SimpleNamespace
+
+    from rnndoctor.capture.probes import inconsistency
+
+    f = load("bidirectional_lstm_imdb.json")
+    session = SimpleNamespace(facts=f)
+    assert inconsistency(session, f.probes).startswith("compute-only 406 ms > step 253 ms")
+    f.probes.compute_only_ms = 200.0  # consistent alone, but the parts overshoot the step
+    f.probes.breakdown.compute_ms, f.probes.breakdown.input_ms = 200.0, 150.0
+    assert "adds up to 350 ms, 97 ms more than the median step 253 ms" in inconsistency(
+        session, f.probes
+    )
+    f.probes.breakdown.input_ms = 40.0  # 240 ms: within the window's noise
+    assert inconsistency(session, f.probes) is None
