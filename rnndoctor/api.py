@@ -35,9 +35,10 @@ def record_construction_sites() -> None:
     earlier have no recorded site, and their findings say "construction site not recorded".
     ``rnndoctor check`` does this for you.
     """
-    from rnndoctor.capture import probes, sites
+    from rnndoctor.capture import flavour, probes, sites
 
     sites.install()
+    flavour.install_tf_keras_sites()  # tf_keras (Keras 2) layers too, when it is installed
     probes.install(None)  # where tf.data datasets, PyDatasets and callbacks are built
 
 
@@ -82,9 +83,7 @@ def diagnose(
     Raises:
         Whatever the model's ``fit`` raises.
     """
-    import keras
-
-    from rnndoctor.capture import sites, window
+    from rnndoctor.capture import flavour, sites, window
     from rnndoctor.capture.step_window import WindowOptions
 
     location = sites.user_frame_location(skip=1, call_names=("diagnose",))
@@ -97,8 +96,9 @@ def diagnose(
         run_probes=run_probes,
     )
     session = _session(location, options, out)
-    # Under `rnndoctor check`, Model.fit is hooked: call the original.
-    fit = getattr(keras.Model.fit, "__wrapped__", keras.Model.fit)
+    # Under `rnndoctor check`, Model.fit is hooked: call the original (of the model's Keras).
+    model_fit = flavour.module_of(model).Model.fit
+    fit = getattr(model_fit, "__wrapped__", model_fit)
     args = (data,) if data is not None else ()
     window.run_window(session, fit, model, args, dict(fit_kwargs), location)
     report = evaluate(session.facts, select=select, ignore=ignore)
