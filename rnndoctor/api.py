@@ -22,6 +22,7 @@ from rnndoctor import __version__
 from rnndoctor.engine import Report, evaluate
 from rnndoctor.facts import Facts, RunInfo, SourceLocation
 from rnndoctor.options import DEFAULTS
+from rnndoctor.reports import notebook as _notebook  # noqa: F401 - registers Report._repr_html_
 
 if TYPE_CHECKING:
     from rnndoctor.capture.session import CaptureSession
