@@ -55,6 +55,7 @@ def diagnose(
     run_probes: bool = not DEFAULTS.no_probes,
     select: list[str] | None = None,
     ignore: list[str] | None = None,
+    display: bool | None = None,
     **fit_kwargs: Any,
 ) -> Report:
     """Runs the diagnosis window on ``model.fit(data, **fit_kwargs)`` and returns the Report.
@@ -76,6 +77,8 @@ def diagnose(
             further; a few seconds on a small model).
         select: rule IDs or names to run (default: all).
         ignore: rule IDs or names to skip.
+        display: show the report in the notebook cell (None: when running in IPython; see
+            :func:`show_in_ipython`).
         **fit_kwargs: passed to ``model.fit`` (``y``, ``batch_size``, ``epochs``, ``callbacks``...).
 
     Returns:
@@ -107,7 +110,21 @@ def diagnose(
         from rnndoctor.reports import write_reports
 
         write_reports(report, out, ["html", "json"])
+    if display is not False:
+        show_in_ipython(report)
     return report
+
+
+def show_in_ipython(report: Report) -> None:
+    """Shows ``report`` in the running notebook cell (``IPython.display.display``, which calls
+    ``Report._repr_html_``) when this process runs IPython (``get_ipython()`` is not None)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return
+    if get_ipython() is not None:
+        display(report)
 
 
 def _profile_dir(out: str | os.PathLike | None) -> str:

@@ -3,7 +3,7 @@
 :func:`install_fit_hook` wraps ``keras.Model.fit``. The first call runs the user's ``fit``
 unchanged, with one extra callback (:class:`DiagnosisWindow`, the ``fit`` side of
 :class:`~rnndoctor.capture.step_window.StepWindow`) that times each step, profiles a few steps,
-and then ends ``fit`` by raising :class:`_WindowDone`. The hook then runs
+and then ends ``fit`` by raising :class:`WindowDone`. The hook then runs
 :func:`rnndoctor.capture.diagnosis.finish` and ends the user's script with
 ``CaptureSession.end_script`` (:class:`~rnndoctor.capture.session.StopScript`). Both exceptions
 derive from ``BaseException``, so a user's ``except Exception`` cannot swallow them (the same
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from rnndoctor.capture.session import CaptureSession
 
 
-class _WindowDone(BaseException):
+class WindowDone(BaseException):
     """Raised from the window callback to end the user's ``fit`` after the last profiled step."""
 
 
@@ -91,7 +91,7 @@ class _WindowCallback:
         self.steps.end_step(max(1, batch - self._begin_step + 1))
         if self.steps.complete():
             self.steps.stop_profiler()
-            raise _WindowDone
+            raise WindowDone
 
     def stop_profiler(self) -> None:
         self.steps.stop_profiler()
@@ -257,7 +257,7 @@ def run_window(
     try:
         fit(*bound.args, **bound.kwargs)
         finished = True  # fit ended on its own: the data held fewer steps than asked for
-    except _WindowDone:
+    except WindowDone:
         finished = True
     finally:
         window.stop_profiler()
