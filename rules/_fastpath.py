@@ -5,7 +5,10 @@ that ran the installed Keras code in the capture (``rnndoctor/capture/model.py``
 could not run, each rule falls back to its static criterion, copied from Keras 3's
 ``keras/src/backend/tensorflow/rnn.py:_do_lstm_arguments_support_cudnn`` /
 ``_do_gru_arguments_support_cudnn`` and ``LSTM.inner_loop`` / ``GRU.inner_loop``, and says so in
-the evidence.
+the evidence. For a tf_keras (Keras 2) model the probe's verdict is tf_keras' own
+``_could_use_gpu_kernel``, which ``LSTM.__init__`` / ``GRU.__init__`` set
+(``tf_keras/src/layers/rnn/lstm.py``, ``gru.py``: tanh, sigmoid, ``recurrent_dropout == 0``, not
+``unroll``, ``use_bias``, GRU ``reset_after``); the probe's ``source`` names it in the evidence.
 """
 
 from __future__ import annotations

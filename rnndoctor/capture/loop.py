@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rnndoctor.capture import diagnosis, sites, traces
+from rnndoctor.capture import diagnosis, flavour, sites, traces
 from rnndoctor.capture.step_window import LOOP_PHASES, StepWindow
 from rnndoctor.facts import CustomLoopFacts, Phase, SourceLocation, StepArgument, StepTimes
 
@@ -256,8 +256,6 @@ class CustomLoop:
 
     def find_model(self) -> Any:
         """The ``keras.Model`` holding most of the variables the optimizer updated."""
-        from rnndoctor.capture import flavour
-
         model_classes = tuple(m.Model for m in flavour.keras_modules(import_tf_keras=False))
         best, best_overlap = None, 0
         for obj in gc.get_objects():
@@ -318,6 +316,8 @@ class CustomLoop:
             session.facts.run.notes.append(
                 "model inspection skipped: " + (self.facts.model_not_found or "no model")
             )
+        elif session.facts.environment is not None:  # the Keras of the model the loop trains
+            session.facts.environment.keras_flavour = flavour.flavour_of(model)
         diagnosis.finish(session, model, window.profiled, window.profile_error, None)
         if stop_script:
             session.end_script()
@@ -688,8 +688,6 @@ def _patch_tf_keras(hooks: _Hooks) -> None:
     """The tf_keras (Keras 2) classes, when installed: ``Model.compile``
     (``tf_keras/src/engine/training.py``) and ``Optimizer.apply_gradients`` of its optimizers
     (``tf_keras/src/optimizers/optimizer.py``; the ``legacy`` optimizers are not hooked)."""
-    from rnndoctor.capture import flavour
-
     module = flavour.tf_keras()
     if module is None:
         return
