@@ -57,10 +57,13 @@ def test_rd101_at_its_line_and_a_keras2_model_checkpoint_neutralised(tmp_path):
     assert rd101["fix"]["code"] == "layers.LSTM(8, dropout=0.25)"
     (probe,) = [layer["fast_path"] for layer in doc["facts"]["model"]["rnn_layers"]]
     assert probe["blocking_args"] == ["recurrent_dropout"] and "tf_keras" in probe["source"]
-    (entry,) = doc["facts"]["run"]["neutralised"]
+    saved, entry = doc["facts"]["run"]["neutralised"]
+    assert saved["what"] == "model.save_weights"
+    assert saved["detail"] == f"{checkpoint}.weights.h5"
+    assert saved["location"]["line"] == _line_of(script, "# the save line")
     assert entry["what"] == "ModelCheckpoint callback" and entry["detail"] == str(checkpoint)
     assert entry["location"]["line"] == _line_of(script, "# the checkpoint line")
-    assert not checkpoint.exists()
+    assert not checkpoint.exists() and not Path(f"{checkpoint}.weights.h5").exists()
 
 
 def test_the_keras2_clean_control_is_clean(tmp_path):
