@@ -22,6 +22,7 @@ from rnndoctor import __version__
 from rnndoctor.engine import Report, evaluate
 from rnndoctor.facts import Facts, RunInfo, SourceLocation
 from rnndoctor.options import DEFAULTS
+from rnndoctor.reports import notebook as _notebook  # noqa: F401 - registers Report._repr_html_
 
 if TYPE_CHECKING:
     from rnndoctor.capture.session import CaptureSession
@@ -35,9 +36,10 @@ def record_construction_sites() -> None:
     earlier have no recorded site, and their findings say "construction site not recorded".
     ``rnndoctor check`` does this for you.
     """
-    from rnndoctor.capture import probes, sites
+    from rnndoctor.capture import flavour, probes, sites
 
     sites.install()
+    flavour.install_tf_keras_sites()  # tf_keras (Keras 2) layers too, when it is installed
     probes.install(None)  # where tf.data datasets, PyDatasets and callbacks are built
 
 
@@ -53,6 +55,7 @@ def diagnose(
     run_probes: bool = not DEFAULTS.no_probes,
     select: list[str] | None = None,
     ignore: list[str] | None = None,
+    display: bool | None = None,
     **fit_kwargs: Any,
 ) -> Report:
     """Runs the diagnosis window on ``model.fit(data, **fit_kwargs)`` and returns the Report.
@@ -74,6 +77,8 @@ def diagnose(
             further; a few seconds on a small model).
         select: rule IDs or names to run (default: all).
         ignore: rule IDs or names to skip.
+        display: show the report in the notebook cell (None: when running in IPython; see
+            :func:`show_in_ipython`).
         **fit_kwargs: passed to ``model.fit`` (``y``, ``batch_size``, ``epochs``, ``callbacks``...).
 
     Returns:
@@ -82,9 +87,7 @@ def diagnose(
     Raises:
         Whatever the model's ``fit`` raises.
     """
-    import keras
-
-    from rnndoctor.capture import sites, window
+    from rnndoctor.capture import flavour, sites, window
     from rnndoctor.capture.step_window import WindowOptions
 
     location = sites.user_frame_location(skip=1, call_names=("diagnose",))
@@ -97,8 +100,9 @@ def diagnose(
         run_probes=run_probes,
     )
     session = _session(location, options, out)
-    # Under `rnndoctor check`, Model.fit is hooked: call the original.
-    fit = getattr(keras.Model.fit, "__wrapped__", keras.Model.fit)
+    # Under `rnndoctor check`, Model.fit is hooked: call the original (of the model's Keras).
+    model_fit = flavour.module_of(model).Model.fit
+    fit = getattr(model_fit, "__wrapped__", model_fit)
     args = (data,) if data is not None else ()
     window.run_window(session, fit, model, args, dict(fit_kwargs), location)
     report = evaluate(session.facts, select=select, ignore=ignore)
@@ -106,7 +110,21 @@ def diagnose(
         from rnndoctor.reports import write_reports
 
         write_reports(report, out, ["html", "json"])
+    if display is not False:
+        show_in_ipython(report)
     return report
+
+
+def show_in_ipython(report: Report) -> None:
+    """Shows ``report`` in the running notebook cell (``IPython.display.display``, which calls
+    ``Report._repr_html_``) when this process runs IPython (``get_ipython()`` is not None)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return
+    if get_ipython() is not None:
+        display(report)
 
 
 def _profile_dir(out: str | os.PathLike | None) -> str:

@@ -16,9 +16,9 @@ run. Ill-formed ``rule_options`` raise ``ValueError`` before any rule runs.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Finding, Severity
@@ -155,6 +155,18 @@ class Report:
     def fails(self, fail_on: Severity | None) -> bool:
         """True when a finding is at or above ``fail_on`` (None: never fails)."""
         return fail_on is not None and any(f.severity >= fail_on for f in self.findings)
+
+    # The notebook renderer, registered by rnndoctor.reports.notebook when it is imported (the
+    # reports package imports this module, so this module cannot import it, not even lazily).
+    notebook_renderer: ClassVar[Callable[[Report], str] | None] = None
+
+    def _repr_html_(self) -> str | None:
+        """The report inline in Jupyter / IPython: report.html's content in a frame, with no
+        script and nothing loaded from the network (:mod:`rnndoctor.reports.notebook`, which
+        :mod:`rnndoctor.api` and :mod:`rnndoctor.keras` import). None, so that IPython shows the
+        plain repr, while no renderer is registered."""
+        render = type(self).notebook_renderer
+        return render(self) if render is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``report.json`` document: facts, findings and rule outcomes."""

@@ -288,7 +288,10 @@ class Environment:
     differ from ``cudnn_build``. ``nvidia_gpu_present``: whether the machine has an NVIDIA GPU,
     whatever TensorFlow sees (``nvidia_gpus`` lists them; ``nvidia_gpu_source`` says how it was
     found: ``nvidia-smi``, ``/proc/driver/nvidia/gpus`` or the PCI bus in ``/sys/bus/pci``).
-    Each ``*_not_measured`` says why its value is absent.
+    Each ``*_not_measured`` says why its value is absent. ``keras_flavour``: the Keras that ran
+    the diagnosed model, with its version: ``"keras 3.15.1"`` (Keras 3) or ``"tf_keras 2.21.0"``
+    (Keras 2, under ``TF_USE_LEGACY_KERAS=1`` or ``import tf_keras``); ``keras`` stays the
+    installed Keras 3's version.
     """
 
     python: str
@@ -318,6 +321,7 @@ class Environment:
     nvidia_gpus: list[str] = field(default_factory=list)
     nvidia_gpu_source: str | None = None
     nvidia_gpu_not_measured: str | None = None
+    keras_flavour: str | None = None
 
 
 @dataclass

@@ -5,7 +5,10 @@ that ran the installed Keras code in the capture (``rnndoctor/capture/model.py``
 could not run, each rule falls back to its static criterion, copied from Keras 3's
 ``keras/src/backend/tensorflow/rnn.py:_do_lstm_arguments_support_cudnn`` /
 ``_do_gru_arguments_support_cudnn`` and ``LSTM.inner_loop`` / ``GRU.inner_loop``, and says so in
-the evidence.
+the evidence. For a tf_keras (Keras 2) model the probe's verdict is tf_keras' own
+``_could_use_gpu_kernel``, which ``LSTM.__init__`` / ``GRU.__init__`` set
+(``tf_keras/src/layers/rnn/lstm.py``, ``gru.py``: tanh, sigmoid, ``recurrent_dropout == 0``, not
+``unroll``, ``use_bias``, GRU ``reset_after``); the probe's ``source`` names it in the evidence.
 """
 
 from __future__ import annotations
@@ -85,6 +88,46 @@ def severity(facts: Facts) -> Severity:
     ``warning`` on a CPU-only run (cuDNN cannot run here; the slowdown hits the GPU job)."""
     gpus = facts.environment.gpu_count if facts.environment else 0
     return Severity.ERROR if gpus else Severity.WARNING
+
+
+# Where Keras 2 decides what a mask does to the cuDNN kernel: it checks the mask at run time and
+# picks the kernel, instead of asserting as Keras 3 does (rules/_sequences.py: KERAS_MASK_CHECK).
+TF_KERAS_MASK_CHECK = (
+    "tf_keras/src/layers/rnn/gru_lstm_utils.py: is_cudnn_supported_inputs "
+    "(is_sequence_right_padded and not has_fully_masked_sequence), read by "
+    "lstm_with_backend_selection / gru_with_backend_selection (tf_keras/src/layers/rnn/lstm.py, "
+    "gru.py), which run the generic standard_lstm / standard_gru when it is False"
+)
+
+
+def is_keras2(facts: Facts) -> bool:
+    """True when the diagnosed model ran on tf_keras (Keras 2): ``Environment.keras_flavour``
+    (``"tf_keras 2.21.0"``; ``"keras 3.15.1"`` for Keras 3, and absent in older facts)."""
+    flavour = facts.environment.keras_flavour if facts.environment else None
+    return bool(flavour) and flavour.split()[0] == "tf_keras"
+
+
+def mask_check_severity(facts: Facts) -> Severity:
+    """The severity of a mask the cuDNN kernel rejects (RD110, RD111 on a cuDNN layer).
+
+    Keras 3 fails the job: ``_assert_valid_mask`` (``keras/src/backend/tensorflow/rnn.py``) is a
+    ``tf.Assert`` inside the compiled step, so ``error``. Keras 2 (tf_keras) silently runs the
+    generic kernel instead (:data:`TF_KERAS_MASK_CHECK`): the job is slow, not broken, so
+    ``warning``.
+    """
+    return Severity.WARNING if is_keras2(facts) else Severity.ERROR
+
+
+def mask_fallback_sentence(facts: Facts) -> str:
+    """What a rejected mask does under Keras 2 (empty under Keras 3)."""
+    if not is_keras2(facts):
+        return ""
+    flavour = facts.environment.keras_flavour if facts.environment else "tf_keras"
+    return (
+        f" This run used {flavour} (Keras 2), which does not fail: its run-time mask check "
+        "(gru_lstm_utils.is_cudnn_supported_inputs) sends every such batch to the generic "
+        "kernel, silently, so the GPU job runs the slow kernel instead of cuDNN."
+    )
 
 
 def gain_text(facts: Facts) -> str:

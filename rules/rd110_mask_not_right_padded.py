@@ -16,9 +16,15 @@ Why it slows training:
     op, after the ``try``/``except`` that would fall back to the generic kernel, so the step
     raises ``InvalidArgumentError`` ("You are passing a RNN mask that does not correspond to
     right-padded sequences...") at the first batch holding such a row, possibly hours into a job.
-    Keras 2 (tf.keras) instead checked the mask and silently ran the slow generic kernel for the
-    whole job. On CPU the generic kernel handles any mask, so a CPU run trains normally; the
-    severity is ``error`` on every machine, because the check is a pre-flight for the GPU job.
+    Keras 2 (tf_keras, ``TF_USE_LEGACY_KERAS=1``) instead checks the mask at run time
+    (``is_cudnn_supported_inputs`` in ``tf_keras/src/layers/rnn/gru_lstm_utils.py``:
+    ``is_sequence_right_padded``, read by ``lstm_with_backend_selection`` /
+    ``gru_with_backend_selection`` in ``tf_keras/src/layers/rnn/lstm.py`` / ``gru.py``) and
+    silently runs the slow generic kernel (``standard_lstm`` / ``standard_gru``) for every such
+    batch. On CPU the generic kernel handles any mask, so a CPU run trains normally. Severity, on
+    every machine (the check is a pre-flight for the GPU job): ``error`` under Keras 3 (the job
+    fails), ``warning`` under Keras 2 (the job runs the slow kernel), read from
+    ``environment.keras_flavour``.
 
 Evidence:
     ``sequences.inputs[].left_padded_rows`` / ``holed_rows`` / ``pad_side`` / ``mask_used`` /
@@ -43,7 +49,9 @@ Fix safety:
 
 References:
     keras/src/backend/tensorflow/rnn.py: _assert_valid_mask, _is_sequence_right_padded,
-    _cudnn_lstm, _cudnn_gru; keras/src/utils/sequence_utils.py: pad_sequences (padding="pre");
+    _cudnn_lstm, _cudnn_gru; tf_keras/src/layers/rnn/gru_lstm_utils.py:
+    is_cudnn_supported_inputs, is_sequence_right_padded;
+    keras/src/utils/sequence_utils.py: pad_sequences (padding="pre");
     the Keras LSTM/GRU docs: cuDNN needs "Inputs, if use masking, are strictly right-padded".
 """
 
@@ -115,6 +123,28 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
     return Fix("Mask only the padding, at the end of each sequence", code, FixSafety.DISPLAY_ONLY)
 
 
+def _mask_check_evidence(facts: Facts) -> Evidence:
+    """What the cuDNN path's mask check does in the Keras that ran (see the module doc)."""
+    if fp.is_keras2(facts):
+        return Evidence(
+            "mask check on the cuDNN path", "falls back to the generic kernel",
+            source=fp.TF_KERAS_MASK_CHECK,
+        )  # fmt: skip
+    return Evidence("mask check on the cuDNN path", "fails", source=sq.KERAS_MASK_CHECK)
+
+
+def _gain(facts: Facts) -> str:
+    if fp.is_keras2(facts):
+        return (
+            "not measured: under Keras 2 the GPU job runs the generic kernel instead of cuDNN; "
+            "with the fix, the layer keeps the cuDNN kernel with its masks"
+        )
+    return (
+        "not a speed estimate: the GPU job fails at the mask check; with the fix, "
+        "the layer keeps the cuDNN kernel with its masks"
+    )
+
+
 @rule(
     "RD110",
     "mask-not-right-padded",
@@ -150,6 +180,7 @@ def check(facts: Facts) -> list[Finding]:
             f"{sq.cudnn_sentence(eligible)}, whose mask check fails the training step with "
             "InvalidArgumentError at the first such batch (Keras 3: _assert_valid_mask)."
         )
+        message += fp.mask_fallback_sentence(facts)
         if not (facts.environment and facts.environment.gpu_count):
             message += " This CPU run is unaffected: the generic kernel accepts any mask."
         evidence = [
@@ -160,18 +191,18 @@ def check(facts: Facts) -> list[Finding]:
                      source="sampled masks"),
             Evidence("pad side", record.pad_side, source="sampled masks"),
             where,
-            Evidence("mask check on the cuDNN path", "fails", source=sq.KERAS_MASK_CHECK),
+            _mask_check_evidence(facts),
         ]  # fmt: skip
         evidence += sq.cudnn_evidence(eligible)
         findings.append(
             finding(
+                severity=fp.mask_check_severity(facts),
                 message=message,
                 layer=eligible[0].path,
                 location=location,
                 evidence=tuple(evidence),
                 fix=_fix(facts, record),
-                gain="not a speed estimate: the GPU job fails at the mask check; with the fix, "
-                "the layer keeps the cuDNN kernel with its masks",
+                gain=_gain(facts),
             )
         )
     return findings

@@ -10,9 +10,14 @@ Why it slows training:
     so on a GPU the step raises ``InvalidArgumentError`` at the first batch holding an empty
     sequence (older stacks failed inside cuDNN with ``CUDNN_STATUS_BAD_PARAM``,
     tensorflow/tensorflow#43103). Off the cuDNN path the row only costs compute and teaches
-    nothing. Severity: ``error`` when an LSTM/GRU it reaches takes cuDNN now or once its RD1xx
-    findings are fixed (the probe's ``takes_fast_path`` / ``fixed_takes_fast_path``), ``info``
-    otherwise.
+    nothing. Keras 2 (tf_keras) does not fail: ``is_cudnn_supported_inputs``
+    (``tf_keras/src/layers/rnn/gru_lstm_utils.py``: ``has_fully_masked_sequence``) sends such a
+    batch to the generic kernel (``standard_lstm`` / ``standard_gru`` in
+    ``tf_keras/src/layers/rnn/lstm.py`` / ``gru.py``), silently. Severity: when an LSTM/GRU it
+    reaches takes cuDNN now or once its RD1xx findings are fixed (the probe's
+    ``takes_fast_path`` / ``fixed_takes_fast_path``), ``error`` under Keras 3 (the job fails) and
+    ``warning`` under Keras 2 (the job runs the slow kernel), read from
+    ``environment.keras_flavour``; ``info`` otherwise.
 
 Evidence:
     ``sequences.inputs[].fully_masked_rows``, ``sequences``, ``length_source``,
@@ -33,6 +38,8 @@ Fix safety:
 
 References:
     keras/src/backend/tensorflow/rnn.py: _assert_valid_mask, _has_fully_masked_sequence;
+    tf_keras/src/layers/rnn/gru_lstm_utils.py: is_cudnn_supported_inputs,
+    has_fully_masked_sequence;
     tensorflow/tensorflow#43103 ("cuDNN error when passing all-masked sequences to RNN layers").
 """
 
@@ -40,6 +47,7 @@ from __future__ import annotations
 
 from rnndoctor.facts import Facts, SequenceInput
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _sequences as sq
 from rnndoctor.rules import finding, rule
 
@@ -94,11 +102,11 @@ def check(facts: Facts) -> list[Finding]:
         location, where = sq.padding_location(facts, record)
         share = record.fully_masked_rows / record.sequences
         if eligible:
-            severity = Severity.ERROR
+            severity = fp.mask_check_severity(facts)
             consequence = (
                 f"{sq.cudnn_sentence(eligible)}, whose mask check rejects a batch holding an "
                 "empty sequence (Keras 3: _assert_valid_mask, InvalidArgumentError)."
-            )
+            ) + fp.mask_fallback_sentence(facts)
         else:
             severity = Severity.INFO
             consequence = (
@@ -116,8 +124,11 @@ def check(facts: Facts) -> list[Finding]:
                      source="sampled masks"),
             Evidence("share of sampled sequences", round(share, 4), source="sampled masks"),
             where,
-            Evidence("mask check on the cuDNN path", "rejects empty sequences",
-                     source=sq.KERAS_MASK_CHECK),
+            Evidence("mask check on the cuDNN path",
+                     "falls back to the generic kernel" if fp.is_keras2(facts)
+                     else "rejects empty sequences",
+                     source=fp.TF_KERAS_MASK_CHECK if fp.is_keras2(facts)
+                     else sq.KERAS_MASK_CHECK),
         ]  # fmt: skip
         evidence += sq.cudnn_evidence(eligible)
         findings.append(
@@ -128,7 +139,9 @@ def check(facts: Facts) -> list[Finding]:
                 location=location,
                 evidence=tuple(evidence),
                 fix=_fix(facts, record),
-                gain="not a speed estimate: on the cuDNN path the step fails at the mask check"
+                gain="not measured: under Keras 2 the batch runs the generic kernel"
+                if eligible and fp.is_keras2(facts)
+                else "not a speed estimate: on the cuDNN path the step fails at the mask check"
                 if eligible
                 else f"not measured: {share:.1%} of the rows carry no input",
             )

@@ -278,9 +278,10 @@ def _window_options(options: Options) -> WindowOptions:
 def _install_hooks(session: CaptureSession, script: str) -> None:
     """Every hook, before the user's script runs: construction sites, neutralisation, custom
     loops and tf.function counts, sequences, probes, and ``Model.fit``."""
-    from rnndoctor.capture import loop, neutralise, probes, sequences, sites, window
+    from rnndoctor.capture import flavour, loop, neutralise, probes, sequences, sites, window
 
     session.site_book = sites.install(script)
+    flavour.install_tf_keras_sites()  # Keras 2 layers, when tf_keras is installed
     neutralise.install(session)
     loop.install(session)
     sequences.install(session)
@@ -364,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     from rnndoctor.capture.env import collect_environment
     from rnndoctor.capture.session import CaptureSession
 
-    facts.environment = collect_environment()
+    facts.environment = collect_environment()  # keras_flavour: set again at fit
     session = CaptureSession(facts, _window_options(options), facts_path, started)
     if facts.environment.keras_backend != "tensorflow":
         facts.run.outcome = Outcome.CAPTURE_ERROR

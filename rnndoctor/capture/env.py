@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 
+from rnndoctor.capture import flavour
 from rnndoctor.facts import Device, Environment
 
 _NVIDIA_PCI_VENDOR = "0x10de"  # NVIDIA's PCI vendor ID (PCI-SIG vendor list)
@@ -253,4 +254,5 @@ def collect_environment() -> Environment:
         nvidia_gpus=nvidia,
         nvidia_gpu_source=nvidia_source,
         nvidia_gpu_not_measured=nvidia_why,
+        keras_flavour=flavour.default_flavour(),
     )

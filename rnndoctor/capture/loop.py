@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rnndoctor.capture import diagnosis, pairs, sites, traces
+from rnndoctor.capture import diagnosis, flavour, pairs, sites, traces
 from rnndoctor.capture.step_window import LOOP_PHASES, StepWindow
 from rnndoctor.facts import CustomLoopFacts, Phase, SourceLocation, StepArgument, StepTimes
 from rnndoctor.paired import PairedTimingError, measure_paired
@@ -256,11 +256,10 @@ class CustomLoop:
 
     def find_model(self) -> Any:
         """The ``keras.Model`` holding most of the variables the optimizer updated."""
-        import keras
-
+        model_classes = tuple(m.Model for m in flavour.keras_modules(import_tf_keras=False))
         best, best_overlap = None, 0
         for obj in gc.get_objects():
-            if not isinstance(obj, keras.Model):
+            if not isinstance(obj, model_classes):
                 continue
             try:
                 variables = obj.trainable_variables
@@ -317,6 +316,8 @@ class CustomLoop:
             session.facts.run.notes.append(
                 "model inspection skipped: " + (self.facts.model_not_found or "no model")
             )
+        elif session.facts.environment is not None:  # the Keras of the model the loop trains
+            session.facts.environment.keras_flavour = flavour.flavour_of(model)
         diagnosis.finish(session, model, window.profiled, window.profile_error, None)
         if stop_script:
             session.end_script()
@@ -652,7 +653,12 @@ def _patch(hooks: _Hooks) -> None:
 
     tf.config.run_functions_eagerly = run_functions_eagerly
 
-    original_compile = keras.Model.compile
+    keras.Model.compile = _wrap_compile(keras.Model.compile, hooks)
+    _patch_tf_keras(hooks)
+
+
+def _wrap_compile(original_compile: Callable[..., Any], hooks: _Hooks) -> Callable[..., Any]:
+    """``Model.compile`` reporting its ``run_eagerly`` argument to ``hooks``."""
 
     @functools.wraps(original_compile)
     def compile(model, *args, **kwargs):  # noqa: A001 - it replaces Model.compile
@@ -669,7 +675,43 @@ def _patch(hooks: _Hooks) -> None:
             pass
         return original_compile(model, *args, **kwargs)
 
-    keras.Model.compile = compile
+    return compile
+
+
+def _wrap_apply_gradients(original: Callable[..., Any], hooks: _Hooks) -> Callable[..., Any]:
+    """A tf_keras optimizer's ``apply_gradients(grads_and_vars, ...)``
+    (``tf_keras/src/optimizers/optimizer.py``), seen by ``hooks`` as Keras 3's
+    ``apply(grads, trainable_variables)`` is."""
+
+    @functools.wraps(original)
+    def apply_gradients(self, grads_and_vars, *args, **kwargs):
+        if getattr(_local, "in_apply", False) or not hooks.loop_open():
+            return original(self, grads_and_vars, *args, **kwargs)
+        pairs = list(grads_and_vars)  # a zip or generator: read it once
+        _local.in_apply = True
+        try:
+            after = hooks.on_apply(self, [g for g, _ in pairs], [v for _, v in pairs])
+            result = original(self, pairs, *args, **kwargs)
+        finally:
+            _local.in_apply = False
+        if after is not None:
+            after()
+        return result
+
+    apply_gradients._rnndoctor_original = original  # type: ignore[attr-defined]
+    return apply_gradients
+
+
+def _patch_tf_keras(hooks: _Hooks) -> None:
+    """The tf_keras (Keras 2) classes, when installed: ``Model.compile``
+    (``tf_keras/src/engine/training.py``) and ``Optimizer.apply_gradients`` of its optimizers
+    (``tf_keras/src/optimizers/optimizer.py``; the ``legacy`` optimizers are not hooked)."""
+    module = flavour.tf_keras()
+    if module is None:
+        return
+    module.Model.compile = _wrap_compile(module.Model.compile, hooks)
+    optimizer_cls = module.optimizers.Optimizer
+    optimizer_cls.apply_gradients = _wrap_apply_gradients(optimizer_cls.apply_gradients, hooks)
 
 
 def _installed_hooks() -> _Hooks | None:

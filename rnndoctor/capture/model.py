@@ -5,6 +5,13 @@ The fast-path verdict comes from running the installed Keras code (see
 ``LSTM.inner_loop`` / ``GRU.inner_loop`` (``keras/src/layers/rnn/lstm.py``, ``gru.py``) decide
 whether the backend kernel is tried at all, and ``cudnn_ok`` in
 ``keras/src/backend/tensorflow/rnn.py`` decides whether its arguments suit cuDNN.
+
+A tf_keras (Keras 2) layer decides at construction instead: ``LSTM.__init__`` / ``GRU.__init__``
+(``tf_keras/src/layers/rnn/lstm.py``, ``gru.py``) set ``self._could_use_gpu_kernel``, which
+``call`` reads to choose between the generic loop and ``lstm_with_backend_selection`` /
+``gru_with_backend_selection``; the probe reads that attribute on a clone
+(:func:`_tf_keras_attempts_cudnn`). The masks are checked at run time by
+``gru_lstm_utils.is_cudnn_supported_inputs`` (the sequence facts measure them; RD110/RD111).
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from typing import Any
 import keras
 import networkx as nx
 
-from rnndoctor.capture import sites
+from rnndoctor.capture import flavour, sites
 from rnndoctor.facts import (
     FAST_PATH_DEFAULTS,
     FastPathProbe,
@@ -44,15 +51,21 @@ _RECORDED_ARGS = (
     "time_major",
 )
 
+_TF_KERAS_PROBE_SOURCE = (
+    "installed tf_keras {version}: {cls}._could_use_gpu_kernel, set by {cls}.__init__ "
+    "(tf_keras/src/layers/rnn/{file}.py; GPU availability assumed, masks checked at run time by "
+    "gru_lstm_utils.is_cudnn_supported_inputs)"
+)
+
 _PROBE_SOURCE = (
     "installed keras {version}: {cls}.inner_loop + "
     "keras/src/backend/tensorflow/rnn.py:cudnn_ok (GPU availability assumed)"
 )
 
 
-def _activation_name(fn: Any) -> str:
+def _activation_name(fn: Any, module: Any = keras) -> str:
     try:
-        name = keras.activations.serialize(fn)
+        name = module.activations.serialize(fn)
     except Exception:
         name = None
     if isinstance(name, dict):
@@ -72,11 +85,12 @@ def sublayers(layer: Any) -> list[Any]:
 
 
 def _is_keras_class(cls: type) -> bool:
-    return cls.__module__.startswith("keras.")
+    return cls.__module__.startswith(("keras.", "tf_keras."))
 
 
 def _rnn_kind(layer: Any) -> str:
-    lstm, gru, simple = keras.layers.LSTM, keras.layers.GRU, keras.layers.SimpleRNN
+    layers = flavour.module_of(layer).layers
+    lstm, gru, simple = layers.LSTM, layers.GRU, layers.SimpleRNN
     if isinstance(layer, lstm):
         return "lstm"
     if isinstance(layer, gru):
@@ -85,7 +99,7 @@ def _rnn_kind(layer: Any) -> str:
         return "simple_rnn"
     cell = getattr(layer, "cell", None)
     cells = getattr(cell, "cells", None) or ([cell] if cell is not None else [])
-    if type(layer) is keras.layers.RNN or not _is_keras_class(type(layer)):
+    if type(layer) is layers.RNN or not _is_keras_class(type(layer)):
         if cells and all(_is_keras_class(type(c)) for c in cells):
             return "generic_rnn"
         return "custom_cell"
@@ -115,7 +129,7 @@ def _rnn_args(layer: Any) -> dict[str, Any]:
             continue
         value = getattr(holder, name)
         if name in ("activation", "recurrent_activation"):
-            value = _activation_name(value)
+            value = _activation_name(value, flavour.module_of(layer))
         elif hasattr(value, "item"):
             value = value.item()
         args[name] = value
@@ -156,7 +170,7 @@ def _spy_backend_kernels(calls: list[bool]):
         kbackend.lstm, kbackend.gru = saved
 
 
-def _attempts_cudnn(layer_cls: type, config: dict[str, Any], features: int, steps: int) -> bool:
+def _keras3_attempts(layer_cls: type, config: dict[str, Any], features: int, steps: int) -> bool:
     """Builds ``layer_cls.from_config(config)`` and calls it once in training mode."""
     import numpy as np
 
@@ -168,6 +182,19 @@ def _attempts_cudnn(layer_cls: type, config: dict[str, Any], features: int, step
     return bool(calls) and all(calls)
 
 
+def _tf_keras_attempts_cudnn(
+    layer_cls: type, config: dict[str, Any], features: int, steps: int
+) -> bool:
+    """Builds ``layer_cls.from_config(config)`` (a tf_keras LSTM/GRU) and reads the verdict its
+    own ``__init__`` set: ``_could_use_gpu_kernel`` (``tf_keras/src/layers/rnn/lstm.py``,
+    ``gru.py``), evaluated outside any ``tf.function`` (it includes
+    ``tf.compat.v1.executing_eagerly_outside_functions()``). ``features``/``steps`` are unused:
+    the verdict does not depend on the input."""
+    del features, steps
+    config = dict(config, name=f"rnndoctor_probe_{config.get('name', 'rnn')}", stateful=False)
+    return bool(getattr(layer_cls.from_config(config), "_could_use_gpu_kernel", False))
+
+
 def _replacement(layer: Any, kind: str) -> tuple[type, dict[str, Any]] | None:
     """The fused layer (class, config) that computes what a SimpleRNN / RNN(cell) computes.
 
@@ -175,12 +202,13 @@ def _replacement(layer: Any, kind: str) -> tuple[type, dict[str, Any]] | None:
     same computation; ``SimpleRNN`` -> ``GRU`` is a different model, suggested for speed only.
     """
     cell = getattr(layer, "cell", None)
-    if kind == "generic_rnn" and isinstance(cell, keras.layers.LSTMCell):
-        cls = keras.layers.LSTM
-    elif kind == "generic_rnn" and isinstance(cell, keras.layers.GRUCell):
-        cls = keras.layers.GRU
+    layers = flavour.module_of(layer).layers
+    if kind == "generic_rnn" and isinstance(cell, layers.LSTMCell):
+        cls = layers.LSTM
+    elif kind == "generic_rnn" and isinstance(cell, layers.GRUCell):
+        cls = layers.GRU
     elif kind == "simple_rnn":
-        cls = keras.layers.GRU
+        cls = layers.GRU
     else:
         return None
     accepted = set(inspect.signature(cls.__init__).parameters)
@@ -193,8 +221,11 @@ def _replacement(layer: Any, kind: str) -> tuple[type, dict[str, Any]] | None:
 
 
 def _probe_config(cls: type, config: dict[str, Any], features: int) -> dict[str, Any]:
-    """Probes ``config`` and, one at a time, each argument that differs from the fast path."""
+    """Probes ``config`` and, one at a time, each argument that differs from the fast path,
+    with the installed Keras' own decision (Keras 3's ``cudnn_ok`` or tf_keras'
+    ``_could_use_gpu_kernel``)."""
     steps = 3
+    _attempts_cudnn = _tf_keras_attempts_cudnn if flavour.is_tf_keras(cls) else _keras3_attempts
     relevant = [k for k in FAST_PATH_DEFAULTS if k in config]
     compliant = dict(config, **{k: FAST_PATH_DEFAULTS[k] for k in relevant})
     takes = _attempts_cudnn(cls, config, features, steps)
@@ -213,12 +244,21 @@ def _probe_config(cls: type, config: dict[str, Any], features: int) -> dict[str,
     }
 
 
+def _probe_source(cls: type) -> str:
+    """Which installed code decides the verdict of ``cls`` (``FastPathProbe.source``)."""
+    if flavour.is_tf_keras(cls):
+        version = flavour.module_of(cls).__version__
+        file = "gru" if "GRU" in cls.__name__ else "lstm"
+        return _TF_KERAS_PROBE_SOURCE.format(version=version, cls=cls.__name__, file=file)
+    return _PROBE_SOURCE.format(version=keras.__version__, cls=cls.__name__)
+
+
 def probe_fast_path(layer: Any, kind: str) -> FastPathProbe:
     """Runs the installed Keras code to decide the cuDNN verdict of ``layer`` (see module doc).
 
     Never raises: when the probe cannot run, ``probed`` is False and the reason is kept.
     """
-    source = _PROBE_SOURCE.format(version=keras.__version__, cls=type(layer).__name__)
+    source = _probe_source(type(layer))
     if kind not in ("lstm", "gru", "simple_rnn", "generic_rnn"):
         return FastPathProbe(
             probed=True,
@@ -269,8 +309,7 @@ def probe_fast_path(layer: Any, kind: str) -> FastPathProbe:
             fixed_takes_fast_path=result["fixed_takes"],
             dropout_keeps_fast_path=result["dropout_ok"],
             replacement_class=cls.__name__,
-            source=f"{generic}; replacement probed with "
-            + _PROBE_SOURCE.format(version=keras.__version__, cls=cls.__name__),
+            source=f"{generic}; replacement probed with " + _probe_source(cls),
         )
     except Exception as exc:  # a custom subclass that cannot be cloned, say
         return FastPathProbe(
@@ -279,9 +318,12 @@ def probe_fast_path(layer: Any, kind: str) -> FastPathProbe:
 
 
 def _model_type(model: Any) -> str:
-    if isinstance(model, keras.Sequential):
+    if isinstance(model, flavour.module_of(model).Sequential):
         return "sequential"
-    from keras.src.models.functional import Functional
+    if flavour.is_tf_keras(model):
+        from tf_keras.src.engine.functional import Functional
+    else:
+        from keras.src.models.functional import Functional
 
     return "functional" if isinstance(model, Functional) else "subclassed"
 
@@ -292,6 +334,8 @@ def _dataflow(model: Any) -> list[tuple[Any, Any, str]] | None:
     ``kind`` is ``mask`` when the producer's output is the consumer's ``mask=`` argument, else
     ``feeds``. Returns None when the model has no functional graph (subclassed models).
     """
+    if flavour.is_tf_keras(model):
+        return _tf_keras_dataflow(model)
     graph = getattr(model, "_functional", None) or model
     operations = getattr(graph, "_operations", None)
     if not operations:
@@ -309,6 +353,33 @@ def _dataflow(model: Any) -> list[tuple[Any, Any, str]] | None:
                     continue
                 kind = "mask" if id(tensor) in masks else "feeds"
                 edges.append((history.operation, op, kind))
+    return edges
+
+
+def _tf_keras_dataflow(model: Any) -> list[tuple[Any, Any, str]] | None:
+    """:func:`_dataflow` for a tf_keras graph network (``tf_keras/src/engine/functional.py``:
+    ``Functional._network_nodes``; each ``node.Node`` keeps ``keras_inputs`` and
+    ``call_kwargs``, whose ``mask`` is the explicit ``mask=`` argument)."""
+    import tensorflow as tf
+
+    if not getattr(model, "_is_graph_network", False):
+        return None
+    operations = list(model.layers)
+    members = set(map(id, operations))
+    network_nodes = getattr(model, "_network_nodes", set())
+    edges = []
+    for op in operations:
+        for index, node in enumerate(getattr(op, "_inbound_nodes", [])):
+            if network_nodes and f"{op.name}_ib-{index}" not in network_nodes:
+                continue  # a node of the layer's use in another model
+            mask = (getattr(node, "call_kwargs", None) or {}).get("mask")
+            masks = {id(t) for t in tf.nest.flatten(mask)} if mask is not None else set()
+            for tensor in getattr(node, "keras_inputs", []):
+                history = getattr(tensor, "_keras_history", None)
+                if history is None or id(history.layer) not in members:
+                    continue
+                kind = "mask" if id(tensor) in masks else "feeds"
+                edges.append((history.layer, op, kind))
     return edges
 
 
@@ -367,7 +438,7 @@ def collect_model(model: Any, probe: bool = True) -> ModelFacts:
             return
         seen.add(id(layer))
         path = f"{parent_path}/{layer.name}" if parent_path else layer.name
-        is_rnn = isinstance(layer, keras.layers.RNN)
+        is_rnn = isinstance(layer, flavour.module_of(layer).layers.RNN)
         location = sites.site_of(layer)
         facts.layers.append(
             LayerInfo(
@@ -426,4 +497,5 @@ def _positional_params(cls: type) -> list[str]:
 
 
 def _is_wrapper(layer: Any) -> bool:
-    return isinstance(layer, (keras.layers.Bidirectional, keras.layers.Wrapper))
+    layers = flavour.module_of(layer).layers
+    return isinstance(layer, (layers.Bidirectional, layers.Wrapper))

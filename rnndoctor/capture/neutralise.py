@@ -144,6 +144,7 @@ def install(session: CaptureSession) -> None:
     if hooks is None:
         hooks = _Hooks()
         _install_keras(hooks)
+        _install_tf_keras(hooks)
         _install_tensorflow(hooks)
         sys.addaudithook(hooks.audit)
         setattr(keras.Model, _HOOKS_ATTR, hooks)
@@ -187,7 +188,7 @@ def filter_callbacks(session: CaptureSession, callbacks: list[Any]) -> list[Any]
 def _callback_kind(callback: Any) -> str | None:
     """The neutralised Keras class ``callback`` is (or derives from), or None. Works without
     :func:`install` too (``rnndoctor.diagnose`` in the user's own process drops them as well)."""
-    types = _callback_types()
+    types = _callback_types() + _tf_keras_callback_types()
     for cls in type(callback).__mro__:
         if cls in types:
             return cls.__name__
@@ -204,6 +205,19 @@ def _callback_types() -> tuple[type, ...]:
         for cls in (getattr(keras.callbacks, name, None) for name in _CALLBACK_TARGETS)
         if isinstance(cls, type)
     )
+
+
+def _tf_keras_callback_types() -> tuple[type, ...]:
+    """tf_keras' callback classes that write user state, when tf_keras is imported
+    (``tf_keras/src/callbacks.py``: ``ModelCheckpoint.filepath``, ``BackupAndRestore.backup_dir``,
+    ``CSVLogger.filename``, ``TensorBoard.log_dir``, ``RemoteMonitor`` root + path: the same
+    attributes as Keras 3's)."""
+    module = sys.modules.get("tf_keras")
+    callbacks = getattr(module, "callbacks", None) if module is not None else None
+    if callbacks is None:
+        return ()
+    found = (getattr(callbacks, name, None) for name in _CALLBACK_TARGETS)
+    return tuple(cls for cls in found if isinstance(cls, type))
 
 
 def _recording_init(init: Callable[..., None], name: str) -> Callable[..., None]:
@@ -345,12 +359,46 @@ def _install_keras(hooks: _Hooks) -> None:
     _neutralise_method(hooks, ExportArchive, "write_out", "ExportArchive.write_out", _path_arg(1))
 
 
+def _install_tf_keras(hooks: _Hooks) -> None:
+    """The tf_keras (Keras 2) saving APIs and callbacks, when tf_keras is installed:
+    ``Model.save`` / ``save_weights`` (``tf_keras/src/engine/training.py``),
+    ``tf_keras.saving.save_model`` / ``save_weights`` / ``tf_keras.models.save_model``
+    (``tf_keras/src/saving/saving_api.py``, bound in several modules, ``tf.keras`` under
+    ``TF_USE_LEGACY_KERAS=1`` included) and ``Model.export`` / ``ExportArchive.write_out``
+    (``tf_keras/src/export/export_lib.py``)."""
+    from rnndoctor.capture import flavour
+
+    module = flavour.tf_keras()
+    if module is None:
+        return
+    for cls in _tf_keras_callback_types():
+        if not hasattr(cls.__init__, "__wrapped__"):
+            cls.__init__ = _recording_init(cls.__init__, cls.__name__)
+    model = module.Model
+    _neutralise_method(hooks, model, "save", "model.save", _path_arg(1))
+    _neutralise_method(hooks, model, "save_weights", "model.save_weights", _path_arg(1))
+    _neutralise_method(hooks, model, "export", "model.export", _path_arg(1))
+    from tf_keras.src.saving import saving_api
+
+    prefixes = ("tf_keras", "tensorflow", "keras")
+    for function, what in (
+        (saving_api.save_model, "tf_keras.saving.save_model"),
+        (saving_api.save_weights, "tf_keras.saving.save_weights"),
+    ):
+        _rebind(function, _noop(hooks, function, what, _path_arg(1), None), prefixes)
+    try:
+        from tf_keras.src.export.export_lib import ExportArchive
+    except ImportError:  # another layout: Model.export above still covers the usual call
+        return
+    _neutralise_method(hooks, ExportArchive, "write_out", "ExportArchive.write_out", _path_arg(1))
+
+
 def _install_tensorflow(hooks: _Hooks) -> None:
     try:
         import tensorflow as tf
     except ImportError:
         return
-    prefixes = ("tensorflow", "keras")
+    prefixes = ("tensorflow", "keras", "tf_keras")
     _rebind(
         tf.saved_model.save,
         _noop(hooks, tf.saved_model.save, "tf.saved_model.save", _path_arg(1), None),

@@ -219,6 +219,8 @@ class CaptureSession:
         self.window_finished = False
         self.window: RunningWindow | None = None
         self.original_fit_function: Callable[..., Any] | None = None
+        # ``Model.fit`` of each hooked Keras, by package name ("keras", "tf_keras")
+        self.original_fit_functions: dict[str, Callable[..., Any]] = {}
         self.site_book = site_book if site_book is not None else SiteBook()
         self.probe_state = ProbeState()
         self.sequence_state = SequenceState(session=self)
@@ -284,7 +286,21 @@ class CaptureSession:
         self.save()
 
     def original_fit(self) -> Callable[..., Any]:
-        """``keras.Model.fit`` as Keras defines it (probes call it without the window hook)."""
+        """``Model.fit`` as Keras defines it (probes call it without the window hook), of the
+        Keras that ran the diagnosed model (``Environment.keras_flavour``).
+
+        For a tf_keras model it is wrapped by :func:`_tf_keras_fit`, which adapts the Keras 3
+        callbacks the probes pass to tf_keras' ``CallbackList``.
+        """
+        environment = self.facts.environment
+        flavour = environment.keras_flavour if environment is not None else None
+        if flavour and flavour.split()[0] == "tf_keras":
+            original = self.original_fit_functions.get("tf_keras")
+            if original is None:
+                import tf_keras
+
+                original = getattr(tf_keras.Model.fit, "__wrapped__", tf_keras.Model.fit)
+            return _tf_keras_fit(original)
         if self.original_fit_function is not None:
             return self.original_fit_function
         import keras
@@ -333,6 +349,43 @@ class CaptureSession:
             frame = frame.f_back
         sys.settrace(tracer)
         raise StopScript
+
+
+def _tf_keras_fit(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``original`` (``tf_keras.Model.fit``) taking Keras 3 callbacks too: each is wrapped in a
+    tf_keras callback that forwards the hooks (``tf_keras/src/callbacks.py``'s ``CallbackList``
+    calls methods a Keras 3 callback lacks, ``_implements_train_batch_hooks`` among them)."""
+
+    @functools.wraps(original)
+    def fit(model, *args, callbacks=None, **kwargs):
+        adapted = [_as_tf_keras_callback(c) for c in callbacks or []]
+        return original(model, *args, callbacks=adapted or None, **kwargs)
+
+    return fit
+
+
+def _as_tf_keras_callback(callback: Any) -> Any:
+    """``callback`` itself when tf_keras can run it, else a tf_keras forwarder around it."""
+    import tf_keras
+
+    if isinstance(callback, tf_keras.callbacks.Callback):
+        return callback
+
+    class Forwarder(tf_keras.callbacks.Callback):
+        def set_model(self, model):
+            super().set_model(model)
+            callback.set_model(model)
+
+        def set_params(self, params):
+            super().set_params(params)
+            callback.set_params(params)
+
+    for hook in (
+        "on_epoch_begin", "on_epoch_end", "on_train_batch_begin", "on_train_batch_end",
+        "on_train_begin", "on_train_end",
+    ):  # fmt: skip
+        setattr(Forwarder, hook, lambda self, *a, _h=hook, **k: getattr(callback, _h)(*a, **k))
+    return Forwarder()
 
 
 @functools.lru_cache(maxsize=32)

@@ -3,7 +3,7 @@
 :func:`install_fit_hook` wraps ``keras.Model.fit``. The first call runs the user's ``fit``
 unchanged, with one extra callback (:class:`DiagnosisWindow`, the ``fit`` side of
 :class:`~rnndoctor.capture.step_window.StepWindow`) that times each step, profiles a few steps,
-and then ends ``fit`` by raising :class:`_WindowDone`. The hook then runs
+and then ends ``fit`` by raising :class:`WindowDone`. The hook then runs
 :func:`rnndoctor.capture.diagnosis.finish` and ends the user's script (a ``fit`` inside a loop
 first runs on until its next ``fit`` call: :mod:`rnndoctor.capture.after_window`, bounded) with
 ``CaptureSession.end_script`` (:class:`~rnndoctor.capture.session.StopScript`). Both exceptions
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import keras
 
-from rnndoctor.capture import after_window, diagnosis, neutralise, probes, sites
+from rnndoctor.capture import after_window, diagnosis, flavour, neutralise, probes, sites
 from rnndoctor.capture.data import data_kind
 from rnndoctor.capture.step_window import FIT_PHASES, Profiler, StepWindow, WindowOptions
 from rnndoctor.facts import DataKind, FitConfig, Phase, SourceLocation, StepTimes
@@ -31,12 +31,15 @@ if TYPE_CHECKING:
     from rnndoctor.capture.session import CaptureSession
 
 
-class _WindowDone(BaseException):
+class WindowDone(BaseException):
     """Raised from the window callback to end the user's ``fit`` after the last profiled step."""
 
 
-class DiagnosisWindow(keras.callbacks.Callback):
-    """The ``fit`` side of the window: a Keras callback over a :class:`StepWindow`.
+class _WindowCallback:
+    """The ``fit`` side of the window: the callback methods over a :class:`StepWindow`, mixed
+    into each Keras' ``Callback`` class (:class:`DiagnosisWindow` for Keras 3,
+    :func:`tf_keras_window_class` for tf_keras, whose ``CallbackList`` needs its own base class:
+    ``tf_keras/src/callbacks.py`` calls ``_implements_train_batch_hooks`` on every callback).
 
     Step time is measured between consecutive ``on_train_batch_end`` calls in one epoch and
     divided by the steps that call covered (``steps_per_execution``); the logged loss is read
@@ -56,7 +59,7 @@ class DiagnosisWindow(keras.callbacks.Callback):
         on_phase: Callable[[Phase], None] | None = None,
         profiler: Profiler | None = None,
     ):
-        super().__init__()
+        super().__init__()  # the Keras Callback's own __init__
         self.options = options
         self.steps = StepWindow(options, FIT_PHASES, on_phase, clock, profiler)
         self._begin_step = 0
@@ -90,13 +93,35 @@ class DiagnosisWindow(keras.callbacks.Callback):
         self.steps.end_step(max(1, batch - self._begin_step + 1))
         if self.steps.complete():
             self.steps.stop_profiler()
-            raise _WindowDone
+            raise WindowDone
 
     def stop_profiler(self) -> None:
         self.steps.stop_profiler()
 
     def step_times(self, batch_size: int | None) -> StepTimes:
         return self.steps.step_times(batch_size)
+
+
+class DiagnosisWindow(_WindowCallback, keras.callbacks.Callback):
+    """The window callback for Keras 3 models (see :class:`_WindowCallback`)."""
+
+
+@functools.cache
+def tf_keras_window_class() -> type:
+    """The window callback class for tf_keras (Keras 2) models, built once on first use."""
+    import tf_keras
+
+    return type(
+        "DiagnosisWindowTFKeras",
+        (_WindowCallback, tf_keras.callbacks.Callback),
+        {"__doc__": "The window callback for tf_keras models (see :class:`_WindowCallback`)."},
+    )
+
+
+def make_window(model: Any, options: WindowOptions, **kwargs: Any) -> _WindowCallback:
+    """The window callback of the Keras that ``model`` belongs to (Keras 3 or tf_keras)."""
+    cls = tf_keras_window_class() if flavour.is_tf_keras(model) else DiagnosisWindow
+    return cls(options, **kwargs)
 
 
 def _dataset_batch_size(x: Any) -> int | None:
@@ -120,6 +145,17 @@ def _name(obj: Any) -> str | None:
     return getattr(obj, "name", None) or type(obj).__name__
 
 
+def _int_or_none(value: Any) -> int | None:
+    """``value`` as an int: tf_keras keeps ``steps_per_execution`` in a ``tf.Variable``
+    (``tf_keras/src/engine/training.py``: ``_configure_steps_per_execution``)."""
+    if value is None:
+        return None
+    try:
+        return int(value.numpy() if hasattr(value, "numpy") else value)
+    except (TypeError, ValueError):
+        return None
+
+
 def fit_config(model: Any, arguments: dict[str, Any], location: SourceLocation | None) -> FitConfig:
     """Describes the ``fit`` call from its bound arguments and the model's compile state."""
     x = arguments.get("x")
@@ -137,7 +173,7 @@ def fit_config(model: Any, arguments: dict[str, Any], location: SourceLocation |
         batch_size=batch_size,
         epochs=arguments.get("epochs"),
         steps_per_epoch=arguments.get("steps_per_epoch"),
-        steps_per_execution=getattr(model, "steps_per_execution", None),
+        steps_per_execution=_int_or_none(getattr(model, "steps_per_execution", None)),
         run_eagerly=getattr(model, "run_eagerly", None),
         jit_compile=getattr(model, "jit_compile", None),
         optimizer=_name(getattr(model, "optimizer", None)),
@@ -176,11 +212,20 @@ def _name_site(
 
 
 def install_fit_hook(session: CaptureSession) -> None:
-    """Wraps ``keras.Model.fit``; the first call runs the window, then ends the script, or, for
-    a ``fit`` inside a loop, lets it run on (:mod:`.after_window`) until its next ``fit`` call,
-    which ends it."""
-    original = keras.Model.fit
-    session.original_fit_function = original
+    """Wraps ``Model.fit`` of every installed Keras (Keras 3, and tf_keras when installed:
+    :func:`rnndoctor.capture.flavour.keras_modules`); the first call runs the window, then ends
+    the script, or, for a ``fit`` inside a loop, lets it run on (:mod:`.after_window`) until its
+    next ``fit`` call, which ends it."""
+    for module in flavour.keras_modules():
+        _hook_fit(session, module.Model)
+
+
+def _hook_fit(session: CaptureSession, model_cls: type) -> None:
+    """Wraps ``model_cls.fit`` (``keras.Model`` or ``tf_keras.Model``) for ``session``."""
+    original = model_cls.fit
+    session.original_fit_functions[model_cls.__module__.split(".")[0]] = original
+    if session.original_fit_function is None:
+        session.original_fit_function = original  # Keras 3's, hooked first
 
     @functools.wraps(original)
     def fit(model, *args, **kwargs):
@@ -196,7 +241,13 @@ def install_fit_hook(session: CaptureSession) -> None:
             session.end_script()
         return getattr(model, "history", None)  # what fit returns: its History callback
 
-    keras.Model.fit = fit
+    model_cls.fit = fit
+
+
+def note_flavour(session: CaptureSession, model: Any) -> None:
+    """Records which Keras runs ``model`` (``Environment.keras_flavour``)."""
+    if session.facts.environment is not None:
+        session.facts.environment.keras_flavour = flavour.flavour_of(model)
 
 
 def _bind_fit(
@@ -227,12 +278,13 @@ def run_window(
         BaseException: whatever the user's ``fit`` raised (after saving partial facts).
     """
     session.fit_called = True
+    note_flavour(session, model)
     bound, with_defaults = _bind_fit(fit, model, args, kwargs)
     arguments = bound.arguments
     session.facts.fit = fit_config(model, with_defaults, location)
     session.facts.fit.fit_in_loop = after_window.fit_loop(location)
     probes.prepare_fit_data(session, arguments)  # tee a Python generator's batches, say
-    window = DiagnosisWindow(session.options, on_phase=session.set_phase)
+    window = make_window(model, session.options, on_phase=session.set_phase)
     session.window = window
     user_callbacks = neutralise.filter_callbacks(session, list(arguments.get("callbacks") or []))
     user_callbacks = probes.time_callbacks(session, user_callbacks)
@@ -242,7 +294,7 @@ def run_window(
     try:
         fit(*bound.args, **bound.kwargs)
         finished = True  # fit ended on its own: the data held fewer steps than asked for
-    except _WindowDone:
+    except WindowDone:
         finished = True
     finally:
         window.stop_profiler()

@@ -1,0 +1,66 @@
+"""RD110 / RD111 under Keras 2 and Keras 3: the same facts, the severity and consequence read
+from ``environment.keras_flavour`` (tf_keras falls back to the generic kernel: warning; Keras 3
+fails the step: error)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rnndoctor.engine import evaluate
+from rnndoctor.facts import Facts
+from rnndoctor.findings import Severity
+from rnndoctor.rules import _fastpath as fp
+
+RULES = Path(__file__).parents[1] / "data" / "rules"
+
+
+def _facts(name: str, flavour: str | None) -> Facts:
+    facts = Facts.from_dict(json.loads((RULES / f"{name}.json").read_text())["facts"])
+    facts.environment.keras_flavour = flavour
+    return facts
+
+
+def _finding(facts: Facts, rule_id: str):
+    (finding,) = [f for f in evaluate(facts, select=[rule_id]).findings]
+    return finding
+
+
+@pytest.mark.parametrize(
+    ("flavour", "severity", "evidence"),
+    [
+        ("keras 3.15.1", Severity.ERROR, "fails"),
+        (None, Severity.ERROR, "fails"),  # facts from before keras_flavour: Keras 3
+        ("tf_keras 2.21.0", Severity.WARNING, "falls back to the generic kernel"),
+    ],
+)
+def test_rd110_severity_follows_the_keras_that_ran(flavour, severity, evidence):
+    finding = _finding(_facts("RD110-offending", flavour), "RD110")
+    assert finding.severity is severity
+    (check,) = [e for e in finding.evidence if e.label == "mask check on the cuDNN path"]
+    assert check.value == evidence
+    if flavour and flavour.startswith("tf_keras"):
+        assert "tf_keras 2.21.0 (Keras 2)" in finding.message
+        assert "is_cudnn_supported_inputs" in check.source
+        assert "generic kernel" in finding.gain
+    else:
+        assert "Keras 2" not in finding.message and "_assert_valid_mask" in check.source
+
+
+def test_rd111_is_a_warning_under_keras_2_and_info_off_the_cudnn_path_in_both():
+    facts = _facts("RD111-offending", "tf_keras 2.21.0")
+    finding = _finding(facts, "RD111")
+    assert finding.severity is Severity.WARNING and "silently" in finding.message
+    assert _finding(_facts("RD111-offending", "keras 3.15.1"), "RD111").severity is Severity.ERROR
+    probe = facts.model.rnn_layers[0].fast_path
+    probe.takes_fast_path = probe.fixed_takes_fast_path = False
+    assert _finding(facts, "RD111").severity is Severity.INFO
+
+
+def test_is_keras2_reads_the_package_name_of_the_flavour():
+    facts = _facts("RD110-offending", "tf_keras 2.21.0")
+    assert fp.is_keras2(facts) and fp.mask_check_severity(facts) is Severity.WARNING
+    facts.environment.keras_flavour = "keras 3.15.1"
+    assert not fp.is_keras2(facts) and fp.mask_check_severity(facts) is Severity.ERROR
