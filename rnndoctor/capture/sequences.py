@@ -358,8 +358,8 @@ class _Seen:
 def _rnn_layers_by_path(model: Any) -> dict[str, Any]:
     """Every RNN layer of ``model`` by the path ``collect_model`` gives it (through wrappers
     and nested models)."""
-    import keras
 
+    from rnndoctor.capture import flavour
     from rnndoctor.capture.model import sublayers
 
     found: dict[str, Any] = {}
@@ -370,7 +370,7 @@ def _rnn_layers_by_path(model: Any) -> dict[str, Any]:
             return
         seen.add(id(layer))
         path = f"{parent}/{layer.name}"
-        if isinstance(layer, keras.layers.RNN):
+        if isinstance(layer, flavour.module_of(layer).layers.RNN):
             found[path] = layer
             return
         for child in sublayers(layer):
@@ -425,6 +425,8 @@ def _recording(layers: dict[str, Any]) -> Iterator[dict[str, _Seen]]:
                 dense_shape = tuple(sequences.shape)
             try:
                 shapes = layer.compute_output_shape(dense_shape)
+                if isinstance(shapes, tf.TensorShape):  # tf_keras
+                    shapes = tuple(shapes.as_list())
                 return keras.tree.map_shape_structure(
                     lambda s: keras.ops.zeros(s, dtype=layer.compute_dtype), shapes
                 )
@@ -523,16 +525,17 @@ def _upstream(graph: Any, path: str) -> set[str] | None:
 
 def _mask_layers(model: Any) -> dict[str, Any]:
     """Embedding(mask_zero=True) and Masking layers of the model, by path."""
-    import keras
 
+    from rnndoctor.capture import flavour
     from rnndoctor.capture.model import sublayers
 
     found: dict[str, Any] = {}
 
     def visit(layer: Any, parent: str) -> None:
         path = f"{parent}/{layer.name}"
-        if isinstance(layer, keras.layers.Masking) or (
-            isinstance(layer, keras.layers.Embedding) and getattr(layer, "mask_zero", False)
+        kl = flavour.module_of(layer).layers
+        if isinstance(layer, kl.Masking) or (
+            isinstance(layer, kl.Embedding) and getattr(layer, "mask_zero", False)
         ):
             found[path] = layer
         for child in sublayers(layer):
@@ -545,7 +548,8 @@ def _mask_layers(model: Any) -> dict[str, Any]:
 
 def _length_source(model: Any, graph: Any, rnn_paths: list[str], known: bool) -> tuple[str, Any]:
     """(``length_source``, ``mask_value``) for masked RNNs: the masking layers upstream."""
-    import keras
+
+    from rnndoctor.capture import flavour
 
     candidates = _mask_layers(model)
     if known:
@@ -555,7 +559,7 @@ def _length_source(model: Any, graph: Any, rnn_paths: list[str], known: bool) ->
         candidates = {p: layer for p, layer in candidates.items() if p in upstream}
     kinds = {
         ("masking", float(layer.mask_value))
-        if isinstance(layer, keras.layers.Masking)
+        if isinstance(layer, flavour.module_of(layer).layers.Masking)
         else ("mask_zero", None)
         for layer in candidates.values()
     }

@@ -72,11 +72,6 @@ def test_the_keras2_clean_control_is_clean(tmp_path):
     assert layer["fast_path"]["takes_fast_path"] is True
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rnndoctor/capture/sequences.py finds RNN and masking layers by Keras 3's classes "
-    "only, so no tf_keras sequence is sampled and RD110 is not evaluated (issue 14)",
-)
 def test_rd110_is_a_warning_on_a_left_padded_masked_tf_keras_lstm(tmp_path):
     """Keras 3's case (an error: the step fails) is tests/e2e/test_sequences_e2e.py's."""
     result, doc = _check("keras2_padded_lstm.py", tmp_path / "r")
