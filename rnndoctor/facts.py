@@ -505,7 +505,9 @@ class StepTimes:
 
     Since 1.2: ``drifted`` / ``drift``: whether the measured steps drifted inside the window (the
     halves differ beyond their noise, or a run of slow steps; ``rnndoctor.machine.drift``) and
-    the one-line description.
+    the one-line description; ``final_loss``: the training loss ``fit`` logged at the window's
+    last step (Keras' running mean over the epoch so far; None for a custom loop, or when the
+    model logs no ``loss``), which ``--verify`` compares between the original and a fix.
     """
 
     warmup_steps: int
@@ -521,6 +523,7 @@ class StepTimes:
     source: str = "fit"
     drifted: bool | None = None
     drift: str | None = None
+    final_loss: float | None = None
 
 
 @dataclass

@@ -63,6 +63,7 @@ class _WindowCallback:
         self.options = options
         self.steps = StepWindow(options, FIT_PHASES, on_phase, clock, profiler)
         self._begin_step = 0
+        self._last_loss: float | None = None
 
     @property
     def steps_done(self) -> int:
@@ -90,6 +91,10 @@ class _WindowCallback:
                 break
             except (TypeError, ValueError):
                 continue
+        try:  # the training loss Keras logged for this step (its running mean over the epoch)
+            self._last_loss = float((logs or {})["loss"])
+        except (KeyError, TypeError, ValueError):
+            pass
         self.steps.end_step(max(1, batch - self._begin_step + 1))
         if self.steps.complete():
             self.steps.stop_profiler()
@@ -99,7 +104,9 @@ class _WindowCallback:
         self.steps.stop_profiler()
 
     def step_times(self, batch_size: int | None) -> StepTimes:
-        return self.steps.step_times(batch_size)
+        times = self.steps.step_times(batch_size)
+        times.final_loss = self._last_loss
+        return times
 
 
 class DiagnosisWindow(_WindowCallback, keras.callbacks.Callback):

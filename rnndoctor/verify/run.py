@@ -173,7 +173,7 @@ def read_run(arm: str, pair: int, out: Path, end: RunEnd) -> Run:
     done = facts.run.outcome == Outcome.COMPLETED
     if done and steps is not None and steps.samples_per_s:
         run.samples_per_s = float(steps.samples_per_s)
-        loss = getattr(steps, "final_loss", None)  # TODO(merge): StepTimes.final_loss
+        loss = steps.final_loss
         run.final_loss = None if loss is None else float(loss)
         return run
     message = facts.run.message or f"the window measured no throughput ({facts.run.outcome})"
