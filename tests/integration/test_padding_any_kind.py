@@ -17,6 +17,7 @@ from rnndoctor.capture import sequences  # noqa: E402
 from rnndoctor.capture.model import collect_model  # noqa: E402
 from rnndoctor.engine import evaluate  # noqa: E402
 from rnndoctor.facts import Facts, RunInfo  # noqa: E402
+from rnndoctor.rules._sequences import mask_advice  # noqa: E402
 
 LAYERS = keras.layers
 CHARS = " .abcdefghij"  # index 0: the space that pads
@@ -121,7 +122,7 @@ def test_minus_one_ids_left_padded_are_found_and_advice_remaps_the_pad_id():
     assert (record.pad_value, record.mask_value, record.pad_side) == ("-1", -1, "left")
     assert record.lengths == ns
     assert record.padded_fraction == round(1 - sum(ns) / (ss.T * len(ns)), 6)
-    advice, code = __import__("rules._sequences", fromlist=["x"]).mask_advice(record)
+    advice, code = mask_advice(record)
     assert "Remap the pad id -1 to 0" in advice and "pad at the end" in advice
     assert "np.where(x == -1, 0, x + 1)" in code[0]
 
