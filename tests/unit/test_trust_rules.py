@@ -47,6 +47,24 @@ def test_rd301_warns_only_when_the_interval_clears_its_cut_off():
     assert finding.speedup == 1.6
 
 
+def test_rd301_quotes_the_point_whose_interval_clears_over_a_wider_larger_median():
+    """From a real run (tests/e2e/test_verify_e2e.py's script, a drifting window): batch 16 vs 8
+    gave 2.01x (1.75-2.27x), batch 32 vs 8 gave 3.80x (0.19-5.15x). The clear 2x is the
+    evidence; the wide 3.8x alone would have made the finding inconclusive."""
+    f = facts()
+    f.probes.batch_probe = [
+        ProbePoint(8, 2.0, 4000.0, 20),
+        ProbePoint(16, 2.0, 8040.0, 20,
+                   paired=paired(1.005, 0.875, 1.135, 2.0, 2.0, "batch-size probe")),
+        ProbePoint(32, 2.1, 15200.0, 20,
+                   paired=paired(0.95, 0.0475, 1.2875, 2.0, 2.1, "batch-size probe")),
+    ]  # fmt: skip
+    _, (finding,) = run(f, "RD301")
+    assert finding.severity is Severity.WARNING
+    assert "at batch 16 against" in finding.message and "2.0x (90% interval" in finding.message
+    assert finding.speedup == 2.01
+
+
 def test_rd301_is_info_inconclusive_when_only_the_median_clears():
     _, (finding,) = run(batch_facts(0.6, 0.95), "RD301")  # 1.2-1.9x samples/s
     assert finding.severity is Severity.INFO
