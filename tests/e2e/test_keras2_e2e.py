@@ -80,3 +80,42 @@ def test_rd110_is_a_warning_on_a_left_padded_masked_tf_keras_lstm(tmp_path):
     (rd110,) = _found(doc, "RD110")
     assert rd110["severity"] == "warning"
     assert "silently" in rd110["message"]
+
+
+# The measured cases take the window's and probes' usual step counts (the rules read medians).
+MEASURED = ["--steps", "10", "--warmup", "1", "--profile-steps", "0"]
+
+
+def test_rd301_on_a_small_tf_keras_batch_from_the_probes_samples_per_second(tmp_path):
+    result, doc = _check_measured("keras2_small_batch.py", tmp_path / "r")
+    assert doc["facts"]["environment"]["keras_flavour"].startswith("tf_keras 2.")
+    (rd301,) = _found(doc, "RD301")
+    points = doc["facts"]["probes"]["batch_probe"]
+    assert [p["value"] for p in points] == [4, 8, 16]
+    evidence = {e["label"]: e for e in rd301["evidence"]}
+    for p in points:
+        assert evidence[f"batch {p['value']}"]["value"] == p["samples_per_s"]
+    assert "samples/s" in rd301["message"] and "interval" in rd301["message"]
+
+
+def test_rd201_on_a_slow_tf_keras_generator_with_rd204_at_its_line(tmp_path):
+    result, doc = _check_measured("keras2_slow_generator.py", tmp_path / "r")
+    assert doc["facts"]["probes"]["input_bound_share"] >= 0.5
+    (rd201,) = _found(doc, "RD201")
+    assert rd201["severity"] in ("warning", "error")  # error once the interval clears 50%
+    (rd204,) = _found(doc, "RD204")
+    script = SCRIPTS / "keras2_slow_generator.py"
+    assert rd204["location"]["line"] == _line_of(script, "# the generator line")
+
+
+def _check_measured(script: str, out: Path) -> tuple[subprocess.CompletedProcess, dict]:
+    env = dict(os.environ, COLUMNS="200", TF_USE_LEGACY_KERAS="1")
+    result = subprocess.run(
+        [sys.executable, "-m", "rnndoctor", "check", str(SCRIPTS / script), "--out", str(out),
+         "--format", "json", "--fail-on", "never", *MEASURED, "--timeout", "240"],
+        cwd=out.parent, capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["facts"]["run"]["outcome"] == "completed", doc["facts"]["run"]
+    return result, doc
