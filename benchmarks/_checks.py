@@ -21,7 +21,12 @@ _EXTRA = {"sleeps_before_fit.py": ["--timeout", "20"]}
 
 def checks(root: Path = ROOT) -> list[tuple[str, list[str]]]:
     """``(name, rnndoctor arguments)`` for every script under tests/scripts and the demo."""
-    scripts = sorted((root / "tests" / "scripts").glob("*.py"))
+    # helper modules the scripts import (``_seq2seq_data.py``, ``verify_data.py``) are no jobs
+    scripts = [
+        p
+        for p in sorted((root / "tests" / "scripts").glob("*.py"))
+        if not p.name.startswith("_") and not p.stem.endswith("_data")
+    ]
     runs = [
         (f"tests/scripts/{p.name}", ["check", str(p), *_EXTRA.get(p.name, [])]) for p in scripts
     ]
