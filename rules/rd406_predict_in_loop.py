@@ -1,21 +1,23 @@
 """RD406 predict-in-loop: ``model.predict`` called on single samples, many times, in a loop.
 
 What it detects:
-    After the diagnosis window of a ``fit`` inside a loop, the script runs on until its next
-    ``fit`` call (``rnndoctor/capture/after_window.py``), and its model calls are counted and
-    timed there.
+    After the diagnosis window the script runs on until its next ``fit`` call (a ``fit``
+    inside a loop) or its end (a single ``fit``), bounded by a budget
+    (``rnndoctor/capture/after_window.py``), and its model calls are counted and timed there.
     The rule reports a ``Model.predict`` call site that ran on a batch of one sample at least
     ``min_single_calls`` (10) times, as text-generation scripts do when they sample one token at
     a time. It gives the measured cost of one call and, timed by rnndoctor on the same sample,
-    of ``model(x, training=False)`` and ``predict_on_batch(x)``; the calls per iteration of the
-    fit loop (from the loops around the line in the source, else the calls seen) and the share
-    of an iteration (one ``fit`` call plus what runs until the next) they take.
+    of ``model(x, training=False)`` and ``predict_on_batch(x)``; the calls per ``fit`` call
+    (per iteration of the fit loop, or after a single ``fit``; from the loops around the line
+    in the source, else the calls seen) and the share they take of an iteration (one ``fit``
+    call plus what runs until the next; for a single ``fit``, the job: the fit plus what runs
+    after it).
 
     Severity: ``error`` when the predict calls take at least half of an iteration
     (``error_share``: the job runs at least 2x slower than it needs to), ``warning`` below.
 
-    A single ``fit`` (in no loop) passes: the script stops after its window, and nothing after
-    it repeats with the training.
+    Not evaluated when nothing after the window was watched (``rnndoctor.diagnose`` and the
+    Keras callback, or a check with no time left for the run-on).
 
 Why it slows training:
     ``Model.predict`` is built for many batches: each call wraps its input in a data adapter
@@ -143,12 +145,15 @@ def _shares(facts: Facts, call: ModelCallStats, after_ms: float | None) -> dict[
             "speedup": speedup}  # fmt: skip
 
 
-def _evidence(call: ModelCallStats, ow: OutsideWindowFacts, shares: dict) -> list[Evidence]:
+def _evidence(
+    call: ModelCallStats, ow: OutsideWindowFacts, shares: dict, looped: bool
+) -> list[Evidence]:
+    per = "per iteration" if looped else "after fit"
     evidence = [
         Evidence("predict calls on one sample (seen)", call.single_sample_calls, "calls",
                  source="after the window, hooked Model.predict"),
         Evidence("predict, per call", call.median_ms, "ms", source="after the window (median)"),
-        Evidence("predict calls per iteration", out.expected_calls(call), "calls",
+        Evidence(f"predict calls {per}", out.expected_calls(call), "calls",
                  source="the loops around the line (source)" if call.calls_per_iteration
                  else "calls seen"),
         Evidence("the run-on ended at", ow.ended, source=ow.detail or "after the window"),
@@ -159,20 +164,25 @@ def _evidence(call: ModelCallStats, ow: OutsideWindowFacts, shares: dict) -> lis
         )
     if shares["iteration_s"] is not None:
         evidence.append(
-            Evidence("iteration (one fit call + what runs until the next)",
+            Evidence("iteration (one fit call + what runs until the next)" if looped
+                     else "job (the fit call + what runs after it)",
                      round(shares["iteration_s"], 3), "s", source="forecast and run-on")
         )  # fmt: skip
     return evidence
 
 
-def _message(call: ModelCallStats, shares: dict, best: str | None, ow: OutsideWindowFacts) -> str:
+def _message(
+    call: ModelCallStats, shares: dict, best: str | None, ow: OutsideWindowFacts, looped: bool
+) -> str:
     per_iter = out.expected_calls(call)
     text = (
-        f"model.predict runs on a single sample {per_iter} times per iteration "
+        f"model.predict runs on a single sample {per_iter} times "
+        f"{'per iteration' if looped else 'after fit'} "
         f"({call.median_ms:.1f} ms a call, about {shares['predict_s']:.1f} s"
     )
     if shares["share"] is not None:
-        text += f", {shares['share']:.0%} of an iteration of {shares['iteration_s']:.1f} s"
+        whole = "an iteration" if looped else "the job"
+        text += f", {shares['share']:.0%} of {whole} of {shares['iteration_s']:.1f} s"
     text += ")."
     if best is not None:
         text += (
@@ -198,9 +208,11 @@ def _message(call: ModelCallStats, shares: dict, best: str | None, ow: OutsideWi
 def check(facts: Facts, options: OptionValues) -> list[Finding]:
     ow = facts.outside_window
     if ow is None:
-        if facts.fit.fit_in_loop is None:
-            return []  # a single fit: no iteration repeats what follows it
-        raise NotEvaluated("the script did not run on after the window of its fit loop")
+        raise NotEvaluated(
+            "the script did not run on after the window"
+            + (" of its fit loop" if out.in_loop(facts) else " (nothing after fit was watched)")
+        )
+    looped = out.in_loop(facts)
     findings = []
     for call in ow.calls:
         if call.method != "predict" or call.single_sample_calls < options.min_single_calls:
@@ -214,7 +226,8 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         )  # fmt: skip
         speedup = shares["speedup"]
         gain = (
-            f"{speedup:.2f}x per iteration: {out.expected_calls(call)} calls x "
+            f"{speedup:.2f}x {'per iteration' if looped else 'of the job'}: "
+            f"{out.expected_calls(call)} calls x "
             f"({call.median_ms:.1f} -> {ow.per_call_ms[best]:.2f} ms)"
             if speedup is not None and best is not None
             else "not estimated: the alternatives were not timed or the iteration is unknown"
@@ -222,9 +235,9 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         findings.append(
             finding(
                 severity=severity,
-                message=_message(call, shares, best, ow),
+                message=_message(call, shares, best, ow, looped),
                 location=fp.to_location(call.location),
-                evidence=tuple(_evidence(call, ow, shares)),
+                evidence=tuple(_evidence(call, ow, shares, looped)),
                 fix=fix,
                 gain=gain,
                 speedup=round(speedup, 3) if speedup is not None else None,

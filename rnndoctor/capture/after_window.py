@@ -5,10 +5,11 @@ Two things the diagnosis window alone cannot see (issue 12):
 - **A fit in a loop.** :func:`fit_loop` reads the user's file (``ast``) for the ``for`` /
   ``while`` loops whose body holds the ``fit`` call's line, with their iteration counts where
   the source states them (:func:`enclosing_loops`): ``FitConfig.fit_in_loop``.
-- **What runs between fits.** After the window of a ``fit`` inside a loop, :func:`start` lets
-  the script run on instead of stopping it at once (after a single ``fit`` it still stops at
-  once), with the neutralisation still on, bounded by the ``after the window``
-  budget (:mod:`rnndoctor.capture.budget`). It counts and times the model calls
+- **What runs after fit.** After the window, :func:`start` lets the script run on instead of
+  stopping it at once, with the neutralisation still on: after a ``fit`` inside a loop until
+  the loop's next ``fit`` call, bounded by the ``after the window`` budget; after a single
+  ``fit`` until the script's end, bounded by the shorter ``after a single fit`` budget
+  (:mod:`rnndoctor.capture.budget`; both within ``--timeout``). It counts and times the model calls
   (``Model.predict`` / ``evaluate`` / ``predict_on_batch`` / ``__call__``, the outermost call
   only) and the plain Python time around them. It stops (:func:`stop`, then
   ``CaptureSession.end_script`` as before) at the first of: the script's next ``fit`` call, its
@@ -31,7 +32,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from rnndoctor.capture import sites
+from rnndoctor.capture import flavour, sites
 from rnndoctor.capture.session import AfterWindowState, StopScript
 from rnndoctor.facts import (
     CodeLoop,
@@ -149,18 +150,21 @@ def fit_loop(location: SourceLocation | None) -> FitLoop | None:
 def start(session: CaptureSession, model: Any) -> bool:
     """Lets the script run on after the window (the ``fit`` hook returns instead of stopping).
 
-    Only a ``fit`` inside a loop of the user's file (``FitConfig.fit_in_loop``) runs on: what
-    runs between its calls is part of every iteration. After a single ``fit`` the script stops
-    at once, as before (what follows, a final save or evaluation, is not run).
+    Every ``fit`` runs on: a ``fit`` inside a loop of the user's file
+    (``FitConfig.fit_in_loop``) until the loop's next call, under the ``after the window``
+    budget (what runs between its calls is part of every iteration); a single ``fit`` until the
+    script's end (or a later ``fit`` call), under the shorter ``after a single fit`` budget
+    (what follows it runs once). Both end earlier at a write, and within ``--timeout``
+    (:meth:`rnndoctor.capture.budget.Budgets.budget` caps every budget by the time left).
 
     Returns:
-        False when it should stop now: the fit is in no loop, or no time is left for the
-        ``after the window`` budget.
+        False when it should stop now: no ``fit`` facts, or less than 1 s left for the budget.
     """
     fit = session.facts.fit
-    if fit is None or fit.fit_in_loop is None:
+    if fit is None:
         return False
-    budget = session.budget("after the window")
+    phase = "after the window" if fit.fit_in_loop is not None else "after a single fit"
+    budget = session.budget(phase)
     if budget.seconds < 1.0:
         return False
     state = AfterWindowState(running=True, started=time.perf_counter(), budget=budget)
@@ -242,7 +246,9 @@ def _call_stats(state: AfterWindowState, method: str) -> ModelCallStats:
 
 
 def _place_calls(session: CaptureSession, calls: list[ModelCallStats]) -> None:
-    """Each call's loops (those not holding ``fit``) and its calls per iteration of the fit."""
+    """Each call's loops (those not holding ``fit``) and its calls per ``fit`` call: per
+    iteration of the fit loop for a call inside that loop's body; after a single ``fit``, the
+    calls its loops make in all (the line runs after the one fit only)."""
     fit = session.facts.fit
     fit_loops = fit.fit_in_loop.loops if fit is not None and fit.fit_in_loop else []
     fit_lines = {loop.line for loop in fit_loops}
@@ -252,24 +258,25 @@ def _place_calls(session: CaptureSession, calls: list[ModelCallStats]) -> None:
         loops = enclosing_loops(call.location.file, call.location.line)
         call.loops = [loop for loop in loops if loop.line not in fit_lines]
         in_fit_loop = bool(fit_lines) and fit_loops[-1].line in {loop.line for loop in loops}
-        if in_fit_loop:
+        if in_fit_loop or not fit_lines:
             call.calls_per_iteration = _product(call.loops)
 
 
 # -- the model-call hooks --------------------------------------------------------------------
 def _install_hooks(session: CaptureSession) -> None:
-    """Wraps the model-call methods of ``keras.Model`` once per process; they count only while
-    a run-on is active (``session.after_window.running``)."""
-    import keras
-
-    holder = keras.Model.__dict__.get(_HOOKS_ATTR)
-    if holder is not None:
-        holder["session"] = session
-        return
-    holder = {"session": session}
-    setattr(keras.Model, _HOOKS_ATTR, holder)
-    for method in _METHODS:
-        setattr(keras.Model, method, _wrap(holder, getattr(keras.Model, method), method))
+    """Wraps the model-call methods of ``keras.Model`` (and ``tf_keras.Model`` once imported)
+    once per process; they count only while a run-on is active
+    (``session.after_window.running``)."""
+    for module in flavour.keras_modules(import_tf_keras=False):
+        model_cls = module.Model
+        holder = model_cls.__dict__.get(_HOOKS_ATTR)
+        if holder is not None:
+            holder["session"] = session
+            continue
+        holder = {"session": session}
+        setattr(model_cls, _HOOKS_ATTR, holder)
+        for method in _METHODS:
+            setattr(model_cls, method, _wrap(holder, getattr(model_cls, method), method))
 
 
 def _wrap(holder: dict[str, Any], original: Any, method: str) -> Any:

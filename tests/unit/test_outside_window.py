@@ -142,12 +142,44 @@ def test_a_run_on_that_reached_the_next_fit_is_measured_not_extrapolated():
     assert "measured: 10.5 s from the end of fit to the next fit call" in forecast.covers
 
 
-def test_a_single_fit_with_nothing_after_it_keeps_the_training_only_forecast():
+def test_a_single_fit_with_nothing_watched_after_it_keeps_the_training_only_forecast():
     facts = _facts(with_loop=False)
-    facts.outside_window = None
+    facts.outside_window = None  # rnndoctor.diagnose, the Keras callback: no run-on
     forecast = evaluate(facts).forecast
     assert forecast.now_s == pytest.approx(2.0) and forecast.covers is None
     assert forecast.fit_calls is None
+
+
+def test_a_single_fit_adds_what_runs_after_it_once_and_says_it_measured_it():
+    facts = _facts(ended="script end", with_loop=False)
+    forecast = evaluate(facts).forecast
+    assert forecast.fit_calls == 1 and forecast.training_s == pytest.approx(2.0)
+    assert forecast.outside_s == 10.5 and forecast.now_s == pytest.approx(2.0 + 10.5)
+    assert "x 40 fit calls" not in forecast.covers and "fit calls" not in forecast.covers
+    assert "after fit: measured: 10.5 s from the end of fit to the script end" in forecast.covers
+    assert "validation and epoch-end callbacks: not measured" in forecast.covers
+
+
+def test_a_single_fit_whose_run_on_reached_a_later_fit_says_that_fit_is_not_forecast():
+    facts = _facts(ended="next fit call", with_loop=False)
+    forecast = evaluate(facts).forecast
+    assert forecast.now_s == pytest.approx(2.0 + 10.5)
+    assert "a later fit call: its training is not in the forecast" in forecast.covers
+
+
+def test_rd406_after_a_single_fit_speaks_of_the_job_not_of_an_iteration():
+    facts = _facts(with_loop=False)  # the 1600 calls of two loops after the one fit
+    (found,) = [f for f in evaluate(facts).findings if f.rule_id == "RD406"]
+    training, predict = 0.020 * 100, 1600 * 0.066
+    job = training + predict + 0.6 * 1600 / 150  # the run-on stopped at its budget
+    assert "1600 times after fit" in found.message and "per iteration" not in found.message
+    assert f"{predict / job:.0%} of the job of {job:.1f} s" in found.message
+    assert found.severity is Severity.ERROR and "of the job" in found.gain
+    evidence = {e.label: e.value for e in found.evidence}
+    assert evidence["predict calls after fit"] == 1600
+    assert evidence["job (the fit call + what runs after it)"] == pytest.approx(job, abs=1e-3)
+    forecast = evaluate(facts).forecast
+    assert forecast.after_s == pytest.approx(forecast.now_s / found.speedup)
 
 
 def test_a_loop_without_a_count_says_so_and_forecasts_one_call():
@@ -166,14 +198,36 @@ def test_the_new_facts_round_trip_through_json():
     assert back.fit.fit_in_loop == facts.fit.fit_in_loop
 
 
-def test_rd406_passes_a_single_fit_and_is_not_evaluated_when_a_loop_did_not_run_on():
+def test_rd406_is_not_evaluated_when_nothing_after_the_window_was_watched():
     from rnndoctor.engine import Status
 
     facts = _facts(with_loop=False)
     facts.outside_window = None
     (outcome,) = [o for o in evaluate(facts).outcomes if o.rule.id == "RD406"]
-    assert outcome.status is Status.PASSED
+    assert outcome.status is Status.NOT_EVALUATED
+    assert "nothing after fit was watched" in outcome.reason
+    facts.outside_window = OutsideWindowFacts(ended="script end", seconds=0.01)
+    (outcome,) = [o for o in evaluate(facts).outcomes if o.rule.id == "RD406"]
+    assert outcome.status is Status.PASSED  # watched to the script's end: no predict at all
     facts = _facts()
     facts.outside_window = None
     (outcome,) = [o for o in evaluate(facts).outcomes if o.rule.id == "RD406"]
     assert outcome.status is Status.NOT_EVALUATED and "did not run on" in outcome.reason
+
+
+def test_a_call_after_a_single_fit_counts_the_calls_of_all_its_loops(tmp_path):
+    from types import SimpleNamespace
+
+    path = tmp_path / "once.py"
+    path.write_text(
+        "model.fit(x, y)\nfor d in [0.2, 1.0]:\n    for i in range(400):\n"
+        "        model.predict(x_pred)\nwhile True:\n    model.predict(x_pred)\n"
+    )
+    facts = Facts(run=RunInfo(script=str(path), argv=[], cwd="."))
+    facts.fit = FitConfig(data_kind="numpy", batch_size=32, epochs=1)  # no fit_in_loop
+    counted = ModelCallStats(method="predict", location=SourceLocation(str(path), 4))
+    unknown = ModelCallStats(method="predict", location=SourceLocation(str(path), 6))
+    after_window._place_calls(SimpleNamespace(facts=facts), [counted, unknown])
+    assert [loop.line for loop in counted.loops] == [2, 3]
+    assert counted.calls_per_iteration == 800  # 2 x 400, after the one fit
+    assert unknown.calls_per_iteration is None  # a while loop: the calls seen count
