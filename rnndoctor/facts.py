@@ -1040,8 +1040,10 @@ class OutsideWindowFacts:
     (:class:`ModelCallStats`); ``python_s``: the time outside those calls (plain Python, data
     preparation, printing). ``per_call_ms``: one call on the same single sample as a
     ``predict`` call, timed by rnndoctor: ``predict``, ``model(x, training=False)``,
-    ``predict_on_batch`` (the best of three calls each; not measured for a stateful RNN, whose
-    states a call would change). ``detail``: what stopped it, in words.
+    ``predict_on_batch`` (each way's median ms per call over interleaved bursts; not measured
+    for a stateful RNN, whose states a call would change); ``per_call_paired``: the paired
+    ratio of ``predict`` (arm ``a``) over each other way (arm ``b``), with its interval.
+    ``detail``: what stopped it, in words.
     """
 
     ended: str
@@ -1050,6 +1052,7 @@ class OutsideWindowFacts:
     calls: list[ModelCallStats] = field(default_factory=list)
     python_s: float | None = None
     per_call_ms: dict[str, float] = field(default_factory=dict)
+    per_call_paired: list[PairedRatio] = field(default_factory=list)
     detail: str | None = None
 
 

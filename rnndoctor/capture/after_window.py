@@ -17,8 +17,9 @@ Two things the diagnosis window alone cannot see (issue 12):
   :func:`stop_before_write` before the write happens, so the check still writes nothing a stopped
   script would not have written), or the budget (a timer raises ``StopScript`` in the main
   thread). What it saw goes to ``facts.outside_window``. On the second single-sample ``predict``
-  call, one call each of ``predict``, ``model(x, training=False)`` and ``predict_on_batch`` on
-  the same sample is timed (best of three), for the rule that suggests them (RD406).
+  call, ``predict``, ``model(x, training=False)`` and ``predict_on_batch`` on the same sample
+  are timed against each other as interleaved bursts (paired, with intervals; the run-on's
+  budget timer is paused meanwhile), for the rule that suggests them (RD406).
 """
 
 from __future__ import annotations
@@ -32,13 +33,14 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from rnndoctor.capture import flavour, sites
+from rnndoctor.capture import flavour, pairs, sites
 from rnndoctor.capture.session import AfterWindowState, StopScript
 from rnndoctor.facts import (
     CodeLoop,
     FitLoop,
     ModelCallStats,
     OutsideWindowFacts,
+    PairedRatio,
     Phase,
     SourceLocation,
 )
@@ -48,7 +50,13 @@ if TYPE_CHECKING:
 
 _METHODS = ("predict", "evaluate", "predict_on_batch", "__call__")
 _MAX_SIZES = 10
-_TIMED_RUNS = 3  # calls timed per alternative; the best is kept
+# The per-call comparison of RD406 (predict vs predict_on_batch vs model(x)): interleaved
+# bursts of about _BURST_S each (at most _MAX_BURST_CALLS calls), until each way has the paired
+# timer's floor (rnndoctor.paired: 10 calls and 1 s) or _TIMING_S ends. Source: rnndoctor's
+# choice: three ways of 1 s each fit in it, and it is paused out of the run-on's budget.
+_TIMING_S = 8.0
+_BURST_S = 0.1
+_MAX_BURST_CALLS = 50
 _HOOKS_ATTR = "_rnndoctor_after_window_hooks"
 
 
@@ -295,7 +303,7 @@ def _wrap(holder: dict[str, Any], original: Any, method: str) -> Any:
             state.depth -= 1
             _count(state, method, elapsed, args, kwargs)
             if method == "predict" and state.single.get("predict") == 2 and not state.timed:
-                _time_alternatives(state, self, args, kwargs)
+                _time_alternatives(session, state, self, args, kwargs)
 
     return call
 
@@ -332,8 +340,12 @@ def _count(
             state.locations[method] = sites.user_frame_location(skip=1, call_names=names)
 
 
-def _time_alternatives(state: AfterWindowState, model: Any, args: tuple, kwargs: dict) -> None:
-    """One call of each way to run the model on the same single sample, best of three."""
+def _time_alternatives(
+    session: CaptureSession, state: AfterWindowState, model: Any, args: tuple, kwargs: dict
+) -> None:
+    """Times the ways to run the model on the same single sample against each other, paired
+    (:func:`_paired_calls`), with the run-on's budget timer paused meanwhile (its time is
+    rnndoctor's own, not the script's: ``own_s``)."""
     state.timed = True
     if any(getattr(layer, "stateful", False) for layer in _layers(model)):
         state.facts.detail = "per-call costs not measured: a stateful layer's states would change"
@@ -346,20 +358,62 @@ def _time_alternatives(state: AfterWindowState, model: Any, args: tuple, kwargs:
     }
     began = time.perf_counter()
     state.own = True
+    if state.timer is not None:
+        state.timer.cancel()
+    allowance = min(_TIMING_S, max(0.0, session.budgets.overall_left()))
+    deadline = time.monotonic() + allowance
     try:
-        for name, run in ways.items():
-            run()  # a first call may build or trace
-            best = float("inf")
-            for _ in range(_TIMED_RUNS):
-                t0 = time.perf_counter()
-                run()
-                best = min(best, time.perf_counter() - t0)
-            state.facts.per_call_ms[name] = round(best * 1000.0, 3)
+        medians, ratios = _paired_calls(ways, lambda: deadline - time.monotonic())
+        state.facts.per_call_ms, state.facts.per_call_paired = medians, ratios
     except Exception as exc:  # never break the user's script over a measurement
         state.facts.detail = f"per-call costs not measured: {type(exc).__name__}"
     finally:
         state.own = False
         state.own_s += time.perf_counter() - began
+        _restart_timer(session, state)
+
+
+def _paired_calls(ways: dict[str, Any], left: Any) -> tuple[dict[str, float], list[PairedRatio]]:
+    """Interleaved bursts of each way (``rnndoctor.capture.pairs.alternate``): each way first
+    runs twice untimed (building, tracing; the second call sizes its bursts to about
+    ``_BURST_S``), then rounds of one burst per way until each has 10 calls and 1 s, or the
+    allowance ``left()`` ends. Returns each way's median ms per call, and the paired ratio of
+    the first way (``predict``) over each other."""
+    arms = []
+    for name, run in ways.items():
+        run()
+        t0 = time.perf_counter()
+        run()
+        calls = max(1, min(_MAX_BURST_CALLS, round(_BURST_S / max(time.perf_counter() - t0, 1e-6))))
+        arms.append(pairs.ArmRecord(name, _burst(run, calls)))
+    cut_short = pairs.alternate(arms, left)
+    medians = {a.name: round(statistics.median(a.per_step_ms), 3) for a in arms if a.per_step_ms}
+    ratios = [pairs.pair(arms[0], b, phase=Phase.AFTER_WINDOW.value, cut_short=cut_short)
+              for b in arms[1:]]  # fmt: skip
+    return medians, [r for r in ratios if r is not None]
+
+
+def _burst(run: Any, calls: int) -> Any:
+    def burst() -> list[tuple[float, int]]:
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            run()
+        return [((time.perf_counter() - t0) * 1000.0 / calls, calls)]
+
+    return burst
+
+
+def _restart_timer(session: CaptureSession, state: AfterWindowState) -> None:
+    """Starts the budget timer again for what is left of the run-on's budget (script time)."""
+    if not state.running or state.budget is None:
+        return
+    used = time.perf_counter() - state.started - state.own_s
+    remaining = max(0.0, min(state.budget.seconds - used, session.budgets.overall_left()))
+    main = threading.main_thread().ident
+    timer = threading.Timer(remaining, _expire, args=(session, state, main))
+    timer.daemon = True
+    timer.start()
+    state.timer = timer
 
 
 def _layers(model: Any) -> list[Any]:

@@ -16,6 +16,7 @@ from rnndoctor.facts import (
     FitLoop,
     ModelCallStats,
     OutsideWindowFacts,
+    PairedRatio,
     RunInfo,
     SourceLocation,
     StepTimes,
@@ -88,6 +89,12 @@ def _facts(ended: str = "budget", with_loop: bool = True) -> Facts:
     facts.outside_window = OutsideWindowFacts(
         ended=ended, seconds=10.5, budget_s=10.5, calls=[predict], python_s=0.6,
         per_call_ms={"predict": 64.0, "model(x, training=False)": 9.0, "predict_on_batch": 2.0},
+        per_call_paired=[
+            PairedRatio(ratio=7.0, low=6.0, high=8.0, pairs=12, median_a_ms=64.0,
+                        median_b_ms=9.0, a="predict", b="model(x, training=False)"),
+            PairedRatio(ratio=32.0, low=28.0, high=35.0, pairs=12, median_a_ms=64.0,
+                        median_b_ms=2.0, a="predict", b="predict_on_batch"),
+        ],
     )  # fmt: skip
     return facts
 
@@ -102,20 +109,35 @@ def test_rd406_gives_the_cost_per_call_of_each_way_and_the_share_of_an_iteration
     assert found.severity is Severity.ERROR and found.location.line == 14
     assert "1600 times per iteration" in found.message and "66.0 ms a call" in found.message
     assert f"{predict / iteration:.0%} of an iteration" in found.message
-    assert "predict_on_batch takes 2.00 ms" in found.message
+    assert "predict_on_batch takes 2.00 ms a call against predict's 64.00 ms" in found.message
+    assert "32.0x (90% interval 28.0-35.0x)" in found.message
     assert found.fix.code == "preds = model.predict_on_batch(x_pred)[0]"
     assert found.fix.before == "preds = model.predict(x_pred, verbose=0)[0]"
     assert found.fix.safety == "safe"
-    saved = 1600 * (0.066 - 0.002)
+    saved = predict * (1 - 1 / 32.0)  # the measured predict time, divided by the paired ratio
     assert found.speedup == pytest.approx(iteration / (iteration - saved), rel=1e-3)
+    assert "paired on the same sample, 90% interval 28.0-35.0x" in found.gain
     evidence = {e.label: e.value for e in found.evidence}
     assert evidence["predict calls per iteration"] == 1600
     assert evidence["model(x, training=False), per call (same sample)"] == 9.0
+    assert evidence["predict / predict_on_batch, paired"] == 32.0
+
+
+def test_rd406_is_inconclusive_info_when_the_paired_interval_does_not_clear_one():
+    facts = _facts()
+    facts.outside_window.per_call_paired[1].low = 0.9  # predict_on_batch: 32x, 0.9-35x
+    (found,) = [f for f in evaluate(facts).findings if f.rule_id == "RD406"]
+    assert found.severity is Severity.INFO and found.speedup is None
+    assert "inconclusive: 32.0x" in found.message and "inconclusive" in found.gain
+    facts.outside_window.per_call_paired = []  # older facts: timed, but not paired
+    (found,) = [f for f in evaluate(facts).findings if f.rule_id == "RD406"]
+    assert found.speedup is None and found.gain.startswith("not estimated")
 
 
 def test_rd406_picks_model_call_when_it_is_the_faster_and_skips_batched_predicts():
     facts = _facts()
     facts.outside_window.per_call_ms = {"model(x, training=False)": 1.0, "predict_on_batch": 3.0}
+    facts.outside_window.per_call_paired[0].ratio = 60.0
     (found,) = [f for f in evaluate(facts).findings if f.rule_id == "RD406"]
     assert found.fix.code == "preds = model(x_pred, training=False).numpy()[0]"
     facts.outside_window.calls[0].single_sample_calls = 3  # predicts on whole batches
