@@ -16,7 +16,8 @@ What it detects:
 
     Severity: ``error`` when the predict calls take at least half of an iteration
     (``error_share``: the job runs at least 2x slower than it needs to), ``warning`` below;
-    ``info`` ("inconclusive") when the paired interval of the faster way does not clear 1.
+    ``info`` ("inconclusive") when the paired interval of the faster way does not clear 1 or
+    rests on fewer than 3 pairs.
     The estimated gain divides the predict calls' measured time by the paired ratio.
 
     Not evaluated when nothing after the window was watched (``rnndoctor.diagnose`` and the
@@ -93,6 +94,10 @@ _ERROR_SHARE = Option(
     "half its time on avoidable overhead runs 2x slower than it needs to",
     help="the share of an iteration from which the finding is an error",
 )
+# A paired ratio from fewer pairs decides nothing: with one or two pairs the bootstrap interval
+# of the median is the ratios themselves (no spread to go by). Source: rnndoctor's choice, one
+# more than --verify's floor of A B A B (rnndoctor/verify/run.py: MIN_PAIRS).
+_MIN_PAIRS = 3
 _CALL = "model(x, training=False)"
 _ON_BATCH = "predict_on_batch"
 
@@ -137,6 +142,11 @@ def _paired(ow: OutsideWindowFacts, best: str | None) -> PairedRatio | None:
     return next((r for r in ow.per_call_paired if r.a == "predict" and r.b == best), None)
 
 
+def _conclusive(paired: PairedRatio | None) -> bool:
+    """The chosen way is faster: enough pairs, and the whole interval above 1."""
+    return paired is not None and paired.pairs >= _MIN_PAIRS and paired.low > 1.0
+
+
 def _shares(facts: Facts, call: ModelCallStats, paired: PairedRatio | None) -> dict[str, Any]:
     """Seconds per iteration of the predict calls, of the iteration, and the job speedup: the
     predict calls' measured time divided by the paired ratio (None: no paired ratio, or its
@@ -148,7 +158,7 @@ def _shares(facts: Facts, call: ModelCallStats, paired: PairedRatio | None) -> d
     if training is not None:
         iteration = training + max(outside.seconds if outside else 0.0, per_iteration)
     speedup = None
-    if iteration and paired is not None and paired.low > 1.0:
+    if iteration and _conclusive(paired):
         saved = per_iteration * (1.0 - 1.0 / paired.ratio)
         speedup = iteration / max(iteration - saved, 1e-9)
     share = per_iteration / iteration if iteration else None
@@ -202,11 +212,12 @@ def _message(call: ModelCallStats, shares: dict, paired: PairedRatio | None, loo
         text += f", {shares['share']:.0%} of {whole} of {shares['iteration_s']:.1f} s"
     text += ")."
     if paired is not None:
-        verdict = "" if paired.low > 1.0 else "inconclusive: "
+        verdict = "" if _conclusive(paired) else "inconclusive: "
         text += (
             f" On the same sample, timed in interleaved bursts, {paired.b} takes "
             f"{paired.median_b_ms:.2f} ms a call against predict's {paired.median_a_ms:.2f} ms: "
-            f"{verdict}{paired.ratio:.1f}x (90% interval {paired.low:.1f}-{paired.high:.1f}x)."
+            f"{verdict}{paired.ratio:.1f}x (90% interval {paired.low:.1f}-{paired.high:.1f}x, "
+            f"{paired.pairs} pairs)."
         )
     return text
 
@@ -217,7 +228,8 @@ def _gain(call: ModelCallStats, shares: dict, paired: PairedRatio | None, looped
     if shares["speedup"] is None:
         return (
             f"not estimated: {paired.b} vs predict is inconclusive ({paired.ratio:.1f}x, 90% "
-            f"interval {paired.low:.1f}-{paired.high:.1f}x) or the iteration is unknown"
+            f"interval {paired.low:.1f}-{paired.high:.1f}x, {paired.pairs} pairs; "
+            f"{_MIN_PAIRS} needed) or the iteration is unknown"
         )
     return (
         f"{shares['speedup']:.2f}x {'per iteration' if looped else 'of the job'}: "
@@ -252,7 +264,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         shares = _shares(facts, call, paired)
         share = shares["share"]
         severity = (
-            Severity.INFO if paired is not None and paired.low <= 1.0
+            Severity.INFO if paired is not None and not _conclusive(paired)
             else Severity.ERROR if share is not None and share >= options.error_share
             else Severity.WARNING
         )  # fmt: skip

@@ -110,7 +110,7 @@ def test_rd406_gives_the_cost_per_call_of_each_way_and_the_share_of_an_iteration
     assert "1600 times per iteration" in found.message and "66.0 ms a call" in found.message
     assert f"{predict / iteration:.0%} of an iteration" in found.message
     assert "predict_on_batch takes 2.00 ms a call against predict's 64.00 ms" in found.message
-    assert "32.0x (90% interval 28.0-35.0x)" in found.message
+    assert "32.0x (90% interval 28.0-35.0x, 12 pairs)" in found.message
     assert found.fix.code == "preds = model.predict_on_batch(x_pred)[0]"
     assert found.fix.before == "preds = model.predict(x_pred, verbose=0)[0]"
     assert found.fix.safety == "safe"
@@ -129,6 +129,11 @@ def test_rd406_is_inconclusive_info_when_the_paired_interval_does_not_clear_one(
     (found,) = [f for f in evaluate(facts).findings if f.rule_id == "RD406"]
     assert found.severity is Severity.INFO and found.speedup is None
     assert "inconclusive: 32.0x" in found.message and "inconclusive" in found.gain
+    facts.outside_window.per_call_paired[1].low = 28.0
+    facts.outside_window.per_call_paired[1].pairs = 1  # one pair: its interval is the ratio
+    (found,) = [f for f in evaluate(facts).findings if f.rule_id == "RD406"]
+    assert found.severity is Severity.INFO and found.speedup is None
+    assert "1 pairs; 3 needed" in found.gain
     facts.outside_window.per_call_paired = []  # older facts: timed, but not paired
     (found,) = [f for f in evaluate(facts).findings if f.rule_id == "RD406"]
     assert found.speedup is None and found.gain.startswith("not estimated")
