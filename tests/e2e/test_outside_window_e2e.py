@@ -104,7 +104,9 @@ def test_a_single_fit_runs_on_under_its_own_short_budget_and_writes_nothing(once
     assert facts["fit"]["fit_in_loop"] is None and facts["run"]["outcome"] == "completed"
     ow = facts["outside_window"]
     assert ow["budget_s"] == pytest.approx(6.0)  # 5% of --timeout 120
-    assert ow["ended"] == "budget" and ow["seconds"] <= ow["budget_s"] + 1.0
+    # bounded: the stop lands at the first Python instruction after the model call in progress
+    # (seconds on a loaded 2-core machine); the paired timing is rnndoctor's, not counted
+    assert ow["ended"] == "budget" and ow["seconds"] <= ow["budget_s"] + 3.0
     assert "GENERATED" not in doc["script.log"]  # stopped inside the loop, at its budget
     assert sorted(p.name for p in work.iterdir()) == ["r"]  # nothing but --out in the cwd
 
