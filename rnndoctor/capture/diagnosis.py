@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rnndoctor.capture import probes, sequences, traces
+from rnndoctor.capture import distribute, probes, sequences, traces
 from rnndoctor.capture.model import collect_model
 from rnndoctor.capture.profile import summarize_profile
 from rnndoctor.facts import Outcome, Phase
@@ -57,6 +57,7 @@ def finish(
     traces.collect_traces(session, model)  # tf.function tracing counts of the window
     session.window_finished = True
     session.facts.run.outcome = Outcome.COMPLETED
+    distribute.collect(session, model)  # the tf.distribute strategy, if any
     session.set_phase(Phase.DONE)
 
 

@@ -228,6 +228,8 @@ class CaptureSession:
         self.loop_state = LoopState()
         self.after_window: AfterWindowState | None = None
         self.load_sampler: LoadSampler | None = None
+        # the dataset-distribution hooks' record (capture.distribute.DistributeState)
+        self.distribute_state: Any = None
 
     # -- facts and phases ------------------------------------------------------------------------
     def save(self) -> None:

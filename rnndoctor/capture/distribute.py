@@ -1,0 +1,350 @@
+"""``tf.distribute``: the strategy a check's training runs under, as :class:`StrategyFacts`.
+
+:func:`install` runs before the user's script. It wraps the two ways a dataset is handed to a
+strategy, ``Strategy.experimental_distribute_dataset`` and
+``Strategy.distribute_datasets_from_function`` (``tensorflow/python/distribute/
+distribute_lib.py``, class ``StrategyBase``), to record who called them (the user's own line, or
+Keras: ``fit`` distributes its dataset itself, ``keras/src/trainers/epoch_iterator.py`` and
+``keras/src/backend/tensorflow/trainer.py``), the strategy and the dataset.
+
+:func:`collect` runs at the end of the diagnosis (:func:`rnndoctor.capture.diagnosis.finish`)
+and fills ``facts.strategy`` when the model, its optimizer or a distributed dataset belongs to a
+strategy other than TensorFlow's default one: the public strategy name, replicas and workers
+(``TF_CONFIG``'s cluster through the strategy's cluster resolver), the global and per-replica
+batch, the all-reduce implementation, the auto-shard policy and what it resolves to, and this
+process's :class:`WorkerFacts`.
+
+:func:`record_fit_failure` recognises Keras 3's ``fit`` failing under
+``MultiWorkerMirroredStrategy`` before its first step (keras-team/keras#20585,
+tensorflow/tensorflow#72388) from the exception itself: a ``ValueError`` "Attempt to convert a
+value (PerReplica..." raised below the installed Keras' ``_maybe_symbolic_build``
+(``keras/src/backend/tensorflow/trainer.py``). Nothing is decided from a version number.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rnndoctor.capture import sites
+from rnndoctor.facts import (
+    KerasFitFailure,
+    Outcome,
+    Phase,
+    SourceLocation,
+    StrategyFacts,
+    WorkerFacts,
+)
+
+if TYPE_CHECKING:
+    from rnndoctor.capture.session import CaptureSession
+
+# The public names, most specific first (MultiWorkerMirroredStrategy is
+# CollectiveAllReduceStrategy, tensorflow/python/distribute/collective_all_reduce_strategy.py).
+_PUBLIC_STRATEGIES = (
+    "MultiWorkerMirroredStrategy", "MirroredStrategy", "OneDeviceStrategy", "TPUStrategy",
+    "ParameterServerStrategy", "CentralStorageStrategy",
+)  # fmt: skip
+_DISTRIBUTE_METHODS = ("experimental_distribute_dataset", "distribute_datasets_from_function")
+_HOOK_ATTR = "_rnndoctor_distribute_session"  # the session the hooks record into, on the class
+# Keras 3's fit failure under MultiWorkerMirroredStrategy (see the module docstring).
+_FIT_FAILURE_FUNCTION = "_maybe_symbolic_build"
+_FIT_FAILURE_FILE = os.path.join("backend", "tensorflow", "trainer.py")
+_FIT_FAILURE_TEXT = "Attempt to convert a value (PerReplica"
+_FILE_SOURCES = ("files",)  # DataFacts.source_kinds of a pipeline that reads files
+
+
+@dataclass
+class DistributeState:
+    """What the dataset-distribution hooks saw in one check.
+
+    Attributes:
+        calls: ``(method, caller, location, strategy, dataset)`` per call: ``caller`` is
+            ``user`` or ``keras``; ``dataset`` is None for ``distribute_datasets_from_function``.
+    """
+
+    calls: list[tuple[str, str, SourceLocation | None, Any, Any]] = field(default_factory=list)
+
+
+def install(session: CaptureSession) -> None:
+    """Wraps ``StrategyBase.experimental_distribute_dataset`` and
+    ``distribute_datasets_from_function`` (once per process) to record into ``session``."""
+    from tensorflow.python.distribute import distribute_lib
+
+    base = distribute_lib.StrategyBase
+    session.distribute_state = DistributeState()
+    if getattr(base, _HOOK_ATTR, None) is None:
+        for name in _DISTRIBUTE_METHODS:
+            setattr(base, name, _wrap(getattr(base, name), name))
+    setattr(base, _HOOK_ATTR, session)
+
+
+def _wrap(original: Any, name: str) -> Any:
+    @functools.wraps(original)
+    def distribute(self, dataset_or_fn, *args, **kwargs):
+        session = getattr(type(self), _HOOK_ATTR, None)
+        if session is not None and session.distribute_state is not None:
+            caller = sys._getframe(1).f_code.co_filename
+            who = "user" if sites.is_user_file(caller) else "keras"
+            location = sites.user_frame_location(skip=1, call_names=(name,))
+            dataset = dataset_or_fn if name == "experimental_distribute_dataset" else None
+            session.distribute_state.calls.append((name, who, location, self, dataset))
+        return original(self, dataset_or_fn, *args, **kwargs)
+
+    return distribute
+
+
+def strategy_of(session: CaptureSession, model: Any) -> Any:
+    """The non-default strategy the training ran under, or None: the model's
+    (``Model.distribute_strategy``), else its optimizer's, else a distributed dataset's."""
+    import tensorflow as tf
+
+    candidates = [getattr(model, "distribute_strategy", None)]
+    optimizer = getattr(model, "optimizer", None)
+    candidates.append(getattr(optimizer, "_distribution_strategy", None))
+    state = session.distribute_state
+    candidates += [call[3] for call in (state.calls if state else [])]
+    default = tf.distribute.get_strategy() if not tf.distribute.has_strategy() else None
+    for strategy in candidates:
+        if strategy is None or not isinstance(strategy, tf.distribute.Strategy):
+            continue
+        if default is not None and strategy is default:
+            continue
+        if type(strategy).__name__.startswith("_Default"):
+            continue
+        return strategy
+    return None
+
+
+def _public_name(strategy: Any) -> str:
+    import tensorflow as tf
+
+    for name in _PUBLIC_STRATEGIES:
+        cls = getattr(tf.distribute, name, None) or getattr(tf.distribute.experimental, name, None)
+        if isinstance(cls, type) and isinstance(strategy, cls):
+            return name
+    return type(strategy).__name__
+
+
+def _cluster(strategy: Any) -> tuple[int, str | None, int | None]:
+    """``(workers, task_type, task_id)`` from the strategy's cluster resolver (``TF_CONFIG``)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None:
+        return 1, None, None
+    try:
+        spec = resolver.cluster_spec().as_dict()
+    except Exception:
+        spec = {}
+    workers = sum(len(spec.get(job, ())) for job in ("chief", "worker")) or 1
+    task_id = getattr(resolver, "task_id", None)
+    return (
+        workers,
+        getattr(resolver, "task_type", None),
+        task_id if task_id is None else int(task_id),
+    )
+
+
+def _communication(strategy: Any) -> tuple[str | None, str | None]:
+    """``(implementation, cross-device ops class)``: ``RING`` / ``NCCL`` / ``AUTO`` from the
+    strategy's (or its collective ops') ``CommunicationOptions``."""
+    extended = getattr(strategy, "extended", None)
+    ops = getattr(extended, "_cross_device_ops", None) or getattr(
+        extended, "_inferred_cross_device_ops", None
+    )
+    options = getattr(extended, "_communication_options", None) or getattr(ops, "_options", None)
+    implementation = getattr(options, "implementation", None)
+    name = getattr(implementation, "name", None)
+    return name, type(ops).__name__ if ops is not None else None
+
+
+def _batch_of(dataset: Any) -> int | None:
+    """The constant batch size of a tf.data pipeline's last batch op, or None."""
+    while dataset is not None:
+        value = getattr(dataset, "_batch_size", None)
+        if value is not None:
+            try:
+                return int(value)
+            except (TypeError, ValueError):
+                return None
+        dataset = getattr(dataset, "_input_dataset", None)
+    return None
+
+
+def _shard_policy(dataset: Any) -> str | None:
+    try:
+        return dataset.options().experimental_distribute.auto_shard_policy.name
+    except Exception:
+        return None
+
+
+def resolve_auto_shard(policy: str | None, workers: int, reads_files: bool | None) -> tuple:
+    """``(resolved, reason)``: what tf.data's auto-shard rewrite does with ``policy`` for
+    ``workers`` input workers (``tensorflow/python/distribute/input_ops.py``:
+    ``auto_shard_dataset`` shards only when there is more than one input worker and the policy is
+    not OFF; ``tensorflow/core/grappler/optimizers/data/auto_shard.cc``: AUTO shards by FILE
+    when the pipeline reads files, else falls back to DATA)."""
+    if policy is None:
+        return None, "the dataset's options could not be read"
+    if policy == "OFF":
+        return "OFF", "auto-shard policy OFF: every worker reads the whole dataset"
+    if workers <= 1:
+        return "OFF", "one input worker: nothing is sharded (the batch is split across replicas)"
+    if policy in ("FILE", "DATA"):
+        return policy, f"auto-shard policy {policy}, as set"
+    if policy == "HINT":
+        return "DATA", "HINT shards where the pipeline calls shard(SHARD_HINT); DATA otherwise"
+    if reads_files:
+        return "FILE", "AUTO on a pipeline that reads files: each worker reads its own files"
+    if reads_files is None:
+        return None, "AUTO: the pipeline's source is unknown (FILE if it reads files, else DATA)"
+    return "DATA", "AUTO on a pipeline that reads no files: every worker reads all the data"
+
+
+def _dataset_facts(session: CaptureSession) -> tuple[Any, Any]:
+    """``(DataFacts, dataset)`` of the training data: ``facts.data`` for ``fit``, else the
+    dataset the user distributed (described here, not stored in ``facts.data``)."""
+    calls = session.distribute_state.calls if session.distribute_state else []
+    dataset = next((c[4] for c in reversed(calls) if c[4] is not None), None)
+    if session.facts.data is not None:
+        return session.facts.data, session.probe_state.original_x or dataset
+    if dataset is None:
+        return None, None
+    from rnndoctor.capture import data
+
+    try:
+        return data.describe(dataset), dataset
+    except Exception:
+        return None, dataset
+
+
+def collect(session: CaptureSession, model: Any) -> None:
+    """Fills ``session.facts.strategy`` when the training ran under a non-default strategy;
+    a failure becomes ``StrategyFacts.not_measured`` or a note, never a failed check."""
+    try:
+        strategy = strategy_of(session, model)
+        if strategy is None:
+            return
+        session.facts.strategy = describe(session, strategy)
+    except Exception as exc:  # the strategy facts are a nicety: never end the capture
+        session.facts.run.notes.append(f"strategy facts failed: {type(exc).__name__}: {exc}")
+
+
+def describe(session: CaptureSession, strategy: Any) -> StrategyFacts:
+    """The :class:`StrategyFacts` of ``strategy`` for this check's training."""
+    workers, task_type, task_id = _cluster(strategy)
+    communication, ops = _communication(strategy)
+    facts = StrategyFacts(
+        strategy=_public_name(strategy),
+        strategy_class=type(strategy).__name__,
+        replicas=int(strategy.num_replicas_in_sync),
+        workers=workers,
+        task_type=task_type,
+        task_id=task_id,
+        communication=communication,
+        cross_device_ops=ops,
+    )
+    data_facts, dataset = _dataset_facts(session)
+    fit = session.facts.fit
+    facts.global_batch_size = (fit.batch_size if fit else None) or _batch_of(dataset)
+    if facts.global_batch_size and facts.replicas:
+        facts.per_replica_batch_size = facts.global_batch_size // facts.replicas
+    calls = session.distribute_state.calls if session.distribute_state else []
+    user = next((c for c in calls if c[1] == "user"), None)
+    if user is not None:
+        facts.distributed_by, facts.distribute_location = user[0], user[2]
+    elif calls:
+        facts.distributed_by = "keras"
+    facts.dataset_location = data_facts.location if data_facts else None
+    if dataset is not None and hasattr(dataset, "options"):
+        facts.auto_shard_policy = _shard_policy(dataset)
+        kinds = data_facts.source_kinds if data_facts else None
+        reads = None if kinds is None else any(k in _FILE_SOURCES for k in kinds)
+        facts.auto_shard_resolved, facts.auto_shard_reason = resolve_auto_shard(
+            facts.auto_shard_policy, workers, reads
+        )
+    facts.per_worker = [worker_facts(session, task_type, task_id)]
+    return facts
+
+
+def worker_facts(
+    session: CaptureSession, task_type: str | None, task_id: int | None
+) -> WorkerFacts:
+    """This process's :class:`WorkerFacts` from its step times and probes."""
+    facts = session.facts
+    steps, probes = facts.steps, facts.probes
+    breakdown = probes.breakdown if probes else None
+    worker = WorkerFacts(
+        index=int(task_id or 0) + (1 if task_type == "worker" and _has_chief() else 0),
+        task=f"{task_type}:{task_id}" if task_type else "local",
+        host=socket.gethostname(),
+        median_step_time_ms=steps.median_step_time_ms if steps else None,
+        step_time_ms=list(steps.step_time_ms) if steps else [],
+        input_bound_share=probes.input_bound_share if probes else None,
+        outcome=str(facts.run.outcome),
+    )
+    if breakdown is not None:
+        worker.input_ms, worker.compute_ms = breakdown.input_ms, breakdown.compute_ms
+        worker.outside_collectives_ms = round(breakdown.input_ms + breakdown.compute_ms, 3)
+    return worker
+
+
+def _has_chief() -> bool:
+    import json
+
+    try:
+        return bool(json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {}).get("chief"))
+    except ValueError:
+        return False
+
+
+def fit_failure_frame(exc: BaseException) -> tuple[str, int] | None:
+    """``(file, line)`` of the installed Keras' ``_maybe_symbolic_build`` frame when ``exc`` is
+    Keras 3's ``fit`` failure under a multi-worker strategy (the module docstring), else None."""
+    if not isinstance(exc, ValueError) or _FIT_FAILURE_TEXT not in str(exc):
+        return None
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        code = frame.f_code
+        if code.co_name == _FIT_FAILURE_FUNCTION and code.co_filename.endswith(_FIT_FAILURE_FILE):
+            return code.co_filename, line
+    return None
+
+
+def record_fit_failure(session: CaptureSession, exc: BaseException) -> bool:
+    """When ``exc`` is Keras 3's multi-worker ``fit`` failure, records it as
+    ``StrategyFacts.fit_failure`` (with the strategy's facts), marks the run completed (the
+    diagnosis is that failure: RD706 reports it) and returns True; else returns False."""
+    frame = fit_failure_frame(exc)
+    if frame is None:
+        return False
+    model = next(
+        (f.f_locals.get("self") for f, _ in traceback.walk_tb(exc.__traceback__)
+         if f.f_code.co_name == _FIT_FAILURE_FUNCTION),
+        None,
+    )  # fmt: skip
+    import keras
+
+    strategy = strategy_of(session, model)
+    facts = describe(session, strategy) if strategy is not None else StrategyFacts("unknown")
+    facts.fit_failure = KerasFitFailure(
+        message=f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"[:500],
+        keras_file=os.path.relpath(frame[0], os.path.dirname(os.path.dirname(keras.__file__))),
+        keras_function=_FIT_FAILURE_FUNCTION,
+        keras_line=frame[1],
+        location=session.facts.fit.location if session.facts.fit else None,
+        keras_version=getattr(keras, "__version__", None),
+    )
+    session.facts.strategy = facts
+    run = session.facts.run
+    run.outcome = Outcome.COMPLETED
+    run.notes.append(
+        "Keras' fit failed under the strategy before its first step (RD706): no step was "
+        "measured; the finding says why and the ways out"
+    )
+    session.window_finished = True
+    session.set_phase(Phase.DONE)
+    return True
