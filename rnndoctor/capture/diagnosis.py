@@ -37,6 +37,7 @@ def finish(
         arguments: the bound ``fit`` arguments (None for a custom loop).
     """
     options = session.options
+    distribute.window_ended(session)  # a worker of --workers: the chief's trace has ended
     session.set_phase(Phase.MODEL)
     collect_model_into(session, model)
     if arguments is not None:

@@ -27,10 +27,13 @@ import functools
 import os
 import socket
 import sys
+import threading
+import time
 import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rnndoctor import cluster
 from rnndoctor.capture import sites
 from rnndoctor.facts import (
     KerasFitFailure,
@@ -69,6 +72,10 @@ class DistributeState:
     """
 
     calls: list[tuple[str, str, SourceLocation | None, Any, Any]] = field(default_factory=list)
+    fit_failure: tuple[BaseException, str, int, Any] | None = None  # exc, file, line, model
+    trace: Any = None  # the chief's trace thread (threading.Thread), once started
+    trace_error: str | None = None
+    profiler_error: str | None = None
 
 
 def install(session: CaptureSession) -> None:
@@ -82,6 +89,46 @@ def install(session: CaptureSession) -> None:
         for name in _DISTRIBUTE_METHODS:
             setattr(base, name, _wrap(getattr(base, name), name))
     setattr(base, _HOOK_ATTR, session)
+    _hook_symbolic_build()
+    port = os.environ.get(cluster.PROFILER_PORT_VAR)
+    if port:  # a worker of --workers: serve the chief's trace
+        try:
+            import tensorflow as tf
+
+            tf.profiler.experimental.server.start(int(port))
+        except Exception as exc:
+            session.distribute_state.profiler_error = f"{type(exc).__name__}: {exc}"[:300]
+        if os.environ.get(cluster.TRACE_SERVICES_VAR):
+            session.phase_listeners.append(functools.partial(_on_phase, session))
+
+
+def _hook_symbolic_build() -> None:
+    """Wraps the installed Keras 3's ``TensorFlowTrainer._maybe_symbolic_build`` (once per
+    process), where its multi-worker ``fit`` fails: the failure is caught there, inside Keras'
+    own traceback filtering (``keras/src/utils/traceback_utils.py`` drops Keras' frames from
+    the traceback ``fit`` raises), with the frame that raised it."""
+    try:
+        from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
+    except ImportError:  # another Keras layout: the failure is not recognised, never faked
+        return
+    original = getattr(TensorFlowTrainer, _FIT_FAILURE_FUNCTION, None)
+    if original is None or getattr(original, _HOOK_ATTR, False):
+        return
+    from tensorflow.python.distribute import distribute_lib
+
+    @functools.wraps(original)
+    def symbolic_build(self, *args, **kwargs):
+        try:
+            return original(self, *args, **kwargs)
+        except ValueError as exc:
+            session = getattr(distribute_lib.StrategyBase, _HOOK_ATTR, None)
+            frame = fit_failure_frame(exc)
+            if session is not None and session.distribute_state is not None and frame:
+                session.distribute_state.fit_failure = (exc, frame[0], frame[1], self)
+            raise
+
+    setattr(symbolic_build, _HOOK_ATTR, True)
+    setattr(TensorFlowTrainer, _FIT_FAILURE_FUNCTION, symbolic_build)
 
 
 def _wrap(original: Any, name: str) -> Any:
@@ -268,6 +315,9 @@ def describe(session: CaptureSession, strategy: Any) -> StrategyFacts:
             facts.auto_shard_policy, workers, reads
         )
     facts.per_worker = [worker_facts(session, task_type, task_id)]
+    trace_facts(session, facts)
+    if session.distribute_state and session.distribute_state.profiler_error:
+        facts.not_measured = f"profiler server: {session.distribute_state.profiler_error}"
     return facts
 
 
@@ -304,7 +354,8 @@ def _has_chief() -> bool:
 
 def fit_failure_frame(exc: BaseException) -> tuple[str, int] | None:
     """``(file, line)`` of the installed Keras' ``_maybe_symbolic_build`` frame when ``exc`` is
-    Keras 3's ``fit`` failure under a multi-worker strategy (the module docstring), else None."""
+    Keras 3's ``fit`` failure under a multi-worker strategy (the module docstring), else None.
+    ``exc``'s traceback must hold that frame (it does inside Keras' traceback filtering)."""
     if not isinstance(exc, ValueError) or _FIT_FAILURE_TEXT not in str(exc):
         return None
     for frame, line in traceback.walk_tb(exc.__traceback__):
@@ -318,14 +369,12 @@ def record_fit_failure(session: CaptureSession, exc: BaseException) -> bool:
     """When ``exc`` is Keras 3's multi-worker ``fit`` failure, records it as
     ``StrategyFacts.fit_failure`` (with the strategy's facts), marks the run completed (the
     diagnosis is that failure: RD706 reports it) and returns True; else returns False."""
-    frame = fit_failure_frame(exc)
-    if frame is None:
+    state = session.distribute_state
+    caught = state.fit_failure if state is not None else None
+    if caught is None or caught[0] is not exc:
         return False
-    model = next(
-        (f.f_locals.get("self") for f, _ in traceback.walk_tb(exc.__traceback__)
-         if f.f_code.co_name == _FIT_FAILURE_FUNCTION),
-        None,
-    )  # fmt: skip
+    _, file, line, model = caught
+    frame = (file, line)
     import keras
 
     strategy = strategy_of(session, model)
@@ -348,3 +397,77 @@ def record_fit_failure(session: CaptureSession, exc: BaseException) -> bool:
     session.window_finished = True
     session.set_phase(Phase.DONE)
     return True
+
+
+# -- the chief's trace of all workers (``--workers``) -------------------------------------------
+_TRACE_PHASES = (Phase.MEASURED, Phase.LOOP_MEASURED)
+_TRACE_WAIT_S = 30.0  # beyond the trace's duration, how long a worker waits for the chief's word
+
+
+def _on_phase(session: CaptureSession, phase: Phase) -> None:
+    """At the first measured step of the chief (worker 0), starts the trace of all workers in a
+    thread: ``tf.profiler.experimental.client.trace(services, logdir, duration_ms)``."""
+    state = session.distribute_state
+    if phase not in _TRACE_PHASES or state.trace is not None:
+        return
+    services = os.environ[cluster.TRACE_SERVICES_VAR]
+    logdir = os.environ.get(cluster.TRACE_LOGDIR_VAR, "")
+    duration_ms = int(os.environ.get(cluster.TRACE_MS_VAR, "1000"))
+
+    def trace() -> None:
+        import tensorflow as tf
+
+        try:
+            tf.profiler.experimental.client.trace(services, logdir, duration_ms)
+        except Exception as exc:
+            state.trace_error = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
+
+    state.trace = threading.Thread(target=trace, name="rnndoctor trace", daemon=True)
+    state.trace.start()
+
+
+def window_ended(session: CaptureSession) -> None:
+    """After the window, a worker of ``--workers`` waits for the chief's trace to end: the chief
+    joins its trace thread and writes the ``TRACE_DONE_VAR`` file, the others wait for that file
+    (bounded). Every worker stops at the same step, so none waits in a collective meanwhile."""
+    done = os.environ.get(cluster.TRACE_DONE_VAR)
+    state = session.distribute_state
+    if not done or state is None:
+        return
+    bound_s = int(os.environ.get(cluster.TRACE_MS_VAR, "1000")) / 1000 + _TRACE_WAIT_S
+    if os.environ.get(cluster.TRACE_SERVICES_VAR):
+        if state.trace is not None:
+            state.trace.join(bound_s)
+        with open(done, "w") as f:
+            f.write(state.trace_error or "ok")
+        return
+    deadline = time.monotonic() + bound_s
+    while not os.path.exists(done) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def trace_facts(session: CaptureSession, facts: StrategyFacts) -> None:
+    """The chief's merged profile run: ``profile_logdir``, ``profile_hosts`` (one
+    ``<host>.xplane.pb`` per worker) and ``facts.profile`` summarised from it."""
+    state = session.distribute_state
+    logdir = os.environ.get(cluster.TRACE_LOGDIR_VAR)
+    if state is None or not logdir or not os.environ.get(cluster.TRACE_SERVICES_VAR):
+        return
+    if state.trace is None:
+        facts.not_measured = "the workers' trace did not start (no measured step)"
+        return
+    if state.trace_error:
+        facts.not_measured = f"the workers' trace failed: {state.trace_error}"
+        return
+    import glob
+
+    from rnndoctor.capture.profile import summarize_profile
+
+    runs = sorted(glob.glob(os.path.join(logdir, "plugins", "profile", "*")))
+    files = sorted(glob.glob(os.path.join(runs[-1], "*.xplane.pb"))) if runs else []
+    facts.profile_logdir = os.path.abspath(logdir)
+    facts.profile_hosts = [os.path.basename(f)[: -len(".xplane.pb")] for f in files]
+    if files and session.facts.profile is None:
+        environment = session.facts.environment
+        gpus = environment.gpu_count if environment else 0
+        session.facts.profile = summarize_profile(logdir, 0, gpus)
