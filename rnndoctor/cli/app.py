@@ -218,6 +218,11 @@ def check(
         debug=debug, no_probes=no_probes, verify=verify, verify_budget=verify_budget,
         workers=workers,
     )  # fmt: skip
+    if workers is not None and workers > 1:  # a local multi-worker pre-flight
+        from rnndoctor.cli.workers import run_workers_check
+
+        args = list(script_args or [])
+        raise typer.Exit(run_workers_check(script, args, cli, _console(ctx, debug)))
     raise typer.Exit(run_check(script, list(script_args or []), cli, _console(ctx, debug)))
 
 

@@ -57,10 +57,6 @@ def run_check(
     paths = prepare_out(options, console)
     if paths is None:
         return ExitCode.USAGE
-    if options.workers > 1:  # a local multi-worker pre-flight (rnndoctor/cli/workers.py)
-        from rnndoctor.cli.workers import run_workers
-
-        return run_workers(script, script_args, options, paths.out, console)
     started = time.monotonic()
     child = supervise(script, script_args, options, paths, console)
     (paths.out / _FACTS_TMP).unlink(missing_ok=True)  # a save the kill cut short

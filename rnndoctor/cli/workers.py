@@ -26,7 +26,9 @@ import os
 import subprocess
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from rnndoctor import cluster
 from rnndoctor.cli import supervisor
@@ -155,6 +157,22 @@ def _collect(workers: list[Worker], options: Options, out: Path) -> tuple[list, 
         facts.save(out / name)
         loaded.append(facts)
     return loaded, files
+
+
+def run_workers_check(
+    script: Path, script_args: list[str], cli: Mapping[str, Any], console: Console
+) -> ExitCode:
+    """``rnndoctor check --workers N``: validates as a plain check does, then
+    :func:`run_workers` (the arguments are :func:`rnndoctor.cli.check.run_check`'s)."""
+    from rnndoctor.cli.check import prepare_out, validate
+
+    options = validate(script, cli, console)
+    if options is None:
+        return ExitCode.USAGE
+    paths = prepare_out(options, console)
+    if paths is None:
+        return ExitCode.USAGE
+    return run_workers(script, script_args, options, paths.out, console)
 
 
 def run_workers(

@@ -18,6 +18,7 @@ ALLOWED = {
     "rnndoctor.options",
     "rnndoctor.paired",
     "rnndoctor.machine",
+    "rnndoctor.cluster",  # pure: the --workers environment the launcher and the capture share
 }
 # The modules below every hook: they import no hook module, so every hook may import them.
 BASE = {"session": {"sites", "budget", "step_window"}, "step_window": set(), "budget": set()}
