@@ -34,6 +34,11 @@ TRACE_SERVICES_VAR = "RNNDOCTOR_TRACE_SERVICES"
 TRACE_LOGDIR_VAR = "RNNDOCTOR_TRACE_LOGDIR"
 TRACE_MS_VAR = "RNNDOCTOR_TRACE_MS"
 WORKER_FACTS = "facts-worker-{}.json"  # each worker's facts, next to the merged report
+# the WorkerFacts fields that the chief's trace fills (StrategyFacts.traced)
+_TRACED_FIELDS = (
+    "traced_host", "traced_ms", "collective_ms", "input_ms", "compute_ms",
+    "outside_collectives_ms", "input_bound_share",
+)  # fmt: skip
 
 
 def free_ports(count: int) -> list[int]:
@@ -104,6 +109,10 @@ def merge(workers: Sequence[Facts | None], files: Sequence[str]) -> Facts | None
     strategy = base.strategy or StrategyFacts(
         "not seen", not_measured="the chief's capture saw no tf.distribute strategy"
     )
+    for traced in strategy.traced:  # the chief's trace figures, per worker
+        if 0 <= traced.index < len(rows):
+            for name in _TRACED_FIELDS:
+                setattr(rows[traced.index], name, getattr(traced, name))
     strategy.per_worker = rows
     strategy.workers = max(strategy.workers, len(workers))
     base.strategy = strategy

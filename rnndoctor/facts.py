@@ -1067,6 +1067,15 @@ class WorkerFacts:
     ``ProbeFacts.breakdown``), which is where a straggler shows. ``input_bound_share``: its
     ``ProbeFacts.input_bound_share``. ``outcome``: its capture's ``RunInfo.outcome``;
     ``message``: why it failed, if it did. ``facts_file``: its ``facts-worker-<i>.json``.
+
+    From the chief's trace of all workers (``--workers``; ``traced_host``: the worker's host in
+    the profile run): op self time, summed over the host's threads, over the trace, which is
+    the same wall-clock window on every worker (one ``client.trace`` call starts them all;
+    ``traced_ms``: its duration), so the figures compare across workers: ``collective_ms``
+    (all-reduce and the other collective ops, where a worker waits for the others),
+    ``input_ms`` (tf.data ops and the Python functions they run), ``compute_ms`` (every other
+    op); ``outside_collectives_ms`` is ``input_ms + compute_ms``; ``input_bound_share`` is
+    ``input_ms / (input_ms + compute_ms + collective_ms)``.
     """
 
     index: int
@@ -1081,6 +1090,9 @@ class WorkerFacts:
     outcome: str | None = None
     message: str | None = None
     facts_file: str | None = None
+    collective_ms: float | None = None
+    traced_host: str | None = None
+    traced_ms: float | None = None
 
 
 @dataclass
@@ -1130,7 +1142,12 @@ class StrategyFacts:
     ``per_worker``: one :class:`WorkerFacts` per worker (one entry for a single process).
     ``fit_failure``: Keras' ``fit`` failed under this strategy before its first step.
     ``profile_logdir``: the merged profile run of all workers (``--workers``) and
-    ``profile_hosts``: the hosts it holds; ``not_measured``: what could not be read, and why.
+    ``profile_hosts``: the hosts it holds; ``traced``: the chief's per-worker figures from that
+    run (:class:`WorkerFacts`, the trace fields only; the merge folds them into
+    ``per_worker``); ``collective_share``: the collective ops' share of all op self time in the
+    run (every host). ``gradient_bytes``: the bytes of the trainable variables, which one
+    all-reduce of the gradients moves per step; ``not_measured``: what could not be read, and
+    why.
     """
 
     strategy: str
@@ -1153,6 +1170,9 @@ class StrategyFacts:
     fit_failure: KerasFitFailure | None = None
     profile_logdir: str | None = None
     profile_hosts: list[str] = field(default_factory=list)
+    traced: list[WorkerFacts] = field(default_factory=list)
+    collective_share: float | None = None
+    gradient_bytes: int | None = None
     not_measured: str | None = None
 
 

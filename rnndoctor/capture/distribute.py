@@ -276,13 +276,36 @@ def collect(session: CaptureSession, model: Any) -> None:
         strategy = strategy_of(session, model)
         if strategy is None:
             return
-        session.facts.strategy = describe(session, strategy)
+        session.facts.strategy = describe(session, strategy, model)
     except Exception as exc:  # the strategy facts are a nicety: never end the capture
         session.facts.run.notes.append(f"strategy facts failed: {type(exc).__name__}: {exc}")
 
 
-def describe(session: CaptureSession, strategy: Any) -> StrategyFacts:
-    """The :class:`StrategyFacts` of ``strategy`` for this check's training."""
+def _gradient_bytes(model: Any) -> int | None:
+    """Bytes of ``model``'s trainable variables (one gradient each, all-reduced every step)."""
+    try:
+        import tensorflow as tf
+
+        return int(
+            sum(
+                int(np_size(v.shape)) * tf.as_dtype(v.dtype).size for v in model.trainable_variables
+            )
+        )
+    except Exception:
+        return None
+
+
+def np_size(shape: Any) -> int:
+    """The number of elements of a fully defined ``shape``."""
+    size = 1
+    for dim in shape:
+        size *= int(dim)
+    return size
+
+
+def describe(session: CaptureSession, strategy: Any, model: Any = None) -> StrategyFacts:
+    """The :class:`StrategyFacts` of ``strategy`` for this check's training (``model``: the
+    trained model, for the gradient bytes)."""
     workers, task_type, task_id = _cluster(strategy)
     communication, ops = _communication(strategy)
     facts = StrategyFacts(
@@ -294,6 +317,7 @@ def describe(session: CaptureSession, strategy: Any) -> StrategyFacts:
         task_id=task_id,
         communication=communication,
         cross_device_ops=ops,
+        gradient_bytes=_gradient_bytes(model) if model is not None else None,
     )
     data_facts, dataset = _dataset_facts(session)
     fit = session.facts.fit
@@ -378,7 +402,7 @@ def record_fit_failure(session: CaptureSession, exc: BaseException) -> bool:
     import keras
 
     strategy = strategy_of(session, model)
-    facts = describe(session, strategy) if strategy is not None else StrategyFacts("unknown")
+    facts = describe(session, strategy, model) if strategy is not None else StrategyFacts("unknown")
     facts.fit_failure = KerasFitFailure(
         message=f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"[:500],
         keras_file=os.path.relpath(frame[0], os.path.dirname(os.path.dirname(keras.__file__))),
@@ -400,6 +424,57 @@ def record_fit_failure(session: CaptureSession, exc: BaseException) -> bool:
 
 
 # -- the chief's trace of all workers (``--workers``) -------------------------------------------
+# framework_op_stats op types: the collectives (tensorflow/core/ops/collective_ops.cc,
+# nccl_ops.cc) and the input pipeline's (tf.data's own ops, the iterator's, py_function).
+_COLLECTIVE_PREFIXES = ("Collective", "Nccl", "AllReduce")
+_INPUT_PREFIXES = ("Dataset", "Iterator", "MultiDeviceIterator", "EagerPyFunc", "PyFunc")
+
+
+def _split(totals: dict[str, tuple[float, int]]) -> tuple[float, float, float]:
+    """``(collective_us, input_us, compute_us)`` of one host's op totals."""
+    collective = sum(us for t, (us, _) in totals.items() if t.startswith(_COLLECTIVE_PREFIXES))
+    inputs = sum(us for t, (us, _) in totals.items() if t.startswith(_INPUT_PREFIXES))
+    return collective, inputs, sum(us for us, _ in totals.values()) - collective - inputs
+
+
+def traced_rows(facts: StrategyFacts, files: list[str], services: str) -> None:
+    """Per worker, from its host's xplane file in the merged run: ``facts.traced`` and
+    ``facts.collective_share`` (a host named ``127.0.0.1_<port>`` is the worker whose profiler
+    server has that port in ``services``, in worker order)."""
+    from rnndoctor.capture.profile import host_op_times
+
+    ports = [s.rsplit(":", 1)[-1] for s in services.split(",") if s]
+    duration = float(os.environ.get(cluster.TRACE_MS_VAR, "0") or 0) or None
+    busy = collective_all = 0.0
+    for path in files:
+        host = os.path.basename(path)[: -len(".xplane.pb")]
+        port = host.rsplit("_", 1)[-1]
+        if port not in ports:
+            continue
+        try:
+            collective, inputs, compute = _split(host_op_times(path))
+        except Exception as exc:
+            facts.not_measured = f"op stats of {host}: {type(exc).__name__}: {exc}"[:300]
+            continue
+        total = collective + inputs + compute
+        busy, collective_all = busy + total, collective_all + collective
+        facts.traced.append(
+            WorkerFacts(
+                index=ports.index(port),
+                task=f"worker:{ports.index(port)}",
+                traced_host=host,
+                traced_ms=duration,
+                collective_ms=round(collective / 1000, 3),
+                input_ms=round(inputs / 1000, 3),
+                compute_ms=round(compute / 1000, 3),
+                outside_collectives_ms=round((inputs + compute) / 1000, 3),
+                input_bound_share=round(inputs / total, 4) if total else None,
+            )
+        )
+    facts.traced.sort(key=lambda w: w.index)
+    facts.collective_share = round(collective_all / busy, 4) if busy else None
+
+
 _TRACE_PHASES = (Phase.MEASURED, Phase.LOOP_MEASURED)
 _TRACE_WAIT_S = 30.0  # beyond the trace's duration, how long a worker waits for the chief's word
 
@@ -467,6 +542,7 @@ def trace_facts(session: CaptureSession, facts: StrategyFacts) -> None:
     files = sorted(glob.glob(os.path.join(runs[-1], "*.xplane.pb"))) if runs else []
     facts.profile_logdir = os.path.abspath(logdir)
     facts.profile_hosts = [os.path.basename(f)[: -len(".xplane.pb")] for f in files]
+    traced_rows(facts, files, os.environ.get(cluster.TRACE_SERVICES_VAR, ""))
     if files and session.facts.profile is None:
         environment = session.facts.environment
         gpus = environment.gpu_count if environment else 0
