@@ -56,6 +56,7 @@ def _environment(
     index: int, ports: list[int], profiler_ports: list[int], out: Path, run_id: str
 ) -> dict[str, str]:
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+    env["PYTHONFAULTHANDLER"] = "1"  # a worker that crashes in native code shows its Python stack
     env[supervisor.RUN_ID_VAR] = run_id
     env["TF_CONFIG"] = cluster.tf_config(ports, index)
     env[cluster.PROFILER_PORT_VAR] = str(profiler_ports[index])
