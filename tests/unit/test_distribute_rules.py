@@ -157,3 +157,16 @@ def test_auto_shard_resolves_as_tf_data_does(policy, workers, files, resolved):
     from rnndoctor.capture.distribute import resolve_auto_shard
 
     assert resolve_auto_shard(policy, workers, files)[0] == resolved
+
+
+def test_the_reports_give_the_per_worker_table_with_each_workers_findings():
+    from rnndoctor.reports import RENDERERS
+
+    report = evaluate(load("straggler-custom-loop.json"))
+    md = RENDERERS["md"](report)
+    row = next(line for line in md.splitlines() if line.startswith("| 1 | worker:1 |"))
+    assert "332.59" in row and "RD701" in row and "RD705" in row
+    assert next(line for line in md.splitlines() if line.startswith("| 0 |")).endswith("| — |")
+    html = RENDERERS["html"](report)
+    assert '<section id="strategy">' in html and "<code>MultiWorkerMirroredStrategy</code>" in html
+    assert "tensorboard --logdir" in html and "<code>RD701</code>" in html
