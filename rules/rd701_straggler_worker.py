@@ -4,9 +4,12 @@ What it detects:
     In synchronous multi-worker training, one worker's time outside the collectives (its input
     wait and its compute, ``outside_collectives_ms``) is 1.2x (``min_ratio``) or more the
     median of the other workers', over the chief's trace of all workers. The finding names the
-    worker and its largest extra phase: input or compute. It is a ``warning`` when the other
-    workers also spend more time in the collectives than the straggler (they wait for it in the
-    all-reduce), else ``info``, "inconclusive".
+    worker and its largest extra phase: input or compute. One trace gives one figure per worker
+    and no interval: the ratio is quoted from ratio / 10 to ratio x 10 (``rules/_measured.py``:
+    ``FEW_PAIRS_SPAN``, the span of a figure with too few samples), widened on a noisy machine
+    (``window_widen``). It is a ``warning`` when that whole span clears ``min_ratio`` and the
+    other workers spend more time in the collectives than the straggler (they wait for it in
+    the all-reduce), else ``info``, "inconclusive".
 
 Why it slows training:
     Every step ends in an all-reduce of the gradients that no worker leaves before the slowest
@@ -43,11 +46,14 @@ References:
 
 from __future__ import annotations
 
+from rnndoctor.decide import Decision, decide
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _distributed as dist
 from rnndoctor.rules import _fastpath as fp
+from rnndoctor.rules import _measured as m
+from rnndoctor.stats import Interval
 
 _MIN_RATIO = Option(
     name="min_ratio",
@@ -77,12 +83,19 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     extra_compute = (slow.compute_ms or 0.0) - dist.others_median(rows, slow, "compute_ms")
     phase = "input" if extra_input >= extra_compute else "compute"
     waited = dist.others_median(rows, slow, "collective_ms") > (slow.collective_ms or 0.0)
+    span = Interval(ratio, ratio / m.FEW_PAIRS_SPAN, ratio * m.FEW_PAIRS_SPAN)
+    decision = decide(m.widen_ratio(span, m.window_widen(facts)), options.min_ratio,
+                      higher_is_worse=True)  # fmt: skip
+    clear = decision is Decision.CLEARS and waited
     name = dist.worker_name(slow)
-    verdict = "" if waited else "inconclusive (the others do not wait longer in the collectives): "
+    verdict = "" if clear else (
+        "inconclusive (one trace, no interval" + ("" if waited else
+        "; the others do not wait longer in the collectives") + "): "
+    )  # fmt: skip
     location = facts.strategy.dataset_location if phase == "input" else None
     return [
         finding(
-            severity=Severity.WARNING if waited else Severity.INFO,
+            severity=Severity.WARNING if clear else Severity.INFO,
             message=(
                 f"{verdict}{name} is a straggler: {slow.outside_collectives_ms:.1f} ms outside "
                 f"the collectives against {others:.1f} ms on the other workers ({ratio:.1f}x), "

@@ -4,6 +4,8 @@ What it detects:
     The input-bound share of at least one worker (its tf.data op time over all its traced op
     time, ``input_bound_share``) reaches 20% (``min_input_share``) while another worker's is at
     least 10 points (``min_spread``) lower: some workers are input-bound, others are not.
+    ``info``: one trace gives one figure per worker and no interval (RD701 carries the warning
+    when the difference makes a straggler).
 
 Why it slows training:
     The workers that wait for their input hold back the synchronous step of all of them (see
@@ -65,7 +67,7 @@ _MIN_SPREAD = Option(
     "input-bound-some-workers",
     "some workers input-bound (>= 20% of their op time), others not (>= 10 points lower)",
     needs=("strategy",),
-    severity=Severity.WARNING,
+    severity=Severity.INFO,
     options=(_MIN_SHARE, _MIN_SPREAD),
 )
 def check(facts: Facts, options: OptionValues) -> list[Finding]:

@@ -73,6 +73,7 @@ class DistributeState:
 
     calls: list[tuple[str, str, SourceLocation | None, Any, Any]] = field(default_factory=list)
     fit_failure: tuple[BaseException, str, int, Any] | None = None  # exc, file, line, model
+    window_ended: bool = False  # the wait for the chief's trace is over
     trace: Any = None  # the chief's trace thread (threading.Thread), once started
     trace_error: str | None = None
     profiler_error: str | None = None
@@ -504,11 +505,14 @@ def _on_phase(session: CaptureSession, phase: Phase) -> None:
 def window_ended(session: CaptureSession) -> None:
     """After the window, a worker of ``--workers`` waits for the chief's trace to end: the chief
     joins its trace thread and writes the ``TRACE_DONE_VAR`` file, the others wait for that file
-    (bounded). Every worker stops at the same step, so none waits in a collective meanwhile."""
+    (bounded). Every worker stops at the same step, so none waits in a collective meanwhile.
+    ``fit``'s window calls it after its last step, before ``fit`` ends (its iterator is still
+    alive while the trace reads the worker); a custom loop's, from its last step; once."""
     done = os.environ.get(cluster.TRACE_DONE_VAR)
     state = session.distribute_state
-    if not done or state is None:
+    if not done or state is None or state.window_ended:
         return
+    state.window_ended = True
     bound_s = int(os.environ.get(cluster.TRACE_MS_VAR, "1000")) / 1000 + _TRACE_WAIT_S
     if os.environ.get(cluster.TRACE_SERVICES_VAR):
         if state.trace is not None:
