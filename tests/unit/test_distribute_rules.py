@@ -183,3 +183,13 @@ def test_the_reports_give_the_per_worker_table_with_each_workers_findings():
     html = RENDERERS["html"](report)
     assert '<section id="strategy">' in html and "<code>MultiWorkerMirroredStrategy</code>" in html
     assert "tensorboard --logdir" in html and "<code>RD701</code>" in html
+
+
+def test_workers_usage_errors():
+    from rnndoctor.options import Options, OptionsError
+
+    Options(workers=2).validate_window()
+    with pytest.raises(OptionsError, match="--workers must be at least 1"):
+        Options(workers=0).validate_window()
+    with pytest.raises(OptionsError, match="drop --workers"):
+        Options(workers=2, verify=True).validate_window()
