@@ -67,6 +67,12 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     if st.replicas <= 1 or not st.per_replica_batch_size or not st.global_batch_size:
         return []
     points = [p for p in facts.probes.batch_probe if p.samples_per_s]
+    if len(points) < 2 and st.workers > 1:
+        raise NotEvaluated(
+            "the workers of a multi-worker job run no batch-size probe (its steps would be "
+            "collectives the other workers do not join): check the script under "
+            "MirroredStrategy on one host for the probe"
+        )
     if len(points) < 2:
         raise NotEvaluated(
             "the batch-size probe did not measure two points: "
