@@ -202,7 +202,9 @@ def _measured_after(forecast: Forecast, summary: VerifySummary) -> None:
     item = summary.all_fixes()
     if item is None:
         return
-    usable = item.status not in (VerifyStatus.FAILED, VerifyStatus.UNSAFE)
+    # decided statuses only: a failed or diverged copy, or one with too few pairs for a 90%
+    # interval (not verifiable), leaves the estimate
+    usable = item.status in (VerifyStatus.CONFIRMED, VerifyStatus.WITHIN_NOISE, VerifyStatus.SLOWER)
     if item.measured is None or item.low is None or item.high is None or not usable:
         detail = item.error if item.status == VerifyStatus.FAILED else item.reason
         forecast.after_not_measured = f"the all-fixes copy: {item.status}" + (

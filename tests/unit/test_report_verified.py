@@ -139,13 +139,19 @@ def test_the_forecast_after_the_fixes_is_the_all_fixes_copy_measured_with_its_in
     assert "after the fixes (measured)" in RENDERERS["md"](_report())
 
 
-def test_a_failed_all_fixes_copy_leaves_the_estimate_and_says_why():
+def test_a_failed_or_undecided_all_fixes_copy_leaves_the_estimate_and_says_why():
     summary = _summary()
     whole = summary.all_fixes()
     whole.status, whole.error, whole.measured = Status.FAILED, "OSError: no space", None
     fc = _report(summary).forecast
     assert fc.after_basis == "estimated" and fc.after_s == pytest.approx(fc.now_s / 3.74)
     assert fc.after_not_measured == "the all-fixes copy: failed: OSError: no space"
+    summary = _summary()
+    whole = summary.all_fixes()  # measured on 2 pairs: no 90% interval to decide on
+    whole.status, whole.reason, whole.pairs = Status.NOT_VERIFIABLE, "too few pairs to decide", 2
+    fc = _report(summary).forecast
+    assert fc.after_basis == "estimated" and fc.after_low_s is None
+    assert fc.after_not_measured == "the all-fixes copy: not verifiable: too few pairs to decide"
 
 
 def test_markdown_reports_carry_the_status_escaped_bad_fixes_first():
