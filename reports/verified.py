@@ -20,7 +20,7 @@ from rnndoctor.verify.result import Status, Verified, sort_key
 from rnndoctor.verify.summary import ALL, VerifySummary
 
 NOT_MEASURED = "not measured"
-NO_ESTIMATE = "no estimate"
+NO_ESTIMATE = "none"  # the finding gave no speedup (an inconclusive one gives none)
 
 
 def measured_cell(item: Verified) -> str:
@@ -30,7 +30,7 @@ def measured_cell(item: Verified) -> str:
 
 
 def estimate_cell(item: Verified) -> str:
-    """The finding's estimated speedup: ``2.50x``, or ``no estimate``."""
+    """The finding's estimated speedup: ``2.50x``, or ``none``."""
     return f"{item.estimate:.2f}x" if item.estimate else NO_ESTIMATE
 
 

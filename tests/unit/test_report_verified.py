@@ -89,7 +89,7 @@ def test_the_view_puts_failed_slower_and_unsafe_first_and_draws_each_interval():
     assert statuses[3:5] == ["confirmed", "confirmed"] and view.rows[3].name == "all (RD301, RD101)"
     failed = view.rows[0]
     assert failed.status_text == f"failed: ValueError: {HOSTILE} at run_eagerly_fit.py:21"
-    assert failed.measured_text == "not measured" and failed.estimate_text == "no estimate"
+    assert failed.measured_text == "not measured" and failed.estimate_text == "none"
     rd301 = view.row_for("RD301")
     g = rd301.gauge
     assert g["low_x"] < g["meas_x"] < g["high_x"] < g["est_x"]  # 2.2 < 2.6 < 3.0 < 3.74
@@ -241,9 +241,7 @@ def test_compare_shows_estimate_against_measurement_per_rule(tmp_path):
     assert re.search(r"^before RD401 failed: ValueError", out, re.M)
     assert re.search(r"^before RD301 confirmed; estimate 3\.74x, measured 2\.60x .*"
                      r"measured/estimated 0\.70$", out, re.M)  # fmt: skip
-    assert re.search(
-        r"^after  RD101 within noise; estimate no estimate, measured 1\.02x", out, re.M
-    )
+    assert re.search(r"^after  RD101 within noise; estimate none, measured 1\.02x", out, re.M)
     assert out.index("before RD401") < out.index("before RD303") < out.index("before all")
     html = page.read_text()
     parser = _Page()
@@ -260,3 +258,55 @@ def test_compare_of_reports_without_verification_shows_no_verified_section(tmp_p
     assert result.exit_code == 0, result.output
     assert "verified fixes" not in result.output
     assert "Verified fixes" not in (tmp_path / "c.html").read_text()
+
+
+def _speed(script: Path, call: int) -> float | None:
+    """The fake runs' samples/s: batch 32 triples it, the compile rewrite raises."""
+    text = script.read_text()
+    if "model.compile(x)" in text:
+        return None
+    return (100.0 + call % 3) * (3.0 if "batch_size=32" in text else 1.0)
+
+
+def test_check_verify_renders_every_report_with_the_verification(tmp_path, monkeypatch, capsys):
+    from verify_helpers import FakeRunner, facts_for, finding
+
+    from rnndoctor.cli import verify as cli_verify
+    from rnndoctor.cli.console import Console
+    from rnndoctor.engine import RuleOutcome
+    from rnndoctor.engine import Status as RuleStatus
+    from rnndoctor.rules import get_rule
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    script = root / "train.py"
+    script.write_text("model = build(units=16)\nmodel.fit(x, y, batch_size=8)\n")
+    fixes = {
+        "RD301": finding("RD301", script, 2, "batch_size=8", "batch_size=32", speedup=2.5),
+        "RD403": finding(
+            "RD403", script, 2, "model.fit(x, y, batch_size=8)", "model.compile(x)", speedup=1.3
+        ),  # fmt: skip
+    }
+    outcomes = [RuleOutcome(get_rule(r), RuleStatus.FIRED, findings=[f]) for r, f in fixes.items()]
+    facts = facts_for(script, root)
+    report = Report(facts=facts, outcomes=outcomes)
+    monkeypatch.setattr(cli_verify, "make_runner", lambda args, options: FakeRunner(_speed, 1.0))
+    out = root / "report"
+    out.mkdir()
+    options = dataclasses.replace(Options(), format=["html", "json", "sarif"], verify_budget=1e4)
+    code = cli_verify.run_verify(script, [], options, out, facts, report, 5.0, Console())
+    assert code is None
+    printed = capsys.readouterr().out
+    assert f"git apply {out / 'fixes.patch'}" in printed
+    assert printed.index("RD403") < printed.index("RD301")  # failed first
+    page = _Page()
+    page.feed((out / "report.html").read_text())
+    assert page.statuses == ["failed", "confirmed"] and page.bad_rows == ["failed"]
+    assert page.links == ["fixes.patch"]
+    doc = json.loads((out / "report.json").read_text())
+    assert [v["status"] for v in doc["verified"]] == ["failed", "confirmed"]
+    sarif = json.loads((out / "report.sarif").read_text())
+    statuses = {r["ruleId"]: r["properties"]["verification"]["status"]
+                for r in sarif["runs"][0]["results"]}  # fmt: skip
+    assert statuses == {"RD301": "confirmed", "RD403": "failed"}
+    assert "| **RD403** | **failed: ValueError" in (out / "verify.md").read_text()
