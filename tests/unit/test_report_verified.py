@@ -290,7 +290,12 @@ def test_check_verify_renders_every_report_with_the_verification(tmp_path, monke
     outcomes = [RuleOutcome(get_rule(r), RuleStatus.FIRED, findings=[f]) for r, f in fixes.items()]
     facts = facts_for(script, root)
     report = Report(facts=facts, outcomes=outcomes)
-    monkeypatch.setattr(cli_verify, "make_runner", lambda args, options: FakeRunner(_speed, 1.0))
+
+    class Runner(FakeRunner):
+        def close(self) -> None:  # a warm runner's processes: none here
+            pass
+
+    monkeypatch.setattr(cli_verify, "make_runner", lambda *args: Runner(_speed, 1.0))
     out = root / "report"
     out.mkdir()
     options = dataclasses.replace(Options(), format=["html", "json", "sarif"], verify_budget=1e4)
