@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rnndoctor.verify.result import Verified, sort_key
+from rnndoctor.verify.session import ALL  # the all-fixes copy's name
+
+__all__ = ["ALL", "MEASURED_ON", "VerifySummary"]
 
 MEASURED_ON = ("cpu", "gpu")
-ALL = "all"  # the all-fixes copy's name (rnndoctor.verify.session.ALL)
 
 
 class _VerificationLike(Protocol):
