@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rnndoctor.capture import data as data_mod
-from rnndoctor.capture import memory, pairs, sampling, sites
+from rnndoctor.capture import interleave, memory, pairs, sampling, sites
 from rnndoctor.capture.budget import Budget, paired_left
 from rnndoctor.capture.pairs import Burst
 from rnndoctor.capture.sampling import Batches
@@ -465,13 +465,12 @@ def _batch_size_of(item: Any) -> int | None:
 @dataclass
 class _Stage:
     """One probe of :func:`run_probes`: its phase, the field that says why it did not measure,
-    the probe itself, what follows it, and whether its fits left garbage to collect."""
+    the probe itself, and what follows it."""
 
     phase: Phase
     not_measured: str
     run: Callable[[], None]
     after: Callable[[], Any] = lambda: None
-    ran_fits: Callable[[], bool] = lambda: True
 
 
 def run_probes(
@@ -499,9 +498,16 @@ def run_probes(
         _Stage(Phase.BATCH_PROBE, "batch_probe_not_measured",
                lambda: _batch_stage(session, model, probes, batches, state)),
         _Stage(Phase.SPE_PROBE, "spe_probe_not_measured",
-               lambda: _spe_probe(session, model, probes, batches, saved),
-               ran_fits=lambda: any(p.steps for p in probes.spe_probe)),
+               lambda: _spe_probe(session, model, probes, batches, saved)),
     )  # fmt: skip
+    # The probes' fits leave cyclic garbage (epoch iterators, datasets, traced functions): it is
+    # collected after each probe, in the probe's own phase, so that the phase times say what
+    # each probe cost and no automatic collection lands inside a timed step. The window's
+    # objects (the model, TensorFlow's, the script's) outlive the probes: frozen (gc.freeze),
+    # those collections scan only what the probes allocated, not the whole heap each time.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    gc.freeze()
     try:
         for stage in stages:
             session.set_phase(stage.phase)
@@ -510,13 +516,12 @@ def run_probes(
             except Exception as exc:  # a probe's own failure: the others still run
                 setattr(probes, stage.not_measured, f"failed: {type(exc).__name__}: {exc}"[:300])
             stage.after()
-            # The probe's fits leave cyclic garbage (epoch iterators, datasets, traced
-            # functions) whose collection takes up to seconds in a large TF heap: collect it in
-            # the probe's own phase, so that the phase times say what each probe cost.
-            if stage.ran_fits():
-                gc.collect()
+            gc.collect()
             session.save()
     finally:
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
         _restore(model, saved)
 
 
@@ -821,6 +826,56 @@ def _pair_points(
             point.paired = pairs.pair(first, arm, phase=phase, cut_short=why)
 
 
+def _pair_in_one_fit(
+    session: CaptureSession,
+    model: Any,
+    arms: list[tuple[ProbePoint, pairs.ArmRecord]],
+    datasets: list[Any],
+    left: Callable[[], float],
+    budget: Budget,
+) -> None:
+    """The batch-size probe's paired rounds (the first round already ran, one ``fit`` per point)
+    in one more ``fit`` whose dataset alternates the points' cached batches
+    (:mod:`rnndoctor.capture.interleave`), until each point has its 10 steps and 1 s or the
+    allowance ``left()`` ends; then each point's median step and its pairing with the first
+    point (``point.paired``: A = the first point, B = this one), as :func:`_pair_points` does."""
+    if len(arms) < 2:
+        return
+    records = [arm for _, arm in arms]
+    spe = int(getattr(model, "steps_per_execution", 1) or 1)
+    round_plan = interleave.plan([statistics.median(r.per_step_ms) for r in records], spe)
+    clock = interleave.RoundClock(round_plan)
+    state: dict[str, str | None] = {"why": None}
+
+    def on_round(done: interleave.Round) -> bool:
+        for record, intervals in zip(records, done, strict=True):
+            record.add(intervals)
+        state["why"] = pairs.stop_reason(records, left(), clock.last_round_s)
+        return state["why"] is not None
+
+    why = pairs.stop_reason(records, left(), 0.0)
+    if why is None:
+        data = interleave.dataset(datasets, round_plan)
+        timer = interleave.round_timer(clock, on_round, budget.deadline)
+        fit = session.original_fit()
+        try:
+            fit(model, x=data, epochs=1, verbose=0, callbacks=[timer], shuffle=False,
+                steps_per_epoch=interleave.MAX_STEPS)  # fmt: skip
+            why = state["why"] or "out of its time budget"
+        except Exception as exc:  # out of memory, a failed fit: keep the rounds so far
+            why = "out of memory" if _is_oom(exc) else f"failed: {type(exc).__name__}: {exc}"
+            why = why[:200]
+        finally:
+            model.stop_training = False
+    why = pairs.finish_reason(why, records)
+    first = records[0]
+    for point, arm in arms:
+        point.steps = sum(arm.steps)
+        point.step_time_ms = round(statistics.median(arm.per_step_ms), 4)
+        if arm is not first:
+            point.paired = pairs.pair(first, arm, phase=Phase.BATCH_PROBE, cut_short=why)
+
+
 def _batch_inconsistency(session: CaptureSession, probes: ProbeFacts) -> str | None:
     """Why the batch-size probe's first point (the user's batch, compute-only) disagrees with
     the window: its step is longer than the window's median step beyond the window's noise."""
@@ -888,6 +943,7 @@ def _batch_probe(
     previous = base
     spec = _any_batch_size(batches.element_spec)
     arms: list[tuple[ProbePoint, pairs.ArmRecord]] = []
+    datasets: list[Any] = []
     for factor in (1, *_BATCH_FACTORS):
         size = base * factor
         point = ProbePoint(value=size)
@@ -920,11 +976,12 @@ def _batch_probe(
         if arm is None:
             break
         arms.append((point, arm))
+        datasets.append(dataset)
         growth = meter.growth_mib()
         if growth and size > previous:
             per_sample_mib = growth / (size if meter_gpu else size - previous)
         previous = size
-    _pair_points(arms, left, Phase.BATCH_PROBE)
+    _pair_in_one_fit(session, model, arms, datasets, left, budget)
     for point, _ in arms:
         point.samples_per_s = round(point.value * 1000.0 / point.step_time_ms, 2)
 
