@@ -33,11 +33,14 @@ def checks(root: Path = ROOT) -> list[tuple[str, list[str]]]:
     return runs + [("demo", ["demo"]), ("demo --fixed", ["demo", "--fixed"])]
 
 
-def run_tree(command: list[str], cwd: Path) -> dict[str, Any]:
-    """Runs ``command`` and polls its process tree: exit code, wall time (s), peak memory (MiB,
-    the largest sum of the resident set sizes of the tree's processes seen at one poll)."""
+def run_tree(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Runs ``command`` (in ``env``, default this process's) and polls its process tree: exit
+    code, wall time (s), peak memory (MiB, the largest sum of the resident set sizes of the
+    tree's processes seen at one poll)."""
     started = time.monotonic()
-    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
     peak = 0
     root = psutil.Process(proc.pid)
     while proc.poll() is None:
@@ -56,11 +59,13 @@ def run_tree(command: list[str], cwd: Path) -> dict[str, Any]:
     }
 
 
-def run_check(rnndoctor: str, args: list[str], out: Path, cwd: Path) -> dict[str, Any]:
+def run_check(
+    rnndoctor: str, args: list[str], out: Path, cwd: Path, env: dict[str, str] | None = None
+) -> dict[str, Any]:
     """One ``rnndoctor`` run with ``--format json --fail-on never``: exit code, wall time, peak
     memory, and the rule IDs (and severities) of its findings."""
     result = run_tree(
-        [rnndoctor, *args, "--out", str(out), "--format", "json", "--fail-on", "never"], cwd
+        [rnndoctor, *args, "--out", str(out), "--format", "json", "--fail-on", "never"], cwd, env
     )
     try:
         report = json.loads((out / "report.json").read_text())
