@@ -946,11 +946,13 @@ class _PointFunctions:
     train function is traced for it: ``float32[16, 8, 3]``), every point runs a function traced
     for its own fixed batch, as the user's ``fit`` at that batch size would: the user's batch
     runs the window's own function, each larger batch one that Keras builds at its first burst
-    (``model.train_function = None``). One function traced with an unknown batch dimension for
-    every point was 48% slower per step than the window's for a 8-unit LSTM
-    (tests/scripts/tiny_lstm.py: 4.0 ms against 2.7 ms, issue 11), so that the user's own batch
-    failed the consistency check. Where the batch is already unknown, all points share the
-    window's function (``static`` False) and the rounds run in one interleaved ``fit``."""
+    (``model.train_function = None``). A function traced with an unknown batch dimension runs
+    slower than the window's for a small model: for the 8-unit LSTM of
+    tests/scripts/tiny_lstm.py, 2.95-3.0 ms against 2.3-2.5 ms per step in the quieter rounds of
+    six interleaved ``fit`` bursts each (and 4.0 ms against the window's 2.7 ms in a check),
+    so that the user's own batch failed the consistency check and RD301 flipped to "not
+    evaluated" (issue 11). Where the batch is already unknown, all points share the window's
+    function (``static`` False) and the rounds run in one interleaved ``fit``."""
 
     def __init__(self, model: Any, spec: Any, base: int, traced: dict[int, Any]):
         self.model, self.base_spec, self.base = model, spec, base
