@@ -5,7 +5,9 @@ tree. Run by hand, never in CI."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,13 @@ AT_LEAST_WARNING = ("warning", "error")
 _POLL_S = 0.1
 # sleeps_before_fit.py never reaches fit: it tests --timeout, so give it a short one.
 _EXTRA = {"sleeps_before_fit.py": ["--timeout", "20"]}
+
+
+def default_rnndoctor() -> str:
+    """The ``rnndoctor`` executable: on ``PATH``, else the one beside this Python (a virtual
+    environment's ``bin/``, run without activating it), else the bare name."""
+    beside = Path(sys.executable).parent / "rnndoctor"
+    return shutil.which("rnndoctor") or (str(beside) if beside.exists() else "rnndoctor")
 
 
 def checks(root: Path = ROOT) -> list[tuple[str, list[str]]]:
@@ -74,4 +83,8 @@ def run_check(
     findings = report.get("findings", [])
     result["ids"] = sorted({f["rule_id"] for f in findings if f["severity"] in AT_LEAST_WARNING})
     result["findings"] = sorted({f"{f['rule_id']}:{f['severity']}" for f in findings})
+    # findings that say "inconclusive: ..." (info: only the median cleared the cut-off)
+    result["inconclusive"] = sorted(
+        {f["rule_id"] for f in findings if "inconclusive" in f.get("message", "")}
+    )
     return result

@@ -18,13 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-from _checks import ROOT, run_check, run_tree
+from _checks import ROOT, default_rnndoctor, run_check, run_tree
 
 _DEFAULT_STEPS = 3 + 20 + 3  # warm-up + measured + profiled (rnndoctor.options.DEFAULTS)
 
@@ -50,7 +49,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("script", nargs="?", default=str(ROOT / "examples" / "charlm_stdlib.py"))
     parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--rnndoctor", default=shutil.which("rnndoctor") or "rnndoctor")
+    parser.add_argument("--rnndoctor", default=default_rnndoctor())
     parser.add_argument(
         "--against",
         metavar="SRC",
