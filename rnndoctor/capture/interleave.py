@@ -3,13 +3,14 @@ call per burst.
 
 The paired rounds of :mod:`rnndoctor.capture.pairs` run one Keras ``fit`` per burst, and every
 ``fit`` costs its own set-up and an untimed first step (the iterator starts). For the bundled
-demo (a 256-unit LSTM on CPU, steps of 0.3–1 s) that was about half of the batch-size probe's
-wall time: 6 bursts of 2 timed steps each cost 13 s, of which 5 s were timed (measured with the
-per-burst wall times, issue 11). Here one ``fit`` runs every round: its dataset is the arms'
-cached datasets chosen in a fixed schedule (``tf.data.Dataset.choose_from_datasets``), a burst
-of arm 0, then of arm 1, ... per round, and a callback times each execution, from one
-``on_train_batch_end`` to the next, and hands each completed round to the caller, which adds the
-bursts to the arms' records and says when to stop. The first execution of the ``fit`` (one
+demo (a 256-unit LSTM on CPU, steps of 0.4–1 s on a loaded machine) the batch-size probe's 6
+bursts of 1–2 timed steps took 13.2 s of ``fit`` calls, of which 8.3 s were timed steps
+(per-burst wall times, load average 2–5, issue 11). Here one ``fit`` runs every round: its
+dataset is the arms' cached datasets chosen in a fixed schedule
+(``tf.data.Dataset.choose_from_datasets``), a burst of arm 0, then of arm 1, ... per round; a
+callback times each execution, from one ``on_train_batch_end`` to the next, and hands each
+completed round to the caller, which adds the bursts to the arms' records and says when to
+stop. The first execution of the ``fit`` (one
 ``steps_per_execution`` of arm 0) is its warm-up: it starts the iterator and is not timed.
 
 The pairs stay interleaved (a burst of each arm per round, back to back) and each burst's
