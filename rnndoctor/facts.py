@@ -151,10 +151,13 @@ class SourceLocation:
 
 @dataclass
 class PhaseTime:
-    """A phase of the capture and when it started, in seconds since the capture started."""
+    """A phase of the capture and when it started, in seconds since the capture started;
+    ``rss_mib``: the capture process's resident memory (MiB, ``VmRSS``) as the phase started
+    (None where it could not be read), so that a check's memory can be split by phase."""
 
     name: str
     started_s: float
+    rss_mib: float | None = None
 
 
 @dataclass
@@ -262,10 +265,12 @@ class RunInfo:
         """The load recorded over ``phase`` (the last one of that name), or None."""
         return next((m for m in reversed(self.machine) if m.phase == phase), None)
 
-    def enter_phase(self, name: str, elapsed_s: float) -> None:
-        """Sets the current ``phase`` and records when it started (``phases``)."""
+    def enter_phase(self, name: str, elapsed_s: float, rss_mib: float | None = None) -> None:
+        """Sets the current ``phase`` and records when it started (``phases``), with the
+        process's resident memory then (MiB) where the caller read it."""
         self.phase = name
-        self.phases.append(PhaseTime(name, round(elapsed_s, 3)))
+        rss = round(rss_mib, 1) if rss_mib is not None else None
+        self.phases.append(PhaseTime(name, round(elapsed_s, 3), rss))
 
 
 @dataclass
