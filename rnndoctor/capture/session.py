@@ -228,6 +228,10 @@ class CaptureSession:
         self.loop_state = LoopState()
         self.after_window: AfterWindowState | None = None
         self.load_sampler: LoadSampler | None = None
+        # the dataset-distribution hooks' record (capture.distribute.DistributeState)
+        self.distribute_state: Any = None
+        # called with each phase as it starts (capture.distribute: the workers' trace)
+        self.phase_listeners: list[Callable[[Phase], None]] = []
 
     # -- facts and phases ------------------------------------------------------------------------
     def save(self) -> None:
@@ -244,6 +248,8 @@ class CaptureSession:
         self.sample_load()
         rss = heap.resident_mib()
         self.facts.run.enter_phase(phase, time.monotonic() - self.started, rss)
+        for listener in self.phase_listeners:
+            listener(phase)
         if phase != Phase.DONE:
             try:
                 self.load_sampler = LoadSampler().start()

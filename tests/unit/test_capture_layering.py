@@ -18,6 +18,7 @@ ALLOWED = {
     "rnndoctor.options",
     "rnndoctor.paired",
     "rnndoctor.machine",
+    "rnndoctor.cluster",  # pure: the --workers environment the launcher and the capture share
 }
 # The modules below every hook: they import no hook module, so every hook may import them.
 # heap (the process's own memory: resident size, malloc_trim) imports no capture module either.

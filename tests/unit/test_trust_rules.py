@@ -15,7 +15,7 @@ from pathlib import Path
 from test_rules_input_batch import facts, run
 
 from rnndoctor.engine import Status, evaluate
-from rnndoctor.facts import Facts, MachinePhase, PairedRatio, ProbePoint
+from rnndoctor.facts import SCHEMA_VERSION, Facts, MachinePhase, PairedRatio, ProbePoint
 from rnndoctor.findings import Severity
 from rnndoctor.reports.terminal import summary_lines
 from rnndoctor.reports.view import build_view
@@ -127,7 +127,11 @@ def test_old_facts_without_the_new_fields_still_load():
         doc["probes"].pop(key)
     doc["run"].pop("machine")
     f = Facts.from_dict(doc)
-    assert f.schema_version == "1.2" and f.run.machine == [] and f.probes.compute_paired is None
+    assert (
+        f.schema_version == SCHEMA_VERSION
+        and f.run.machine == []
+        and f.probes.compute_paired is None
+    )
 
 
 def test_rd301_is_not_evaluated_on_an_inconsistent_batch_probe():
