@@ -1,11 +1,14 @@
 """Overhead: what ``rnndoctor check`` costs against a bare run of the same script.
 
-    python benchmarks/overhead.py [--pairs 3] [SCRIPT]
+    python benchmarks/overhead.py [--pairs 3] [--against SRC] [SCRIPT]
 
 Paired and interleaved (bare, check, bare, check, ...): the wall time and the peak memory of the
 process tree of ``rnndoctor check SCRIPT`` (default: the bundled demo) against a bare run of the
 same script to the same training step (``_bare.py``: warm-up + measured + profiled steps, with
-rnndoctor's defaults). Prints the medians, each pair's ratio and the median ratio. Also prints,
+rnndoctor's defaults). Prints the medians, each pair's ratio and the median ratio; with
+``--against SRC`` each round also checks with another rnndoctor source tree (``PYTHONPATH=SRC``,
+e.g. ``git worktree add /tmp/main main``), so that two versions' ratios are measured side by
+side under the same load. Also prints,
 from the checks' own facts, where the check's time went (its phases). Run by hand, never in CI;
 the figures go in the README.
 """
@@ -14,19 +17,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
+import os
 import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-from _checks import ROOT, run_check, run_tree
+from _checks import ROOT, default_rnndoctor, run_check, run_tree
 
 _DEFAULT_STEPS = 3 + 20 + 3  # warm-up + measured + profiled (rnndoctor.options.DEFAULTS)
 
 
-def _phases(out: Path) -> list[tuple[str, float]]:
-    """The check's phases and their durations in seconds, from its facts."""
+def _phases(out: Path) -> list[tuple[str, float, float | None]]:
+    """The check's phases, their durations in seconds and the capture process's resident memory
+    (MiB) as each started, from its facts."""
     try:
         run = json.loads((out / "facts.json").read_text())["run"]
     except (OSError, ValueError, KeyError):
@@ -36,7 +40,8 @@ def _phases(out: Path) -> list[tuple[str, float]]:
         run.get("wall_time_s") or phases[-1]["started_s"]
     ]
     return [
-        (p["name"], round(end - p["started_s"], 2)) for p, end in zip(phases, ends, strict=True)
+        (p["name"], round(end - p["started_s"], 2), p.get("rss_mib"))
+        for p, end in zip(phases, ends, strict=True)
     ]
 
 
@@ -44,30 +49,45 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("script", nargs="?", default=str(ROOT / "examples" / "charlm_stdlib.py"))
     parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--rnndoctor", default=shutil.which("rnndoctor") or "rnndoctor")
+    parser.add_argument("--rnndoctor", default=default_rnndoctor())
+    parser.add_argument(
+        "--against",
+        metavar="SRC",
+        help="also check with the rnndoctor source tree SRC (PYTHONPATH=SRC), interleaved: "
+        "bare, check, check of SRC in each round, so two versions compare side by side",
+    )
     args = parser.parse_args()
     script = str(Path(args.script).resolve())
-    bare, check = [], []
+    arms: dict[str, list] = {"bare": [], "check": []}
+    envs = {"check": None}
+    if args.against:
+        arms["check of --against"] = []
+        envs["check of --against"] = dict(os.environ, PYTHONPATH=str(Path(args.against)))
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.pairs):
-            bare.append(run_tree(
+            arms["bare"].append(run_tree(
                 [sys.executable, str(ROOT / "benchmarks" / "_bare.py"), str(_DEFAULT_STEPS),
                  script], Path(tmp)))  # fmt: skip
-            out = Path(tmp) / f"check-{i}"
-            check.append(run_check(args.rnndoctor, ["check", script], out, Path(tmp)))
-            b, c = bare[-1], check[-1]
-            print(f"pair {i + 1}: bare {b['wall_s']} s {b['peak_mib']} MiB, check "
-                  f"{c['wall_s']} s {c['peak_mib']} MiB", file=sys.stderr)  # fmt: skip
-        phases = _phases(Path(tmp) / f"check-{args.pairs - 1}")
+            for name, env in envs.items():
+                out = Path(tmp) / f"{name.split()[-1]}-{i}"
+                arms[name].append(run_check(args.rnndoctor, ["check", script], out, Path(tmp), env))
+            print(f"round {i + 1} (load {os.getloadavg()[0]:.2f}): " + ", ".join(
+                f"{n} {a[-1]['wall_s']} s {a[-1]['peak_mib']} MiB" for n, a in arms.items()),
+                file=sys.stderr)  # fmt: skip
+        phases = {n: _phases(Path(tmp) / f"{n.split()[-1]}-{args.pairs - 1}") for n in envs}
+    bare = arms["bare"]
     for key, unit in (("wall_s", "s"), ("peak_mib", "MiB")):
-        ratios = [c[key] / b[key] for b, c in zip(bare, check, strict=True) if b[key]]
-        print(f"{key}: bare median {statistics.median(b[key] for b in bare)} {unit}, check median "
-              f"{statistics.median(c[key] for c in check)} {unit}; ratios "
-              f"{', '.join(f'{r:.2f}' for r in ratios)}; median ratio "
-              f"{statistics.median(ratios):.2f}x")  # fmt: skip
-    print("\nphases of the last check (s):")
-    for name, seconds in phases:
-        print(f"  {seconds:7.2f}  {name}")
+        print(f"{key}: bare median {statistics.median(b[key] for b in bare)} {unit}")
+        for name in envs:
+            ratios = [c[key] / b[key] for b, c in zip(bare, arms[name], strict=True) if b[key]]
+            print(f"  {name}: median {statistics.median(c[key] for c in arms[name])} {unit}; "
+                  f"ratios {', '.join(f'{r:.2f}' for r in ratios)}; median ratio "
+                  f"{statistics.median(ratios):.2f}x")  # fmt: skip
+    print(f"\nload average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    for arm, rows in phases.items():
+        print(f"\nphases of the last {arm} (s, and the capture's resident MiB as it started):")
+        for name, seconds, rss in rows:
+            print(f"  {seconds:7.2f}  {rss if rss is not None else '-':>7}  {name}")
     return 0
 
 

@@ -28,6 +28,9 @@ Top-level sections (each ``None`` when the run ended before it was gathered):
   optimizer's gradient application (since 1.1).
 - ``sequences``: :class:`SequenceFacts` — sampled sequence lengths, padding and masks per RNN
   input (since 1.1).
+- ``strategy``: :class:`StrategyFacts` — the ``tf.distribute`` strategy the training ran under:
+  replicas, workers, batch split, communication, the dataset's auto-shard policy, and one
+  :class:`WorkerFacts` per worker (since 1.3; None without a strategy).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 
 
 class Outcome(enum.StrEnum):
@@ -148,10 +151,13 @@ class SourceLocation:
 
 @dataclass
 class PhaseTime:
-    """A phase of the capture and when it started, in seconds since the capture started."""
+    """A phase of the capture and when it started, in seconds since the capture started;
+    ``rss_mib``: the capture process's resident memory (MiB, ``VmRSS``) as the phase started
+    (None where it could not be read), so that a check's memory can be split by phase."""
 
     name: str
     started_s: float
+    rss_mib: float | None = None
 
 
 @dataclass
@@ -259,10 +265,12 @@ class RunInfo:
         """The load recorded over ``phase`` (the last one of that name), or None."""
         return next((m for m in reversed(self.machine) if m.phase == phase), None)
 
-    def enter_phase(self, name: str, elapsed_s: float) -> None:
-        """Sets the current ``phase`` and records when it started (``phases``)."""
+    def enter_phase(self, name: str, elapsed_s: float, rss_mib: float | None = None) -> None:
+        """Sets the current ``phase`` and records when it started (``phases``), with the
+        process's resident memory then (MiB) where the caller read it."""
         self.phase = name
-        self.phases.append(PhaseTime(name, round(elapsed_s, 3)))
+        rss = round(rss_mib, 1) if rss_mib is not None else None
+        self.phases.append(PhaseTime(name, round(elapsed_s, 3), rss))
 
 
 @dataclass
@@ -1057,6 +1065,128 @@ class OutsideWindowFacts:
 
 
 @dataclass
+class WorkerFacts:
+    """One worker of a distributed job (since 1.3): what its own capture measured.
+
+    ``index``: the worker's position in the merged report (0: the chief, or the only worker);
+    ``task``: its ``TF_CONFIG`` task (``worker:1``), or ``local`` for a single-host strategy.
+    ``median_step_time_ms`` / ``step_time_ms``: its window's step times. In synchronous training
+    every worker's step ends in the same all-reduce, so these are nearly equal even when one
+    worker is slow; ``outside_collectives_ms`` is the part of its step spent outside the
+    collectives (input wait + compute: its compute-only probe plus its input wait, from
+    ``ProbeFacts.breakdown``), which is where a straggler shows. ``input_bound_share``: its
+    ``ProbeFacts.input_bound_share``. ``outcome``: its capture's ``RunInfo.outcome``;
+    ``message``: why it failed, if it did. ``facts_file``: its ``facts-worker-<i>.json``.
+
+    From the chief's trace of all workers (``--workers``; ``traced_host``: the worker's host in
+    the profile run): op self time, summed over the host's threads, over the trace, which is
+    the same wall-clock window on every worker (one ``client.trace`` call starts them all;
+    ``traced_ms``: its duration), so the figures compare across workers: ``collective_ms``
+    (all-reduce and the other collective ops, where a worker waits for the others),
+    ``input_ms`` (tf.data ops and the Python functions they run), ``compute_ms`` (every other
+    op); ``outside_collectives_ms`` is ``input_ms + compute_ms``; ``input_bound_share`` is
+    ``input_ms / (input_ms + compute_ms + collective_ms)``.
+    """
+
+    index: int
+    task: str = "local"
+    host: str | None = None
+    median_step_time_ms: float | None = None
+    step_time_ms: list[float] = field(default_factory=list)
+    outside_collectives_ms: float | None = None
+    input_ms: float | None = None
+    compute_ms: float | None = None
+    input_bound_share: float | None = None
+    outcome: str | None = None
+    message: str | None = None
+    facts_file: str | None = None
+    collective_ms: float | None = None
+    traced_host: str | None = None
+    traced_ms: float | None = None
+
+
+@dataclass
+class KerasFitFailure:
+    """Keras' ``fit`` failed under the strategy before its first step (since 1.3).
+
+    ``message``: the exception, one line; ``keras_file`` / ``keras_function`` / ``keras_line``:
+    the frame of the installed Keras that raised it (``keras/src/backend/tensorflow/trainer.py``,
+    ``_maybe_symbolic_build``), as the traceback gave it; ``location``: the user's ``fit`` call;
+    ``keras_version``: the Keras that failed.
+    """
+
+    message: str
+    keras_file: str | None = None
+    keras_function: str | None = None
+    keras_line: int | None = None
+    location: SourceLocation | None = None
+    keras_version: str | None = None
+
+
+@dataclass
+class StrategyFacts:
+    """The ``tf.distribute`` strategy the training ran under (since 1.3).
+
+    ``strategy``: the public name (``MirroredStrategy``, ``MultiWorkerMirroredStrategy``);
+    ``strategy_class``: the Python class (``CollectiveAllReduceStrategy``). ``replicas``:
+    ``num_replicas_in_sync`` (over all workers); ``workers``: the worker tasks of the cluster
+    (``chief`` and ``worker`` in ``TF_CONFIG``; 1 for a single-host strategy); ``task_type`` /
+    ``task_id``: this process's task. ``global_batch_size``: the batch the dataset yields (the
+    global batch: ``fit`` and ``experimental_distribute_dataset`` split it across the replicas);
+    ``per_replica_batch_size``: ``global_batch_size / replicas``.
+
+    ``communication``: the all-reduce implementation, ``RING``, ``NCCL`` or ``AUTO``
+    (``tf.distribute.experimental.CommunicationImplementation``, from the strategy's
+    communication options), None when the strategy has none; ``cross_device_ops``: the class
+    that reduces across devices (``CollectiveAllReduce``, ``NcclAllReduce``...).
+
+    ``auto_shard_policy``: the dataset's ``options().experimental_distribute.auto_shard_policy``
+    (``AUTO``, ``FILE``, ``DATA``, ``OFF``, ``HINT``); ``auto_shard_resolved``: what it does for
+    this job, ``FILE``, ``DATA`` or ``OFF``, following ``tf.data``'s auto-shard rewrite (AUTO is
+    FILE on a pipeline that reads files, else DATA; one input worker shards nothing: OFF), with
+    ``auto_shard_reason`` in words. ``distributed_by``: who distributed the dataset, ``keras``
+    (``fit`` calls ``experimental_distribute_dataset`` itself), ``experimental_distribute_dataset``
+    or ``distribute_datasets_from_function`` (the user's call, at ``distribute_location``), or
+    None when neither was seen. ``dataset_location``: the user's line that built the dataset.
+
+    ``per_worker``: one :class:`WorkerFacts` per worker (one entry for a single process).
+    ``fit_failure``: Keras' ``fit`` failed under this strategy before its first step.
+    ``profile_logdir``: the merged profile run of all workers (``--workers``) and
+    ``profile_hosts``: the hosts it holds; ``traced``: the chief's per-worker figures from that
+    run (:class:`WorkerFacts`, the trace fields only; the merge folds them into
+    ``per_worker``); ``collective_share``: the collective ops' share of all op self time in the
+    run (every host). ``gradient_bytes``: the bytes of the trainable variables, which one
+    all-reduce of the gradients moves per step; ``not_measured``: what could not be read, and
+    why.
+    """
+
+    strategy: str
+    strategy_class: str = ""
+    replicas: int = 1
+    workers: int = 1
+    task_type: str | None = None
+    task_id: int | None = None
+    global_batch_size: int | None = None
+    per_replica_batch_size: int | None = None
+    communication: str | None = None
+    cross_device_ops: str | None = None
+    auto_shard_policy: str | None = None
+    auto_shard_resolved: str | None = None
+    auto_shard_reason: str | None = None
+    distributed_by: str | None = None
+    distribute_location: SourceLocation | None = None
+    dataset_location: SourceLocation | None = None
+    per_worker: list[WorkerFacts] = field(default_factory=list)
+    fit_failure: KerasFitFailure | None = None
+    profile_logdir: str | None = None
+    profile_hosts: list[str] = field(default_factory=list)
+    traced: list[WorkerFacts] = field(default_factory=list)
+    collective_share: float | None = None
+    gradient_bytes: int | None = None
+    not_measured: str | None = None
+
+
+@dataclass
 class Facts:
     """The root of ``facts.json``."""
 
@@ -1073,6 +1203,7 @@ class Facts:
     loop: CustomLoopFacts | None = None
     sequences: SequenceFacts | None = None
     outside_window: OutsideWindowFacts | None = None
+    strategy: StrategyFacts | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Returns the JSON-serialisable dict (dataclasses recursively converted)."""

@@ -79,6 +79,8 @@ class Options:
             script and measure it A/B against the original (``rnndoctor.verify``).
         verify_budget: seconds the verification's runs may take together (None: 3x the plain
             check's wall time).
+        workers: local workers to launch on 127.0.0.1 under a generated ``TF_CONFIG`` (1: the
+            script runs once, as it is; ``rnndoctor/cli/workers.py``).
         rule_options: ``[tool.rnndoctor.rules.RD201]`` tables, by rule ID or name as the file
             writes it: option name -> value.
         config_file: the ``pyproject.toml`` whose ``[tool.rnndoctor]`` was read (None: none).
@@ -100,6 +102,7 @@ class Options:
     debug: bool = False
     verify: bool = False
     verify_budget: float | None = None
+    workers: int = 1
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     config_file: Path | None = None
     from_config: frozenset[str] = frozenset()
@@ -172,6 +175,8 @@ class Options:
             (self.verify_budget is not None and not self.verify_budget > 0,
              f"{self.label('verify_budget')} must be more than 0 seconds "
              f"(got {self.verify_budget})"),
+            (self.workers < 1, f"--workers must be at least 1 (got {self.workers})"),
+            (self.workers > 1 and self.verify, "--verify runs a single process: drop --workers"),
         ):  # fmt: skip
             if bad:
                 raise OptionsError(message)

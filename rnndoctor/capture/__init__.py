@@ -10,9 +10,9 @@ padding calls), the one diagnosis window (:mod:`.step_window`, driven by the ``f
 explicitly; the modules keep no check state of their own.
 
 What it may import: :mod:`rnndoctor.facts` (what it produces), :mod:`rnndoctor.stats` (shared
-math) and :mod:`rnndoctor.options` (defaults and exit codes), plus TensorFlow, Keras and their
-helpers. Never the rules, the reports or the CLI: the parent process turns the facts into
-findings.
+math), :mod:`rnndoctor.options` (defaults and exit codes) and :mod:`rnndoctor.cluster` (the
+``--workers`` environment), plus TensorFlow, Keras and their helpers. Never the rules, the
+reports or the CLI: the parent process turns the facts into findings.
 
 Submodules import TensorFlow or Keras at import time (except :mod:`.step_window`,
 :mod:`.session`, :mod:`.budget` and :mod:`.__main__`'s top level); import them only in the capture

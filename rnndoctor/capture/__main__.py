@@ -278,7 +278,16 @@ def _window_options(options: Options) -> WindowOptions:
 def _install_hooks(session: CaptureSession, script: str) -> None:
     """Every hook, before the user's script runs: construction sites, neutralisation, custom
     loops and tf.function counts, sequences, probes, and ``Model.fit``."""
-    from rnndoctor.capture import flavour, loop, neutralise, probes, sequences, sites, window
+    from rnndoctor.capture import (
+        distribute,
+        flavour,
+        loop,
+        neutralise,
+        probes,
+        sequences,
+        sites,
+        window,
+    )
 
     session.site_book = sites.install(script)
     flavour.install_tf_keras_sites()  # Keras 2 layers, when tf_keras is installed
@@ -286,6 +295,7 @@ def _install_hooks(session: CaptureSession, script: str) -> None:
     loop.install(session)
     sequences.install(session)
     probes.install(session)
+    distribute.install(session)
     window.install_fit_hook(session)
 
 
@@ -317,9 +327,11 @@ def _run_script(session: CaptureSession, script: str) -> None:
 
 def _script_failed(session: CaptureSession, exc: BaseException) -> None:
     """Records how the script's exception ended it (nothing once the window has finished)."""
-    from rnndoctor.capture import loop
+    from rnndoctor.capture import distribute, loop
 
     run = session.facts.run
+    if distribute.record_fit_failure(session, exc):  # Keras 3's fit under a multi-worker strategy
+        return
     if isinstance(exc, SystemExit):
         loop.finish_pending(session)  # a custom loop that ended before its window was done
     if session.window_finished:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rnndoctor.capture import probes, sequences, traces
+from rnndoctor.capture import distribute, probes, sequences, traces
 from rnndoctor.capture.model import collect_model
 from rnndoctor.capture.profile import summarize_profile
 from rnndoctor.facts import Outcome, Phase
@@ -37,6 +37,7 @@ def finish(
         arguments: the bound ``fit`` arguments (None for a custom loop).
     """
     options = session.options
+    distribute.window_ended(session)  # a worker of --workers: the chief's trace has ended
     session.set_phase(Phase.MODEL)
     collect_model_into(session, model)
     if arguments is not None:
@@ -57,6 +58,7 @@ def finish(
     traces.collect_traces(session, model)  # tf.function tracing counts of the window
     session.window_finished = True
     session.facts.run.outcome = Outcome.COMPLETED
+    distribute.collect(session, model)  # the tf.distribute strategy, if any
     session.set_phase(Phase.DONE)
 
 

@@ -67,6 +67,27 @@ def _stack() -> list[Any]:
     return stack
 
 
+def _replica_caller() -> Any:
+    """On a ``tf.distribute`` replica thread (``MirroredStrategy.run`` runs the step function
+    on one thread per replica, ``tensorflow/python/distribute/mirrored_run.py``), the
+    ``tf.function`` whose call started it: the outermost hooked ``Function.__call__`` frame
+    (:func:`_wrap_call`) on another thread's stack; None when there is none or several."""
+    if not hasattr(threading.current_thread(), "replica_id_in_sync_group"):
+        return None
+    me = threading.get_ident()
+    found = []
+    for ident, frame in sys._current_frames().items():
+        outer = None
+        while frame is not None and ident != me:
+            code = frame.f_code
+            if code.co_name == "__call__" and code.co_filename == __file__:
+                outer = frame.f_locals.get("self")
+            frame = frame.f_back
+        if outer is not None:
+            found.append(outer)
+    return found[0] if len(found) == 1 else None
+
+
 # -- locations -------------------------------------------------------------------------------
 def _traced_user_location() -> SourceLocation | None:
     """The innermost user line on the stack, with autograph's generated code mapped back to the
@@ -511,6 +532,8 @@ class _Hooks:
         eager = tf.executing_eagerly()
         stack = _stack()
         container = stack[0] if stack else None
+        if not eager and container is None:  # strategy.run's replica thread: its caller's
+            container = _replica_caller()
         if not eager and container is None:
             return None  # inside a graph rnndoctor does not see (tf.compat.v1, say)
         session = self.session

@@ -82,16 +82,10 @@ def alternate(
         None when every arm has its steps and time; else why it stopped (the budget, the round
         limit, a failed arm), with each arm's steps and seconds.
     """
-    reason = None
     last_round_s = 0.0
-    while not all(arm.done(min_steps, min_seconds) for arm in arms):
-        rounds = min(len(arm.steps) for arm in arms)
-        if rounds >= max_rounds:
-            reason = f"stopped at {rounds} rounds"
-            break
-        remaining = left()
-        if remaining <= 0.0 or last_round_s > remaining:
-            reason = f"out of the comparison's time allowance ({remaining:.1f} s left)"
+    while True:
+        reason = stop_reason(arms, left(), last_round_s, min_steps, min_seconds, max_rounds)
+        if reason is not None:
             break
         started = clock()
         for arm in arms:
@@ -104,7 +98,43 @@ def alternate(
                 arm.failed = arm.failed or "a burst timed no step"
                 return f"arm {arm.name} failed: {arm.failed}; " + _shortfall(arms)
         last_round_s = clock() - started
-    if reason is None:
+    return finish_reason(reason, arms, min_steps, min_seconds)
+
+
+_DONE = "done"
+
+
+def stop_reason(
+    arms: Sequence[ArmRecord],
+    remaining_s: float,
+    last_round_s: float,
+    min_steps: int = MIN_STEPS,
+    min_seconds: float = MIN_SECONDS,
+    max_rounds: int = MAX_ROUNDS,
+) -> str | None:
+    """Whether rounds of bursts should stop before the next one: ``"done"`` when every arm has
+    ``min_steps`` timed steps and ``min_seconds`` of timed time; why they stop short (the round
+    limit, or ``remaining_s`` seconds of the allowance left, not more than the last round's
+    ``last_round_s``); None to run another round."""
+    if all(arm.done(min_steps, min_seconds) for arm in arms):
+        return _DONE
+    rounds = min(len(arm.steps) for arm in arms)
+    if rounds >= max_rounds:
+        return f"stopped at {rounds} rounds"
+    if remaining_s <= 0.0 or last_round_s > remaining_s:
+        return f"out of the comparison's time allowance ({remaining_s:.1f} s left)"
+    return None
+
+
+def finish_reason(
+    reason: str | None,
+    arms: Sequence[ArmRecord],
+    min_steps: int = MIN_STEPS,
+    min_seconds: float = MIN_SECONDS,
+) -> str | None:
+    """``cut_short`` for rounds that stopped for ``reason`` (:func:`stop_reason`): None when they
+    were done, else the reason with each arm's steps and seconds."""
+    if reason is None or reason == _DONE:
         return None
     return f"{reason}; " + _shortfall(arms, min_steps, min_seconds)
 

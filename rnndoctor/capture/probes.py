@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rnndoctor.capture import data as data_mod
-from rnndoctor.capture import memory, pairs, sampling, sites
+from rnndoctor.capture import interleave, memory, pairs, sampling, sites
 from rnndoctor.capture.budget import Budget, paired_left
 from rnndoctor.capture.pairs import Burst
 from rnndoctor.capture.sampling import Batches
@@ -465,13 +465,12 @@ def _batch_size_of(item: Any) -> int | None:
 @dataclass
 class _Stage:
     """One probe of :func:`run_probes`: its phase, the field that says why it did not measure,
-    the probe itself, what follows it, and whether its fits left garbage to collect."""
+    the probe itself, and what follows it."""
 
     phase: Phase
     not_measured: str
     run: Callable[[], None]
     after: Callable[[], Any] = lambda: None
-    ran_fits: Callable[[], bool] = lambda: True
 
 
 def run_probes(
@@ -499,9 +498,16 @@ def run_probes(
         _Stage(Phase.BATCH_PROBE, "batch_probe_not_measured",
                lambda: _batch_stage(session, model, probes, batches, state)),
         _Stage(Phase.SPE_PROBE, "spe_probe_not_measured",
-               lambda: _spe_probe(session, model, probes, batches, saved),
-               ran_fits=lambda: any(p.steps for p in probes.spe_probe)),
+               lambda: _spe_probe(session, model, probes, batches, saved)),
     )  # fmt: skip
+    # The probes' fits leave cyclic garbage (epoch iterators, datasets, traced functions): it is
+    # collected after each probe, in the probe's own phase, so that the phase times say what
+    # each probe cost and no automatic collection lands inside a timed step. The window's
+    # objects (the model, TensorFlow's, the script's) outlive the probes: frozen (gc.freeze),
+    # those collections scan only what the probes allocated, not the whole heap each time.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    gc.freeze()
     try:
         for stage in stages:
             session.set_phase(stage.phase)
@@ -510,13 +516,12 @@ def run_probes(
             except Exception as exc:  # a probe's own failure: the others still run
                 setattr(probes, stage.not_measured, f"failed: {type(exc).__name__}: {exc}"[:300])
             stage.after()
-            # The probe's fits leave cyclic garbage (epoch iterators, datasets, traced
-            # functions) whose collection takes up to seconds in a large TF heap: collect it in
-            # the probe's own phase, so that the phase times say what each probe cost.
-            if stage.ran_fits():
-                gc.collect()
+            gc.collect()
             session.save()
     finally:
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
         _restore(model, saved)
 
 
@@ -821,6 +826,56 @@ def _pair_points(
             point.paired = pairs.pair(first, arm, phase=phase, cut_short=why)
 
 
+def _pair_in_one_fit(
+    session: CaptureSession,
+    model: Any,
+    arms: list[tuple[ProbePoint, pairs.ArmRecord]],
+    datasets: list[Any],
+    left: Callable[[], float],
+    budget: Budget,
+) -> None:
+    """The batch-size probe's paired rounds (the first round already ran, one ``fit`` per point)
+    in one more ``fit`` whose dataset alternates the points' cached batches
+    (:mod:`rnndoctor.capture.interleave`), until each point has its 10 steps and 1 s or the
+    allowance ``left()`` ends; then each point's median step and its pairing with the first
+    point (``point.paired``: A = the first point, B = this one), as :func:`_pair_points` does."""
+    if len(arms) < 2:
+        return
+    records = [arm for _, arm in arms]
+    spe = int(getattr(model, "steps_per_execution", 1) or 1)
+    round_plan = interleave.plan([statistics.median(r.per_step_ms) for r in records], spe)
+    clock = interleave.RoundClock(round_plan)
+    state: dict[str, str | None] = {"why": None}
+
+    def on_round(done: interleave.Round) -> bool:
+        for record, intervals in zip(records, done, strict=True):
+            record.add(intervals)
+        state["why"] = pairs.stop_reason(records, left(), clock.last_round_s)
+        return state["why"] is not None
+
+    why = pairs.stop_reason(records, left(), 0.0)
+    if why is None:
+        data = interleave.dataset(datasets, round_plan)
+        timer = interleave.round_timer(clock, on_round, budget.deadline)
+        fit = session.original_fit()
+        try:
+            fit(model, x=data, epochs=1, verbose=0, callbacks=[timer], shuffle=False,
+                steps_per_epoch=interleave.MAX_STEPS)  # fmt: skip
+            why = state["why"] or "out of its time budget"
+        except Exception as exc:  # out of memory, a failed fit: keep the rounds so far
+            why = "out of memory" if _is_oom(exc) else f"failed: {type(exc).__name__}: {exc}"
+            why = why[:200]
+        finally:
+            model.stop_training = False
+    why = pairs.finish_reason(why, records)
+    first = records[0]
+    for point, arm in arms:
+        point.steps = sum(arm.steps)
+        point.step_time_ms = round(statistics.median(arm.per_step_ms), 4)
+        if arm is not first:
+            point.paired = pairs.pair(first, arm, phase=Phase.BATCH_PROBE, cut_short=why)
+
+
 def _batch_inconsistency(session: CaptureSession, probes: ProbeFacts) -> str | None:
     """Why the batch-size probe's first point (the user's batch, compute-only) disagrees with
     the window: its step is longer than the window's median step beyond the window's noise."""
@@ -840,17 +895,92 @@ def _batch_stage(
     session: CaptureSession, model: Any, probes: ProbeFacts, batches: Batches, state: ProbeState
 ) -> None:
     """The batch-size probe, checked against the window, measured once more when it disagrees;
-    ``probes.batch_probe_inconsistent`` says why when it still does."""
-    _batch_probe(session, model, probes, batches, state)
-    if _batch_inconsistency(session, probes) is None:
-        return
-    probes.batch_probe = []
-    _batch_probe(session, model, probes, batches, state)
-    probes.batch_probe_inconsistent = _batch_inconsistency(session, probes)
+    ``probes.batch_probe_inconsistent`` says why when it still does. The model's train
+    function is the window's again afterwards (the points may build their own)."""
+    window_function = getattr(model, "train_function", None)
+    traced: dict[int, Any] = {}
+    try:
+        _batch_probe(session, model, probes, batches, state, traced)
+        if _batch_inconsistency(session, probes) is None:
+            return
+        probes.batch_probe = []
+        _batch_probe(session, model, probes, batches, state, traced)
+        probes.batch_probe_inconsistent = _batch_inconsistency(session, probes)
+    finally:
+        model.train_function = window_function
+
+
+def _fit_mib_per_sample(session: CaptureSession, state: ProbeState, base: int) -> float | None:
+    """The working set per sample (MiB), from the whole fit's peak growth at batch ``base`` (an
+    upper bound: it also holds the model build and tracing); None on a GPU or without the
+    figures, or for a growth of zero (memory the allocator kept from earlier work)."""
+    fit_peak = memory.proc_status_mib("VmHWM")
+    if state.rss_before_fit_mib is None or fit_peak is None or memory.gpu_memory(session):
+        return None
+    return max(0.0, fit_peak - state.rss_before_fit_mib) / base or None
+
+
+def _static_batch(spec: Any) -> bool:
+    """True when ``fit`` saw a fixed batch size: a ``TensorSpec`` in ``spec`` with a known first
+    dimension (a batch that divides the data; ``drop_remainder=True``)."""
+    import tensorflow as tf
+
+    leaves = [s for s in tf.nest.flatten(spec) if isinstance(s, tf.TensorSpec) and s.shape.rank]
+    return any(s.shape[0] is not None for s in leaves)
+
+
+def _with_batch(spec: Any, size: int) -> Any:
+    """``spec`` with the batch dimension of every ``TensorSpec`` set to ``size``."""
+    import tensorflow as tf
+
+    def fix(s: Any) -> Any:
+        if isinstance(s, tf.TensorSpec) and s.shape.rank:
+            return tf.TensorSpec([size, *s.shape[1:]], s.dtype, s.name)
+        return s
+
+    return tf.nest.map_structure(fix, spec)
+
+
+class _PointFunctions:
+    """The train function of each batch-size point. Where ``fit`` saw a fixed batch (the window's
+    train function is traced for it: ``float32[16, 8, 3]``), every point runs a function traced
+    for its own fixed batch, as the user's ``fit`` at that batch size would: the user's batch
+    runs the window's own function, each larger batch one that Keras builds at its first burst
+    (``model.train_function = None``). A function traced with an unknown batch dimension runs
+    slower than the window's for a small model: for the 8-unit LSTM of
+    tests/scripts/tiny_lstm.py, 2.95-3.0 ms against 2.3-2.5 ms per step in the quieter rounds of
+    six interleaved ``fit`` bursts each (and 4.0 ms against the window's 2.7 ms in a check),
+    so that the user's own batch failed the consistency check and RD301 flipped to "not
+    evaluated" (issue 11). Where the batch is already unknown, all points share the window's
+    function (``static`` False) and the rounds run in one interleaved ``fit``."""
+
+    def __init__(self, model: Any, spec: Any, base: int, traced: dict[int, Any]):
+        self.model, self.base_spec, self.base = model, spec, base
+        self.static = spec is not None and _static_batch(spec)
+        self.functions = traced  # kept by the caller: a re-measurement traces nothing again
+        self.functions.setdefault(base, getattr(model, "train_function", None))
+
+    def spec(self, size: int) -> Any:
+        if self.base_spec is None:
+            return None
+        return _with_batch(self.base_spec, size) if self.static else _any_batch_size(self.base_spec)
+
+    def set_up(self, point: ProbePoint) -> None:
+        if self.static:
+            self.model.train_function = self.functions.get(point.value)  # None: Keras builds it
+
+    def keep(self, point: ProbePoint) -> None:
+        if self.static and self.model.train_function is not None:
+            self.functions.setdefault(point.value, self.model.train_function)
 
 
 def _batch_probe(
-    session: CaptureSession, model: Any, probes: ProbeFacts, batches: Batches, state: ProbeState
+    session: CaptureSession,
+    model: Any,
+    probes: ProbeFacts,
+    batches: Batches,
+    state: ProbeState,
+    traced: dict[int, Any],
 ) -> None:
     if probes.compute_only_ms is None:
         probes.batch_probe_not_measured = "the compute-only probe did not run: " + (
@@ -873,21 +1003,15 @@ def _batch_probe(
     # first from the whole fit's peak growth at batch `base` (an upper bound: it also holds the
     # model build and tracing), then from each point's own measured growth. A growth of zero
     # (memory the allocator kept from earlier work) gives no per-sample figure.
-    per_sample_mib = None
-    fit_peak = memory.proc_status_mib("VmHWM")
-    if (
-        state.rss_before_fit_mib is not None
-        and fit_peak is not None
-        and not memory.gpu_memory(session)
-    ):
-        per_sample_mib = max(0.0, fit_peak - state.rss_before_fit_mib) / base or None
+    per_sample_mib = _fit_mib_per_sample(session, state, base)
     batch_mib = sum(sampling.nbytes_tf(item) for item in full) / 2**20
     budget = session.budget("batch-size probe")
     left = paired_left(budget)  # from the probe's start: its first round counts
     meter_gpu = memory.MemoryMeter(session).gpu
     previous = base
-    spec = _any_batch_size(batches.element_spec)
+    functions = _PointFunctions(model, batches.element_spec, base, traced)
     arms: list[tuple[ProbePoint, pairs.ArmRecord]] = []
+    datasets: list[Any] = []
     for factor in (1, *_BATCH_FACTORS):
         size = base * factor
         point = ProbePoint(value=size)
@@ -910,21 +1034,44 @@ def _batch_probe(
         meter = memory.MemoryMeter(session)
         meter.start()
         try:
-            dataset = _cached_dataset([_tile(item, factor, base) for item in full], spec)
+            dataset = _cached_dataset(
+                [_tile(item, factor, base) for item in full], functions.spec(size)
+            )
         except Exception as exc:
             point.stopped = (
                 "out of memory" if _is_oom(exc) else f"failed: {type(exc).__name__}: {exc}"
             )[:300]
             break
+        functions.set_up(point)
         arm = _time_point(session, model, point, dataset, budget, f"batch size {size}")
+        functions.keep(point)
         if arm is None:
             break
         arms.append((point, arm))
+        datasets.append(dataset)
         growth = meter.growth_mib()
         if growth and size > previous:
             per_sample_mib = growth / (size if meter_gpu else size - previous)
         previous = size
-    _pair_points(arms, left, Phase.BATCH_PROBE)
+    _pair_batch_points(session, model, functions, arms, datasets, left, budget)
+
+
+def _pair_batch_points(
+    session: CaptureSession,
+    model: Any,
+    functions: _PointFunctions,
+    arms: list[tuple[ProbePoint, pairs.ArmRecord]],
+    datasets: list[Any],
+    left: Callable[[], float],
+    budget: Budget,
+) -> None:
+    """The batch-size points' paired rounds after their first bursts, and their samples/s: one
+    ``fit`` per burst where each point has its own train function, else one interleaved
+    ``fit`` for all rounds."""
+    if functions.static:
+        _pair_points(arms, left, Phase.BATCH_PROBE, before_burst=functions.set_up)
+    else:
+        _pair_in_one_fit(session, model, arms, datasets, left, budget)
     for point, _ in arms:
         point.samples_per_s = round(point.value * 1000.0 / point.step_time_ms, 2)
 

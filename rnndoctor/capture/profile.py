@@ -191,3 +191,28 @@ def _float(value: Any) -> float | None:
         return None if value in (None, "") else float(value)
     except (TypeError, ValueError):
         return None
+
+
+def host_op_times(xplane_path: str) -> dict[str, tuple[float, int]]:
+    """One host's ``framework_op_stats``: op type -> (self time in us, occurrences), IDLE left
+    out. The file is converted alone, from a copy in a temporary folder: xprof caches the op
+    stats of all the hosts of a run folder (``ALL_HOSTS.op_stats_v2.pb``) and would answer
+    for all of them.
+
+    Raises:
+        Exception: whatever xprof raises on the file.
+    """
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="rnndoctor-host-") as folder:
+        copy = os.path.join(folder, os.path.basename(xplane_path))
+        shutil.copyfile(xplane_path, copy)
+        rows = _rows(_tool_json([copy], "framework_op_stats")[0])
+    totals: dict[str, tuple[float, int]] = {}
+    for r in rows:
+        if r["type"] == "IDLE":
+            continue
+        us, n = totals.get(r["type"], (0.0, 0))
+        totals[r["type"]] = (us + float(r["total_self_time"]), n + int(r["occurrences"] or 0))
+    return totals

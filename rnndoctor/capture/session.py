@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
-from rnndoctor.capture import sites
+from rnndoctor.capture import heap, sites
 from rnndoctor.capture.budget import Budget, Budgets
 from rnndoctor.capture.sites import SiteBook
 from rnndoctor.capture.step_window import WindowOptions
@@ -228,6 +228,10 @@ class CaptureSession:
         self.loop_state = LoopState()
         self.after_window: AfterWindowState | None = None
         self.load_sampler: LoadSampler | None = None
+        # the dataset-distribution hooks' record (capture.distribute.DistributeState)
+        self.distribute_state: Any = None
+        # called with each phase as it starts (capture.distribute: the workers' trace)
+        self.phase_listeners: list[Callable[[Phase], None]] = []
 
     # -- facts and phases ------------------------------------------------------------------------
     def save(self) -> None:
@@ -242,7 +246,10 @@ class CaptureSession:
         (:meth:`sample_load`), and sampling starts again for ``phase``.
         """
         self.sample_load()
-        self.facts.run.enter_phase(phase, time.monotonic() - self.started)
+        rss = heap.resident_mib()
+        self.facts.run.enter_phase(phase, time.monotonic() - self.started, rss)
+        for listener in self.phase_listeners:
+            listener(phase)
         if phase != Phase.DONE:
             try:
                 self.load_sampler = LoadSampler().start()

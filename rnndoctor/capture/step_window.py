@@ -90,6 +90,9 @@ class TFProfiler:
         import tensorflow as tf
 
         tf.profiler.experimental.stop()
+        from rnndoctor.capture import heap
+
+        heap.release_freed()  # the profiler's freed buffers, back to the system
 
     def step_marker(self, step: int) -> AbstractContextManager[Any]:
         import tensorflow as tf

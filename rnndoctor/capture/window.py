@@ -22,7 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 import keras
 
-from rnndoctor.capture import after_window, diagnosis, flavour, neutralise, probes, sites
+from rnndoctor.capture import (
+    after_window,
+    diagnosis,
+    distribute,
+    flavour,
+    neutralise,
+    probes,
+    sites,
+)
 from rnndoctor.capture.data import data_kind
 from rnndoctor.capture.step_window import FIT_PHASES, Profiler, StepWindow, WindowOptions
 from rnndoctor.facts import DataKind, FitConfig, Phase, SourceLocation, StepTimes
@@ -64,6 +72,8 @@ class _WindowCallback:
         self.steps = StepWindow(options, FIT_PHASES, on_phase, clock, profiler)
         self._begin_step = 0
         self._last_loss: float | None = None
+        # called after the last step, before fit ends (capture.distribute.window_ended)
+        self.before_done: Callable[[], None] | None = None
 
     @property
     def steps_done(self) -> int:
@@ -98,6 +108,8 @@ class _WindowCallback:
         self.steps.end_step(max(1, batch - self._begin_step + 1))
         if self.steps.complete():
             self.steps.stop_profiler()
+            if self.before_done is not None:  # while fit's iterator is alive
+                self.before_done()
             raise WindowDone
 
     def stop_profiler(self) -> None:
@@ -293,6 +305,7 @@ def run_window(
     probes.prepare_fit_data(session, arguments)  # tee a Python generator's batches, say
     window = make_window(model, session.options, on_phase=session.set_phase)
     session.window = window
+    window.before_done = functools.partial(distribute.window_ended, session)
     user_callbacks = neutralise.filter_callbacks(session, list(arguments.get("callbacks") or []))
     user_callbacks = probes.time_callbacks(session, user_callbacks)
     arguments["callbacks"] = [*user_callbacks, window]

@@ -124,6 +124,14 @@ Verify = Annotated[
         "verify.md and fixes.patch (the confirmed fixes). Your files are not changed.",
     ),
 ]
+Workers = Annotated[
+    int | None,
+    typer.Option(
+        "--workers",
+        help="Launch N local workers on 127.0.0.1 with a generated TF_CONFIG (a "
+        "MultiWorkerMirroredStrategy pre-flight), merged into one report [1].",
+    ),
+]
 VerifyBudget = Annotated[
     float | None,
     typer.Option(
@@ -195,6 +203,7 @@ def check(
     no_probes: NoProbes = False,
     verify: Verify = False,
     verify_budget: VerifyBudget = None,
+    workers: Workers = None,
 ) -> None:
     """Run SCRIPT for a short diagnosis window and report why its RNN training is slow.
 
@@ -207,7 +216,13 @@ def check(
         out=out, steps=steps, warmup=warmup, profile_steps=profile_steps, timeout=timeout,
         fail_on=fail_on, format=formats, select=select, ignore=ignore, redact=redact,
         debug=debug, no_probes=no_probes, verify=verify, verify_budget=verify_budget,
+        workers=workers,
     )  # fmt: skip
+    if workers is not None and workers > 1:  # a local multi-worker pre-flight
+        from rnndoctor.cli.workers import run_workers_check
+
+        args = list(script_args or [])
+        raise typer.Exit(run_workers_check(script, args, cli, _console(ctx, debug)))
     raise typer.Exit(run_check(script, list(script_args or []), cli, _console(ctx, debug)))
 
 

@@ -68,7 +68,7 @@ def run_check(
         return _no_facts(exc, child, options, paths, console)
     settle(facts, child, options.timeout)
     facts.save(paths.facts)
-    report = _render_and_summarise(facts, options, paths, console)
+    report = render_and_summarise(facts, options, paths, console)
     code = exit_code(facts, child, report, options, paths, console)
     if options.verify:
         code = _verify(script, script_args, options, paths, facts, report, code, started, console)
@@ -225,7 +225,7 @@ def settle(facts: Facts, child: supervisor.ChildRun, timeout: float | None) -> N
         run.wall_time_s = round(time.monotonic() - child.started_s, 3)
 
 
-def _render_and_summarise(
+def render_and_summarise(
     facts: Facts, options: Options, paths: CheckPaths, console: Console
 ) -> Report:
     """Renders the reports (redacting the saved facts too with ``--redact``) and prints the

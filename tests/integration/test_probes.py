@@ -185,6 +185,29 @@ def test_batch_size_probe_measures_b_2b_4b(numpy_report):
     assert all(p.stopped is None for p in points)
     assert points[1].memory_estimate_mib is not None  # from the fit's peak memory growth
     assert report.facts.probes.memory_limit_source == "MemAvailable"
+    # fit saw a fixed batch (512 / 4): each point ran a function traced for its own batch,
+    # paired with the user's batch in bursts; the model keeps the window's own function
+    assert probes._static_batch(tf.TensorSpec([4, 8, 3])) and not probes._static_batch(
+        tf.TensorSpec([None, 8, 3])
+    )
+    for point in points[1:]:
+        assert point.paired.pairs >= 1 and point.paired.a == "batch size 4"
+        assert point.paired.low <= point.paired.ratio <= point.paired.high
+
+
+def test_an_unknown_batch_pairs_the_batch_sizes_in_one_interleaved_fit():
+    """tf.data without drop_remainder: the batch dimension is unknown, so every point shares
+    the window's train function and the rounds after the first run in one fit."""
+    model = tiny_model()
+    ds = tf.data.Dataset.from_tensor_slices((X[:500], Y[:500])).batch(8)
+    report = rnndoctor.diagnose(model, ds, **FAST)
+    points = report.facts.probes.batch_probe
+    assert [p.value for p in points] == [8, 16, 32]
+    for point in points[1:]:
+        paired = point.paired
+        assert paired.pairs >= 2  # the first round (a fit per point) and interleaved rounds
+        assert paired.steps_b == point.steps and point.step_time_ms > 0
+        assert paired.low <= paired.ratio <= paired.high
 
 
 def test_steps_per_execution_probe_and_the_model_is_restored(numpy_report):

@@ -18,9 +18,16 @@ ALLOWED = {
     "rnndoctor.options",
     "rnndoctor.paired",
     "rnndoctor.machine",
+    "rnndoctor.cluster",  # pure: the --workers environment the launcher and the capture share
 }
 # The modules below every hook: they import no hook module, so every hook may import them.
-BASE = {"session": {"sites", "budget", "step_window"}, "step_window": set(), "budget": set()}
+# heap (the process's own memory: resident size, malloc_trim) imports no capture module either.
+BASE = {
+    "session": {"sites", "budget", "step_window", "heap"},
+    "step_window": {"heap"},
+    "budget": set(),
+    "heap": set(),
+}
 
 
 def _modules() -> dict[str, ast.Module]:

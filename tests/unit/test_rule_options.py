@@ -100,6 +100,11 @@ def test_option_defaults_are_the_thresholds_the_rules_always_used():
         ("RD502", "min_speedup"): 1.05,
         ("RD502", "error_speedup"): 2.0,
         ("RD602", "alignment"): 8,
+        ("RD701", "min_ratio"): 1.2,
+        ("RD702", "efficient_share"): 0.9,
+        ("RD703", "min_collective_share"): 0.06,
+        ("RD705", "min_input_share"): 0.2,
+        ("RD705", "min_spread"): 0.1,
     }
 
 
@@ -113,8 +118,8 @@ def test_no_rule_doc_cites_a_file_outside_the_repository():
 
 def test_builtin_rules_are_found_by_module_name_in_sorted_order():
     modules = rules_pkg.builtin_modules()
-    assert modules == sorted(modules) and len(modules) == 35  # RD207 and RD406 (issue 12)
-    assert modules[0] == "rd101_recurrent_dropout" and modules[-1] == "rd604_cudnn_mask_bug"
+    assert modules == sorted(modules) and len(modules) == 41  # RD701-RD706 (issue 15)
+    assert modules[0] == "rd101_recurrent_dropout" and modules[-1] == "rd706_keras_multiworker_fit"
     ids = [r.id for r in all_rules()]
     assert ids == sorted(ids) and ids == [m[:5].upper() for m in modules]
     assert all(isinstance(r.severity, Severity) for r in all_rules())

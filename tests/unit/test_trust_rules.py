@@ -15,7 +15,7 @@ from pathlib import Path
 from test_rules_input_batch import facts, run
 
 from rnndoctor.engine import Status, evaluate
-from rnndoctor.facts import Facts, MachinePhase, PairedRatio, ProbePoint
+from rnndoctor.facts import SCHEMA_VERSION, Facts, MachinePhase, PairedRatio, ProbePoint
 from rnndoctor.findings import Severity
 from rnndoctor.reports.terminal import summary_lines
 from rnndoctor.reports.view import build_view
@@ -127,7 +127,11 @@ def test_old_facts_without_the_new_fields_still_load():
         doc["probes"].pop(key)
     doc["run"].pop("machine")
     f = Facts.from_dict(doc)
-    assert f.schema_version == "1.2" and f.run.machine == [] and f.probes.compute_paired is None
+    assert (
+        f.schema_version == SCHEMA_VERSION
+        and f.run.machine == []
+        and f.probes.compute_paired is None
+    )
 
 
 def test_rd301_is_not_evaluated_on_an_inconsistent_batch_probe():
@@ -165,3 +169,18 @@ def test_the_capture_flags_the_imdb_probe_and_its_breakdown_as_inconsistent():
     )
     f.probes.breakdown.input_ms = 40.0  # 240 ms: within the window's noise
     assert inconsistency(session, f.probes) is None
+
+
+def test_rd403_share_is_bounded_by_the_paired_saving_when_the_probe_ran_slower():
+    # tests/scripts/tiny_lstm.py under load (issue 11): the probe's step at 1 (3.25 ms) was
+    # slower than the window's median step (2.44 ms); 1 - 1 / 1.82 = 45% is the most the
+    # paired saving can be of the real step, not 3.25 x 45% / 2.44 = 60%.
+    f = facts(step=2.44, compute=2.39)
+    timed = paired(1.82, 1.6, 2.1, 3.25, 1.79, "steps_per_execution probe")
+    f.probes.spe_probe = [ProbePoint(1, 3.25), ProbePoint(16, 2.19, paired=timed)]
+    _, (finding,) = run(f, "RD403")
+    assert "45% (90% interval 38–52%)" in finding.message
+    assert finding.severity is Severity.WARNING  # 38% clears the 20% cut-off, 50% does not
+    f.probes.spe_probe[1].paired = paired(1.82, 1.6, 2.1, 2.0, 1.1, "steps_per_execution probe")
+    _, (finding,) = run(f, "RD403")  # a probe faster than the window: its share as before
+    assert "37% (90% interval 31–43%)" in finding.message

@@ -1,0 +1,223 @@
+"""``rnndoctor check train.py --workers N``: a local multi-worker pre-flight on 127.0.0.1.
+
+:func:`run_workers` starts N capture children, one per worker, each with its own ``TF_CONFIG``
+(:func:`rnndoctor.cluster.tf_config`, free ports on the loopback interface), a profiler server
+port and its own folder ``<out>/workers/worker-<i>/`` (its ``script.log`` and ``facts.json``).
+Worker 0, the chief, traces all workers at its first measured step
+(``tf.profiler.experimental.client.trace``) into ``<out>/profile``, one profile run with every
+worker's host. The workers run without the probes and without their own profiler: a probe
+times a varying number of training steps, which under a multi-worker strategy are collectives
+that the other workers would not join.
+
+Every child leads its own process group and carries the launcher's ``RNNDOCTOR_RUN_ID``; all of
+them are killed (:func:`rnndoctor.cli.supervisor.end_process_tree`) when the run ends: on
+success, on a worker's failure (the others are given ``_PEER_GRACE_S`` to end on their own, then
+killed: they would wait in a collective for the failed one), on ``--timeout`` and on Ctrl-C.
+
+Then each worker's facts are settled as a plain check settles them, saved as
+``<out>/facts-worker-<i>.json``, merged (:func:`rnndoctor.cluster.merge`) into
+``<out>/facts.json`` and rendered as one report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rnndoctor import cluster
+from rnndoctor.cli import supervisor
+from rnndoctor.cli.console import Console
+from rnndoctor.facts import Facts, Outcome
+from rnndoctor.options import ExitCode, Options
+
+_PEER_GRACE_S = 15.0  # after one worker failed, how long the others may take to end
+_POLL_S = 0.2
+_TRACE_MS = 1500  # the chief's trace of all workers, ms (the steps run, then they wait for it)
+
+
+@dataclasses.dataclass
+class Worker:
+    """One launched worker: its folder, process and how it ended."""
+
+    index: int
+    out: Path
+    proc: subprocess.Popen
+    run: supervisor.ChildRun
+    run_id: str
+
+
+def _environment(
+    index: int, ports: list[int], profiler_ports: list[int], out: Path, run_id: str
+) -> dict[str, str]:
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+    env["PYTHONFAULTHANDLER"] = "1"  # a worker that crashes in native code shows its Python stack
+    env[supervisor.RUN_ID_VAR] = run_id
+    env["TF_CONFIG"] = cluster.tf_config(ports, index)
+    env[cluster.PROFILER_PORT_VAR] = str(profiler_ports[index])
+    env[cluster.TRACE_DONE_VAR] = str(out / "workers" / "trace.done")
+    if index == 0:
+        env[cluster.TRACE_SERVICES_VAR] = cluster.trace_services(profiler_ports)
+        env[cluster.TRACE_LOGDIR_VAR] = str(out / "profile")
+        env[cluster.TRACE_MS_VAR] = str(_TRACE_MS)
+    return env
+
+
+def start_workers(
+    script: Path, script_args: list[str], options: Options, out: Path, run_id: str
+) -> list[Worker]:
+    """Spawns the ``options.workers`` capture children, each in its own session.
+
+    Raises:
+        OSError: a port cannot be bound, a log cannot be opened, or a child cannot be spawned.
+    """
+    count = options.workers
+    ports = cluster.free_ports(2 * count)
+    ports, profiler_ports = ports[:count], ports[count:]
+    (out / "workers").mkdir(parents=True, exist_ok=True)
+    (out / "workers" / "trace.done").unlink(missing_ok=True)
+    workers = []
+    for i in range(count):
+        folder = out / "workers" / f"worker-{i}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "facts.json").unlink(missing_ok=True)
+        child = dataclasses.replace(options, out=str(folder), no_probes=True, profile_steps=0)
+        command = supervisor.capture_command(script, script_args, child)
+        with open(folder / "script.log", "wb") as log:
+            proc = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=_environment(i, ports, profiler_ports, out, run_id), start_new_session=True,
+            )  # fmt: skip
+        run = supervisor.ChildRun(started_s=time.monotonic())
+        workers.append(Worker(i, folder, proc, run, run_id))
+    return workers
+
+
+def _failed(worker: Worker) -> bool:
+    """The worker ended with a failed outcome, or with a non-zero status."""
+    if worker.run.status not in (None, 0):
+        return True
+    try:
+        return Facts.load(worker.out / "facts.json").run.outcome.failed
+    except (OSError, ValueError):
+        return True
+
+
+def wait_workers(workers: list[Worker], timeout_s: float) -> None:
+    """Waits for every worker; records timeouts and Ctrl-C in each ``Worker.run``; ends every
+    process tree in all cases."""
+    deadline = time.monotonic() + timeout_s
+    peer_deadline: float | None = None
+    try:
+        while any(w.run.status is None for w in workers):
+            for w in workers:
+                if w.run.status is None and w.proc.poll() is not None:
+                    w.run.status = w.proc.returncode
+                    if peer_deadline is None and _failed(w):
+                        peer_deadline = time.monotonic() + _PEER_GRACE_S
+            now = time.monotonic()
+            if now >= deadline:
+                for w in workers:
+                    w.run.timed_out = w.run.status is None
+                break
+            if peer_deadline is not None and now >= peer_deadline:
+                break  # the others wait in a collective for the failed worker: kill them
+            time.sleep(_POLL_S)
+    except KeyboardInterrupt:
+        for w in workers:
+            w.run.interrupted = True
+    finally:
+        for w in workers:
+            w.run.escaped = supervisor.end_process_tree(w.proc, w.run_id)
+
+
+def _collect(workers: list[Worker], options: Options, out: Path) -> tuple[list, list[str]]:
+    """Each worker's facts, settled as a plain check settles them and saved as
+    ``<out>/facts-worker-<i>.json``; None for a worker that saved none."""
+    from rnndoctor.cli.check import settle
+
+    loaded: list[Facts | None] = []
+    files = []
+    for w in workers:
+        name = cluster.WORKER_FACTS.format(w.index)
+        files.append(name)
+        try:
+            facts = Facts.load(w.out / "facts.json")
+        except (OSError, ValueError):
+            loaded.append(None)
+            continue
+        settle(facts, w.run, options.timeout)
+        if facts.run.outcome == Outcome.RUNNING:  # killed while its peer had failed
+            facts.run.outcome = Outcome.SCRIPT_ERROR
+            facts.run.message = "killed after another worker failed (it waited in a collective)"
+        facts.save(out / name)
+        loaded.append(facts)
+    return loaded, files
+
+
+def run_workers_check(
+    script: Path, script_args: list[str], cli: Mapping[str, Any], console: Console
+) -> ExitCode:
+    """``rnndoctor check --workers N``: validates as a plain check does, then
+    :func:`run_workers` (the arguments are :func:`rnndoctor.cli.check.run_check`'s)."""
+    from rnndoctor.cli.check import prepare_out, validate
+
+    options = validate(script, cli, console)
+    if options is None:
+        return ExitCode.USAGE
+    paths = prepare_out(options, console)
+    if paths is None:
+        return ExitCode.USAGE
+    return run_workers(script, script_args, options, paths.out, console)
+
+
+def run_workers(
+    script: Path, script_args: list[str], options: Options, out: Path, console: Console
+) -> ExitCode:
+    """Launches ``options.workers`` local workers, merges their facts, renders one report.
+
+    Returns:
+        the check's exit code, as a plain check maps it (on the merged facts).
+    """
+    from rnndoctor.cli.check import CheckPaths, exit_code, render_and_summarise
+
+    paths = CheckPaths(out)
+    run_id = uuid.uuid4().hex
+    console.say(
+        f"rnndoctor: running {script} on {options.workers} local workers "
+        f"(TF_CONFIG on {cluster.LOOPBACK}; output: {out / 'workers'})",
+        err=True,
+    )
+    timeout = options.timeout if options.timeout is not None else float("inf")
+    try:
+        workers = start_workers(script, script_args, options, out, run_id)
+    except OSError as exc:
+        console.error(f"cannot start the workers: {exc}")
+        return ExitCode.INTERNAL
+    wait_workers(workers, timeout)
+    loaded, files = _collect(workers, options, out)
+    facts = cluster.merge(loaded, files)
+    if facts is None:
+        console.error(f"no worker saved its facts; see {out / 'workers'}/worker-*/script.log")
+        return ExitCode.INTERNAL
+    facts.save(paths.facts)
+    report = render_and_summarise(facts, options, paths, console)
+    chief = next(w for w in workers if loaded[w.index] is facts)
+    log_paths = dataclasses.replace(paths, out=chief.out)  # the failing worker's log tail
+    return exit_code(facts, _merged_run(workers), report, options, log_paths, console)
+
+
+def _merged_run(workers: list[Worker]) -> supervisor.ChildRun:
+    """One ``ChildRun`` for the exit code: timed out / interrupted if any worker was; the
+    first non-zero status."""
+    return supervisor.ChildRun(
+        status=next((w.run.status for w in workers if w.run.status), 0),
+        timed_out=any(w.run.timed_out for w in workers),
+        interrupted=any(w.run.interrupted for w in workers),
+        escaped=[pid for w in workers for pid in w.run.escaped],
+    )

@@ -1,0 +1,130 @@
+"""A local multi-worker cluster for ``rnndoctor check --workers N``: its ``TF_CONFIG``, the
+environment each worker's capture reads, and the merge of the workers' facts. Pure (no
+TensorFlow): the CLI's launcher (:mod:`rnndoctor.cli.workers`) and the capture's
+:mod:`rnndoctor.capture.distribute` share these names.
+
+Every address is on the loopback interface (``LOOPBACK``): the ports come from the kernel
+(``bind(("127.0.0.1", 0))``), so they are free when chosen.
+
+Environment of worker ``i`` (besides ``TF_CONFIG``, which TensorFlow's
+``TFConfigClusterResolver`` reads):
+
+- ``PROFILER_PORT_VAR``: the port of its ``tf.profiler.experimental.server``;
+- ``TRACE_DONE_VAR``: a file the chief (worker 0) writes when its trace of all workers has
+  ended; every worker waits for it (bounded) after its window, at the same step, so no worker
+  leaves while the trace still reads it, and none waits in a collective;
+- worker 0 only: ``TRACE_SERVICES_VAR`` (``grpc://127.0.0.1:p0,grpc://127.0.0.1:p1``, the
+  argument of ``tf.profiler.experimental.client.trace``), ``TRACE_LOGDIR_VAR`` (the merged
+  profile run) and ``TRACE_MS_VAR`` (the trace's duration, ms).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import socket
+from collections.abc import Sequence
+
+from rnndoctor.facts import Facts, StrategyFacts, WorkerFacts
+
+LOOPBACK = "127.0.0.1"
+PROFILER_PORT_VAR = "RNNDOCTOR_PROFILER_PORT"
+TRACE_DONE_VAR = "RNNDOCTOR_TRACE_DONE"
+TRACE_SERVICES_VAR = "RNNDOCTOR_TRACE_SERVICES"
+TRACE_LOGDIR_VAR = "RNNDOCTOR_TRACE_LOGDIR"
+TRACE_MS_VAR = "RNNDOCTOR_TRACE_MS"
+WORKER_FACTS = "facts-worker-{}.json"  # each worker's facts, next to the merged report
+# the WorkerFacts fields that the chief's trace fills (StrategyFacts.traced)
+_TRACED_FIELDS = (
+    "traced_host", "traced_ms", "collective_ms", "input_ms", "compute_ms",
+    "outside_collectives_ms", "input_bound_share",
+)  # fmt: skip
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports free on ``LOOPBACK`` now (the kernel's choice).
+
+    All sockets stay open until every port is chosen, so the kernel never hands one out twice.
+
+    Raises:
+        OSError: a socket cannot be bound.
+    """
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((LOOPBACK, 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def tf_config(ports: Sequence[int], index: int) -> str:
+    """``TF_CONFIG`` of worker ``index`` in a cluster of ``len(ports)`` workers on
+    ``LOOPBACK`` (worker 0 is the chief, as TensorFlow's multi-worker guide has it)."""
+    workers = [f"{LOOPBACK}:{p}" for p in ports]
+    return json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
+
+
+def trace_services(profiler_ports: Sequence[int]) -> str:
+    """The service addresses ``tf.profiler.experimental.client.trace`` takes for all workers."""
+    return ",".join(f"grpc://{LOOPBACK}:{p}" for p in profiler_ports)
+
+
+def worker_of(facts: Facts | None, index: int, facts_file: str) -> WorkerFacts:
+    """Worker ``index``'s row: its capture's own :class:`WorkerFacts`, else one made from how
+    its run ended (a worker that failed before its strategy was seen)."""
+    strategy = facts.strategy if facts is not None else None
+    if strategy is not None and strategy.per_worker:
+        row = dataclasses.replace(strategy.per_worker[0], index=index, facts_file=facts_file)
+    else:
+        row = WorkerFacts(index=index, task=f"worker:{index}", facts_file=facts_file)
+    if facts is None:
+        row.outcome, row.message = "no facts", "the worker saved no readable facts"
+        return row
+    row.outcome = str(facts.run.outcome)
+    row.message = facts.run.message
+    if facts.steps is not None and row.median_step_time_ms is None:
+        row.median_step_time_ms = facts.steps.median_step_time_ms
+        row.step_time_ms = list(facts.steps.step_time_ms)
+    return row
+
+
+def merge(workers: Sequence[Facts | None], files: Sequence[str]) -> Facts | None:
+    """One report's facts from the workers' facts (None: a worker saved none).
+
+    The chief's facts (worker 0's, else the first worker's that exist) are the base; its
+    ``strategy.per_worker`` becomes one row per worker (:func:`worker_of`). A worker whose run
+    failed while the base completed makes the merged run the failed one's outcome, so the exit
+    code says so. Returns None when no worker saved facts.
+    """
+    base_index = next((i for i, f in enumerate(workers) if f is not None), None)
+    if base_index is None:
+        return None
+    base = workers[base_index]
+    rows = [worker_of(f, i, files[i]) for i, f in enumerate(workers)]
+    strategy = base.strategy or StrategyFacts(
+        "not seen", not_measured="the chief's capture saw no tf.distribute strategy"
+    )
+    for traced in strategy.traced:  # the chief's trace figures, per worker
+        if 0 <= traced.index < len(rows):
+            for name in _TRACED_FIELDS:
+                setattr(rows[traced.index], name, getattr(traced, name))
+    strategy.per_worker = rows
+    strategy.workers = max(strategy.workers, len(workers))
+    base.strategy = strategy
+    failed = next((f for f in workers if f is not None and f.run.outcome.failed), None) or next(
+        (f for f in workers if f is not None and str(f.run.outcome) != "completed"), None
+    )
+    if failed is not None and failed is not base and str(base.run.outcome) == "completed":
+        run, other = base.run, failed.run
+        run.outcome, run.message = other.outcome, other.message
+        run.error_type, run.error_location = other.error_type, other.error_location
+    base.run.notes.append(
+        f"merged from {len(workers)} workers ({', '.join(files)}); the report's other sections "
+        f"are worker {base_index}'s"
+    )
+    return base

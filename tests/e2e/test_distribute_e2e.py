@@ -1,0 +1,174 @@
+"""`rnndoctor check` under tf.distribute, through the real CLI and capture children (slow): a
+MirroredStrategy script over 2 logical CPU devices, and `--workers 2` on MultiWorkerMirroredStrategy
+scripts (tf_keras fit, a Keras 3 custom loop with a slow worker, Keras 3 fit that fails). One run
+per script, shared by its asserts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+pytestmark = pytest.mark.slow
+
+SCRIPTS = Path(__file__).parents[1] / "scripts"
+FAST = ["--steps", "4", "--warmup", "1", "--profile-steps", "1", "--timeout", "240"]
+
+
+def _line_of(path: Path, needle: str) -> int:
+    return next(i for i, t in enumerate(path.read_text().splitlines(), 1) if needle in t)
+
+
+@pytest.fixture(scope="module")
+def mirrored(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict, Path]:
+    out = tmp_path_factory.mktemp("mirrored") / "r"
+    result = subprocess.run(
+        [sys.executable, "-m", "rnndoctor", "check", str(SCRIPTS / "mirrored_lstm.py"),
+         "--out", str(out), "--format", "json,md,html", "--fail-on", "never", "--no-probes", *FAST],
+        cwd=out.parent, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, COLUMNS="200"),
+    )  # fmt: skip
+    report = out / "report.json"
+    return result, json.loads(report.read_text()) if report.is_file() else {}, out
+
+
+def test_the_strategy_its_two_replicas_and_the_per_replica_batch(mirrored):
+    result, doc, _ = mirrored
+    assert result.returncode == 0, result.stderr
+    st = doc["facts"]["strategy"]
+    assert st["strategy"] == "MirroredStrategy" and st["replicas"] == 2 and st["workers"] == 1
+    assert st["global_batch_size"] == 32 and st["per_replica_batch_size"] == 16
+    assert st["distributed_by"] == "keras"  # fit distributed the dataset itself
+    assert st["auto_shard_policy"] == "AUTO" and st["auto_shard_resolved"] == "OFF"
+    script = SCRIPTS / "mirrored_lstm.py"
+    assert st["dataset_location"]["line"] == _line_of(script, "# the dataset line")
+    (worker,) = st["per_worker"]
+    assert worker["task"] == "local" and worker["outcome"] == "completed"
+    assert worker["median_step_time_ms"] == doc["facts"]["steps"]["median_step_time_ms"]
+
+
+def test_the_usual_findings_under_the_strategy(mirrored):
+    _, doc, _ = mirrored
+    assert doc["facts"]["run"]["outcome"] == "completed"
+    (rd101,) = [f for f in doc["findings"] if f["rule_id"] == "RD101"]
+    assert rd101["location"]["line"] == _line_of(SCRIPTS / "mirrored_lstm.py", "# RD101")
+
+
+def test_the_reports_show_the_strategy_section(mirrored):
+    _, _, out = mirrored
+    md = (out / "report.md").read_text()
+    assert "## Distribution strategy" in md and "`MirroredStrategy`: 2 replicas in sync" in md
+    assert "per replica 16" in md
+    html = (out / "report.html").read_text()
+    assert '<section id="strategy">' in html and "<code>MirroredStrategy</code>" in html
+
+
+# -- rnndoctor check --workers 2 (MultiWorkerMirroredStrategy on 127.0.0.1) -------------------
+
+
+def _workers_check(tmp_path_factory, name: str, script: str, **env: str):
+    out = tmp_path_factory.mktemp(name) / "r"
+    begin = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "rnndoctor", "check", str(SCRIPTS / script), "--workers", "2",
+         "--out", str(out), "--format", "json,md", "--fail-on", "error", *FAST],
+        cwd=out.parent, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, COLUMNS="200", **env),
+    )  # fmt: skip
+    report = out / "report.json"
+    doc = json.loads(report.read_text()) if report.is_file() else {}
+    left = [
+        p.pid
+        for p in psutil.process_iter(["cmdline"], ad_value=None)
+        if any(str(out) in part for part in p.info["cmdline"] or [])
+    ]
+    return result, doc, out, time.monotonic() - begin, left
+
+
+@pytest.fixture(scope="module")
+def keras2_fit(tmp_path_factory):
+    pytest.importorskip("tf_keras")
+    return _workers_check(tmp_path_factory, "k2", "mwms_fit.py", TF_USE_LEGACY_KERAS="1")
+
+
+@pytest.fixture(scope="module")
+def keras3_loop(tmp_path_factory):
+    return _workers_check(
+        tmp_path_factory, "loop", "mwms_custom_loop.py", SLOW_WORKER="1", SLOW_MS="40"
+    )
+
+
+@pytest.fixture(scope="module")
+def keras3_fit(tmp_path_factory):
+    return _workers_check(tmp_path_factory, "k3", "mwms_fit.py", TF_USE_LEGACY_KERAS="0")
+
+
+def _both_workers_diagnosed(doc: dict, out: Path) -> dict:
+    st = doc["facts"]["strategy"]
+    assert st["strategy"] == "MultiWorkerMirroredStrategy" and st["workers"] == 2
+    assert st["replicas"] == 2 and st["per_replica_batch_size"] == 8
+    rows = st["per_worker"]
+    assert [r["task"] for r in rows] == ["worker:0", "worker:1"]
+    for i, row in enumerate(rows):
+        assert row["outcome"] == "completed" and row["median_step_time_ms"] > 0
+        assert row["outside_collectives_ms"] is not None  # from the chief's trace
+        assert (out / f"facts-worker-{i}.json").is_file()
+    # one profile run, with both workers' hosts (all on 127.0.0.1)
+    runs = list((out / "profile" / "plugins" / "profile").iterdir())
+    assert len(runs) == 1
+    hosts = sorted(p.name for p in runs[0].glob("*.xplane.pb"))
+    assert len(hosts) == 2 and all(h.startswith("127.0.0.1_") for h in hosts)
+    assert sorted(st["profile_hosts"]) == [h[: -len(".xplane.pb")] for h in hosts]
+    assert "tensorboard --logdir" in (out / "report.md").read_text()
+    return st
+
+
+def test_tf_keras_fit_under_mwms_two_workers_one_report(keras2_fit):
+    result, doc, out, _, left = keras2_fit
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert doc["facts"]["environment"]["keras_flavour"].startswith("tf_keras 2.")
+    st = _both_workers_diagnosed(doc, out)
+    assert st["distributed_by"] == "keras"
+    for i in (0, 1):
+        config = json.loads((out / f"facts-worker-{i}.json").read_text())
+        assert config["strategy"]["task_id"] == i
+    assert left == []
+
+
+def test_data_sharding_over_files_at_the_dataset_line(keras2_fit):
+    _, doc, _, _, _ = keras2_fit
+    st = doc["facts"]["strategy"]
+    assert st["auto_shard_policy"] == "DATA" and st["auto_shard_resolved"] == "DATA"
+    (rd704,) = [f for f in doc["findings"] if f["rule_id"] == "RD704"]
+    assert rd704["location"]["line"] == _line_of(SCRIPTS / "mwms_fit.py", "# the dataset line")
+
+
+def test_keras3_custom_loop_under_mwms_and_the_straggler(keras3_loop):
+    result, doc, out, _, left = keras3_loop
+    assert result.returncode == 0, result.stderr[-3000:]
+    st = _both_workers_diagnosed(doc, out)
+    assert st["distributed_by"] == "experimental_distribute_dataset"
+    script = SCRIPTS / "mwms_custom_loop.py"
+    assert st["distribute_location"]["line"] == _line_of(script, "# the distribute line")
+    (rd701,) = [f for f in doc["findings"] if f["rule_id"] == "RD701"]
+    assert "worker 1 (worker:1) is a straggler" in rd701["message"]
+    assert "extra input" in rd701["message"]
+    assert left == []
+
+
+def test_keras3_fit_under_mwms_is_the_preflight_error(keras3_fit):
+    result, doc, _, wall_s, left = keras3_fit
+    assert result.returncode == 1, result.stderr[-3000:]  # --fail-on error
+    (rd706,) = [f for f in doc["findings"] if f["rule_id"] == "RD706"]
+    assert rd706["severity"] == "error" and "keras-team/keras/issues/20585" in rd706["message"]
+    failure = doc["facts"]["strategy"]["fit_failure"]
+    assert failure["keras_function"] == "_maybe_symbolic_build"
+    assert failure["keras_file"].endswith("trainer.py")
+    assert rd706["location"]["line"] == _line_of(SCRIPTS / "mwms_fit.py", "# the fit line")
+    assert wall_s < 200 and left == []  # no hang: both workers ended, none left behind
