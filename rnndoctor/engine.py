@@ -77,8 +77,9 @@ class Forecast:
     A ``fit`` inside a loop (``FitConfig.fit_in_loop``) and what the script runs after it
     (``Facts.outside_window``) extend it to the whole loop: ``training_s`` (one call's training
     steps) and ``outside_s`` (what runs per call until the next one, measured or extrapolated),
-    times ``fit_calls`` (the loop's calls; one where the count is not in the source); ``covers``
-    says which parts were measured.
+    times ``fit_calls`` (the loop's calls; one where the count is not in the source); after a
+    single ``fit``, ``outside_s`` is what runs after it until the script's end, once
+    (``fit_calls`` 1); ``covers`` says which parts were measured.
     ``after_s`` divides it by the largest single estimated speedup among the findings (gains of
     different findings are not assumed to compound); None with ``after_not_estimated`` saying
     why when no finding carries an estimate.
@@ -247,9 +248,9 @@ def _cover_loop(forecast: Forecast, facts: Facts) -> None:
             if calls
             else f"the loop at line {line} has no count in the source: one fit call shown"
         )
-    parts.append(
-        f"outside fit: {outside.how}" if outside is not None else "outside fit: not measured"
-    )
+    where = "outside fit" if loop is not None else "after fit"
+    parts.append(f"{where}: {outside.how}" if outside is not None else f"{where}: not measured")
+    parts.append("inside fit, validation and epoch-end callbacks: not measured")
     forecast.covers = "; ".join(parts)
 
 

@@ -87,7 +87,7 @@ class Phase(enum.StrEnum):
     BATCH_PROBE = "batch-size probe"
     SPE_PROBE = "steps_per_execution probe"
     PROFILE = "profile conversion (xprof)"
-    AFTER_WINDOW = "after the window: the script runs on until its next fit call"
+    AFTER_WINDOW = "after the window: the script runs on until its next fit call or its end"
     DONE = "done"
 
 
@@ -1020,8 +1020,9 @@ class ModelCallStats:
     ``calls``, ``total_s`` / ``median_ms`` (wall time per call), ``single_sample_calls`` (calls on
     a batch of one sample), ``batch_sizes`` (the distinct sizes seen, up to ten), ``location``
     (the user's line of the first call), ``loops`` (the user's loops around that line that do not
-    hold the ``fit`` call) and ``calls_per_iteration`` (the calls those loops make per iteration
-    of the fit loop, their iterations multiplied; None when one is unknown)."""
+    hold the ``fit`` call) and ``calls_per_iteration`` (the calls those loops make per ``fit``
+    call, their iterations multiplied: per iteration of the fit loop, or, after a single
+    ``fit``, in all; None when one is unknown)."""
 
     method: str
     calls: int = 0
@@ -1038,16 +1039,19 @@ class ModelCallStats:
 class OutsideWindowFacts:
     """What the script did after the diagnosis window (since 1.2, optional).
 
-    After the window of a ``fit`` inside a loop (``FitConfig.fit_in_loop``; after a single
-    ``fit`` the script stops at once) the script runs on, with the neutralisation still on, until
-    its next ``fit`` call, its end, its first write to a file or the ``after the window`` budget
-    (``ended``: ``next fit call``, ``script end``, ``a write``, ``budget``, ``error``), and then
-    stops as before. ``seconds``: the wall time it ran; ``budget_s``; ``calls``: the model calls
-    it made (:class:`ModelCallStats`); ``python_s``: the time outside those calls (plain Python,
-    data preparation, printing). ``per_call_ms``: one call on the same single sample as a
+    After the window the script runs on, with the neutralisation still on, until its next
+    ``fit`` call, its end, its first write to a file or its budget (``after the window`` for a
+    ``fit`` inside a loop, ``FitConfig.fit_in_loop``; the shorter ``after a single fit``
+    otherwise: ``rnndoctor/capture/budget.py``), and then stops as before (``ended``:
+    ``next fit call``, ``script end``, ``a write``, ``budget``, ``error``). ``seconds``: the
+    wall time it ran; ``budget_s``; ``calls``: the model calls it made
+    (:class:`ModelCallStats`); ``python_s``: the time outside those calls (plain Python, data
+    preparation, printing). ``per_call_ms``: one call on the same single sample as a
     ``predict`` call, timed by rnndoctor: ``predict``, ``model(x, training=False)``,
-    ``predict_on_batch`` (the best of three calls each; not measured for a stateful RNN, whose
-    states a call would change). ``detail``: what stopped it, in words.
+    ``predict_on_batch`` (each way's median ms per call over interleaved bursts; not measured
+    for a stateful RNN, whose states a call would change); ``per_call_paired``: the paired
+    ratio of ``predict`` (arm ``a``) over each other way (arm ``b``), with its interval.
+    ``detail``: what stopped it, in words.
     """
 
     ended: str
@@ -1056,6 +1060,7 @@ class OutsideWindowFacts:
     calls: list[ModelCallStats] = field(default_factory=list)
     python_s: float | None = None
     per_call_ms: dict[str, float] = field(default_factory=dict)
+    per_call_paired: list[PairedRatio] = field(default_factory=list)
     detail: str | None = None
 
 

@@ -2,8 +2,8 @@
 Pure: no TensorFlow, no I/O.
 
 It reads ``FitConfig.fit_in_loop`` (the loops around the ``fit`` call, from the source) and
-``Facts.outside_window`` (what the script did after the window until its next ``fit`` call,
-``rnndoctor/capture/after_window.py``).
+``Facts.outside_window`` (what the script did after the window until its next ``fit`` call or
+its end, ``rnndoctor/capture/after_window.py``).
 """
 
 from __future__ import annotations
@@ -34,6 +34,18 @@ def fit_calls(facts: Facts) -> int | None:
     return 1 if loop is None else loop.calls
 
 
+def in_loop(facts: Facts) -> bool:
+    """True when the ``fit`` call sits inside a loop of the user's file (a run-on after it is
+    one iteration of that loop); False for a single ``fit``, whose run-on runs once."""
+    return facts.fit is not None and facts.fit.fit_in_loop is not None
+
+
+def per_call_words(facts: Facts) -> str:
+    """How a figure per ``fit`` call reads: ``per iteration`` of the fit loop, or ``after
+    fit`` for a single ``fit``."""
+    return "per iteration" if in_loop(facts) else "after fit"
+
+
 def expected_calls(call: ModelCallStats) -> int:
     """A model call's calls per iteration of the fit loop: from the source where known, else
     the calls seen (a lower bound when the run-on stopped early)."""
@@ -56,9 +68,11 @@ def outside_per_call(facts: Facts) -> Outside | None:
     if ow is None:
         return None
     if ow.ended in ("next fit call", "script end"):
+        later_fit = ow.ended == "next fit call" and not in_loop(facts)
         return Outside(
             ow.seconds,
-            f"measured: {ow.seconds:.1f} s from the end of fit to the {ow.ended}",
+            f"measured: {ow.seconds:.1f} s from the end of fit to the {ow.ended}"
+            + (" (a later fit call: its training is not in the forecast)" if later_fit else ""),
             True,
         )
     seen = sum(c.calls for c in ow.calls)
@@ -74,7 +88,7 @@ def outside_per_call(facts: Facts) -> Outside | None:
         )
         how = (
             f"extrapolated: the run-on stopped at '{ow.ended}' after {ow.seconds:.1f} s "
-            f"({parts}; the per-iteration counts from the source)"
+            f"({parts}; the {'per-iteration ' if in_loop(facts) else ''}counts from the source)"
         )
     else:
         how = f"a lower bound: the run-on stopped at '{ow.ended}' after {ow.seconds:.1f} s"

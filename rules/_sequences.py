@@ -312,8 +312,12 @@ def mask_advice(record: SequenceInput) -> tuple[str, list[str]]:
             f"Pad with zero vectors instead of the {pad} and put "
             "keras.layers.Masking(mask_value=0.0) before the RNN"
         )
-        axis = "" if left else ".flip(axis=1)"
-        run = f"np.logical_and.accumulate((x == PAD).all(axis=-1){axis}, axis=1){axis}"
+        pads = "(x == PAD).all(axis=-1)"
+        run = (
+            f"np.logical_and.accumulate({pads}, axis=1)"
+            if left  # numpy arrays have no .flip method: np.flip reverses the time axis
+            else f"np.flip(np.logical_and.accumulate(np.flip({pads}, axis=1), axis=1), axis=1)"
+        )
         code += [
             f"PAD = {pad_step_code(record, 'np')}",
             f"x[{run}] = 0.0  # only the run at the padded end, not the same step inside",

@@ -41,7 +41,9 @@ Options:
     = 5.
 
     ``warning_input_share`` = 0.2 (fraction of the step): from this share the finding is a
-    warning (below it: info). Source: the same file, kHighlyInfeedBoundThresholdInPercent = 20.
+    warning (below it: info); the whole 90% interval of the measured share must clear it
+    (``rules/_measured.py``: ``share_interval``), so a median alone gives info. Source: the
+    same file, kHighlyInfeedBoundThresholdInPercent = 20.
 
     ``max_cache_memory_share`` = 0.5 (fraction of the probes' memory limit): the largest
     dataset the rule suggests caching, as a share of the memory the probes may use (itself 80% of
@@ -217,9 +219,11 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     if limit is None or size_mib > limit * options.max_cache_memory_share:
         return []
     plan = _cache_plan(data, work)
+    interval = m.share_interval(facts)  # a warning needs the whole interval past its cut-off
+    low = interval.low if interval is not None else share
     return [
         finding(
-            severity=Severity.WARNING if share >= options.warning_input_share else Severity.INFO,
+            severity=Severity.WARNING if low >= options.warning_input_share else Severity.INFO,
             message=(
                 f"The pipeline recomputes {len(work)} preprocessing step(s) every epoch for "
                 f"{data.cardinality} batches (about {size_mib:.1f} MiB) over {epochs} epochs; "
@@ -236,6 +240,12 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 Evidence("memory the probes may use", limit, "MiB", probes.memory_limit_source),
                 Evidence("epochs", epochs, "", "fit"),
                 Evidence("input share of the step", round(share * 100, 1), "%", basis),
+                Evidence(
+                    "input share, 90% interval low",
+                    round(low * 100, 1),
+                    "%",
+                    "paired real vs compute-only step (rules/_measured.py)",
+                ),
                 Evidence(
                     "random or order-changing ops",
                     ", ".join(plan.random) or "none",

@@ -1,21 +1,27 @@
 """RD406 predict-in-loop: ``model.predict`` called on single samples, many times, in a loop.
 
 What it detects:
-    After the diagnosis window of a ``fit`` inside a loop, the script runs on until its next
-    ``fit`` call (``rnndoctor/capture/after_window.py``), and its model calls are counted and
-    timed there.
+    After the diagnosis window the script runs on until its next ``fit`` call (a ``fit``
+    inside a loop) or its end (a single ``fit``), bounded by a budget
+    (``rnndoctor/capture/after_window.py``), and its model calls are counted and timed there.
     The rule reports a ``Model.predict`` call site that ran on a batch of one sample at least
     ``min_single_calls`` (10) times, as text-generation scripts do when they sample one token at
-    a time. It gives the measured cost of one call and, timed by rnndoctor on the same sample,
-    of ``model(x, training=False)`` and ``predict_on_batch(x)``; the calls per iteration of the
-    fit loop (from the loops around the line in the source, else the calls seen) and the share
-    of an iteration (one ``fit`` call plus what runs until the next) they take.
+    a time. It gives the measured cost of one call and, timed by rnndoctor on the same sample
+    against ``predict`` in interleaved bursts (paired, with a 90% interval), of
+    ``model(x, training=False)`` and ``predict_on_batch(x)``; the calls per ``fit`` call
+    (per iteration of the fit loop, or after a single ``fit``; from the loops around the line
+    in the source, else the calls seen) and the share they take of an iteration (one ``fit``
+    call plus what runs until the next; for a single ``fit``, the job: the fit plus what runs
+    after it).
 
     Severity: ``error`` when the predict calls take at least half of an iteration
-    (``error_share``: the job runs at least 2x slower than it needs to), ``warning`` below.
+    (``error_share``: the job runs at least 2x slower than it needs to), ``warning`` below;
+    ``info`` ("inconclusive") when the paired interval of the faster way does not clear 1 or
+    rests on fewer than 3 pairs.
+    The estimated gain divides the predict calls' measured time by the paired ratio.
 
-    A single ``fit`` (in no loop) passes: the script stops after its window, and nothing after
-    it repeats with the training.
+    Not evaluated when nothing after the window was watched (``rnndoctor.diagnose`` and the
+    Keras callback, or a check with no time left for the run-on).
 
 Why it slows training:
     ``Model.predict`` is built for many batches: each call wraps its input in a data adapter
@@ -29,8 +35,8 @@ Why it slows training:
 Evidence:
     ``outside_window.calls[]`` (``method``, ``calls``, ``median_ms``, ``single_sample_calls``,
     ``location``, ``loops``, ``calls_per_iteration``), ``outside_window.per_call_ms``,
-    ``outside_window.ended``; ``steps`` and ``fit`` (one fit call's training time),
-    ``fit.fit_in_loop``.
+    ``outside_window.per_call_paired``, ``outside_window.ended``; ``steps`` and ``fit`` (one
+    fit call's training time), ``fit.fit_in_loop``.
 
 Example:
     ``for i in range(400): preds = model.predict(x_pred, verbose=0)[0]`` after each
@@ -65,8 +71,9 @@ References:
 from __future__ import annotations
 
 import ast
+from typing import Any
 
-from rnndoctor.facts import Facts, ModelCallStats, OutsideWindowFacts
+from rnndoctor.facts import Facts, ModelCallStats, OutsideWindowFacts, PairedRatio
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import NotEvaluated, Option, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
@@ -87,6 +94,10 @@ _ERROR_SHARE = Option(
     "half its time on avoidable overhead runs 2x slower than it needs to",
     help="the share of an iteration from which the finding is an error",
 )
+# A paired ratio from fewer pairs decides nothing: with one or two pairs the bootstrap interval
+# of the median is the ratios themselves (no spread to go by). Source: rnndoctor's choice, one
+# more than --verify's floor of A B A B (rnndoctor/verify/run.py: MIN_PAIRS).
+_MIN_PAIRS = 3
 _CALL = "model(x, training=False)"
 _ON_BATCH = "predict_on_batch"
 
@@ -126,8 +137,20 @@ def _fix(call: ModelCallStats, ow: OutsideWindowFacts) -> tuple[Fix, str | None]
     ), best
 
 
-def _shares(facts: Facts, call: ModelCallStats, after_ms: float | None) -> dict[str, float | None]:
-    """Seconds per iteration of the predict calls, of the iteration, and the job speedup."""
+def _paired(ow: OutsideWindowFacts, best: str | None) -> PairedRatio | None:
+    """The paired ratio of ``predict`` over the chosen way, on the same sample."""
+    return next((r for r in ow.per_call_paired if r.a == "predict" and r.b == best), None)
+
+
+def _conclusive(paired: PairedRatio | None) -> bool:
+    """The chosen way is faster: enough pairs, and the whole interval above 1."""
+    return paired is not None and paired.pairs >= _MIN_PAIRS and paired.low > 1.0
+
+
+def _shares(facts: Facts, call: ModelCallStats, paired: PairedRatio | None) -> dict[str, Any]:
+    """Seconds per iteration of the predict calls, of the iteration, and the job speedup: the
+    predict calls' measured time divided by the paired ratio (None: no paired ratio, or its
+    interval does not clear 1)."""
     per_iteration = out.expected_calls(call) * (call.median_ms or 0.0) / 1000.0
     training = out.training_per_call_s(facts)
     outside = out.outside_per_call(facts)
@@ -135,56 +158,85 @@ def _shares(facts: Facts, call: ModelCallStats, after_ms: float | None) -> dict[
     if training is not None:
         iteration = training + max(outside.seconds if outside else 0.0, per_iteration)
     speedup = None
-    if iteration and after_ms is not None and call.median_ms:
-        saved = out.expected_calls(call) * max(0.0, call.median_ms - after_ms) / 1000.0
+    if iteration and _conclusive(paired):
+        saved = per_iteration * (1.0 - 1.0 / paired.ratio)
         speedup = iteration / max(iteration - saved, 1e-9)
     share = per_iteration / iteration if iteration else None
     return {"predict_s": per_iteration, "iteration_s": iteration, "share": share,
             "speedup": speedup}  # fmt: skip
 
 
-def _evidence(call: ModelCallStats, ow: OutsideWindowFacts, shares: dict) -> list[Evidence]:
+def _evidence(
+    call: ModelCallStats, ow: OutsideWindowFacts, shares: dict, looped: bool
+) -> list[Evidence]:
+    per = "per iteration" if looped else "after fit"
     evidence = [
         Evidence("predict calls on one sample (seen)", call.single_sample_calls, "calls",
                  source="after the window, hooked Model.predict"),
         Evidence("predict, per call", call.median_ms, "ms", source="after the window (median)"),
-        Evidence("predict calls per iteration", out.expected_calls(call), "calls",
+        Evidence(f"predict calls {per}", out.expected_calls(call), "calls",
                  source="the loops around the line (source)" if call.calls_per_iteration
                  else "calls seen"),
         Evidence("the run-on ended at", ow.ended, source=ow.detail or "after the window"),
     ]  # fmt: skip
     for name, value in ow.per_call_ms.items():
         evidence.append(
-            Evidence(f"{name}, per call (same sample)", value, "ms", source="timed: best of 3")
-        )
+            Evidence(f"{name}, per call (same sample)", value, "ms",
+                     source="interleaved bursts (median)")
+        )  # fmt: skip
+    for paired in ow.per_call_paired:
+        evidence.append(
+            Evidence(f"{paired.a} / {paired.b}, paired", paired.ratio, "x",
+                     source=f"90% interval {paired.low:g}-{paired.high:g}x over "
+                     f"{paired.pairs} pairs" + (f"; {paired.cut_short}" if paired.cut_short
+                                                 else ""))
+        )  # fmt: skip
     if shares["iteration_s"] is not None:
         evidence.append(
-            Evidence("iteration (one fit call + what runs until the next)",
+            Evidence("iteration (one fit call + what runs until the next)" if looped
+                     else "job (the fit call + what runs after it)",
                      round(shares["iteration_s"], 3), "s", source="forecast and run-on")
         )  # fmt: skip
     return evidence
 
 
-def _message(call: ModelCallStats, shares: dict, best: str | None, ow: OutsideWindowFacts) -> str:
+def _message(call: ModelCallStats, shares: dict, paired: PairedRatio | None, looped: bool) -> str:
     per_iter = out.expected_calls(call)
     text = (
-        f"model.predict runs on a single sample {per_iter} times per iteration "
+        f"model.predict runs on a single sample {per_iter} times "
+        f"{'per iteration' if looped else 'after fit'} "
         f"({call.median_ms:.1f} ms a call, about {shares['predict_s']:.1f} s"
     )
     if shares["share"] is not None:
-        text += f", {shares['share']:.0%} of an iteration of {shares['iteration_s']:.1f} s"
+        whole = "an iteration" if looped else "the job"
+        text += f", {shares['share']:.0%} of {whole} of {shares['iteration_s']:.1f} s"
     text += ")."
-    if best is not None:
+    if paired is not None:
+        verdict = "" if _conclusive(paired) else "inconclusive: "
         text += (
-            f" On the same sample, {best} takes {ow.per_call_ms[best]:.2f} ms"
-            + "".join(
-                f" and {k} {v:.2f} ms"
-                for k, v in ow.per_call_ms.items()
-                if k not in (best,) and k != "predict"
-            )
-            + "."
+            f" On the same sample, timed in interleaved bursts, {paired.b} takes "
+            f"{paired.median_b_ms:.2f} ms a call against predict's {paired.median_a_ms:.2f} ms: "
+            f"{verdict}{paired.ratio:.1f}x (90% interval {paired.low:.1f}-{paired.high:.1f}x, "
+            f"{paired.pairs} pairs)."
         )
     return text
+
+
+def _gain(call: ModelCallStats, shares: dict, paired: PairedRatio | None, looped: bool) -> str:
+    if paired is None:
+        return "not estimated: the ways to call the model were not timed"
+    if shares["speedup"] is None:
+        return (
+            f"not estimated: {paired.b} vs predict is inconclusive ({paired.ratio:.1f}x, 90% "
+            f"interval {paired.low:.1f}-{paired.high:.1f}x, {paired.pairs} pairs; "
+            f"{_MIN_PAIRS} needed) or the iteration is unknown"
+        )
+    return (
+        f"{shares['speedup']:.2f}x {'per iteration' if looped else 'of the job'}: "
+        f"{out.expected_calls(call)} calls x {call.median_ms:.1f} ms, each {paired.ratio:.1f}x "
+        f"faster as {paired.b} (paired on the same sample, 90% interval "
+        f"{paired.low:.1f}-{paired.high:.1f}x)"
+    )
 
 
 @rule(
@@ -198,33 +250,32 @@ def _message(call: ModelCallStats, shares: dict, best: str | None, ow: OutsideWi
 def check(facts: Facts, options: OptionValues) -> list[Finding]:
     ow = facts.outside_window
     if ow is None:
-        if facts.fit.fit_in_loop is None:
-            return []  # a single fit: no iteration repeats what follows it
-        raise NotEvaluated("the script did not run on after the window of its fit loop")
+        raise NotEvaluated(
+            "the script did not run on after the window"
+            + (" of its fit loop" if out.in_loop(facts) else " (nothing after fit was watched)")
+        )
+    looped = out.in_loop(facts)
     findings = []
     for call in ow.calls:
         if call.method != "predict" or call.single_sample_calls < options.min_single_calls:
             continue
         fix, best = _fix(call, ow)
-        shares = _shares(facts, call, ow.per_call_ms.get(best) if best else None)
+        paired = _paired(ow, best)
+        shares = _shares(facts, call, paired)
         share = shares["share"]
         severity = (
-            Severity.ERROR if share is not None and share >= options.error_share
+            Severity.INFO if paired is not None and not _conclusive(paired)
+            else Severity.ERROR if share is not None and share >= options.error_share
             else Severity.WARNING
         )  # fmt: skip
         speedup = shares["speedup"]
-        gain = (
-            f"{speedup:.2f}x per iteration: {out.expected_calls(call)} calls x "
-            f"({call.median_ms:.1f} -> {ow.per_call_ms[best]:.2f} ms)"
-            if speedup is not None and best is not None
-            else "not estimated: the alternatives were not timed or the iteration is unknown"
-        )
+        gain = _gain(call, shares, paired, looped)
         findings.append(
             finding(
                 severity=severity,
-                message=_message(call, shares, best, ow),
+                message=_message(call, shares, paired, looped),
                 location=fp.to_location(call.location),
-                evidence=tuple(_evidence(call, ow, shares)),
+                evidence=tuple(_evidence(call, ow, shares, looped)),
                 fix=fix,
                 gain=gain,
                 speedup=round(speedup, 3) if speedup is not None else None,

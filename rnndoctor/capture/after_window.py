@@ -5,10 +5,11 @@ Two things the diagnosis window alone cannot see (issue 12):
 - **A fit in a loop.** :func:`fit_loop` reads the user's file (``ast``) for the ``for`` /
   ``while`` loops whose body holds the ``fit`` call's line, with their iteration counts where
   the source states them (:func:`enclosing_loops`): ``FitConfig.fit_in_loop``.
-- **What runs between fits.** After the window of a ``fit`` inside a loop, :func:`start` lets
-  the script run on instead of stopping it at once (after a single ``fit`` it still stops at
-  once), with the neutralisation still on, bounded by the ``after the window``
-  budget (:mod:`rnndoctor.capture.budget`). It counts and times the model calls
+- **What runs after fit.** After the window, :func:`start` lets the script run on instead of
+  stopping it at once, with the neutralisation still on: after a ``fit`` inside a loop until
+  the loop's next ``fit`` call, bounded by the ``after the window`` budget; after a single
+  ``fit`` until the script's end, bounded by the shorter ``after a single fit`` budget
+  (:mod:`rnndoctor.capture.budget`; both within ``--timeout``). It counts and times the model calls
   (``Model.predict`` / ``evaluate`` / ``predict_on_batch`` / ``__call__``, the outermost call
   only) and the plain Python time around them. It stops (:func:`stop`, then
   ``CaptureSession.end_script`` as before) at the first of: the script's next ``fit`` call, its
@@ -16,8 +17,9 @@ Two things the diagnosis window alone cannot see (issue 12):
   :func:`stop_before_write` before the write happens, so the check still writes nothing a stopped
   script would not have written), or the budget (a timer raises ``StopScript`` in the main
   thread). What it saw goes to ``facts.outside_window``. On the second single-sample ``predict``
-  call, one call each of ``predict``, ``model(x, training=False)`` and ``predict_on_batch`` on
-  the same sample is timed (best of three), for the rule that suggests them (RD406).
+  call, ``predict``, ``model(x, training=False)`` and ``predict_on_batch`` on the same sample
+  are timed against each other as interleaved bursts (paired, with intervals; the run-on's
+  budget timer is paused meanwhile), for the rule that suggests them (RD406).
 """
 
 from __future__ import annotations
@@ -31,13 +33,14 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from rnndoctor.capture import sites
+from rnndoctor.capture import flavour, pairs, sites
 from rnndoctor.capture.session import AfterWindowState, StopScript
 from rnndoctor.facts import (
     CodeLoop,
     FitLoop,
     ModelCallStats,
     OutsideWindowFacts,
+    PairedRatio,
     Phase,
     SourceLocation,
 )
@@ -47,7 +50,15 @@ if TYPE_CHECKING:
 
 _METHODS = ("predict", "evaluate", "predict_on_batch", "__call__")
 _MAX_SIZES = 10
-_TIMED_RUNS = 3  # calls timed per alternative; the best is kept
+# The per-call comparison of RD406 (predict vs predict_on_batch vs model(x)): interleaved
+# bursts of about _BURST_S each (at most _MAX_BURST_CALLS calls), until each way has the paired
+# timer's floor (rnndoctor.paired: 10 calls and 1 s) or _TIMING_S ends. Source: rnndoctor's
+# choice: three ways of 1 s each fit in it with room for slow calls (RD406 wants 3 pairs: a
+# loaded 2-core machine made predict take 0.66 s a call on keras-io's char-level example, and
+# 8 s gave one pair), and it is paused out of the run-on's budget.
+_TIMING_S = 15.0
+_BURST_S = 0.1
+_MAX_BURST_CALLS = 50
 _HOOKS_ATTR = "_rnndoctor_after_window_hooks"
 
 
@@ -149,18 +160,21 @@ def fit_loop(location: SourceLocation | None) -> FitLoop | None:
 def start(session: CaptureSession, model: Any) -> bool:
     """Lets the script run on after the window (the ``fit`` hook returns instead of stopping).
 
-    Only a ``fit`` inside a loop of the user's file (``FitConfig.fit_in_loop``) runs on: what
-    runs between its calls is part of every iteration. After a single ``fit`` the script stops
-    at once, as before (what follows, a final save or evaluation, is not run).
+    Every ``fit`` runs on: a ``fit`` inside a loop of the user's file
+    (``FitConfig.fit_in_loop``) until the loop's next call, under the ``after the window``
+    budget (what runs between its calls is part of every iteration); a single ``fit`` until the
+    script's end (or a later ``fit`` call), under the shorter ``after a single fit`` budget
+    (what follows it runs once). Both end earlier at a write, and within ``--timeout``
+    (:meth:`rnndoctor.capture.budget.Budgets.budget` caps every budget by the time left).
 
     Returns:
-        False when it should stop now: the fit is in no loop, or no time is left for the
-        ``after the window`` budget.
+        False when it should stop now: no ``fit`` facts, or less than 1 s left for the budget.
     """
     fit = session.facts.fit
-    if fit is None or fit.fit_in_loop is None:
+    if fit is None:
         return False
-    budget = session.budget("after the window")
+    phase = "after the window" if fit.fit_in_loop is not None else "after a single fit"
+    budget = session.budget(phase)
     if budget.seconds < 1.0:
         return False
     state = AfterWindowState(running=True, started=time.perf_counter(), budget=budget)
@@ -242,7 +256,9 @@ def _call_stats(state: AfterWindowState, method: str) -> ModelCallStats:
 
 
 def _place_calls(session: CaptureSession, calls: list[ModelCallStats]) -> None:
-    """Each call's loops (those not holding ``fit``) and its calls per iteration of the fit."""
+    """Each call's loops (those not holding ``fit``) and its calls per ``fit`` call: per
+    iteration of the fit loop for a call inside that loop's body; after a single ``fit``, the
+    calls its loops make in all (the line runs after the one fit only)."""
     fit = session.facts.fit
     fit_loops = fit.fit_in_loop.loops if fit is not None and fit.fit_in_loop else []
     fit_lines = {loop.line for loop in fit_loops}
@@ -252,24 +268,25 @@ def _place_calls(session: CaptureSession, calls: list[ModelCallStats]) -> None:
         loops = enclosing_loops(call.location.file, call.location.line)
         call.loops = [loop for loop in loops if loop.line not in fit_lines]
         in_fit_loop = bool(fit_lines) and fit_loops[-1].line in {loop.line for loop in loops}
-        if in_fit_loop:
+        if in_fit_loop or not fit_lines:
             call.calls_per_iteration = _product(call.loops)
 
 
 # -- the model-call hooks --------------------------------------------------------------------
 def _install_hooks(session: CaptureSession) -> None:
-    """Wraps the model-call methods of ``keras.Model`` once per process; they count only while
-    a run-on is active (``session.after_window.running``)."""
-    import keras
-
-    holder = keras.Model.__dict__.get(_HOOKS_ATTR)
-    if holder is not None:
-        holder["session"] = session
-        return
-    holder = {"session": session}
-    setattr(keras.Model, _HOOKS_ATTR, holder)
-    for method in _METHODS:
-        setattr(keras.Model, method, _wrap(holder, getattr(keras.Model, method), method))
+    """Wraps the model-call methods of ``keras.Model`` (and ``tf_keras.Model`` once imported)
+    once per process; they count only while a run-on is active
+    (``session.after_window.running``)."""
+    for module in flavour.keras_modules(import_tf_keras=False):
+        model_cls = module.Model
+        holder = model_cls.__dict__.get(_HOOKS_ATTR)
+        if holder is not None:
+            holder["session"] = session
+            continue
+        holder = {"session": session}
+        setattr(model_cls, _HOOKS_ATTR, holder)
+        for method in _METHODS:
+            setattr(model_cls, method, _wrap(holder, getattr(model_cls, method), method))
 
 
 def _wrap(holder: dict[str, Any], original: Any, method: str) -> Any:
@@ -288,7 +305,7 @@ def _wrap(holder: dict[str, Any], original: Any, method: str) -> Any:
             state.depth -= 1
             _count(state, method, elapsed, args, kwargs)
             if method == "predict" and state.single.get("predict") == 2 and not state.timed:
-                _time_alternatives(state, self, args, kwargs)
+                _time_alternatives(session, state, self, args, kwargs)
 
     return call
 
@@ -325,8 +342,12 @@ def _count(
             state.locations[method] = sites.user_frame_location(skip=1, call_names=names)
 
 
-def _time_alternatives(state: AfterWindowState, model: Any, args: tuple, kwargs: dict) -> None:
-    """One call of each way to run the model on the same single sample, best of three."""
+def _time_alternatives(
+    session: CaptureSession, state: AfterWindowState, model: Any, args: tuple, kwargs: dict
+) -> None:
+    """Times the ways to run the model on the same single sample against each other, paired
+    (:func:`_paired_calls`), with the run-on's budget timer paused meanwhile (its time is
+    rnndoctor's own, not the script's: ``own_s``)."""
     state.timed = True
     if any(getattr(layer, "stateful", False) for layer in _layers(model)):
         state.facts.detail = "per-call costs not measured: a stateful layer's states would change"
@@ -339,20 +360,62 @@ def _time_alternatives(state: AfterWindowState, model: Any, args: tuple, kwargs:
     }
     began = time.perf_counter()
     state.own = True
+    if state.timer is not None:
+        state.timer.cancel()
+    allowance = min(_TIMING_S, max(0.0, session.budgets.overall_left()))
+    deadline = time.monotonic() + allowance
     try:
-        for name, run in ways.items():
-            run()  # a first call may build or trace
-            best = float("inf")
-            for _ in range(_TIMED_RUNS):
-                t0 = time.perf_counter()
-                run()
-                best = min(best, time.perf_counter() - t0)
-            state.facts.per_call_ms[name] = round(best * 1000.0, 3)
+        medians, ratios = _paired_calls(ways, lambda: deadline - time.monotonic())
+        state.facts.per_call_ms, state.facts.per_call_paired = medians, ratios
     except Exception as exc:  # never break the user's script over a measurement
         state.facts.detail = f"per-call costs not measured: {type(exc).__name__}"
     finally:
         state.own = False
         state.own_s += time.perf_counter() - began
+        _restart_timer(session, state)
+
+
+def _paired_calls(ways: dict[str, Any], left: Any) -> tuple[dict[str, float], list[PairedRatio]]:
+    """Interleaved bursts of each way (``rnndoctor.capture.pairs.alternate``): each way first
+    runs twice untimed (building, tracing; the second call sizes its bursts to about
+    ``_BURST_S``), then rounds of one burst per way until each has 10 calls and 1 s, or the
+    allowance ``left()`` ends. Returns each way's median ms per call, and the paired ratio of
+    the first way (``predict``) over each other."""
+    arms = []
+    for name, run in ways.items():
+        run()
+        t0 = time.perf_counter()
+        run()
+        calls = max(1, min(_MAX_BURST_CALLS, round(_BURST_S / max(time.perf_counter() - t0, 1e-6))))
+        arms.append(pairs.ArmRecord(name, _burst(run, calls)))
+    cut_short = pairs.alternate(arms, left)
+    medians = {a.name: round(statistics.median(a.per_step_ms), 3) for a in arms if a.per_step_ms}
+    ratios = [pairs.pair(arms[0], b, phase=Phase.AFTER_WINDOW.value, cut_short=cut_short)
+              for b in arms[1:]]  # fmt: skip
+    return medians, [r for r in ratios if r is not None]
+
+
+def _burst(run: Any, calls: int) -> Any:
+    def burst() -> list[tuple[float, int]]:
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            run()
+        return [((time.perf_counter() - t0) * 1000.0 / calls, calls)]
+
+    return burst
+
+
+def _restart_timer(session: CaptureSession, state: AfterWindowState) -> None:
+    """Starts the budget timer again for what is left of the run-on's budget (script time)."""
+    if not state.running or state.budget is None:
+        return
+    used = time.perf_counter() - state.started - state.own_s
+    remaining = max(0.0, min(state.budget.seconds - used, session.budgets.overall_left()))
+    main = threading.main_thread().ident
+    timer = threading.Timer(remaining, _expire, args=(session, state, main))
+    timer.daemon = True
+    timer.start()
+    state.timer = timer
 
 
 def _layers(model: Any) -> list[Any]:

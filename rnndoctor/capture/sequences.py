@@ -596,6 +596,7 @@ class _PadRuns:
     full: int = 0  # rows that are nothing but the pad step
     lengths: int = 0  # distinct run lengths among the padded rows
     steps: int = 0  # padded steps in the padded rows that are not wholly padding
+    inside: int = 0  # rows holding the step outside their run at ``side`` (real data uses it)
 
 
 def _steps(array: Any) -> Any:
@@ -650,6 +651,8 @@ def _score(side: str, key: bytes, step: Any, batches: list[Any]) -> _PadRuns:
         partial = here[padded & (here < steps.shape[1])]
         seen_lengths |= {int(n) for n in partial}
         runs.steps += int(partial.sum())
+        occurrences = (steps == step[None, None, :]).all(axis=-1).sum(axis=1)
+        runs.inside += int((occurrences > here).sum())
     runs.lengths = len(seen_lengths)
     return runs
 
@@ -664,7 +667,8 @@ def _consistent(runs: _PadRuns, other_side: int) -> bool:
         return True
     partial = runs.padded - runs.full
     long_runs = partial > 0 and runs.steps >= _PAD_RUN_MEAN_MIN * partial
-    return runs.lengths >= _PAD_RUN_LENGTHS_MIN and long_runs
+    only_at_the_end = partial > 0 and runs.inside == 0
+    return runs.lengths >= _PAD_RUN_LENGTHS_MIN and (long_runs or only_at_the_end)
 
 
 def detect_padding(arrays: list[Any]) -> tuple[list[Any], str, Any] | None:
@@ -679,10 +683,12 @@ def detect_padding(arrays: list[Any]) -> tuple[list[Any], str, Any] | None:
       it at this end, and
     - the runs have at least ``_PAD_RUN_LENGTHS_MIN`` (2) distinct lengths (sequences of varying
       lengths padded to one length; a token that merely ends every row, such as an end-of-text
-      id, gives runs of one length), of at least ``_PAD_RUN_MEAN_MIN`` (2) steps on average
-      (a real token that happens to repeat at the end gives runs of about one step). The zero
-      step is exempt from both: 0 is the padding of ``pad_sequences``, ``padded_batch`` and
-      ``Embedding(mask_zero=True)``.
+      id, gives runs of one length), either of at least ``_PAD_RUN_MEAN_MIN`` (2) steps on
+      average (a real token that happens to repeat at the end gives runs of about one step) or
+      of a step that occurs in no sampled row outside its run at that end (short pads, such as
+      the one to four spaces of fixed-width arithmetic queries: a real token also occurs
+      inside rows). The zero step is exempt from both: 0 is the padding of ``pad_sequences``,
+      ``padded_batch`` and ``Embedding(mask_zero=True)``.
 
     Among qualifying candidates the zero step wins, then the one with the fewest rows made only
     of it (real data fills most rows), then the one padding the most rows.

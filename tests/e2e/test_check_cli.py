@@ -74,11 +74,16 @@ def test_rd101_points_at_the_users_lstm_line(tiny):
     assert finding["evidence"] and finding["severity"] == "warning"
 
 
-def test_the_script_is_stopped_after_the_window(tiny):
+def test_the_script_runs_on_after_the_window_and_is_stopped_before_its_save(tiny):
     work, out, _ = tiny
     log = (out / "script.log").read_text()
-    assert "AFTER FIT" not in log and "SWALLOWED" not in log
+    assert "SWALLOWED" not in log  # fit returned: no exception reached the user's except
+    assert "AFTER FIT" in log  # the run-on after a single fit (issue 12)
     assert not (work / "tiny_lstm.keras").exists()
+    ow = json.loads((out / "facts.json").read_text())["outside_window"]
+    assert ow["ended"] == "a write" and ow["detail"] == "the script was about to write (model.save)"
+    neutralised = json.loads((out / "facts.json").read_text())["run"]["neutralised"]
+    assert not [n for n in neutralised if n["what"] == "model.save"]  # stopped before the call
 
 
 def test_facts_hold_steps_model_environment_and_profile(tiny):

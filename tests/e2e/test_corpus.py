@@ -490,5 +490,5 @@ def test_saving_is_neutralised_and_the_project_folder_is_unchanged(runs):
     assert what["CSVLogger callback"]["location"]["line"] == 27
     per_batch = [n for n in neutralised if n["detail"] == str(run.work / "callback.weights.h5")]
     assert per_batch and per_batch[0]["calls"] == 5  # 1 warm-up + 3 measured + 1 profiled step
-    assert "model.save" not in what  # the script was stopped after the window: never called
+    assert "model.save" not in what  # the run-on after fit stopped before it: never called
     assert not any("wrote outside --out" in n for n in run.doc["facts"]["run"]["notes"])

@@ -133,3 +133,20 @@ def test_unpadded_float_features_and_end_tokens_are_not_padding():
     ids = rng.integers(1, 9, size=(32, 12))
     ids[:, -1] = 99  # an end-of-text id ends every row: a run of one length, not padding
     assert sequences.detect_padding([ids]) is None
+
+
+def test_short_space_pads_that_occur_only_at_the_start_are_found():
+    """Fixed-width queries ("12+345 " reversed: "  543+21"): one to four one-hot spaces at the
+    start of three rows in four, 1.4 steps on average, and a space nowhere else."""
+    rng = np.random.default_rng(3)
+    pads = rng.choice([0, 1, 1, 1, 2, 2, 3, 4], size=64)
+    x = np.zeros((64, 7, 12), dtype=bool)
+    for i, n in enumerate(pads):
+        x[i, :n, 11] = True  # the space
+        x[i, np.arange(n, 7), rng.integers(0, 11, size=7 - n)] = True  # digits and '+'
+    masks, side, step = sequences.detect_padding([x])
+    assert side == "left" and int(np.flatnonzero(step)[0]) == 11
+    assert [int((~m).sum()) for m in masks[0]] == [int(n) for n in pads]
+    x[1, 5, :] = False
+    x[1, 5, 11] = True  # a space inside one row: real data uses the step, so short runs of it
+    assert sequences.detect_padding([x]) is None  # are no evidence of padding

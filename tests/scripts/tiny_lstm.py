@@ -1,5 +1,6 @@
-"""A tiny training script with an RD101 layer, HTML on its construction line, and user code that
-must not run under `rnndoctor check` (it swallows exceptions, then saves a model).
+"""A tiny training script with an RD101 layer, HTML on its construction line, and user code after
+fit: an except clause that must not run under `rnndoctor check` (fit returns normally), a print
+that the run-on after the window reaches, and a save it must stop before.
 
 (TensorFlow's scope names allow no `<` or spaces, so a trainable layer cannot carry an HTML name;
 the report's escaping of one is tested on facts in tests/unit.)"""

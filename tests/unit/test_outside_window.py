@@ -16,6 +16,7 @@ from rnndoctor.facts import (
     FitLoop,
     ModelCallStats,
     OutsideWindowFacts,
+    PairedRatio,
     RunInfo,
     SourceLocation,
     StepTimes,
@@ -88,6 +89,12 @@ def _facts(ended: str = "budget", with_loop: bool = True) -> Facts:
     facts.outside_window = OutsideWindowFacts(
         ended=ended, seconds=10.5, budget_s=10.5, calls=[predict], python_s=0.6,
         per_call_ms={"predict": 64.0, "model(x, training=False)": 9.0, "predict_on_batch": 2.0},
+        per_call_paired=[
+            PairedRatio(ratio=7.0, low=6.0, high=8.0, pairs=12, median_a_ms=64.0,
+                        median_b_ms=9.0, a="predict", b="model(x, training=False)"),
+            PairedRatio(ratio=32.0, low=28.0, high=35.0, pairs=12, median_a_ms=64.0,
+                        median_b_ms=2.0, a="predict", b="predict_on_batch"),
+        ],
     )  # fmt: skip
     return facts
 
@@ -102,20 +109,40 @@ def test_rd406_gives_the_cost_per_call_of_each_way_and_the_share_of_an_iteration
     assert found.severity is Severity.ERROR and found.location.line == 14
     assert "1600 times per iteration" in found.message and "66.0 ms a call" in found.message
     assert f"{predict / iteration:.0%} of an iteration" in found.message
-    assert "predict_on_batch takes 2.00 ms" in found.message
+    assert "predict_on_batch takes 2.00 ms a call against predict's 64.00 ms" in found.message
+    assert "32.0x (90% interval 28.0-35.0x, 12 pairs)" in found.message
     assert found.fix.code == "preds = model.predict_on_batch(x_pred)[0]"
     assert found.fix.before == "preds = model.predict(x_pred, verbose=0)[0]"
     assert found.fix.safety == "safe"
-    saved = 1600 * (0.066 - 0.002)
+    saved = predict * (1 - 1 / 32.0)  # the measured predict time, divided by the paired ratio
     assert found.speedup == pytest.approx(iteration / (iteration - saved), rel=1e-3)
+    assert "paired on the same sample, 90% interval 28.0-35.0x" in found.gain
     evidence = {e.label: e.value for e in found.evidence}
     assert evidence["predict calls per iteration"] == 1600
     assert evidence["model(x, training=False), per call (same sample)"] == 9.0
+    assert evidence["predict / predict_on_batch, paired"] == 32.0
+
+
+def test_rd406_is_inconclusive_info_when_the_paired_interval_does_not_clear_one():
+    facts = _facts()
+    facts.outside_window.per_call_paired[1].low = 0.9  # predict_on_batch: 32x, 0.9-35x
+    (found,) = [f for f in evaluate(facts).findings if f.rule_id == "RD406"]
+    assert found.severity is Severity.INFO and found.speedup is None
+    assert "inconclusive: 32.0x" in found.message and "inconclusive" in found.gain
+    facts.outside_window.per_call_paired[1].low = 28.0
+    facts.outside_window.per_call_paired[1].pairs = 1  # one pair: its interval is the ratio
+    (found,) = [f for f in evaluate(facts).findings if f.rule_id == "RD406"]
+    assert found.severity is Severity.INFO and found.speedup is None
+    assert "1 pairs; 3 needed" in found.gain
+    facts.outside_window.per_call_paired = []  # older facts: timed, but not paired
+    (found,) = [f for f in evaluate(facts).findings if f.rule_id == "RD406"]
+    assert found.speedup is None and found.gain.startswith("not estimated")
 
 
 def test_rd406_picks_model_call_when_it_is_the_faster_and_skips_batched_predicts():
     facts = _facts()
     facts.outside_window.per_call_ms = {"model(x, training=False)": 1.0, "predict_on_batch": 3.0}
+    facts.outside_window.per_call_paired[0].ratio = 60.0
     (found,) = [f for f in evaluate(facts).findings if f.rule_id == "RD406"]
     assert found.fix.code == "preds = model(x_pred, training=False).numpy()[0]"
     facts.outside_window.calls[0].single_sample_calls = 3  # predicts on whole batches
@@ -142,12 +169,44 @@ def test_a_run_on_that_reached_the_next_fit_is_measured_not_extrapolated():
     assert "measured: 10.5 s from the end of fit to the next fit call" in forecast.covers
 
 
-def test_a_single_fit_with_nothing_after_it_keeps_the_training_only_forecast():
+def test_a_single_fit_with_nothing_watched_after_it_keeps_the_training_only_forecast():
     facts = _facts(with_loop=False)
-    facts.outside_window = None
+    facts.outside_window = None  # rnndoctor.diagnose, the Keras callback: no run-on
     forecast = evaluate(facts).forecast
     assert forecast.now_s == pytest.approx(2.0) and forecast.covers is None
     assert forecast.fit_calls is None
+
+
+def test_a_single_fit_adds_what_runs_after_it_once_and_says_it_measured_it():
+    facts = _facts(ended="script end", with_loop=False)
+    forecast = evaluate(facts).forecast
+    assert forecast.fit_calls == 1 and forecast.training_s == pytest.approx(2.0)
+    assert forecast.outside_s == 10.5 and forecast.now_s == pytest.approx(2.0 + 10.5)
+    assert "x 40 fit calls" not in forecast.covers and "fit calls" not in forecast.covers
+    assert "after fit: measured: 10.5 s from the end of fit to the script end" in forecast.covers
+    assert "validation and epoch-end callbacks: not measured" in forecast.covers
+
+
+def test_a_single_fit_whose_run_on_reached_a_later_fit_says_that_fit_is_not_forecast():
+    facts = _facts(ended="next fit call", with_loop=False)
+    forecast = evaluate(facts).forecast
+    assert forecast.now_s == pytest.approx(2.0 + 10.5)
+    assert "a later fit call: its training is not in the forecast" in forecast.covers
+
+
+def test_rd406_after_a_single_fit_speaks_of_the_job_not_of_an_iteration():
+    facts = _facts(with_loop=False)  # the 1600 calls of two loops after the one fit
+    (found,) = [f for f in evaluate(facts).findings if f.rule_id == "RD406"]
+    training, predict = 0.020 * 100, 1600 * 0.066
+    job = training + predict + 0.6 * 1600 / 150  # the run-on stopped at its budget
+    assert "1600 times after fit" in found.message and "per iteration" not in found.message
+    assert f"{predict / job:.0%} of the job of {job:.1f} s" in found.message
+    assert found.severity is Severity.ERROR and "of the job" in found.gain
+    evidence = {e.label: e.value for e in found.evidence}
+    assert evidence["predict calls after fit"] == 1600
+    assert evidence["job (the fit call + what runs after it)"] == pytest.approx(job, abs=1e-3)
+    forecast = evaluate(facts).forecast
+    assert forecast.after_s == pytest.approx(forecast.now_s / found.speedup)
 
 
 def test_a_loop_without_a_count_says_so_and_forecasts_one_call():
@@ -166,14 +225,36 @@ def test_the_new_facts_round_trip_through_json():
     assert back.fit.fit_in_loop == facts.fit.fit_in_loop
 
 
-def test_rd406_passes_a_single_fit_and_is_not_evaluated_when_a_loop_did_not_run_on():
+def test_rd406_is_not_evaluated_when_nothing_after_the_window_was_watched():
     from rnndoctor.engine import Status
 
     facts = _facts(with_loop=False)
     facts.outside_window = None
     (outcome,) = [o for o in evaluate(facts).outcomes if o.rule.id == "RD406"]
-    assert outcome.status is Status.PASSED
+    assert outcome.status is Status.NOT_EVALUATED
+    assert "nothing after fit was watched" in outcome.reason
+    facts.outside_window = OutsideWindowFacts(ended="script end", seconds=0.01)
+    (outcome,) = [o for o in evaluate(facts).outcomes if o.rule.id == "RD406"]
+    assert outcome.status is Status.PASSED  # watched to the script's end: no predict at all
     facts = _facts()
     facts.outside_window = None
     (outcome,) = [o for o in evaluate(facts).outcomes if o.rule.id == "RD406"]
     assert outcome.status is Status.NOT_EVALUATED and "did not run on" in outcome.reason
+
+
+def test_a_call_after_a_single_fit_counts_the_calls_of_all_its_loops(tmp_path):
+    from types import SimpleNamespace
+
+    path = tmp_path / "once.py"
+    path.write_text(
+        "model.fit(x, y)\nfor d in [0.2, 1.0]:\n    for i in range(400):\n"
+        "        model.predict(x_pred)\nwhile True:\n    model.predict(x_pred)\n"
+    )
+    facts = Facts(run=RunInfo(script=str(path), argv=[], cwd="."))
+    facts.fit = FitConfig(data_kind="numpy", batch_size=32, epochs=1)  # no fit_in_loop
+    counted = ModelCallStats(method="predict", location=SourceLocation(str(path), 4))
+    unknown = ModelCallStats(method="predict", location=SourceLocation(str(path), 6))
+    after_window._place_calls(SimpleNamespace(facts=facts), [counted, unknown])
+    assert [loop.line for loop in counted.loops] == [2, 3]
+    assert counted.calls_per_iteration == 800  # 2 x 400, after the one fit
+    assert unknown.calls_per_iteration is None  # a while loop: the calls seen count

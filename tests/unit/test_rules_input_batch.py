@@ -517,3 +517,21 @@ def test_rd301_fix_on_a_bucketed_pipeline_rewrites_its_bucket_batch_sizes():
     assert _with_bucket_batch_sizes(keywords, 8).endswith(
         "bucket_batch_sizes=[8] * (len([3, 5]) + 1))"
     )
+
+
+def test_rd205_warns_only_when_the_whole_share_interval_clears_the_cut_off():
+    """keras-io's weather example: a 45% input share whose paired interval ran 0-51% was a
+    warning on its median alone; now it is info, and a tight interval still warns."""
+    from rnndoctor.facts import PairedRatio
+
+    data = map_pipeline(stateful_ops=[], auto_parallel=True)
+    f = facts(step=10.0, compute=7.0, real=10.0, data=data, epochs=5)  # a 30% share
+    f.probes.compute_paired = PairedRatio(ratio=10 / 7, low=0.9, high=1.6, pairs=6,
+                                          median_a_ms=10.0, median_b_ms=7.0)  # fmt: skip
+    _, (finding,) = run(f, "RD205")
+    assert finding.severity is Severity.INFO
+    assert {e.label: e.value for e in finding.evidence}["input share, 90% interval low"] == 0.0
+    f.probes.compute_paired = PairedRatio(ratio=10 / 7, low=1.38, high=1.5, pairs=12,
+                                          median_a_ms=10.0, median_b_ms=7.0)  # fmt: skip
+    _, (finding,) = run(f, "RD205")
+    assert finding.severity is Severity.WARNING

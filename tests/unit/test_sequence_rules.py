@@ -171,3 +171,27 @@ def test_the_rd1xx_mask_proviso_follows_the_sampled_masks(name, caveat):
     assert got is None if caveat is None else caveat in got
     facts.sequences = None  # not sampled: the original proviso
     assert fp.mask_caveat(layer, facts) == (fp.MASK_CAVEAT if layer.receives_mask else None)
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_the_one_hot_pad_remap_snippet_runs_and_zeroes_only_the_padded_end(side):
+    """RD501's advice for one-hot padding without a mask (found on keras-io's lstm_seq2seq: the
+    right-padded snippet called ``.flip`` on a numpy array, which has no such method)."""
+    import numpy as np
+
+    from rnndoctor.facts import SequenceInput
+    from rnndoctor.rules._sequences import mask_advice
+
+    record = SequenceInput(
+        input="decoder", length_source="pad_value", mask_used=False, pad_side=side,
+        input_rank=3, pad_value="one-hot vector of index 2", pad_index=2, pad_depth=4,
+    )  # fmt: skip
+    sentence, code = mask_advice(record)
+    assert "Masking(mask_value=0.0)" in sentence
+    eye = np.eye(4, dtype="float32")
+    row = [0, 2, 1, 2, 2] if side == "right" else [2, 2, 1, 2, 0]  # a space inside is data
+    x = eye[[row, row]]
+    exec("\n".join(code[:2]), {"np": np, "x": x})  # PAD = ..., x[...] = 0.0
+    zeroed = [bool((step == 0).all()) for step in x[0]]
+    assert zeroed == ([False, False, False, True, True] if side == "right"
+                      else [True, True, False, False, False])  # fmt: skip
