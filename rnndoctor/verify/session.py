@@ -77,12 +77,13 @@ class Verification:
 def _item(finding: Finding, fix_id: str) -> Verified:
     """A fix's entry before it is measured."""
     fix = finding.fix
+    where = (fix.location if fix else None) or finding.location
     return Verified(
         fix=fix_id,
         rules=[fix_id],
         title=fix.title if fix else finding.message,
-        file=finding.location.file if finding.location else None,
-        line=finding.location.line if finding.location else None,
+        file=where.file if where else None,
+        line=where.line if where else None,
         safety=str(fix.safety) if fix else None,
         estimate=finding.speedup,
         estimate_text=finding.gain,
