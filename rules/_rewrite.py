@@ -258,7 +258,8 @@ def fit_data_arguments(call_source: str | None) -> dict[str, str] | None:
 
     None when the call is no ``.fit(...)``, passes no ``x`` and ``y`` as plain names or
     attributes, passes anything past ``y`` by position, ``*args`` or ``**kwargs``, or an
-    argument a dataset cannot carry the same way (``sample_weight``, ``class_weight``, ``validation_data``, ``steps_per_epoch``).
+    argument a dataset cannot carry the same way (``sample_weight``, ``class_weight``,
+    ``validation_data``, ``steps_per_epoch``).
     """
     text = (call_source or "").strip()
     call = parse_call(text)
