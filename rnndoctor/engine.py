@@ -112,6 +112,9 @@ class Report:
 
     facts: Facts
     outcomes: list[RuleOutcome]
+    # ``rnndoctor.diagnose(..., verify=True)``: the in-process A/B of each fix
+    # (``rnndoctor.verify.result.Verified``); empty otherwise
+    verified: list[Any] = field(default_factory=list)
 
     @property
     def findings(self) -> list[Finding]:

@@ -34,8 +34,8 @@ from rnndoctor.facts import Facts, Outcome, RunInfo, StepTimes
 from rnndoctor.options import Options
 from rnndoctor.verify import RunEnd
 
-WINDOW_STEPS = 6  # measured steps per A/B window (rnndoctor's choice: 6 pairs of windows of 6
-# steps cost less than one plain check's 20-step window and its probes on the demo)
+WINDOW_STEPS = 5  # measured steps per A/B window (rnndoctor's choice: on the demo, 5 fixes x 5
+# pairs of 5-step windows fit the default budget, 3x the plain check, with the arms' starts)
 _WAIT_S = 0.5  # how often a wait for a child's line checks that the child still lives
 
 
@@ -49,6 +49,7 @@ class _Arm:
     results: IO[str]
     folder: Path
     ready: bool = False
+    ended_early: bool = False  # it ended (or was ended) before its warm-up was done
     windows: int = 0
     closed: bool = field(default=False)
 
@@ -94,6 +95,21 @@ class WarmRunner:
             self.close()
             return RunEnd(None, interrupted=True, wall_s=time.monotonic() - began)
 
+    def prepare(self, scripts: list[Path], timeout_s: float) -> None:
+        """Starts the children of ``scripts`` together and waits until each has warmed up (or
+        ended): their starts overlap one another, before any window is measured, instead of
+        each adding its start to the schedule. A child that is not ready by ``timeout_s``
+        seconds is ended (its first window then starts a fresh one)."""
+        arms = [self._arm(script) for script in dict.fromkeys(s.resolve() for s in scripts)]
+        deadline = time.monotonic() + timeout_s
+        for arm in arms:
+            try:
+                arm.ready = _read(arm, deadline) is not None
+            except TimeoutError:
+                self._end(arm)
+            if not arm.ready:
+                arm.ended_early = True
+
     def _arm(self, script: Path) -> _Arm:
         """The live child of ``script``, started when there is none."""
         key = script.resolve()
@@ -131,6 +147,8 @@ class WarmRunner:
         Raises:
             TimeoutError: ``deadline`` passed first.
         """
+        if arm.ended_early:
+            return None
         if not arm.ready:
             if _read(arm, deadline) is None:
                 return None
