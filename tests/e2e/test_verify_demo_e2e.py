@@ -44,7 +44,8 @@ def demo(tmp_path_factory):
     before = tree_hashes(work)
     out = tmp / "out"
     result = _run(["charlm_stdlib.py", "--out", str(out), *WINDOW, "--format", "json",
-                   "--fail-on", "never", "--verify", *SCRIPT_ARGS], work)  # fmt: skip
+                   "--fail-on", "never", "--verify", "--verify-budget", "150", *SCRIPT_ARGS],
+                  work)  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads((out / "report.json").read_text())
     return work, out, before, result, report
