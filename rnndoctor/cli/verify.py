@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 _MIN_RUN_TIMEOUT_S = 60.0  # a verification run's time limit is at least this
 _RUN_TIMEOUT_FACTOR = 3.0  # ... and this many times the plain check's wall time
-_RUN_OVERHEAD_S = 1.0  # a run's process start and exit, beyond its phases (seconds)
+_RUN_OVERHEAD_S = 1.0  # a run's overhead beyond its steps: pipes, facts, process exit (seconds)
 
 
 def make_runner(script_args: list[str], options: Options, out: Path) -> WarmRunner:
@@ -40,9 +40,17 @@ def make_runner(script_args: list[str], options: Options, out: Path) -> WarmRunn
 
 
 def run_estimate_s(facts: Facts, plain_s: float) -> float:
-    """A verification run's expected wall time before one was timed: the plain check's time to
-    the end of its measured steps (the start of its next phase) plus a process's start and exit;
-    ``plain_s`` when its phases do not say."""
+    """A verification run's expected wall time before one was timed. The runs are windows of
+    warm arms (:mod:`rnndoctor.cli.arms`, started before the first run): the window's steps and
+    one more (the plain check's median step time) plus ``_RUN_OVERHEAD_S`` for the pipes and the
+    window's facts. Without a measured step: the plain check's time to the end of its measured
+    steps (a whole run, start included), else ``plain_s``."""
+    from rnndoctor.cli.arms import WINDOW_STEPS
+
+    steps = facts.steps
+    if steps is not None and steps.median_step_time_ms:
+        window_steps = min(WINDOW_STEPS, steps.requested_steps or WINDOW_STEPS) + 1
+        return window_steps * steps.median_step_time_ms / 1000.0 + _RUN_OVERHEAD_S
     phases = facts.run.phases
     ends = (Phase.MEASURED, Phase.LOOP_MEASURED)
     for phase, after in zip(phases, phases[1:], strict=False):
