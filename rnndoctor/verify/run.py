@@ -1,5 +1,8 @@
 """The A/B runs of a verification: the original (A) and a patched copy (B) alternate across
-processes, A B A B, each a real capture child with the plain check's window.
+processes, A B A B. With the CLI's warm runner (``rnndoctor.cli.arms``) each script has one
+window-only capture child, started before the first run, and a run is one window of it; a runner
+without ``prepare`` may start a child per run. The budget counts a script's first run apart from
+its later ones (the start of a child that was not prepared).
 
 Who starts a child is not this module's business: the CLI passes a :data:`Runner` (the
 supervisor, in ``rnndoctor.cli.verify``), so that this package imports nothing of the CLI's.
