@@ -9,15 +9,20 @@ written the same way everywhere by the filters of :mod:`rnndoctor.reports.format
 
 Layout:
     ``view.py``: the view model (:func:`~rnndoctor.reports.view.build_view`).
+    ``verified.py``: the verified fixes' view (``check --verify``) and terminal table.
     ``shares.py``: the breakdown-share formula. ``charts.py``: the SVG charts' geometry.
     ``formatting.py``: how values, percentages and Markdown-safe text are written.
     ``templating.py``: the one jinja2 environment. ``templates/``: ``report.html.j2``,
-    ``report.md.j2``, ``compare.html.j2``, the shared ``_base.css.j2`` and ``_macros.j2``.
-    ``html.py``, ``markdown.py``, ``sarif.py``, ``terminal.py``, ``compare.py``: the renderers.
+    ``report.md.j2``, ``verify.md.j2``, ``compare.html.j2``, the shared ``_base.css.j2``,
+    ``_macros.j2``, ``_macros.md.j2`` and ``_verified.html.j2``.
+    ``html.py``, ``markdown.py`` (``report.md`` and ``verify.md``), ``sarif.py``,
+    ``terminal.py``, ``compare.py``: the renderers.
 
 What it may import: :mod:`rnndoctor.engine` (the Report), :mod:`rnndoctor.facts`,
 :mod:`rnndoctor.findings`, :mod:`rnndoctor.compare`, rule metadata (:class:`rnndoctor.rules.Rule`
-for types), and its own libraries (jinja2, networkx, rich). Never :mod:`rnndoctor.capture`,
+for types), the verification's saved form (:mod:`rnndoctor.verify.summary`,
+:mod:`rnndoctor.verify.result`, and :func:`rnndoctor.verify.patch.fix_ids` for the fixes'
+names), and its own libraries (jinja2, networkx, rich). Never :mod:`rnndoctor.capture`,
 TensorFlow or Keras: ``rnndoctor report`` re-renders saved facts without them.
 """
 

@@ -8,6 +8,7 @@ breakdown bar draws come from :func:`rnndoctor.reports.shares.breakdown_shares`.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import networkx as nx
@@ -183,3 +184,40 @@ def length_histogram(seq: SequenceInput, boundaries: list[int] | None = None) ->
     return {"w": CHART_W, "h": _HIST_H, "bars": bars, "padded": padded, "bounds": bounds,
             "top": top, "x_max": x_max, "base": base, "x0": sx(lo), "x1": sx(x_max),
             "label_y": _HIST_H - 6}  # fmt: skip
+
+
+_GAUGE_W, _GAUGE_H = 260, 34  # px, a verified fix's estimate-vs-measured gauge
+_GAUGE_FLOOR, _GAUGE_CEIL = 0.5, 2.0  # the gauge's scale spans at least 0.5x-2x (log)
+
+
+def speedup_scale(values: list[float]) -> tuple[float, float]:
+    """The shared log scale of the verified fixes' gauges: ``(lowest, highest)`` speedup drawn,
+    covering 1x, every value given (estimates, intervals) and at least 0.5x-2x."""
+    positive = [v for v in values if v > 0]
+    return min([_GAUGE_FLOOR, *positive]) / 1.1, max([_GAUGE_CEIL, *positive]) * 1.1
+
+
+def speedup_gauge(
+    scale: tuple[float, float],
+    estimate: float | None,
+    measured: float | None,
+    low: float | None,
+    high: float | None,
+) -> dict[str, Any]:
+    """One verified fix on the shared log ``scale`` (:func:`speedup_scale`): the 1x line, the
+    estimate's mark, the measured speedup's dot and its 90% interval as a bar.
+
+    Returns ``{"w", "h", "one_x", "est_x", "meas_x", "low_x", "high_x", "ticks": [{"x",
+    "label"}]}``, an ``*_x`` None where that value is missing.
+    """
+    lo, hi = (math.log(v) for v in scale)
+
+    def x(value: float | None) -> float | None:
+        if value is None or value <= 0:
+            return None
+        return _r(4 + (math.log(value) - lo) / (hi - lo) * (_GAUGE_W - 8))
+
+    ticks = [{"x": x(t), "label": f"{t:g}x"} for t in (0.5, 1.0, 2.0, 4.0, 8.0)
+             if scale[0] <= t <= scale[1]]  # fmt: skip
+    return {"w": _GAUGE_W, "h": _GAUGE_H, "one_x": x(1.0), "est_x": x(estimate),
+            "meas_x": x(measured), "low_x": x(low), "high_x": x(high), "ticks": ticks}  # fmt: skip

@@ -3,9 +3,11 @@
 One run, one result per finding, each with its rule, level and the physical location of the
 user's file:line. Paths are relative to the ``%SRCROOT%`` base: the git work tree holding the
 script (else the working directory), which is how code scanning resolves them; paths outside it
-are absolute ``file://`` URIs. The fix, the evidence and the estimated
-gain go into each result's property bag. ``<``, ``>`` and ``&`` are written as JSON ``\\u``
-escapes, so that no raw HTML from layer names or paths appears in the file.
+are absolute ``file://`` URIs. The fix, the evidence and the estimated gain go into each
+result's property bag, and after ``--verify`` the fix's ``verification`` (status, estimate,
+measured speedup with its 90% interval, loss, CPU label, in the patch; the all-fixes copy's in
+the invocation's properties). ``<``, ``>`` and ``&`` are written as JSON ``\\u`` escapes, so
+that no raw HTML from layer names or paths appears in the file.
 
 Reference: OASIS, *Static Analysis Results Interchange Format (SARIF) Version 2.1.0*.
 """
@@ -19,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from rnndoctor.engine import Report
-from rnndoctor.findings import Finding, Severity
-from rnndoctor.reports.view import ReportView, build_view
+from rnndoctor.findings import Severity
+from rnndoctor.reports.verified import VerifiedRow
+from rnndoctor.reports.view import FindingView, ReportView, build_view
+from rnndoctor.verify.summary import ALL
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -44,7 +48,29 @@ def _artifact(path: str, root: str | None, script_dir: str | None) -> dict[str, 
     return {"uri": Path(path).as_uri()}
 
 
-def _result(finding: Finding, index: int, root: str | None, script_dir: str | None) -> dict:
+def _verification(row: VerifiedRow | None) -> dict[str, Any] | None:
+    """A result's ``verification`` property (``check --verify``): the fix's status and its
+    measurement beside the estimate; None when the fix was not verified."""
+    if row is None:
+        return None
+    item = row.item
+    return {
+        "status": row.status,
+        "statusText": row.status_text,
+        "estimate": item.estimate,
+        "measured": item.measured,
+        "low": item.low,
+        "high": item.high,
+        "level": 0.9,
+        "pairs": item.pairs,
+        "loss": item.loss,
+        "cpuLabel": item.cpu_label,
+        "inPatch": item.in_patch,
+    }
+
+
+def _result(item: FindingView, index: int, root: str | None, script_dir: str | None) -> dict:
+    finding = item.finding
     result: dict[str, Any] = {
         "ruleId": finding.rule_id,
         "ruleIndex": index,
@@ -58,6 +84,9 @@ def _result(finding: Finding, index: int, root: str | None, script_dir: str | No
             "fastPathAfterFix": finding.fast_path_after_fix,
         },
     }
+    verification = _verification(item.verified)
+    if verification is not None:
+        result["properties"]["verification"] = verification
     if finding.location is not None:
         region: dict[str, Any] = {"startLine": finding.location.line}
         if finding.location.code:
@@ -102,8 +131,7 @@ def render_sarif(report: Report, view: ReportView | None = None) -> str:
             }
         },
         "results": [
-            _result(item.finding, index[item.finding.rule_id], root, script_dir)
-            for item in view.findings
+            _result(item, index[item.finding.rule_id], root, script_dir) for item in view.findings
         ],
         "invocations": [
             {
@@ -112,6 +140,10 @@ def render_sarif(report: Report, view: ReportView | None = None) -> str:
             }
         ],
     }
+    if view.verified is not None:  # the all-fixes copy belongs to no one finding
+        run["invocations"][0]["properties"]["verifiedAllFixes"] = _verification(
+            view.verified.row_for(ALL)
+        )
     if root and os.path.isabs(root):
         run["originalUriBaseIds"] = {"%SRCROOT%": {"uri": Path(root).as_uri() + "/"}}
     log = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}

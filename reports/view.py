@@ -18,7 +18,9 @@ from rnndoctor.facts import Facts, Outcome, PairedRatio, SequenceInput
 from rnndoctor.findings import Finding, Severity
 from rnndoctor.reports import charts
 from rnndoctor.reports.shares import Breakdown, breakdown_shares
+from rnndoctor.reports.verified import VerifiedRow, VerifyView, build_verify_view
 from rnndoctor.rules._outside import JOB_LEVEL_RULES
+from rnndoctor.verify.patch import fix_ids
 
 if TYPE_CHECKING:
     from rnndoctor.rules import Rule
@@ -37,10 +39,12 @@ class ContextLine:
 
 @dataclass(frozen=True)
 class FindingView:
-    """A finding with its source context numbered."""
+    """A finding with its source context numbered, and its fix's verification (``--verify``;
+    None when it was not verified)."""
 
     finding: Finding
     context: tuple[ContextLine, ...]
+    verified: VerifiedRow | None = None
 
 
 def _context(finding: Finding) -> tuple[ContextLine, ...]:
@@ -165,6 +169,7 @@ class ReportView:
         noisy: the ``noisy machine: ...`` line (:func:`noisy_line`), or None.
         intervals: the probes' paired comparisons with their intervals
             (:func:`probe_intervals`).
+        verified: the verified fixes (``--verify``), or None when the check did not verify.
     """
 
     report: Report
@@ -188,6 +193,7 @@ class ReportView:
     base_dir: str | None = None
     noisy: str | None = None
     intervals: tuple[str, ...] = field(default=())
+    verified: VerifyView | None = None
 
     def short(self, path: str | None) -> str:
         """``path`` relative to the script's folder when it lies inside it, else as given."""
@@ -286,6 +292,18 @@ def _charts(facts: Facts, findings: Sequence[Finding], breakdown: Breakdown | No
     }
 
 
+def _finding_views(
+    findings: Sequence[Finding], verified: VerifyView | None
+) -> tuple[FindingView, ...]:
+    """The findings with their context and, after ``--verify``, their fix's row (matched by the
+    fix names the verification gave them: :func:`rnndoctor.verify.patch.fix_ids`)."""
+    names = fix_ids(findings)
+    return tuple(
+        FindingView(f, _context(f), verified.row_for(name) if verified else None)
+        for f, name in zip(findings, names, strict=True)
+    )
+
+
 def build_view(report: Report) -> ReportView:
     """The view of ``report``, for every renderer."""
     facts = report.facts
@@ -293,10 +311,11 @@ def build_view(report: Report) -> ReportView:
     outcomes = tuple(report.outcomes)
     fired = [o.rule for o in outcomes if o.status == Status.FIRED]
     breakdown = breakdown_shares(facts.probes.breakdown if facts.probes else None)
+    verified = build_verify_view(report.verification) if report.verification else None
     return ReportView(
         report=report,
         facts=facts,
-        findings=tuple(FindingView(f, _context(f)) for f in findings),
+        findings=_finding_views(findings, verified),
         outcomes=outcomes,
         rules=tuple(o.rule for o in outcomes),
         docs=tuple(fired + [o.rule for o in outcomes if o.status != Status.FIRED]),
@@ -310,5 +329,6 @@ def build_view(report: Report) -> ReportView:
         base_dir=os.path.dirname(facts.run.script) if facts.run.script else None,
         noisy=noisy_line(facts),
         intervals=probe_intervals(facts),
+        verified=verified,
         **_charts(facts, findings, breakdown),
     )

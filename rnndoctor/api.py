@@ -83,7 +83,7 @@ def diagnose(
         verify: after the diagnosis, measure A/B in this process each fix that changes the
             model or the data object (RD101: the model cloned without recurrent_dropout; RD110:
             the arrays padded at the end; RD301: fit's batch_size; RD501: the arrays bucketed by
-            length), 5 pairs of 6-step windows each, into ``report.verified`` (and
+            length), 5 pairs of 5-step windows each, into ``report.verification`` (and
             ``report.json``'s ``verified`` list with ``out``). A fix to the source (a pipeline
             op, a compile argument) is ``not verifiable`` here: ``rnndoctor check --verify``
             measures those (:mod:`rnndoctor.capture.inprocess` says what each measures).
@@ -124,26 +124,25 @@ def diagnose(
 
 
 def _verify(report: Report, model: Any, data: Any, fit: Any, fit_kwargs: dict[str, Any]) -> None:
-    """``diagnose(..., verify=True)``: ``report.verified`` from the in-process A/B."""
+    """``diagnose(..., verify=True)``: ``report.verification`` from the in-process A/B."""
     from rnndoctor.capture.inprocess import Arm, verify_in_process
+    from rnndoctor.verify.result import sort_key
+    from rnndoctor.verify.summary import VerifySummary
 
     environment = report.facts.environment
     cpu = environment is None or environment.gpu_count == 0
-    arm = Arm(model, data, dict(fit_kwargs))
-    report.verified = verify_in_process(report.findings, arm, fit, cpu)
+    items = verify_in_process(report.findings, Arm(model, data, dict(fit_kwargs)), fit, cpu)
+    report.verification = VerifySummary(
+        items=sorted(items, key=sort_key), root=os.getcwd(), measured_on="cpu" if cpu else "gpu",
+        notes=["measured in process (rnndoctor.diagnose(verify=True)): object-level fixes only"],
+    )  # fmt: skip
 
 
 def _write(report: Report, out: str | os.PathLike) -> None:
-    """report.html and report.json under ``out``, with the ``verified`` list when there is one."""
+    """report.html and report.json under ``out`` (with the verification when there is one)."""
     from rnndoctor.reports import write_reports
 
     write_reports(report, out, ["html", "json"])
-    if report.verified:
-        from rnndoctor.verify.output import add_to_report_json
-        from rnndoctor.verify.session import Verification
-
-        verification = Verification(report.verified, root=os.getcwd())
-        add_to_report_json(Path(out) / "report.json", verification)
 
 
 def show_in_ipython(report: Report) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 from rnndoctor.engine import Report, evaluate
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Finding
+from rnndoctor.verify.summary import VerifySummary
 
 
 @dataclass
@@ -21,7 +22,9 @@ class Comparison:
     the same layer in both runs, even when the scripts differ. A finding of the first run counts
     as ``fixed`` only when its rule ran on the second run and found nothing there; when the rule
     could not run (missing facts, skipped), the finding is ``unverified``. ``notes`` say what
-    makes the two runs hard to compare (outcome, script, environment).
+    makes the two runs hard to compare (outcome, script, environment). ``verified_before`` and
+    ``verified_after``: each run's ``--verify`` outcome (estimate against measurement per fix),
+    None for a run checked without it.
     """
 
     before: Facts
@@ -34,6 +37,8 @@ class Comparison:
     new: list[Finding] = field(default_factory=list)
     remaining: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    verified_before: VerifySummary | None = None
+    verified_after: VerifySummary | None = None
 
 
 def _key(finding: Finding) -> tuple[str, str | None]:
@@ -83,7 +88,7 @@ _SPREAD_NOTE = 1.5
 
 
 def compare_reports(before: Report, after: Report) -> Comparison:
-    """Pairs the findings of two evaluated reports."""
+    """Pairs the findings of two evaluated reports (and carries their verifications)."""
     evaluated_after = {o.rule.id for o in after.outcomes if o.status in ("fired", "passed")}
     old, new = before.findings, after.findings
     old_keys = {_key(f) for f in old}
@@ -103,6 +108,8 @@ def compare_reports(before: Report, after: Report) -> Comparison:
         new=[f for f in new if _key(f) not in old_keys],
         remaining=[f for f in new if _key(f) in old_keys],
         notes=_notes(before.facts, after.facts, fixed),
+        verified_before=before.verification,
+        verified_after=after.verification,
     )
 
 

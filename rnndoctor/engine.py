@@ -31,6 +31,8 @@ from rnndoctor.rules import (
     resolve_rule_options,
 )
 from rnndoctor.rules import _outside as outside_facts
+from rnndoctor.verify.result import Status as VerifyStatus
+from rnndoctor.verify.summary import VerifySummary
 
 
 class Status(enum.StrEnum):
@@ -100,6 +102,12 @@ class Forecast:
     training_s: float | None = None
     outside_s: float | None = None
     covers: str | None = None
+    # --verify (issue 13): the measured "after"
+    after_basis: str = "estimated"
+    after_low_s: float | None = None
+    after_high_s: float | None = None
+    after_note: str | None = None
+    after_not_measured: str | None = None
 
 
 @dataclass
@@ -112,9 +120,7 @@ class Report:
 
     facts: Facts
     outcomes: list[RuleOutcome]
-    # ``rnndoctor.diagnose(..., verify=True)``: the in-process A/B of each fix
-    # (``rnndoctor.verify.result.Verified``); empty otherwise
-    verified: list[Any] = field(default_factory=list)
+    verification: VerifySummary | None = None  # after --verify, or diagnose(verify=True)
 
     @property
     def findings(self) -> list[Finding]:
@@ -144,8 +150,8 @@ class Report:
         _cover_loop(forecast, self.facts)
         gains = [f for f in self.findings if f.speedup and f.speedup > 1]
         if gains:
-            best = min(gains, key=lambda f: _after(forecast, f))
-            forecast.after_s = _after(forecast, best)
+            best = min(gains, key=lambda f: _after(forecast, f.speedup or 1.0, f.rule_id))
+            forecast.after_s = _after(forecast, best.speedup or 1.0, best.rule_id)
             forecast.after_model = f"{best.rule_id}: {best.gain}"
         else:
             forecast.after_not_estimated = "no finding in this run carries a measured gain" + (
@@ -153,6 +159,8 @@ class Report:
                 if any(f.rule_id.startswith("RD1") for f in self.findings)
                 else ""
             )
+        if self.verification is not None:
+            _measured_after(forecast, self.verification)
         return forecast
 
     def fails(self, fail_on: Severity | None) -> bool:
@@ -179,7 +187,41 @@ class Report:
             "facts": self.facts.to_dict(),
             "findings": [f.to_dict() for f in self.findings],
             "rules": [o.to_dict() for o in self.outcomes],
+            **(_verified_dict(self.verification) if self.verification is not None else {}),
         }
+
+
+def _verified_dict(summary: VerifySummary) -> dict[str, Any]:
+    """``report.json``'s ``verified`` list and, beside it, the rest of ``verify.json``."""
+    document = summary.to_dict()
+    return {"verified": document.pop("verified"), "verification": document}
+
+
+def _measured_after(forecast: Forecast, summary: VerifySummary) -> None:
+    """The forecast's "after" at the all-fixes copy's measured speedup (see :class:`Forecast`)."""
+    item = summary.all_fixes()
+    if item is None:
+        return
+    # decided statuses only: a failed or diverged copy, or one with too few pairs for a 90%
+    # interval (not verifiable), leaves the estimate
+    usable = item.status in (VerifyStatus.CONFIRMED, VerifyStatus.WITHIN_NOISE, VerifyStatus.SLOWER)
+    if item.measured is None or item.low is None or item.high is None or not usable:
+        detail = item.error if item.status == VerifyStatus.FAILED else item.reason
+        forecast.after_not_measured = f"the all-fixes copy: {item.status}" + (
+            f": {detail}" if detail else ""
+        )
+        return
+    forecast.after_basis = "measured"
+    forecast.after_s = _after(forecast, item.measured, item.fix)
+    forecast.after_low_s = _after(forecast, item.high, item.fix)  # faster: shorter
+    forecast.after_high_s = _after(forecast, item.low, item.fix)
+    forecast.after_not_estimated = None
+    forecast.after_note = item.cpu_label
+    what = "all fixes together" if item.fix == "all" else item.fix
+    forecast.after_model = (
+        f"{what} ({', '.join(item.rules)}), {item.status}: {item.measured:.2f}x samples/s "
+        f"(90% interval {item.low:.2f}–{item.high:.2f}x, {item.pairs} A/B pairs)"
+    )
 
 
 def _cover_loop(forecast: Forecast, facts: Facts) -> None:
@@ -211,11 +253,11 @@ def _cover_loop(forecast: Forecast, facts: Facts) -> None:
     forecast.covers = "; ".join(parts)
 
 
-def _after(forecast: Forecast, found: Finding) -> float:
-    """The job time with one finding fixed: a step speedup shortens the training part only; a
-    job-level one (``_outside.JOB_LEVEL_RULES``) the whole."""
-    speedup = found.speedup or 1.0
-    if forecast.training_s is None or found.rule_id in outside_facts.JOB_LEVEL_RULES:
+def _after(forecast: Forecast, speedup: float, rule_id: str) -> float:
+    """The job time with a fix of ``rule_id`` that speeds its steps up by ``speedup``: a step
+    speedup shortens the training part only; a job-level one (``_outside.JOB_LEVEL_RULES``) the
+    whole."""
+    if forecast.training_s is None or rule_id in outside_facts.JOB_LEVEL_RULES:
         return forecast.now_s / speedup
     calls = forecast.fit_calls or 1
     return forecast.now_s - forecast.training_s * calls * (1.0 - 1.0 / speedup)

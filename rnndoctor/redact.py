@@ -107,7 +107,8 @@ def _walk(value: Any, scrub: Callable[[str], str]) -> Any:
 
 
 def redact_report(report: Report) -> Report:
-    """A redacted copy of ``report``: facts, findings and rule reasons (rule docs are static)."""
+    """A redacted copy of ``report``: facts, findings, rule reasons (rule docs are static) and
+    the verification (``--verify``)."""
     script = report.facts.run.script
     scrub = make_scrubber(
         os.path.dirname(script) if script and script.startswith("/") else None,
@@ -125,7 +126,10 @@ def redact_report(report: Report) -> Report:
         )
         for o in report.outcomes
     ]
-    return Report(facts=facts, outcomes=outcomes)
+    verification = report.verification
+    if verification is not None:
+        verification = verification.scrubbed(lambda doc: _walk(doc, scrub))
+    return Report(facts=facts, outcomes=outcomes, verification=verification)
 
 
 def redact_file(path: str | os.PathLike, base_dir: str | None, cwd: str | None = None) -> None:

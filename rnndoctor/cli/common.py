@@ -12,6 +12,7 @@ from rnndoctor.options import FAIL_ON, Options, OptionsError, load_config, resol
 
 if TYPE_CHECKING:
     from rnndoctor.engine import Report
+    from rnndoctor.verify.summary import VerifySummary
 
 _NEVER = FAIL_ON[-1]  # --fail-on never: the exit code does not depend on findings
 
@@ -28,8 +29,11 @@ def load_options(cli: Mapping[str, Any], start: Path, console: Console) -> Optio
     return options
 
 
-def render(facts: Facts, options: Options, out: Path) -> tuple[Report, dict[str, Path]]:
-    """Runs the rules and writes the reports; returns the Report and the written paths."""
+def render(
+    facts: Facts, options: Options, out: Path, verification: VerifySummary | None = None
+) -> tuple[Report, dict[str, Path]]:
+    """Runs the rules and writes the reports (with ``verification``, a saved ``--verify``'s,
+    when given); returns the Report and the written paths."""
     from rnndoctor.engine import evaluate
     from rnndoctor.reports import write_reports
 
@@ -39,6 +43,7 @@ def render(facts: Facts, options: Options, out: Path) -> tuple[Report, dict[str,
         ignore=options.ignore or None,
         rule_options=options.rule_options,
     )
+    report.verification = verification
     if options.redact:
         from rnndoctor.redact import redact_report
 

@@ -6,14 +6,32 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from rnndoctor.cli.common import failed, fails, load_options, render
 from rnndoctor.cli.console import Console
 from rnndoctor.facts import Facts, Outcome
-from rnndoctor.options import ExitCode
+from rnndoctor.options import ExitCode, Options
+
+if TYPE_CHECKING:
+    from rnndoctor.engine import Report
+    from rnndoctor.verify.summary import VerifySummary
+
+
+def _read_json(path: Path) -> Any:
+    """The JSON document in ``path``.
+
+    Raises:
+        ValueError: the file cannot be read or is not JSON (one line).
+    """
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not JSON: {exc}") from None
 
 
 def load_report_facts(path: Path) -> Facts:
@@ -22,15 +40,43 @@ def load_report_facts(path: Path) -> Facts:
     Raises:
         ValueError: the file cannot be read, is not JSON, or holds no valid facts (one line).
     """
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read {path}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not JSON: {exc}") from None
+    data = _read_json(path)
     if isinstance(data, dict) and "facts" in data and "run" not in data:
         data = data["facts"]
     return Facts.from_dict(data)
+
+
+def load_verification(path: Path) -> VerifySummary | None:
+    """The verification a ``report.json`` of ``check --verify`` holds (its ``verified`` list
+    and ``verification``), or None (a ``facts.json``, a check without ``--verify``).
+
+    Raises:
+        ValueError: the file cannot be read, or its ``verified`` entries are not valid.
+    """
+    from rnndoctor.verify.summary import VerifySummary
+
+    data = _read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("verified"), list):
+        return None
+    try:
+        return VerifySummary.from_dict({**(data.get("verification") or {}),
+                                        "verified": data["verified"]})  # fmt: skip
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: its 'verified' entries are not valid: {exc}") from None
+
+
+def _load(path: Path, options: Options) -> Report:
+    """The report of a saved run: the current rules on its facts, with its verification.
+
+    Raises:
+        ValueError: as :func:`load_report_facts` and :func:`load_verification`.
+    """
+    from rnndoctor.engine import evaluate
+
+    report = evaluate(load_report_facts(path), select=options.select or None,
+                      ignore=options.ignore or None, rule_options=options.rule_options)  # fmt: skip
+    report.verification = load_verification(path)
+    return report
 
 
 def run_report(facts_file: Path, cli: Mapping[str, Any], console: Console) -> ExitCode:
@@ -49,7 +95,12 @@ def run_report(facts_file: Path, cli: Mapping[str, Any], console: Console) -> Ex
     if options is None:
         return ExitCode.USAGE
     console.redact(options.redact, os.getcwd())
-    report, written = render(facts, options, Path(options.out))
+    try:
+        verification = load_verification(facts_file)
+    except ValueError as exc:
+        console.error(str(exc))
+        return ExitCode.USAGE
+    report, written = render(facts, options, Path(options.out), verification)
     for line in summary_lines(report, written):
         console.say(line)
     if failed(facts.run.outcome):
@@ -62,25 +113,19 @@ def run_report(facts_file: Path, cli: Mapping[str, Any], console: Console) -> Ex
 def run_compare(
     before: Path, after: Path, html: Path, cli: Mapping[str, Any], console: Console
 ) -> ExitCode:
-    """Runs the current rules on two runs' facts, prints the comparison and writes its HTML."""
-    from rnndoctor.compare import compare_facts
+    """Runs the current rules on two runs' facts, prints the comparison (with each verified
+    report's estimate against measurement per rule) and writes its HTML."""
+    from rnndoctor.compare import compare_reports
     from rnndoctor.reports.compare import print_comparison, render_comparison_html
 
-    try:
-        before_facts, after_facts = load_report_facts(before), load_report_facts(after)
-    except ValueError as exc:
-        console.error(str(exc))
-        return ExitCode.USAGE
     options = load_options(cli, before.resolve().parent, console)
     if options is None:
         return ExitCode.USAGE
-    comparison = compare_facts(
-        before_facts,
-        after_facts,
-        options.select or None,
-        options.ignore or None,
-        rule_options=options.rule_options,
-    )
+    try:
+        comparison = compare_reports(_load(before, options), _load(after, options))
+    except ValueError as exc:
+        console.error(str(exc))
+        return ExitCode.USAGE
     print_comparison(comparison, str(before), str(after))
     html.write_text(render_comparison_html(comparison, str(before), str(after)), encoding="utf-8")
     typer.echo(f"html comparison: {html}")

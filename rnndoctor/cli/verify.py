@@ -7,6 +7,7 @@ stays the plain check's (Ctrl-C during the runs: :attr:`ExitCode.INTERRUPTED`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Callable
@@ -18,11 +19,14 @@ import typer
 from rnndoctor.cli.console import Console
 from rnndoctor.facts import Facts, Phase
 from rnndoctor.options import ExitCode, Options
+from rnndoctor.reports.verified import terminal_lines
+from rnndoctor.verify.output import summarise
 
 if TYPE_CHECKING:
     from rnndoctor.cli.arms import WarmRunner
     from rnndoctor.engine import Report
     from rnndoctor.findings import Finding
+    from rnndoctor.verify.summary import VerifySummary
 
 _MIN_RUN_TIMEOUT_S = 60.0  # a verification run's time limit is at least this
 _RUN_TIMEOUT_FACTOR = 3.0  # ... and this many times the plain check's wall time
@@ -89,7 +93,6 @@ def run_verify(
         exit code stands).
     """
     from rnndoctor.verify import Job, verify
-    from rnndoctor.verify.output import add_to_report_json, terminal_lines, write_outputs
     from rnndoctor.verify.run import default_budget
 
     budget = options.verify_budget or default_budget(plain_s)
@@ -104,17 +107,37 @@ def run_verify(
     scrub = _scrubber(script, options)
     try:
         verification = verify(_findings(facts, report, options), facts, job)
-        written = write_outputs(verification, out, scrub)
-        add_to_report_json(out / "report.json", verification, scrub)
+        summary = summarise(verification, scrub)
+        written = write_verified(summary, report, options, out)
     except (OSError, ValueError) as exc:  # a copy or a report file that cannot be written
         console.error(f"--verify stopped: {exc}")
         return None
     finally:
         runner.close()
-    for line, bad in terminal_lines(verification):
+    for line, bad in terminal_lines(summary):
         console.say(typer.style(line, fg="red") if bad else line)
-    console.say(f"verify report: {written['md']} and {written['json']}")
+    console.say(f"verify report: {written['verify.md']} and {written['verify.json']}")
     return ExitCode.INTERRUPTED if verification.interrupted else None
+
+
+def write_verified(
+    summary: VerifySummary, report: Report, options: Options, out: Path
+) -> dict[str, Path]:
+    """Writes ``verify.json`` and ``verify.md``, and renders the check's reports again (each
+    of ``options.format``) with the verification in them; returns the paths by format
+    (``verify.json``, ``verify.md``, then the report formats).
+
+    Raises:
+        OSError: ``out`` cannot be written.
+    """
+    from rnndoctor.reports import write_reports
+    from rnndoctor.reports.markdown import render_verify_markdown
+    from rnndoctor.verify.output import VERIFY_MD, write_json
+
+    written = {"verify.json": write_json(summary, out), "verify.md": out / VERIFY_MD}
+    written["verify.md"].write_text(render_verify_markdown(summary), encoding="utf-8")
+    verified = dataclasses.replace(report, verification=summary)
+    return written | write_reports(verified, out, options.format)
 
 
 def _findings(facts: Facts, report: Report, options: Options) -> list[Finding]:

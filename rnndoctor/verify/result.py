@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from rnndoctor.decide import format_ratio
@@ -111,6 +111,20 @@ class Verified:
         data = asdict(self)
         data["status"] = str(self.status)
         return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Verified:
+        """The entry :meth:`to_dict` wrote (``verify.json``, ``report.json``'s ``verified``);
+        keys this version does not know are ignored.
+
+        Raises:
+            ValueError: an unknown status.
+            KeyError: no ``fix``, ``rules`` or ``title``.
+        """
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["status"] = Status(values.get("status", Status.NOT_VERIFIABLE))
+        return cls(**values)
 
 
 def sort_key(item: Verified) -> tuple[int, int, float]:

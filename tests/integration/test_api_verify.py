@@ -48,7 +48,7 @@ def test_diagnose_verify_measures_the_model_and_data_fixes_in_process(tmp_path):
                                 select=["RD101", "RD110", "RD501"])  # fmt: skip
     fired = {f.rule_id for f in report.findings}
     assert {"RD101", "RD110"} <= fired, fired
-    verified = {v.fix: v for v in report.verified}
+    verified = {v.fix: v for v in report.verification.items}
     assert set(verified) == {f.rule_id for f in report.findings if f.fix}
     for item in verified.values():
         assert str(item.status) in STATUSES
@@ -58,7 +58,7 @@ def test_diagnose_verify_measures_the_model_and_data_fixes_in_process(tmp_path):
     assert rd101.cpu_label == "measured on CPU: the cuDNN gain needs a GPU"
     assert np.array_equal(x, x_before)  # the user's arrays are not changed
     assert len(model.get_weights()) == len(before)
-    for item in report.verified:  # the figures, with pytest -s
+    for item in report.verification.items:  # the figures, with pytest -s
         print(item.fix, item.status, item.pairs, item.measured_text, item.reason)
     doc = json.loads((tmp_path / "report.json").read_text())
-    assert [v["fix"] for v in doc["verified"]] == [v.fix for v in report.verified]
+    assert [v["fix"] for v in doc["verified"]] == [v.fix for v in report.verification.items]

@@ -9,13 +9,10 @@ from pathlib import Path
 import pytest
 from verify_helpers import FakeRunner, facts_for, finding, tree_hashes
 
+from rnndoctor.reports.markdown import render_verify_markdown
+from rnndoctor.reports.verified import terminal_lines
 from rnndoctor.verify import Job, RunEnd, verify
-from rnndoctor.verify.output import (
-    add_to_report_json,
-    render_markdown,
-    terminal_lines,
-    write_outputs,
-)
+from rnndoctor.verify.output import summarise, write_json
 from rnndoctor.verify.result import Status
 
 SCRIPT = """import helpers
@@ -117,24 +114,19 @@ def test_after_two_pairs_each_the_candidates_are_completed_in_order(project):
     assert by_fix["RD301"].pairs < 5 and by_fix["RD301"].status == Status.NOT_VERIFIABLE
 
 
-def test_outputs_are_written_escaped_and_added_to_report_json(project):
+def test_outputs_are_written_escaped_and_scrubbed(project):
     root, _, _ = project
     result, _ = _verify(project)
     out = root / "report"
-    paths = write_outputs(result, out)
-    data = json.loads(paths["json"].read_text())
+    data = json.loads(write_json(summarise(result), out).read_text())
     assert [v["fix"] for v in data["verified"]][0] == "RD403"
     assert data["verified"][0]["status"] == "failed" and data["measured_on"] == "cpu"
-    md = render_markdown(result)
+    md = render_verify_markdown(summarise(result))
     assert "<b>" not in md and "&lt;b&gt;proj" in md
-    assert "| RD403 | failed: ValueError: boom at" in md
-    report = out / "report.json"
-    assert add_to_report_json(report, result) is False  # not written: nothing to extend
-    report.write_text(json.dumps({"findings": []}))
-    assert add_to_report_json(report, result, scrub=lambda s: s.replace("proj", "P"))
-    verified = json.loads(report.read_text())["verified"]
-    assert len(verified) == len(result.items) and "proj" not in json.dumps(verified)
-    lines = terminal_lines(result)
+    assert "| **RD403** | **failed: ValueError: boom at" in md
+    scrubbed = summarise(result, scrub=lambda s: s.replace("proj", "P"))
+    assert len(scrubbed.items) == len(result.items) and "proj" not in json.dumps(scrubbed.to_dict())
+    lines = terminal_lines(summarise(result))
     assert lines[1][1] is True and lines[1][0].strip().startswith("RD403")
     assert lines[-1][0].endswith("fixes.patch") and "git apply" in lines[-1][0]
 

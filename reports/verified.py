@@ -1,0 +1,145 @@
+"""The verified fixes (``check --verify``) as every output shows them: the view of a
+:class:`rnndoctor.verify.summary.VerifySummary`, and the terminal's table (``verify.md`` is
+:func:`rnndoctor.reports.markdown.render_verify_markdown`).
+
+:func:`build_verify_view` computes once what the HTML report, the Markdown reports
+(``report.md`` and ``verify.md``), SARIF and the terminal show of each fix: its name, the status
+with its error line or reason, the estimate beside the measurement with its interval (and the
+gauge that draws them), the loss line, the CPU label and whether the patch holds it. Failed,
+slower and unsafe fixes come first (``bad``: the outputs show them in red). Nothing here
+measures: every figure is the verification's.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from rnndoctor.reports import charts
+from rnndoctor.verify.result import Status, Verified, sort_key
+from rnndoctor.verify.summary import ALL, VerifySummary
+
+NOT_MEASURED = "not measured"
+NO_ESTIMATE = "none"  # the finding gave no speedup (an inconclusive one gives none)
+
+
+def measured_cell(item: Verified) -> str:
+    """The measurement: ``1.62x (90% interval 1.20–1.90x)``, with the CPU label when it
+    applies; ``not measured`` when there is none."""
+    return item.measured_text or NOT_MEASURED
+
+
+def estimate_cell(item: Verified) -> str:
+    """The finding's estimated speedup: ``2.50x``, or ``none``."""
+    return f"{item.estimate:.2f}x" if item.estimate else NO_ESTIMATE
+
+
+def status_cell(item: Verified) -> str:
+    """The status with its error line (failed) or reason: ``failed: ValueError: boom at
+    train.py:12``."""
+    detail = item.error if item.status == Status.FAILED else item.reason
+    return f"{item.status}: {detail}" if detail else str(item.status)
+
+
+def fix_name(item: Verified) -> str:
+    """``RD101``, or ``all (RD101, RD301)`` for the all-fixes copy."""
+    return f"{ALL} ({', '.join(item.rules)})" if item.fix == ALL else item.fix
+
+
+@dataclass(frozen=True)
+class VerifiedRow:
+    """One verified fix as the outputs show it.
+
+    Attributes:
+        item: the verification's entry.
+        name: :func:`fix_name`.
+        status: the status's value (``confirmed``, ``failed`` ...), for CSS classes and SARIF.
+        status_text: :func:`status_cell`.
+        bad: failed, slower or unsafe: shown first, in red.
+        estimate_text: :func:`estimate_cell`.
+        measured_text: :func:`measured_cell`.
+        gauge: the estimate and the measurement on the shared scale
+            (:func:`rnndoctor.reports.charts.speedup_gauge`).
+    """
+
+    item: Verified
+    name: str
+    status: str
+    status_text: str
+    bad: bool
+    estimate_text: str
+    measured_text: str
+    gauge: dict
+
+
+@dataclass(frozen=True)
+class VerifyView:
+    """The verification, computed once for every output.
+
+    Attributes:
+        rows: the fixes, failed, slower and unsafe first (:func:`rnndoctor.verify.result.sort_key`).
+        bad: how many rows are failed, slower or unsafe.
+        patched: ``fixes.patch`` holds a confirmed fix.
+        patch_href: the patch relative to the report folder (``fixes.patch``), for a link.
+        apply_line: ``cd ROOT && git apply OUT/fixes.patch`` (None: nothing to apply).
+        measured_on: ``cpu`` or ``gpu``.
+        spent_s: what the A/B runs took (seconds).
+        notes: the verification's notes.
+    """
+
+    rows: tuple[VerifiedRow, ...]
+    bad: int
+    patched: bool
+    patch_href: str | None
+    apply_line: str | None
+    measured_on: str
+    spent_s: float
+    notes: tuple[str, ...]
+
+    def row_for(self, fix_id: str) -> VerifiedRow | None:
+        """The row of fix ``fix_id`` (``RD101``, ``RD101-2``), or None."""
+        return next((r for r in self.rows if r.item.fix == fix_id), None)
+
+
+def build_verify_view(summary: VerifySummary) -> VerifyView:
+    """The view of ``summary`` (one gauge scale for all its fixes, so their bars compare)."""
+    items = sorted(summary.items, key=sort_key)
+    values = [v for i in items for v in (i.estimate, i.measured, i.low, i.high) if v]
+    scale = charts.speedup_scale(values)
+    rows = tuple(
+        VerifiedRow(
+            item=i, name=fix_name(i), status=str(i.status), status_text=status_cell(i),
+            bad=i.status.bad, estimate_text=estimate_cell(i), measured_text=measured_cell(i),
+            gauge=charts.speedup_gauge(scale, i.estimate, i.measured, i.low, i.high),
+        )
+        for i in items
+    )  # fmt: skip
+    patch = summary.patch_path if summary.patched else None
+    return VerifyView(
+        rows=rows,
+        bad=sum(r.bad for r in rows),
+        patched=patch is not None,
+        patch_href=os.path.basename(patch) if patch else None,
+        apply_line=f"cd {summary.root} && git apply {patch}" if patch else None,
+        measured_on=summary.measured_on,
+        spent_s=summary.spent_s,
+        notes=tuple(summary.notes),
+    )
+
+
+def terminal_lines(summary: VerifySummary) -> list[tuple[str, bool]]:
+    """The terminal's table, one ``(line, bad)`` per fix (bad: failed, slower or unsafe, to show
+    in red), then the notes and the ``git apply`` line."""
+    view = build_verify_view(summary)
+    lines: list[tuple[str, bool]] = [("verify: fix, status, estimate, measured", False)]
+    for row in view.rows:
+        lines.append(
+            (f"  {row.name:<10} {row.status_text}; estimate {row.estimate_text}; measured "
+             f"{row.measured_text}; loss {row.item.loss}", row.bad)
+        )  # fmt: skip
+    lines += [(f"  note: {n}", False) for n in view.notes]
+    if view.apply_line:
+        lines.append((f"apply the confirmed fixes: {view.apply_line}", False))
+    else:
+        lines.append(("no fix confirmed: fixes.patch is empty", False))
+    return lines

