@@ -86,7 +86,7 @@ def diagnose(
             length), 5 pairs of 5-step windows each, into ``report.verification`` (and
             ``report.json``'s ``verified`` list with ``out``). A fix to the source (a pipeline
             op, a compile argument) is ``not verifiable`` here: ``rnndoctor check --verify``
-            measures those (:mod:`rnndoctor.capture.inprocess` says what each measures).
+            measures those (:mod:`rnndoctor.inprocess` says what each measures).
         **fit_kwargs: passed to ``model.fit`` (``y``, ``batch_size``, ``epochs``, ``callbacks``...).
 
     Returns:
@@ -125,7 +125,7 @@ def diagnose(
 
 def _verify(report: Report, model: Any, data: Any, fit: Any, fit_kwargs: dict[str, Any]) -> None:
     """``diagnose(..., verify=True)``: ``report.verification`` from the in-process A/B."""
-    from rnndoctor.capture.inprocess import Arm, verify_in_process
+    from rnndoctor.inprocess import Arm, verify_in_process
     from rnndoctor.verify.result import sort_key
     from rnndoctor.verify.summary import VerifySummary
 

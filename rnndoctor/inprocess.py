@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from rnndoctor.capture.control import SampleCounter
+from rnndoctor.capture.objects import without_recurrent_dropout
 from rnndoctor.capture.step_window import WindowOptions
 from rnndoctor.findings import Finding
 from rnndoctor.verify.result import Verified, measure
@@ -105,7 +106,7 @@ def apply_fix(finding: Finding, arm: Arm) -> Arm:
             "run rnndoctor check --verify"
         )
     if rule == "RD101":
-        return replace(arm, model=_without_recurrent_dropout(arm.model))
+        return replace(arm, model=without_recurrent_dropout(arm.model))
     if not isinstance(arm.x, np.ndarray) or arm.x.ndim != 2:
         raise ValueError(f"{rule} in process needs fit's x as a 2-D array of token ids")
     if rule == "RD301":
@@ -160,26 +161,6 @@ def _is_dataset(x: Any) -> bool:
     return data_kind(x) == "tf.data"
 
 
-def _without_recurrent_dropout(model: Any) -> Any:
-    """A clone of ``model`` (same weights, compiled alike) with every recurrent_dropout moved to
-    dropout."""
-    from rnndoctor.capture import flavour
-
-    keras = flavour.module_of(model)
-
-    def clone(layer: Any) -> Any:
-        config = layer.get_config()
-        if config.get("recurrent_dropout"):
-            config["dropout"] = max(config.get("dropout") or 0.0, config["recurrent_dropout"])
-            config["recurrent_dropout"] = 0.0
-        return layer.__class__.from_config(config)
-
-    copy = keras.models.clone_model(model, clone_function=clone)
-    copy.set_weights(model.get_weights())
-    copy.compile_from_config(model.get_compile_config())
-    return copy
-
-
 def _quoted_batch_size(finding: Finding) -> int:
     """The batch size RD301's fix sets (its ``batch_size=N`` or ``= N``)."""
     import re
@@ -206,7 +187,8 @@ def _post_padded(array: Any, x: Any) -> Any:
 def _bucketed(finding: Finding, arm: Arm) -> Arm:
     """RD501: the arrays as a bucketed, shuffled ``tf.data`` pipeline (id 0 is padding)."""
     import numpy as np
-    import tensorflow as tf
+
+    from rnndoctor.capture.objects import bucketed_dataset
 
     plan = finding.bucket_plan
     if plan is None or not plan.boundaries:
@@ -215,20 +197,6 @@ def _bucketed(finding: Finding, arm: Arm) -> Arm:
     if not isinstance(y, np.ndarray) or y.shape != arm.x.shape:
         raise ValueError("RD501 in process needs per-step targets shaped like x")
     size = int(arm.kwargs.get("batch_size") or 32)
-
-    def unpad(a: Any, b: Any) -> Any:
-        valid = tf.not_equal(a, 0)
-        return tf.boolean_mask(a, valid), tf.boolean_mask(b, valid)
-
-    dataset = (
-        tf.data.Dataset.from_tensor_slices((arm.x, y))
-        .map(unpad, num_parallel_calls=tf.data.AUTOTUNE)
-        .cache()
-        .shuffle(len(arm.x))
-        .bucket_by_sequence_length(
-            lambda a, b: tf.shape(a)[0], list(plan.boundaries), [size] * (len(plan.boundaries) + 1)
-        )  # fmt: skip
-        .prefetch(tf.data.AUTOTUNE)
-    )
+    dataset = bucketed_dataset(arm.x, y, list(plan.boundaries), size)
     kwargs = {k: v for k, v in arm.kwargs.items() if k not in ("y", "batch_size", "shuffle")}
     return replace(arm, x=dataset, kwargs=kwargs)
