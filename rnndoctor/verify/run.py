@@ -60,6 +60,8 @@ class Run:
         samples_per_s: the throughput its window measured (None: not measured).
         final_loss: the training loss at the end of its window (None: not recorded).
         error: why it has no throughput (the script raised: its message and line), else None.
+        ran_out: the run completed without a window (its ``fit`` ended first: too few steps
+            for a window), which is no failure of the script.
     """
 
     arm: str
@@ -69,6 +71,7 @@ class Run:
     samples_per_s: float | None = None
     final_loss: float | None = None
     error: str | None = None
+    ran_out: bool = False
 
 
 @dataclass
@@ -102,7 +105,7 @@ class Candidate:
         out), if any; None after a Ctrl-C (the run it cut is no failure of the fix)."""
         if self.interrupted:
             return None
-        return next((r for r in self.arm("B") if r.samples_per_s is None), None)
+        return next((r for r in self.arm("B") if r.samples_per_s is None and not r.ran_out), None)
 
     def pairs(self) -> list[tuple[Run, Run]]:
         """The complete pairs (both arms measured), in order."""
@@ -191,6 +194,7 @@ def read_run(arm: str, pair: int, out: Path, end: RunEnd) -> Run:
     message = facts.run.message or f"the window measured no throughput ({facts.run.outcome})"
     where = facts.run.error_location
     run.error = f"{message} at {where.file}:{where.line}" if where else message
+    run.ran_out = done and where is None
     return run
 
 
