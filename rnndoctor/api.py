@@ -56,6 +56,7 @@ def diagnose(
     select: list[str] | None = None,
     ignore: list[str] | None = None,
     display: bool | None = None,
+    verify: bool = False,
     **fit_kwargs: Any,
 ) -> Report:
     """Runs the diagnosis window on ``model.fit(data, **fit_kwargs)`` and returns the Report.
@@ -79,6 +80,13 @@ def diagnose(
         ignore: rule IDs or names to skip.
         display: show the report in the notebook cell (None: when running in IPython; see
             :func:`show_in_ipython`).
+        verify: after the diagnosis, measure A/B in this process each fix that changes the
+            model or the data object (RD101: the model cloned without recurrent_dropout; RD110:
+            the arrays padded at the end; RD301: fit's batch_size; RD501: the arrays bucketed by
+            length), 5 pairs of 5-step windows each, into ``report.verification`` (and
+            ``report.json``'s ``verified`` list with ``out``). A fix to the source (a pipeline
+            op, a compile argument) is ``not verifiable`` here: ``rnndoctor check --verify``
+            measures those (:mod:`rnndoctor.inprocess` says what each measures).
         **fit_kwargs: passed to ``model.fit`` (``y``, ``batch_size``, ``epochs``, ``callbacks``...).
 
     Returns:
@@ -106,13 +114,35 @@ def diagnose(
     args = (data,) if data is not None else ()
     window.run_window(session, fit, model, args, dict(fit_kwargs), location)
     report = evaluate(session.facts, select=select, ignore=ignore)
+    if verify:
+        _verify(report, model, data, fit, fit_kwargs)
     if out is not None:
-        from rnndoctor.reports import write_reports
-
-        write_reports(report, out, ["html", "json"])
+        _write(report, out)
     if display is not False:
         show_in_ipython(report)
     return report
+
+
+def _verify(report: Report, model: Any, data: Any, fit: Any, fit_kwargs: dict[str, Any]) -> None:
+    """``diagnose(..., verify=True)``: ``report.verification`` from the in-process A/B."""
+    from rnndoctor.inprocess import Arm, verify_in_process
+    from rnndoctor.verify.result import sort_key
+    from rnndoctor.verify.summary import VerifySummary
+
+    environment = report.facts.environment
+    cpu = environment is None or environment.gpu_count == 0
+    items = verify_in_process(report.findings, Arm(model, data, dict(fit_kwargs)), fit, cpu)
+    report.verification = VerifySummary(
+        items=sorted(items, key=sort_key), root=os.getcwd(), measured_on="cpu" if cpu else "gpu",
+        notes=["measured in process (rnndoctor.diagnose(verify=True)): object-level fixes only"],
+    )  # fmt: skip
+
+
+def _write(report: Report, out: str | os.PathLike) -> None:
+    """report.html and report.json under ``out`` (with the verification when there is one)."""
+    from rnndoctor.reports import write_reports
+
+    write_reports(report, out, ["html", "json"])
 
 
 def show_in_ipython(report: Report) -> None:

@@ -121,7 +121,7 @@ class Report:
 
     facts: Facts
     outcomes: list[RuleOutcome]
-    verification: VerifySummary | None = None  # after --verify
+    verification: VerifySummary | None = None  # after --verify, or diagnose(verify=True)
 
     @property
     def findings(self) -> list[Finding]:

@@ -55,6 +55,8 @@ class Fix:
     """A concrete change: ``code`` to paste, replacing ``before`` where that is given.
 
     ``safety`` is a :class:`FixSafety` (a plain string of one of its values is converted).
+    ``location``: where ``before`` is when that is not the finding's own location (RD501 finds
+    the padding at the ``pad_sequences`` line and rewrites the ``fit`` call); None: there.
 
     Raises:
         ValueError: ``safety`` is not one of FixSafety's values.
@@ -64,6 +66,7 @@ class Fix:
     code: str
     safety: FixSafety = FixSafety.UNSAFE
     before: str | None = None
+    location: Location | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.safety, FixSafety):

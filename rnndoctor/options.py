@@ -81,6 +81,12 @@ class Options:
             check's wall time).
         workers: local workers to launch on 127.0.0.1 under a generated ``TF_CONFIG`` (1: the
             script runs once, as it is; ``rnndoctor/cli/workers.py``).
+        window_only: the capture child measures the step window and nothing else (no probes,
+            profile, model or data inspection, tracing counts or run-on): a ``--verify`` arm.
+        control: with ``window_only``, the file descriptors ``"R,W"`` of the pipes through which
+            the parent asks for one window at a time (``go`` / ``stop`` lines read from R, one
+            JSON line per window written to W; :mod:`rnndoctor.capture.control`). None: one
+            window, then the script ends.
         rule_options: ``[tool.rnndoctor.rules.RD201]`` tables, by rule ID or name as the file
             writes it: option name -> value.
         config_file: the ``pyproject.toml`` whose ``[tool.rnndoctor]`` was read (None: none).
@@ -103,6 +109,8 @@ class Options:
     verify: bool = False
     verify_budget: float | None = None
     workers: int = 1
+    window_only: bool = False
+    control: str | None = None
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     config_file: Path | None = None
     from_config: frozenset[str] = frozenset()
@@ -115,6 +123,8 @@ class Options:
             *([] if self.timeout is None else ["--timeout", str(self.timeout)]),
             *(["--no-probes"] if self.no_probes else []),
             *([] if self.probe_fast_path else ["--no-probe"]),
+            *(["--window-only"] if self.window_only else []),
+            *([] if self.control is None else ["--control", self.control]),
         ]  # fmt: skip
 
     def label(self, key: str) -> str:
@@ -343,6 +353,8 @@ def parse_child_args(argv: list[str]) -> tuple[Options, str, list[str]]:
     parser.add_argument("--no-probe", action="store_true", help="skip the cuDNN fast-path probe")
     parser.add_argument("--timeout", type=float, default=None)
     parser.add_argument("--no-probes", action="store_true", help="skip the input/compute probes")
+    parser.add_argument("--window-only", action="store_true", help="measure the window only")
+    parser.add_argument("--control", default=None, help="R,W: the parent's pipes (--verify)")
     parser.add_argument("script")
     parser.add_argument("script_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
@@ -354,5 +366,9 @@ def parse_child_args(argv: list[str]) -> tuple[Options, str, list[str]]:
         timeout=args.timeout,  # None: no overall limit (the child run by hand)
         no_probes=args.no_probes,
         probe_fast_path=not args.no_probe,
+        window_only=args.window_only,
+        control=args.control,
     )
+    if options.control is not None and not options.window_only:
+        parser.error("--control needs --window-only")
     return options, args.script, list(args.script_args)

@@ -245,3 +245,73 @@ def rename_func(call_source: str | None, name: str) -> str | None:
     _, end = _span(text, _offsets(text), call.func)
     old = call.func.attr if isinstance(call.func, ast.Attribute) else call.func.id
     return text[: end - len(old)] + name + text[end:]
+
+
+FIT_DATA_KEYWORDS = ("x", "y", "batch_size", "validation_split", "shuffle")
+_FIT_REFUSED = ("sample_weight", "class_weight", "validation_data", "steps_per_epoch")
+
+
+def fit_data_arguments(call_source: str | None) -> dict[str, str] | None:
+    """The user's source text of what a ``model.fit(x, y, batch_size=..., validation_split=...,
+    shuffle=...)`` call passes for its data, for a rewrite that moves them into a dataset:
+    keys ``x``, ``y``, and ``batch_size``, ``validation_split``, ``shuffle`` when written.
+
+    None when the call is no ``.fit(...)``, passes no ``x`` and ``y`` as plain names or
+    attributes, passes anything past ``y`` by position, ``*args`` or ``**kwargs``, or an
+    argument a dataset cannot carry the same way (``sample_weight``, ``class_weight``,
+    ``validation_data``, ``steps_per_epoch``).
+    """
+    text = (call_source or "").strip()
+    call = parse_call(text)
+    if call is None or len(call.args) > 2 or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    if not isinstance(call.func, ast.Attribute) or call.func.attr != "fit":
+        return None
+    keywords = {k.arg: k.value for k in call.keywords}
+    if None in keywords or any(name in keywords for name in _FIT_REFUSED):
+        return None
+    given: dict[str, ast.expr] = dict(zip(("x", "y"), call.args, strict=False))
+    given.update({k: v for k, v in keywords.items() if k in FIT_DATA_KEYWORDS})
+    if not all(isinstance(given.get(k), (ast.Name, ast.Attribute)) for k in ("x", "y")):
+        return None
+    return {k: ast.get_source_segment(text, v) or ast.unparse(v) for k, v in given.items()}
+
+
+def move_fit_data(call_source: str | None, dataset: str, validation: str | None) -> str | None:
+    """The ``fit`` call with its data moved into ``dataset`` (Python source): ``x`` (first
+    argument) replaced by it, ``y``, ``batch_size``, ``validation_split`` and ``shuffle`` removed,
+    and ``validation_data=validation`` added when given. Every other argument keeps the user's
+    text. None when :func:`fit_data_arguments` refuses the call.
+    """
+    text = (call_source or "").strip()
+    if fit_data_arguments(text) is None:
+        return None
+    call = parse_call(text)
+    assert call is not None
+    if call.args:
+        begin, end = _span(text, _offsets(text), call.args[0])
+        text = text[:begin] + dataset + text[end:]
+    else:
+        text = set_keyword(text, "x", dataset) or text
+    for name in ("y", "batch_size", "validation_split", "shuffle"):
+        text = _remove_argument(text, name, 1 if name == "y" else None)
+    if validation is not None:
+        text = set_keyword(text, "validation_data", validation) or text
+    return text
+
+
+def _remove_argument(text: str, name: str, position: int | None) -> str:
+    """``text`` without keyword ``name`` or, when given by position there, the positional
+    argument ``position`` (the last positional one: ``fit(x, y)``'s ``y``)."""
+    call = parse_call(text)
+    assert call is not None
+    if position is not None and len(call.args) == position + 1:
+        starts = _offsets(text)
+        begin, end = _span(text, starts, call.args[position])
+        own_line = _own_line(text, begin, end)
+        rest = text[end:].lstrip(" ")
+        if own_line is not None and (rest.startswith(",") or call.keywords):
+            return text[: own_line[0]] + text[own_line[1] :]  # its line, with its comment
+        previous_end = _span(text, starts, call.args[position - 1])[1]
+        return text[:previous_end] + text[end:]
+    return remove_keyword(text, name) or text

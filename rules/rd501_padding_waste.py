@@ -42,7 +42,12 @@ Use instead:
 Fix safety:
     unsafe: batches then hold sequences of similar lengths and come in another order, which can
     change convergence a little; ``fit`` takes the dataset instead of arrays (no
-    ``validation_split``: pass ``validation_data``).
+    ``validation_split``: pass ``validation_data``). Where ``fit`` takes arrays of token ids
+    under a mask, by name (``fit(x, y, batch_size=..., validation_split=..., shuffle=...)``),
+    the fix is a rewrite of that ``fit`` line (``rnndoctor check --verify`` measures it): the
+    pipeline above it, and the call with ``x`` replaced by the bucketed dataset and every other
+    argument kept; ``validation_split`` becomes the same last part of the arrays as
+    ``validation_data``. A ``tf.data`` pipeline's fix stays a sketch to adapt by hand.
 
 Options:
     ``min_padded_fraction`` = 0.3 (fraction of the timesteps): the measured padded fraction of
@@ -70,6 +75,8 @@ from rnndoctor import stats as bk
 from rnndoctor.facts import Facts, SequenceInput
 from rnndoctor.findings import BucketPlan, Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import Option, OptionValues, finding, rule
+from rnndoctor.rules import _fastpath as fp
+from rnndoctor.rules import _rewrite as rw
 from rnndoctor.rules import _sequences as sq
 
 MIN_PADDED_FRACTION = Option(
@@ -143,6 +150,80 @@ def bucket_code(
     return "\n".join(head + body), safety
 
 
+def fit_rewrite(facts: Facts, record: SequenceInput, result: bk.BucketPlan) -> Fix | None:
+    """The rewrite of the user's ``fit(x, y, batch_size=..., validation_split=...)`` line into
+    the same job on a bucketed ``tf.data`` pipeline, or None where it cannot be written losslessly.
+
+    Written for arrays of token ids (``input_rank`` 2) under a mask that drops the padding
+    (``Embedding(mask_zero=True)`` / ``Masking``): each sequence is unpadded and the buckets pad
+    per batch, so the model sees the same valid steps. ``batch_size`` (Keras' default 32 when
+    not written) becomes every bucket's batch size, ``validation_split`` the same last part of
+    the arrays (``keras/src/trainers/data_adapters/array_slicing.py``:
+    ``train_validation_split``) as ``validation_data``, ``shuffle`` (default True) a
+    ``Dataset.shuffle`` of the whole training set; every other argument keeps the user's text
+    (:func:`rnndoctor.rules._rewrite.move_fit_data`). The statement is replaced from its line's
+    start (``history = model.fit(...)`` keeps ``history = ``), the definitions above it.
+    """
+    fit = facts.fit
+    loc = fit.location if fit else None
+    kind = fit.data_kind if fit else None
+    if loc is None or not loc.call_source or kind not in (None, "numpy"):
+        return None
+    if not record.mask_used or record.input_rank != 2:
+        return None
+    given = rw.fit_data_arguments(loc.call_source)
+    if given is None:
+        return None
+    first = loc.call_source.split("\n", 1)[0]
+    code_line = loc.code or first
+    prefix = code_line[: code_line.index(first)] if first in code_line else ""
+    x, y = given["x"], given["y"]
+    unpad = [line.replace("def unpad(", "def rd501_unpad(") for line in
+             sq.unpad_function(record, bool(record.targets_per_step))]  # fmt: skip
+    block = [
+        "import tensorflow as tf",
+        "",
+        f"RD501_BOUNDARIES = {list(result.boundaries)}  # from {record.sequences} sampled lengths",
+        "",
+        "",
+        *unpad,
+        "",
+        "",
+        "def rd501_bucketed(x, y, shuffle):",
+        "    dataset = tf.data.Dataset.from_tensor_slices((x, y))",
+        "    dataset = dataset.map(rd501_unpad, num_parallel_calls=tf.data.AUTOTUNE).cache()",
+        "    if shuffle:",
+        "        dataset = dataset.shuffle(len(x))",
+        "    return dataset.bucket_by_sequence_length(",
+        "        lambda x, y: tf.shape(x)[0],",
+        "        RD501_BOUNDARIES,",
+        f"        [{given.get('batch_size', '32')}] * (len(RD501_BOUNDARIES) + 1),",
+        "    ).prefetch(tf.data.AUTOTUNE)",
+        "",
+        "",
+    ]
+    shuffle = given.get("shuffle", "True")
+    train, validation = f"rd501_bucketed({x}, {y}, {shuffle})", None
+    if "validation_split" in given:
+        block.append(f"rd501_split = int(len({x}) * (1 - {given['validation_split']}))  "
+                     "# fit's validation_split: the last part")  # fmt: skip
+        train = f"rd501_bucketed({x}[:rd501_split], {y}[:rd501_split], {shuffle})"
+        validation = f"rd501_bucketed({x}[rd501_split:], {y}[rd501_split:], False)"
+    call = rw.move_fit_data(loc.call_source, train, validation)
+    if call is None:
+        return None
+    return Fix(
+        f"Bucket by length: {len(result.boundaries)} boundaries, padding "
+        f"{result.padded_fraction_now:.0%} -> {result.padded_fraction_after:.0%}, fit on a "
+        "bucketed tf.data pipeline (unsafe: this changes the order of examples, each batch "
+        "holds similar lengths)",
+        "\n".join([*block, prefix + call]),
+        FixSafety.UNSAFE,
+        before=prefix + loc.call_source,
+        location=fp.to_location(loc),
+    )
+
+
 def _no_mask_sentence(record: SequenceInput) -> str:
     """Only where there is padding and no mask: the model computes on it; the mask to add."""
     if record.mask_used or not record.padded_fraction:
@@ -182,6 +263,13 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             continue
         result = plan(record)
         code, safety = bucket_code(facts, record, result)
+        fix = fit_rewrite(facts, record, result) or Fix(
+            f"Bucket by length: {len(result.boundaries)} boundaries, padding "
+            f"{result.padded_fraction_now:.0%} -> {result.padded_fraction_after:.0%} "
+            "(this changes the order of examples: each batch holds similar lengths)",
+            code,
+            safety,
+        )
         location, where = sq.padding_location(facts, record)
         layers = sq.fed_layers(facts, record)
         no_mask = _no_mask_sentence(record)
@@ -226,13 +314,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 layer=layers[0].path if layers else (record.rnn_layers or [None])[0],
                 location=location,
                 evidence=tuple(evidence),
-                fix=Fix(
-                    f"Bucket by length: {len(result.boundaries)} boundaries, padding "
-                    f"{result.padded_fraction_now:.0%} -> {result.padded_fraction_after:.0%} "
-                    "(this changes the order of examples: each batch holds similar lengths)",
-                    code,
-                    safety,
-                ),
+                fix=fix,
                 gain=(
                     f"{result.speedup:.2f}x from padded timesteps {result.padded_steps_now} -> "
                     f"{result.padded_steps_after:.0f} on the sampled sequences; model: a "

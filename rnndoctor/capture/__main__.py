@@ -271,7 +271,9 @@ def _window_options(options: Options) -> WindowOptions:
         profile_dir=default_profile_dir(options.out),
         probe_fast_path=options.probe_fast_path,
         timeout_s=options.timeout,
-        run_probes=not options.no_probes,
+        run_probes=not options.no_probes and not options.window_only,
+        window_only=options.window_only,
+        control=options.control,
     )
 
 

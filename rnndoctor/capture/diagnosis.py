@@ -27,7 +27,8 @@ def finish(
     profile_error: str | None,
     arguments: dict[str, Any] | None = None,
 ) -> None:
-    """Model inspection, data facts, sequence sampling, the probes, and the profile conversion.
+    """Model inspection, data facts, sequence sampling, the probes, and the profile conversion
+    (none of them with ``window_only``: the run is then marked completed at once).
 
     Args:
         session: the check's session.
@@ -38,6 +39,11 @@ def finish(
     """
     options = session.options
     distribute.window_ended(session)  # a worker of --workers: the chief's trace has ended
+    if options.window_only:  # a --verify arm: the window's throughput and loss are all it needs
+        session.window_finished = True
+        session.facts.run.outcome = Outcome.COMPLETED
+        session.set_phase(Phase.DONE)
+        return
     session.set_phase(Phase.MODEL)
     collect_model_into(session, model)
     if arguments is not None:

@@ -46,6 +46,8 @@ class WindowOptions:
             from it (:mod:`rnndoctor.capture.budget`). None: no overall limit.
         run_probes: run the input / compute / batch-size / steps_per_execution probes and the
             sequence sampling after the window.
+        window_only: measure the window and nothing after it (``Options.window_only``).
+        control: the parent's pipes, ``"R,W"`` (``Options.control``; None: one window).
     """
 
     warmup_steps: int = DEFAULTS.warmup
@@ -55,6 +57,8 @@ class WindowOptions:
     probe_fast_path: bool = DEFAULTS.probe_fast_path
     timeout_s: float | None = None
     run_probes: bool = not DEFAULTS.no_probes
+    window_only: bool = DEFAULTS.window_only
+    control: str | None = DEFAULTS.control
 
 
 class Profiler(Protocol):

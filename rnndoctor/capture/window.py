@@ -31,6 +31,7 @@ from rnndoctor.capture import (
     probes,
     sites,
 )
+from rnndoctor.capture.control import Control, SampleCounter, window_result
 from rnndoctor.capture.data import data_kind
 from rnndoctor.capture.step_window import FIT_PHASES, Profiler, StepWindow, WindowOptions
 from rnndoctor.facts import DataKind, FitConfig, Phase, SourceLocation, StepTimes
@@ -74,6 +75,12 @@ class _WindowCallback:
         self._last_loss: float | None = None
         # called after the last step, before fit ends (capture.distribute.window_ended)
         self.before_done: Callable[[], None] | None = None
+        self.control: Control | None = None  # a warm --verify arm's pipes (set by run_window)
+        self.counter: SampleCounter | None = None  # samples per step of a tf.data input
+        self.batch_size: int | None = None  # fit's constant batch size, when it has one
+        self._samples = 0  # samples of the measured steps of the current window
+        self._count_at: int | None = None
+        self._windows = 0  # windows sent to the parent
 
     @property
     def steps_done(self) -> int:
@@ -105,12 +112,57 @@ class _WindowCallback:
             self._last_loss = float((logs or {})["loss"])
         except (KeyError, TypeError, ValueError):
             pass
+        measured = len(self.steps.step_ms)
         self.steps.end_step(max(1, batch - self._begin_step + 1))
-        if self.steps.complete():
+        self._count(len(self.steps.step_ms) > measured)
+        if self.control is not None:
+            self._next_window()
+        elif self.steps.complete():
             self.steps.stop_profiler()
             if self.before_done is not None:  # while fit's iterator is alive
                 self.before_done()
             raise WindowDone
+
+    def _count(self, step_measured: bool) -> None:
+        """Adds the step's samples to the window's when its time was measured."""
+        if self.counter is None:
+            if step_measured and self.batch_size:
+                self._samples += self.batch_size
+            return
+        now = self.counter.read()
+        if step_measured and self._count_at is not None:
+            self._samples += now - self._count_at
+        self._count_at = now
+
+    def _next_window(self) -> None:
+        """A warm arm: after the warm-up, and after each window, reports to the parent and
+        waits for its next command; ``stop`` ends ``fit`` (:class:`WindowDone`).
+
+        Raises:
+            WindowDone: the parent said ``stop`` or closed its pipe.
+        """
+        assert self.control is not None
+        steps = self.steps
+        if steps.warming_up():
+            return
+        if self._windows == 0:
+            self.control.send({"ready": True})
+        elif steps.measuring():
+            return
+        else:
+            self.control.send(
+                window_result(steps.step_ms, self._samples or None, self._last_loss,
+                              self._windows - 1)
+            )  # fmt: skip
+        if not self.control.wait():
+            raise WindowDone
+        self._windows += 1
+        steps.step_ms.clear()
+        steps.train_function_ms.clear()
+        self._samples = 0
+        steps.restart_clock()
+        if self.counter is not None:
+            self._count_at = self.counter.read()
 
     def stop_profiler(self) -> None:
         self.steps.stop_profiler()
@@ -118,6 +170,9 @@ class _WindowCallback:
     def step_times(self, batch_size: int | None) -> StepTimes:
         times = self.steps.step_times(batch_size)
         times.final_loss = self._last_loss
+        if self.counter is not None and times.samples_per_s is None and self._samples:
+            seconds = sum(self.steps.step_ms) / 1000.0  # counted samples over the steps' time
+            times.samples_per_s = round(self._samples / seconds, 2) if seconds > 0 else None
         return times
 
 
@@ -256,7 +311,7 @@ def _hook_fit(session: CaptureSession, model_cls: type) -> None:
         location = sites.user_frame_location(skip=1, call_names=("fit",))
         neutralise.attribute_child_writes(session)  # what the commands before fit wrote
         run_window(session, original, model, args, kwargs, location)
-        if not after_window.start(session, model):
+        if session.options.window_only or not after_window.start(session, model):
             session.end_script()
         return getattr(model, "history", None)  # what fit returns: its History callback
 
@@ -283,6 +338,19 @@ def _bind_fit(
     return bound, {**defaults, **bound.arguments}
 
 
+def _window_only(session: CaptureSession, window: _WindowCallback, arguments: dict) -> None:
+    """A ``--verify`` arm's window: its pipes to the parent, its batch size, and a sample counter
+    on a ``tf.data`` input whose batch size is not a constant (``arguments["x"]`` replaced)."""
+    fit = session.facts.fit
+    window.batch_size = fit.batch_size if fit else None
+    x = arguments.get("x")
+    if window.batch_size is None and data_kind(x) == DataKind.TF_DATA:
+        window.counter = SampleCounter(x)
+        arguments["x"] = window.counter.dataset
+    if session.options.control is not None:
+        window.control = Control(session.options.control)
+
+
 def run_window(
     session: CaptureSession,
     fit: Callable[..., Any],
@@ -307,7 +375,10 @@ def run_window(
     session.window = window
     window.before_done = functools.partial(distribute.window_ended, session)
     user_callbacks = neutralise.filter_callbacks(session, list(arguments.get("callbacks") or []))
-    user_callbacks = probes.time_callbacks(session, user_callbacks)
+    if session.options.window_only:
+        _window_only(session, window, arguments)
+    else:
+        user_callbacks = probes.time_callbacks(session, user_callbacks)
     arguments["callbacks"] = [*user_callbacks, window]
     session.set_phase(Phase.STARTING_FIT)
     finished = False

@@ -1,8 +1,8 @@
 """``check --verify``: after the plain check, measure each fix A/B (:mod:`rnndoctor.verify`).
 
-This module gives the verification its runner (the capture child under the supervisor, with the
-plain check's command line and window) and prints its table; the exit code stays the plain
-check's (Ctrl-C during the runs: :attr:`ExitCode.INTERRUPTED`).
+This module gives the verification its runner (warm window-only capture children with the plain
+check's command line and warm-up: :mod:`rnndoctor.cli.arms`) and prints its table; the exit code
+stays the plain check's (Ctrl-C during the runs: :attr:`ExitCode.INTERRUPTED`).
 """
 
 from __future__ import annotations
@@ -10,14 +10,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
-from rnndoctor.cli import supervisor
 from rnndoctor.cli.console import Console
 from rnndoctor.facts import Facts, Phase
 from rnndoctor.options import ExitCode, Options
@@ -25,42 +23,38 @@ from rnndoctor.reports.verified import terminal_lines
 from rnndoctor.verify.output import summarise
 
 if TYPE_CHECKING:
+    from rnndoctor.cli.arms import WarmRunner
     from rnndoctor.engine import Report
     from rnndoctor.findings import Finding
-    from rnndoctor.verify import RunEnd, Runner
     from rnndoctor.verify.summary import VerifySummary
 
 _MIN_RUN_TIMEOUT_S = 60.0  # a verification run's time limit is at least this
 _RUN_TIMEOUT_FACTOR = 3.0  # ... and this many times the plain check's wall time
-_RUN_OVERHEAD_S = 1.0  # a run's process start and exit, beyond its phases (seconds)
+_RUN_OVERHEAD_S = 1.0  # a run's overhead beyond its steps: pipes, facts, process exit (seconds)
 
 
-def make_runner(script_args: list[str], options: Options) -> Runner:
-    """The verification's runner: one capture child per call, in the current working directory
-    (the user's, as for the plain check), with the plain check's window (warm-up and measured
-    steps) and its arguments. The probes, the profiler and the fast-path probe are off: they run
-    after the measured steps and would only spend the budget."""
-    from rnndoctor.verify import RunEnd
+def make_runner(script_args: list[str], options: Options, out: Path) -> WarmRunner:
+    """The verification's runner: warm window-only capture children in the current working
+    directory (the user's, as for the plain check), with the plain check's arguments and warm-up
+    and a short window (:mod:`rnndoctor.cli.arms`); the probes, the profiler, the fast-path probe
+    and every inspection after the window are off. Call its ``close()`` when done."""
+    from rnndoctor.cli.arms import WarmRunner
 
-    def run(script: Path, out: Path, timeout_s: float) -> RunEnd:
-        child = dataclasses.replace(
-            options, out=str(out), timeout=timeout_s, no_probes=True, profile_steps=0,
-            probe_fast_path=False,
-        )  # fmt: skip
-        command = supervisor.capture_command(script, script_args, child)
-        started = time.monotonic()
-        sup = supervisor.Supervisor(command, out / "script.log", out / "facts.json", timeout_s,
-                                    quiet=True)  # fmt: skip
-        ended = sup.run()
-        return RunEnd(ended.status, ended.timed_out, ended.interrupted, time.monotonic() - started)
-
-    return run
+    return WarmRunner(script_args, options, out / "verify" / "arms")
 
 
 def run_estimate_s(facts: Facts, plain_s: float) -> float:
-    """A verification run's expected wall time before one was timed: the plain check's time to
-    the end of its measured steps (the start of its next phase) plus a process's start and exit;
-    ``plain_s`` when its phases do not say."""
+    """A verification run's expected wall time before one was timed. The runs are windows of
+    warm arms (:mod:`rnndoctor.cli.arms`, started before the first run): the window's steps and
+    one more (the plain check's median step time) plus ``_RUN_OVERHEAD_S`` for the pipes and the
+    window's facts. Without a measured step: the plain check's time to the end of its measured
+    steps (a whole run, start included), else ``plain_s``."""
+    from rnndoctor.cli.arms import WINDOW_STEPS
+
+    steps = facts.steps
+    if steps is not None and steps.median_step_time_ms:
+        window_steps = min(WINDOW_STEPS, steps.requested_steps or WINDOW_STEPS) + 1
+        return window_steps * steps.median_step_time_ms / 1000.0 + _RUN_OVERHEAD_S
     phases = facts.run.phases
     ends = (Phase.MEASURED, Phase.LOOP_MEASURED)
     for phase, after in zip(phases, phases[1:], strict=False):
@@ -103,8 +97,9 @@ def run_verify(
 
     budget = options.verify_budget or default_budget(plain_s)
     limit = options.timeout if options.timeout is not None else math.inf
+    runner = make_runner(script_args, options, out)
     job = Job(
-        script=script, out=out, runner=make_runner(script_args, options), budget_s=budget,
+        script=script, out=out, runner=runner, budget_s=budget,
         run_timeout_s=min(limit, max(_MIN_RUN_TIMEOUT_S, _RUN_TIMEOUT_FACTOR * plain_s)),
         estimate_s=run_estimate_s(facts, plain_s),
     )  # fmt: skip
@@ -117,6 +112,8 @@ def run_verify(
     except (OSError, ValueError) as exc:  # a copy or a report file that cannot be written
         console.error(f"--verify stopped: {exc}")
         return None
+    finally:
+        runner.close()
     for line, bad in terminal_lines(summary):
         console.say(typer.style(line, fg="red") if bad else line)
     console.say(f"verify report: {written['verify.md']} and {written['verify.json']}")

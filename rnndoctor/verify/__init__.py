@@ -3,7 +3,8 @@
 After a plain check, each finding whose fix rewrites the user's source (``safe`` or ``unsafe``
 with a ``before`` text) is applied to a copy of the script's folder under ``<out>/verify/<fix>/``
 (:mod:`.patch`; one more copy, ``all``, with every compatible fix), the copy and the original
-alternate A B A B as real capture children with the plain check's window (:mod:`.run`), each fix
+alternate A B A B as warm window-only capture children, one per script, one window per run
+(:mod:`.run`; the CLI's runner: ``rnndoctor.cli.arms``), each fix
 gets a measured speedup with its 90% interval and a status (:mod:`.result`), the confirmed fixes
 become ``<out>/fixes.patch`` (:mod:`.patchfile`), and the outcome is written as ``verify.json``,
 ``verify.md`` and ``report.json``'s ``verified`` list (:mod:`.output`). :mod:`.session` runs the

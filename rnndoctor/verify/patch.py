@@ -1,7 +1,8 @@
 """A finding's source rewrite, located in the user's file and applied to a copy of it.
 
 A fix is a source rewrite when its safety is ``safe`` or ``unsafe`` and it has a ``before`` text:
-``Fix.before`` found in the file at ``finding.location`` is replaced by ``Fix.code``. Nothing
+``Fix.before`` found in the file at ``Fix.location`` (else ``finding.location``) is replaced by
+``Fix.code``. Nothing
 here writes into the user's tree: :func:`build_copy` mirrors the script's folder under the report
 folder (the files a rewrite touches are patched copies, every other entry a symbolic link to the
 original, so the user's modules import and ``__file__``-relative reads work as in the original).
@@ -94,9 +95,10 @@ def locate(finding: Finding, fix_id: str, script_dir: Path) -> Rewrite:
         raise NotVerifiable("display-only fix")
     if not fix.before:
         raise NotVerifiable("the fix is not a source rewrite (it has no 'before' text)")
-    if finding.location is None:
+    where = fix.location or finding.location
+    if where is None:
         raise NotVerifiable("the finding has no location in the user's code")
-    file, line = Path(finding.location.file), finding.location.line
+    file, line = Path(where.file), where.line
     if not _inside(file, script_dir):
         raise NotVerifiable(
             f"the rewrite is in {file}, outside the script's folder {script_dir} (only files "

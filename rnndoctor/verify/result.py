@@ -249,6 +249,10 @@ def _unmeasured(candidate: Candidate, pairs: int) -> str:
     """Why a candidate that did not fail has fewer than ``MIN_PAIRS`` pairs."""
     if candidate.interrupted:
         return "interrupted (Ctrl-C)"
+    short = next((r for r in candidate.runs if r.ran_out), None)
+    if short is not None:
+        side = "the original" if short.arm == "A" else "the copy"
+        return f"not measured: {side}'s {short.error}"
     original: Run | None = next((r for r in candidate.arm("A") if r.samples_per_s is None), None)
     if original is not None:
         return f"the original failed in its verification run: {original.error}"

@@ -1,5 +1,8 @@
 """The A/B runs of a verification: the original (A) and a patched copy (B) alternate across
-processes, A B A B, each a real capture child with the plain check's window.
+processes, A B A B. With the CLI's warm runner (``rnndoctor.cli.arms``) each script has one
+window-only capture child, started before the first run, and a run is one window of it; a runner
+without ``prepare`` may start a child per run. The budget counts a script's first run apart from
+its later ones (the start of a child that was not prepared).
 
 Who starts a child is not this module's business: the CLI passes a :data:`Runner` (the
 supervisor, in ``rnndoctor.cli.verify``), so that this package imports nothing of the CLI's.
@@ -15,11 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rnndoctor.facts import Facts, Outcome
+from rnndoctor.stats import median
 
 MIN_PAIRS = 2  # A B A B at least, per candidate
 MAX_PAIRS = 5  # then up to this many while the budget allows (5: a 90% sign-test interval)
 BUDGET_FACTOR = 3.0  # the default budget: this many times the plain check's wall time
-LOSS_NOT_MEASURED = "not measured: the window does not record the loss yet"
+LOSS_NOT_MEASURED = "not measured: no paired run recorded a loss"
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,8 @@ class Run:
         samples_per_s: the throughput its window measured (None: not measured).
         final_loss: the training loss at the end of its window (None: not recorded).
         error: why it has no throughput (the script raised: its message and line), else None.
+        ran_out: the run completed without a window (its ``fit`` ended first: too few steps
+            for a window), which is no failure of the script.
     """
 
     arm: str
@@ -65,6 +71,7 @@ class Run:
     samples_per_s: float | None = None
     final_loss: float | None = None
     error: str | None = None
+    ran_out: bool = False
 
 
 @dataclass
@@ -98,7 +105,7 @@ class Candidate:
         out), if any; None after a Ctrl-C (the run it cut is no failure of the fix)."""
         if self.interrupted:
             return None
-        return next((r for r in self.arm("B") if r.samples_per_s is None), None)
+        return next((r for r in self.arm("B") if r.samples_per_s is None and not r.ran_out), None)
 
     def pairs(self) -> list[tuple[Run, Run]]:
         """The complete pairs (both arms measured), in order."""
@@ -124,6 +131,9 @@ class Schedule:
         started_s: the clock when the schedule was made.
         interrupted: Ctrl-C stopped a run.
         walls: every run's wall time so far (seconds).
+        first_walls: the wall times of each script's first run (a warm runner starts its
+            process then: :mod:`rnndoctor.cli.arms`), seconds.
+        later_walls: those of the runs after a script's first (its windows alone).
     """
 
     original: Path
@@ -135,6 +145,9 @@ class Schedule:
     started_s: float = field(init=False, default=0.0)
     interrupted: bool = field(init=False, default=False)
     walls: list[float] = field(init=False, default_factory=list)
+    first_walls: list[float] = field(init=False, default_factory=list)
+    later_walls: list[float] = field(init=False, default_factory=list)
+    _seen: set[Path] = field(init=False, default_factory=set)
 
     def __post_init__(self) -> None:
         self.started_s = self.clock()
@@ -153,6 +166,8 @@ class Schedule:
         run = read_run(arm, pair, out, end)
         candidate.runs.append(run)
         self.walls.append(run.wall_s)
+        (self.later_walls if script in self._seen else self.first_walls).append(run.wall_s)
+        self._seen.add(script)
         if end.interrupted:
             self.interrupted = candidate.interrupted = True
         return run
@@ -179,20 +194,32 @@ def read_run(arm: str, pair: int, out: Path, end: RunEnd) -> Run:
     message = facts.run.message or f"the window measured no throughput ({facts.run.outcome})"
     where = facts.run.error_location
     run.error = f"{message} at {where.file}:{where.line}" if where else message
+    run.ran_out = done and where is None
     return run
 
 
 def _pair_s(schedule: Schedule, candidate: Candidate, estimate_s: float) -> float:
-    """One more pair's expected cost (seconds): from the candidate's runs, else from every run
-    so far, else two runs of ``estimate_s``."""
+    """One more pair's expected cost (seconds): two runs of the median of the runs after each
+    script's first (a warm runner's windows), else of the mean of every run so far, else of
+    ``estimate_s``."""
+    if schedule.later_walls:
+        return 2 * median(schedule.later_walls)
     walls = [r.wall_s for r in candidate.runs] or schedule.walls
     return 2 * (sum(walls) / len(walls) if walls else estimate_s)
+
+
+def _start_s(schedule: Schedule, candidate: Candidate) -> float:
+    """What starting the candidate's copy costs beyond its runs (seconds): the median first run
+    over the median later one, when the copy has not run yet and both are known."""
+    if candidate.runs or not schedule.first_walls or not schedule.later_walls:
+        return 0.0
+    return max(0.0, median(schedule.first_walls) - median(schedule.later_walls))
 
 
 def _fits(schedule: Schedule, candidate: Candidate, estimate_s: float, pairs: int) -> bool:
     """Whether ``pairs`` more pairs fit in what is left of the budget; when not, the candidate
     records what they need and what was left (for its "over budget" reason)."""
-    need = pairs * _pair_s(schedule, candidate, estimate_s)
+    need = pairs * _pair_s(schedule, candidate, estimate_s) + _start_s(schedule, candidate)
     left = schedule.left_s()
     if need <= left:
         return True

@@ -77,12 +77,13 @@ class Verification:
 def _item(finding: Finding, fix_id: str) -> Verified:
     """A fix's entry before it is measured."""
     fix = finding.fix
+    where = (fix.location if fix else None) or finding.location
     return Verified(
         fix=fix_id,
         rules=[fix_id],
         title=fix.title if fix else finding.message,
-        file=finding.location.file if finding.location else None,
-        line=finding.location.line if finding.location else None,
+        file=where.file if where else None,
+        line=where.line if where else None,
         safety=str(fix.safety) if fix else None,
         estimate=finding.speedup,
         estimate_text=finding.gain,
@@ -176,6 +177,9 @@ def verify(
     schedule_args = dict(clock=clock) if clock is not None else {}
     schedule = Schedule(job.script, job.runner, job.out / VERIFY_DIR / "runs", job.budget_s,
                         job.run_timeout_s, **schedule_args)  # fmt: skip
+    prepare = getattr(job.runner, "prepare", None)  # a warm runner starts its arms together
+    if prepare is not None and candidates:
+        prepare([job.script, *(c.script for c in candidates)], job.run_timeout_s)
     run_all(schedule, candidates, job.estimate_s)
     for candidate in candidates:
         measure(items[candidate.name], candidate, cpu)

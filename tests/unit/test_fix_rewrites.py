@@ -55,6 +55,11 @@ INTENDED = {
 }
 # Rewrites of a statement, not of one call: a decorator added above a ``def`` line.
 STATEMENT_REWRITES = {"RD402", "RD405"}
+# Rewrites whose code defines what the call needs above it: the last statement is the call.
+BLOCK_REWRITES = {
+    "RD501": {"arg0", "arg1", "x", "y", "batch_size", "validation_split", "validation_data",
+              "shuffle"},
+}  # fmt: skip
 
 
 def _fixture_facts() -> list[Facts]:
@@ -98,8 +103,20 @@ def _assert_lossless(finding) -> None:
     if finding.rule_id in STATEMENT_REWRITES:
         assert fix.before.strip().splitlines()[0] in fix.code, finding.rule_id
         return
-    expression = rw.assigned_name(fix.before) is not None
     before, after = fix.before, fix.code
+    if finding.rule_id in BLOCK_REWRITES:
+        last = ast.parse(after).body[-1]
+        after = ast.get_source_segment(after, last)
+        assert after is not None and before.strip().startswith(after.split("(")[0].split("=")[0])
+        expression = rw.assigned_name(before) is not None
+        if expression:
+            before = ast.get_source_segment(before, ast.parse(before).body[0].value)
+            after = ast.get_source_segment(after, ast.parse(after).body[0].value)
+        changes = _changes(before, after)
+        assert changes is not None, (finding.rule_id, fix.before, fix.code)
+        assert changes <= BLOCK_REWRITES[finding.rule_id], (finding.rule_id, changes)
+        return
+    expression = rw.assigned_name(fix.before) is not None
     if expression:  # an assignment rewritten: compare the assigned values
         before = ast.get_source_segment(before, ast.parse(before).body[0].value)
         after = ast.get_source_segment(after.strip(), ast.parse(after.strip()).body[0].value)
@@ -108,6 +125,26 @@ def _assert_lossless(finding) -> None:
         changes = {"value"} if finding.rule_id == "RD301" else None
     assert changes is not None, (finding.rule_id, fix.before, fix.code)
     assert changes <= INTENDED[finding.rule_id] | {"value"}, (finding.rule_id, changes)
+
+
+def _rd501_on_arrays() -> Facts:
+    """A padded, masked token input (the sequence fixture, every batch padded to 64) fed by the
+    user's own multi-line ``fit`` on arrays: RD501 rewrites that call."""
+    from rnndoctor import stats as bk
+
+    doc = json.loads((DATA / "rules" / "RD110-compliant.json").read_text())["facts"]
+    f = Facts.from_dict(doc)
+    (record,) = f.sequences.inputs
+    lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
+    dist = bk.LengthDistribution.of(lengths)
+    record.length_values, record.length_counts = list(dist.values), list(dist.counts)
+    record.lengths, record.sequences = list(lengths), len(lengths)
+    record.batch_sizes, record.padded_lengths = [16] * 4, [64] * 4
+    record.padded_fraction = bk.padded_fraction(sum(lengths), 64 * len(lengths))
+    call = ("model.fit(\n    x_train,\n    y_train,  # next ids\n    batch_size=64,\n"
+            "    epochs=2,\n    shuffle=False,\n    callbacks=[stop],\n)")  # fmt: skip
+    f.fit.location = SourceLocation("/w/train.py", 30, "history = model.fit(", call_source=call)
+    return f
 
 
 def _built_facts() -> list[Facts]:
@@ -127,6 +164,7 @@ def _built_facts() -> list[Facts]:
     f.fit.location = loc(40, "model.fit(x_train, y_train, batch_size=batch_size, epochs=2)")
     f.fit.batch_size_location = loc(12, "batch_size = 4")
     built.append(f)
+    built.append(_rd501_on_arrays())
     built.append(facts(step=10.0, compute=6.0, data=map_pipeline(stateful_ops=[])))
     built.append(facts(step=10.0, compute=7.0, data=map_pipeline(stateful_ops=[]), epochs=3))
     return built

@@ -195,3 +195,60 @@ def test_the_one_hot_pad_remap_snippet_runs_and_zeroes_only_the_padded_end(side)
     zeroed = [bool((step == 0).all()) for step in x[0]]
     assert zeroed == ([False, False, False, True, True] if side == "right"
                       else [True, True, False, False, False])  # fmt: skip
+
+
+def _fit_on_arrays(facts: Facts, call: str, prefix: str = "") -> Facts:
+    """The facts as if the user's own ``fit`` line (``call``, at line 40) had run them."""
+    from rnndoctor.facts import SourceLocation
+
+    facts.fit.location = SourceLocation(file="/w/train.py", line=40, code=prefix + call,
+                                        call_source=call)  # fmt: skip
+    return facts
+
+
+def test_rd501_rewrites_a_fit_on_masked_token_arrays_and_keeps_its_other_arguments():
+    import ast
+
+    lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=64, batch=16)
+    call = "model.fit(x_tr, y_tr, batch_size=args.batch, epochs=3, validation_split=0.1, verbose=2)"
+    facts = _fit_on_arrays(facts, call, prefix="history = ")
+    (finding,) = _findings(facts, "RD501")
+    fix = finding.fix
+    assert fix.safety == "unsafe" and "changes the order of examples" in fix.title
+    assert fix.before == "history = " + call
+    assert fix.location.line == 40 and finding.location.line != 40  # the finding: the padding
+    tree = ast.parse(fix.code)
+    new = tree.body[-1]
+    assert isinstance(new, ast.Assign) and ast.unparse(new.targets[0]) == "history"
+    keywords = {k.arg: ast.unparse(k.value) for k in new.value.keywords}
+    assert keywords == {
+        "epochs": "3",
+        "verbose": "2",
+        "validation_data": "rd501_bucketed(x_tr[rd501_split:], y_tr[rd501_split:], False)",
+    }
+    assert (
+        ast.unparse(new.value.args[0])
+        == "rd501_bucketed(x_tr[:rd501_split], y_tr[:rd501_split], True)"
+    )
+    assert "[args.batch] * (len(RD501_BOUNDARIES) + 1)" in fix.code  # the user's batch size
+    assert "rd501_split = int(len(x_tr) * (1 - 0.1))" in fix.code  # Keras' last 10%
+    assert f"RD501_BOUNDARIES = {list(finding.bucket_plan.boundaries)}" in fix.code
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "model.fit(x, y, 16, 3)",  # batch_size by position
+        "model.fit(x, y, sample_weight=w)",  # a weight a dataset would carry differently
+        "model.fit(x, y, validation_data=(xv, yv))",
+        "model.fit(data[0], y)",  # no plain name
+        "model.fit(x, y, **extra)",
+    ],
+)
+def test_rd501_keeps_the_sketch_where_the_fit_call_cannot_be_moved_losslessly(call):
+    lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
+    facts = _fit_on_arrays(_with_lengths(_facts("RD110-compliant"), lengths, 64, 16), call)
+    (finding,) = _findings(facts, "RD501")
+    assert finding.fix.before is None and finding.fix.location is None
+    assert "bucket_by_sequence_length(length, BOUNDARIES, BATCH_SIZES)" in finding.fix.code

@@ -48,7 +48,7 @@ def test_a_verify_run_has_the_plain_checks_command_line_and_window(tmp_path):
     assert "--no-probes" in b and b[b.index("--profile-steps") + 1] == "0"
 
 
-def test_a_runs_first_estimate_is_the_plain_checks_time_to_its_measured_steps_end():
+def test_a_runs_first_estimate_is_a_window_of_the_plain_checks_steps_else_its_run():
     from rnndoctor.cli.verify import run_estimate_s
     from rnndoctor.facts import Facts, PhaseTime, RunInfo
 
@@ -57,6 +57,12 @@ def test_a_runs_first_estimate_is_the_plain_checks_time_to_its_measured_steps_en
     facts.run.phases = [PhaseTime("warm-up steps", 4.0), PhaseTime("measured steps", 8.0),
                         PhaseTime("profiled steps", 12.0), PhaseTime("done", 26.0)]  # fmt: skip
     assert run_estimate_s(facts, 30.0) == pytest.approx(13.0)
+    # a measured window: the runs are windows of warm arms (5 steps and one more, plus 1 s)
+    from rnndoctor.facts import StepTimes
+
+    facts.steps = StepTimes(warmup_steps=3, measured_steps=20, requested_steps=20,
+                            median_step_time_ms=400.0)  # fmt: skip
+    assert run_estimate_s(facts, 30.0) == pytest.approx(6 * 0.4 + 1.0)
 
 
 def test_with_redact_the_fixes_come_from_the_unredacted_facts(monkeypatch):

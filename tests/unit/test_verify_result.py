@@ -137,3 +137,15 @@ def test_two_pairs_are_too_few_to_decide_even_when_both_are_faster():
 def test_one_slow_pair_in_five_keeps_a_fix_within_noise():
     item = _measured([100] * 5, [150, 160, 90, 155, 145])
     assert item.status == Status.WITHIN_NOISE and item.sign_low == pytest.approx(0.9)
+
+
+def test_a_copy_whose_fit_ends_before_a_window_is_not_verifiable_not_failed():
+    candidate = Candidate("RD403", Path("c.py"))
+    candidate.runs = [
+        Run("A", 0, "a", 1.0, samples_per_s=100.0),
+        Run("B", 0, "b", 9.0, error="fit ended before a window of 5 measured steps", ran_out=True),
+    ]
+    item = Verified(fix="RD403", rules=["RD403"], title="t")
+    measure(item, candidate, on_cpu=True)
+    assert candidate.failed is None and item.status == Status.NOT_VERIFIABLE
+    assert item.reason == "not measured: the copy's fit ended before a window of 5 measured steps"

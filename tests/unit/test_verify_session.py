@@ -164,3 +164,58 @@ def test_ctrl_c_stops_the_runs_and_says_so(project, at_call):
     assert result.interrupted and len(runner.calls) == at_call
     reasons = {i.fix: i.reason for i in result.items}
     assert reasons["all"] == "interrupted (Ctrl-C)" and reasons["RD101"] == "interrupted (Ctrl-C)"
+
+
+class _WarmFake(FakeRunner):
+    """A warm runner: ``prepare`` starts every script's process at once (``start_s``), and each
+    run is then a window (``run_s``); a script not prepared pays its start at its first run."""
+
+    def __init__(self, speed, run_s: float = 1.0, start_s: float = 20.0):
+        super().__init__(speed, run_s)
+        self.start_s = start_s
+        self.started: set[Path] = set()
+        self.prepared: list[Path] = []
+
+    def prepare(self, scripts, timeout_s):
+        self.prepared = list(scripts)
+        self.started |= {s.resolve() for s in scripts}
+        self.now += self.start_s  # the starts overlap: one start's time for them all
+
+    def __call__(self, script, out, timeout_s):
+        start = 0.0 if script.resolve() in self.started else self.start_s
+        self.started.add(script.resolve())
+        self.now += start
+        end = super().__call__(script, out, timeout_s)
+        return RunEnd(end.status, wall_s=end.wall_s + start)
+
+
+def test_a_warm_runner_starts_the_original_and_every_copy_before_the_first_window(project):
+    root, script, findings = project
+    runner = _WarmFake(_speed)
+    job = Job(script=script, out=root / "report", runner=runner, budget_s=200.0,
+              run_timeout_s=60, estimate_s=30.0)  # fmt: skip
+    job.out.mkdir(exist_ok=True)
+    result = verify(findings, facts_for(script, root), job, clock=runner.clock)
+    assert runner.prepared[0] == script
+    assert {p.parent.name for p in runner.prepared[1:]} == {"all", "RD301", "RD101", "RD403"}
+    statuses = {v.fix: v.status for v in result.items}
+    assert statuses["RD301"] == Status.CONFIRMED and statuses["all"] == Status.CONFIRMED
+    by_fix = {v.fix: v.pairs for v in result.items}
+    assert by_fix["RD301"] == by_fix["RD101"] == 5  # 1 s windows: every fix gets its 5 pairs
+    assert result.spent_s <= 200.0
+
+
+def test_the_budget_counts_a_copys_start_beyond_its_windows(project):
+    from rnndoctor.verify.run import Candidate, Schedule, _fits
+
+    root, script, _ = project
+    runner = _WarmFake(_speed, run_s=1.0, start_s=20.0)
+    schedule = Schedule(script, runner, root / "runs", budget_s=30.0, run_timeout_s=60,
+                        clock=runner.clock)  # fmt: skip
+    seen = Candidate("seen", script)
+    for pair in range(2):  # the original's first run pays its start, the others are windows
+        schedule.one(seen, "A", pair)
+    assert schedule.first_walls == [21.0] and schedule.later_walls == [1.0]
+    fresh = Candidate("fresh", root / "copy.py")
+    assert not _fits(schedule, fresh, 1.0, 2)  # 2 pairs of 1 s windows + a 20 s start > 8 s left
+    assert fresh.budget_note == (24.0, 8.0)

@@ -1,0 +1,118 @@
+"""A warm ``--verify`` arm: the window-only child that measures one window per parent command.
+
+With ``--window-only --control R,W`` the child runs the user's script up to ``fit``, runs the
+warm-up steps, writes ``{"ready": true}`` to W and waits for a line on R: ``go`` measures one
+window of ``--steps`` steps and writes its result (one JSON line, :func:`window_result`), then
+waits again; ``stop`` or the end of R ends the window as a plain check's does. Between windows
+the child is blocked on its pipe (no step runs), so the parent can alternate the windows of two
+warm processes, the original's and a patched copy's, A B A B, without paying for the process
+start, TensorFlow's import, the script's data loading and the train function's tracing again.
+
+:class:`SampleCounter` counts the samples a ``tf.data`` input feeds each step when its batch size
+is not a constant (``bucket_by_sequence_length``): a ``map`` after the user's last op adds the
+batch's leading dimension to a ``tf.Variable`` (one ``AssignAdd`` per batch), read at each step's
+end; the map runs in the step's own ``get_next`` (no prefetch is injected after it), so the
+count between two step ends is the batch that step trained on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+
+class Control:
+    """The two pipes to the parent (file descriptors inherited from it).
+
+    Args:
+        fds: ``"R,W"`` as ``Options.control`` holds them.
+
+    Raises:
+        ValueError: ``fds`` is not two integers.
+        OSError: a descriptor is not open.
+    """
+
+    def __init__(self, fds: str):
+        read_fd, write_fd = (int(v) for v in fds.split(","))
+        self._commands = os.fdopen(read_fd, "r", encoding="utf-8")
+        self._results = os.fdopen(write_fd, "w", encoding="utf-8")
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Writes one JSON line to the parent (a broken pipe: the parent is gone, ignored)."""
+        try:
+            self._results.write(json.dumps(message) + "\n")
+            self._results.flush()
+        except (BrokenPipeError, OSError):
+            pass
+
+    def wait(self) -> bool:
+        """Blocks for the parent's next line: True for ``go``, False for ``stop`` or the end."""
+        try:
+            line = self._commands.readline()
+        except OSError:
+            return False
+        return line.strip() == "go"
+
+
+class SampleCounter:
+    """Counts the samples of each batch a ``tf.data.Dataset`` yields.
+
+    Args:
+        dataset: the user's dataset as ``fit`` receives it (batched).
+
+    Attributes:
+        dataset: the same pipeline with the counting ``map`` appended: ``fit`` takes this one.
+    """
+
+    def __init__(self, dataset: Any):
+        import tensorflow as tf
+
+        self.variable = tf.Variable(0, dtype=tf.int64, trainable=False, name="rnndoctor_samples")
+        variable = self.variable
+
+        def count(*element: Any) -> Any:
+            first = tf.nest.flatten(element)[0]
+            added = variable.assign_add(tf.cast(tf.shape(first)[0], tf.int64))
+            with tf.control_dependencies([added]):
+                out = tf.nest.map_structure(tf.identity, element)
+            return out[0] if len(out) == 1 else out
+
+        options = tf.data.Options()
+        # No prefetch injected after the count: it would run ahead of the steps by a buffer
+        # whose fill varies (tf.data's inject_prefetch rewrite); the user's own ops are kept.
+        options.experimental_optimization.inject_prefetch = False
+        self.dataset = dataset.map(count).with_options(options)
+
+    def read(self) -> int:
+        """Samples counted so far."""
+        return int(self.variable.numpy())
+
+
+def window_result(
+    step_ms: Sequence[float], samples: int | None, final_loss: float | None, index: int
+) -> dict[str, Any]:
+    """One window's JSON line.
+
+    Args:
+        step_ms: its measured step times (ms per step).
+        samples: the samples those steps trained on (None: unknown).
+        final_loss: the loss ``fit`` logged at its last step (None: none logged).
+        index: the window's number in this process (0-based).
+
+    Returns:
+        ``{"window", "steps", "step_time_ms", "samples", "samples_per_s", "final_loss"}``;
+        ``samples_per_s`` is ``samples`` over the steps' summed time (None when either is 0 or
+        unknown).
+    """
+    seconds = sum(step_ms) / 1000.0
+    rate = samples / seconds if samples and seconds > 0 else None
+    return {
+        "window": index,
+        "steps": len(step_ms),
+        "step_time_ms": [round(v, 4) for v in step_ms],
+        "samples": samples,
+        "samples_per_s": None if rate is None else round(rate, 3),
+        "final_loss": final_loss,
+    }
