@@ -86,8 +86,15 @@ def test_rd110_is_a_warning_on_a_left_padded_masked_tf_keras_lstm(tmp_path):
 MEASURED = ["--steps", "10", "--warmup", "1", "--profile-steps", "0"]
 
 
-def test_rd301_on_a_small_tf_keras_batch_from_the_probes_samples_per_second(tmp_path):
-    result, doc = _check_measured("keras2_small_batch.py", tmp_path / "r")
+@pytest.fixture(scope="module")
+def small_batch(tmp_path_factory) -> dict:
+    """One check of keras2_small_batch.py (batch 4, a sleeping tf_keras callback), shared."""
+    out = tmp_path_factory.mktemp("keras2-small") / "r"
+    return _check_measured("keras2_small_batch.py", out)[1]
+
+
+def test_rd301_on_a_small_tf_keras_batch_from_the_probes_samples_per_second(small_batch):
+    doc = small_batch
     assert doc["facts"]["environment"]["keras_flavour"].startswith("tf_keras 2.")
     (rd301,) = _found(doc, "RD301")
     points = doc["facts"]["probes"]["batch_probe"]
@@ -96,6 +103,17 @@ def test_rd301_on_a_small_tf_keras_batch_from_the_probes_samples_per_second(tmp_
     for p in points:
         assert evidence[f"batch {p['value']}"]["value"] == p["samples_per_s"]
     assert "samples/s" in rd301["message"] and "interval" in rd301["message"]
+
+
+def test_rd404_names_a_sleeping_tf_keras_callback_at_its_line(small_batch):
+    """Keras 3's twin: tests/e2e/test_bottlenecks.py (test_sleeping_callback_gives_rd404...)."""
+    (cb,) = small_batch["facts"]["probes"]["callbacks"]
+    assert cb["name"] == "SleepyLogger" and cb["per_step_ms"] >= 3.5  # time.sleep(0.004)
+    line = _line_of(SCRIPTS / "keras2_small_batch.py", "logger = SleepyLogger()")
+    assert cb["location"]["line"] == line
+    (rd404,) = _found(small_batch, "RD404")
+    assert "SleepyLogger" in rd404["message"]
+    assert rd404["location"]["line"] == line
 
 
 def test_rd201_on_a_slow_tf_keras_generator_with_rd204_at_its_line(tmp_path):
