@@ -287,7 +287,7 @@ def collect_data(session: CaptureSession, arguments: dict[str, Any]) -> None:
     x = state.original_x if state.original_x is not None else arguments.get("x")
     fit_location = session.facts.fit.location if session.facts.fit else None
     try:
-        session.facts.data = data_mod.describe(x, fit_location)
+        session.facts.data = data_mod.describe(x, fit_location, arguments)
     except Exception as exc:  # describing the data must never end the capture
         session.facts.run.notes.append(f"data inspection failed: {type(exc).__name__}: {exc}")
     session.save()
@@ -311,6 +311,8 @@ def sample_batches(session: CaptureSession, arguments: dict[str, Any]) -> Batche
             batches = sampling.fresh_iterator(session, budget, lambda: iter(x), x.element_spec)
         elif kind == DataKind.PY_DATASET:
             batches = sampling.index_pydataset(session, budget, x)
+        elif kind == DataKind.TF_KERAS_SEQUENCE:
+            batches = sampling.index_tf_keras_sequence(session, budget, x)
         elif DataKind.is_array(kind):
             batches = sampling.array_batches(session, budget, x, arguments)
         else:

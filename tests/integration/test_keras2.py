@@ -14,10 +14,11 @@ import pytest
 tf_keras = pytest.importorskip("tf_keras")
 
 import rnndoctor  # noqa: E402
-from rnndoctor.capture import neutralise  # noqa: E402
+from rnndoctor.capture import neutralise, probes, sequences, sites  # noqa: E402
 from rnndoctor.capture.model import collect_model  # noqa: E402
 from rnndoctor.capture.session import CaptureSession  # noqa: E402
 from rnndoctor.capture.step_window import WindowOptions  # noqa: E402
+from rnndoctor.engine import evaluate  # noqa: E402
 from rnndoctor.facts import Facts, FitConfig, RunInfo, SourceLocation  # noqa: E402
 
 rnndoctor.record_construction_sites()  # Keras 3 and tf_keras layers
@@ -120,3 +121,48 @@ def test_tf_keras_state_writing_callbacks_are_dropped_and_recorded(tmp_path):
         ("TensorBoard callback", os.path.abspath("tb")),
         ("BackupAndRestore callback", os.path.abspath("backup")),
     ]
+
+
+class LeftPaddedRows(tf_keras.utils.Sequence):
+    """4 batches of 16 token rows, length 8, left-padded with 0 (valid lengths 2 to 7)."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, index):
+        rng = np.random.default_rng(index)
+        lengths = rng.integers(2, 8, size=16)
+        x = np.zeros((16, 8), "int32")
+        for row, length in enumerate(lengths):
+            x[row, 8 - length :] = rng.integers(1, 20, size=length)
+        return x, rng.normal(size=(16, 1))  # float64 targets: the adapter casts them
+
+
+def test_a_tf_keras_sequence_is_described_sampled_and_its_masks_read():
+    """The data facts through a real fit, then the sampling and the sequence facts the probes
+    start from (the compute-only probe reuses those batches as for any input). Keras 3's
+    PyDataset: tests/integration/test_probes.py::test_numpy_generator_and_pydataset_kinds."""
+    tf_keras.utils.set_random_seed(0)
+    inputs = tf_keras.Input((8,), dtype="int32")
+    x = layers.Embedding(20, 4, mask_zero=True)(inputs)
+    model = tf_keras.Model(inputs, layers.Dense(1)(layers.LSTM(4)(x)))
+    model.compile(optimizer="sgd", loss="mse")
+    rows = LeftPaddedRows()  # marker:sequence
+    report = rnndoctor.diagnose(model, rows, max_queue_size=5, **FAST)
+    data = report.facts.data
+    assert (data.kind, data.reiterable, data.cardinality) == ("tf_keras.Sequence", True, 4)
+    # tf_keras takes these as fit's arguments: max_queue_size as passed, the others its defaults
+    assert (data.workers, data.use_multiprocessing, data.max_queue_size) == (1, False, 5)
+    assert data.location.file == __file__ and "# marker:sequence" in data.location.code
+    capture = CaptureSession(report.facts, WindowOptions(), None, site_book=sites.book())
+    capture.probe_state.original_x = rows
+    batches = probes.sample_batches(capture, {"x": rows})
+    assert batches.method == "fresh indexing (tf_keras Sequence.__getitem__, one worker)"
+    assert len(batches.items) == 4 and batches.input_only_ms > 0
+    x0, y0 = batches.items[0]
+    assert x0.dtype == np.int32 and y0.dtype == np.float32  # tf_keras' adapter cast the floats
+    sequences.sample_sequences(capture, model, batches)
+    (sequence,) = capture.facts.sequences.inputs
+    assert sequence.pad_side == "left" and sequence.sequences == 64
+    (rd110,) = [f for f in evaluate(capture.facts).findings if f.rule_id == "RD110"]
+    assert rd110.severity.label == "warning"
