@@ -80,6 +80,9 @@ def test_rd110_is_a_warning_on_a_left_padded_masked_tf_keras_lstm(tmp_path):
     (rd110,) = _found(doc, "RD110")
     assert rd110["severity"] == "warning"
     assert "silently" in rd110["message"]
+    script = SCRIPTS / "keras2_padded_lstm.py"  # tf_keras' own pad_sequences, at its line
+    assert rd110["location"]["line"] == _line_of(script, "# the padding line")
+    assert "padding='post'" in rd110["fix"]["code"]
 
 
 # The measured cases take the window's and probes' usual step counts (the rules read medians).
