@@ -7,6 +7,7 @@ tests/e2e/test_keras2_e2e.py)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +15,8 @@ import pytest
 tf_keras = pytest.importorskip("tf_keras")
 
 import rnndoctor  # noqa: E402
-from rnndoctor.capture import neutralise, probes, sequences, sites  # noqa: E402
+from rnndoctor.capture import flavour, neutralise, probes, sequences, sites  # noqa: E402
+from rnndoctor.capture.env import collect_environment  # noqa: E402
 from rnndoctor.capture.model import collect_model  # noqa: E402
 from rnndoctor.capture.session import CaptureSession  # noqa: E402
 from rnndoctor.capture.step_window import WindowOptions  # noqa: E402
@@ -22,6 +24,7 @@ from rnndoctor.engine import evaluate  # noqa: E402
 from rnndoctor.facts import Facts, FitConfig, RunInfo, SourceLocation  # noqa: E402
 
 rnndoctor.record_construction_sites()  # Keras 3 and tf_keras layers
+sequences.install(None)  # pad_sequences call sites, tf_keras' own included (nothing is saved)
 
 layers = tf_keras.layers
 FAST = dict(
@@ -59,6 +62,91 @@ def test_the_verdict_is_tf_keras_own_could_use_gpu_kernel(rnn, blocking):
     assert probe.fixed_takes_fast_path is True
     assert "tf_keras" in probe.source and "_could_use_gpu_kernel" in probe.source
     assert facts.kind == type(layer).__name__.lower()
+
+
+def _line(marker: str) -> int:
+    lines = Path(__file__).read_text().splitlines()
+    return next(i for i, text in enumerate(lines, 1) if text.rstrip().endswith(f"# {marker}"))
+
+
+def _facts_of(model: tf_keras.Model) -> Facts:
+    """The facts the RD1xx rules read, for a tf_keras model: its model facts (probed) and the
+    environment with the Keras that ran it (the rules' Keras 2 severities read it)."""
+    facts = Facts(run=RunInfo(script="test", argv=[], cwd="."))
+    facts.environment = collect_environment()
+    facts.environment.keras_flavour = flavour.flavour_of(model)
+    facts.model = collect_model(model)
+    return facts
+
+
+# The fast-path rules on tf_keras layers, as tests/integration/test_fastpath_rules.py runs them
+# on Keras 3's (through the model facts alone: a fit adds nothing to an RD1xx verdict, and the
+# Keras 2 fit is tests/e2e/test_keras2_e2e.py's). Keras 3's RD109 (use_cudnn) and RD113 (a cell
+# built on keras.ops) have no tf_keras twin.
+TF_KERAS_RD1 = [
+    ("RD101", lambda: layers.LSTM(4, recurrent_dropout=0.25)),  # k2:RD101
+    ("RD102", lambda: layers.GRU(4, activation="relu")),  # k2:RD102
+    ("RD103", lambda: layers.LSTM(4, recurrent_activation="hard_sigmoid")),  # k2:RD103
+    ("RD104", lambda: layers.LSTM(4, unroll=True)),  # k2:RD104
+    ("RD105", lambda: layers.GRU(4, use_bias=False)),  # k2:RD105
+    ("RD106", lambda: layers.GRU(4, reset_after=False)),  # k2:RD106
+    ("RD107", lambda: layers.RNN(layers.LSTMCell(4))),  # k2:RD107
+    ("RD108", lambda: layers.SimpleRNN(4)),  # k2:RD108
+]
+
+
+@pytest.mark.parametrize(("rule_id", "rnn"), TF_KERAS_RD1, ids=[r for r, _ in TF_KERAS_RD1])
+def test_the_fast_path_rules_fire_on_tf_keras_layers_at_their_lines(rule_id, rnn):
+    findings = evaluate(_facts_of(_sequential(rnn()))).findings
+    (finding,) = [f for f in findings if f.rule_id.startswith("RD1")]
+    assert finding.rule_id == rule_id
+    assert finding.location.file == __file__ and finding.location.line == _line(f"k2:{rule_id}")
+    assert finding.fix is not None and finding.fix.code and finding.evidence
+    expected = "info" if rule_id == "RD108" else "warning"  # no GPU here: the GPU job's cost
+    assert finding.severity.label == expected
+
+
+@pytest.mark.parametrize("rnn", [lambda: layers.LSTM(4, dropout=0.25), lambda: layers.GRU(4)])
+def test_the_compliant_tf_keras_twins_give_no_fast_path_finding(rnn):
+    findings = evaluate(_facts_of(_sequential(rnn()))).findings
+    assert not [f for f in findings if f.rule_id.startswith("RD1")]
+
+
+# The sequence rules on a masked tf_keras LSTM, padded by tf_keras' own pad_sequences
+# (Keras 3's: tests/integration/test_sequences.py). Keras 2 runs the generic kernel on such a
+# batch instead of failing: RD110 / RD111 are warnings.
+def _padded(kind: str) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(3, 9, size=64)
+    if kind == "empty":
+        lengths[::8] = 0
+    seqs = [list(rng.integers(1, 20, size=n)) for n in lengths]
+    if kind == "pre":
+        return tf_keras.utils.pad_sequences(seqs, maxlen=8)  # k2:pad-pre
+    return tf_keras.utils.pad_sequences(seqs, maxlen=8, padding="post")  # k2:pad-post
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [("pre", {"RD110": "k2:pad-pre"}), ("empty", {"RD111": "k2:pad-post"}), ("post", {})],
+)
+def test_the_sequence_rules_on_a_masked_tf_keras_lstm_at_the_padding_line(kind, expected):
+    inputs = tf_keras.Input((8,), dtype="int32")
+    x = layers.Embedding(20, 3, mask_zero=True)(inputs)
+    model = tf_keras.Model(inputs, layers.Dense(1)(layers.LSTM(4)(x)))
+    padded = _padded(kind)
+    facts = _facts_of(model)
+    batches = [(padded[i : i + 16], np.zeros((16, 1), "float32")) for i in range(0, 64, 16)]
+    facts.sequences = sequences.measure_batches(
+        model, batches, model_facts=facts.model, calls=sequences.pad_calls()
+    )
+    (record,) = facts.sequences.inputs
+    assert record.padding_function == "pad_sequences"
+    found = {f.rule_id: f for f in evaluate(facts).findings if f.rule_id in ("RD110", "RD111")}
+    assert set(found) == set(expected)
+    for rule_id, marker in expected.items():
+        assert found[rule_id].severity.label == "warning"  # the generic kernel, silently
+        assert found[rule_id].location.line == _line(marker)
 
 
 def test_rd101_on_a_tf_keras_lstm_at_its_line_and_the_flavour_recorded():
