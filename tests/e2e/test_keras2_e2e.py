@@ -72,17 +72,27 @@ def test_the_keras2_clean_control_is_clean(tmp_path):
     assert layer["fast_path"]["takes_fast_path"] is True
 
 
-def test_rd110_is_a_warning_on_a_left_padded_masked_tf_keras_lstm(tmp_path):
-    """Keras 3's case (an error: the step fails) is tests/e2e/test_sequences_e2e.py's."""
+def test_rd110_and_rd111_are_warnings_on_a_left_padded_masked_tf_keras_lstm(tmp_path):
+    """Keras 3's case (errors: the step fails) is tests/e2e/test_sequences_e2e.py's."""
     result, doc = _check("keras2_padded_lstm.py", tmp_path / "r")
     assert doc, result.stderr
     assert doc["facts"]["environment"]["keras_flavour"].startswith("tf_keras 2.")
-    (rd110,) = _found(doc, "RD110")
-    assert rd110["severity"] == "warning"
-    assert "silently" in rd110["message"]
+    assert doc["facts"]["run"]["outcome"] == "completed"  # tf_keras runs the empty rows
     script = SCRIPTS / "keras2_padded_lstm.py"  # tf_keras' own pad_sequences, at its line
-    assert rd110["location"]["line"] == _line_of(script, "# the padding line")
+    line = _line_of(script, "# the padding line")
+    (rd110,) = _found(doc, "RD110")
+    (rd111,) = _found(doc, "RD111")
+    for finding in (rd110, rd111):
+        assert finding["severity"] == "warning"
+        check = {e["label"]: e["value"] for e in finding["evidence"]}[
+            "mask check on the cuDNN path"
+        ]
+        assert check == "falls back to the generic kernel"
+        assert finding["location"]["file"] == str(script) and finding["location"]["line"] == line
+    assert "silently" in rd110["message"]
     assert "padding='post'" in rd110["fix"]["code"]
+    (record,) = doc["facts"]["sequences"]["inputs"]
+    assert record["padding_argument"] == "pre" and record["fully_masked_rows"] > 0
 
 
 # The measured cases take the window's and probes' usual step counts (the rules read medians).
