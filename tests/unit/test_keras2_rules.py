@@ -97,3 +97,13 @@ def test_the_rule_doc_cites_tf_keras_source_that_exists(rule_id):
         assert source.is_file(), path
         if "_could_use_gpu_kernel" in rule.doc and path.endswith(("/lstm.py", "/gru.py")):
             assert "self._could_use_gpu_kernel = (" in source.read_text(), path
+
+
+def test_tf_keras_is_the_keras2_extra_and_no_hard_dependency():
+    """``pip install 'rnndoctor[keras2]'`` brings tf-keras; a plain install does not."""
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]
+    assert project["optional-dependencies"]["keras2"] == ["tf-keras>=2.16"]
+    hard = [d.lower() for d in project["dependencies"]]
+    assert not [d for d in hard if d.startswith(("tf-keras", "tf_keras"))]
