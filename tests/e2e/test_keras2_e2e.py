@@ -93,6 +93,10 @@ def test_rd110_and_rd111_are_warnings_on_a_left_padded_masked_tf_keras_lstm(tmp_
     assert "padding='post'" in rd110["fix"]["code"]
     (record,) = doc["facts"]["sequences"]["inputs"]
     assert record["padding_argument"] == "pre" and record["fully_masked_rows"] > 0
+    # lengths 0-30 padded to 40: RD501's bucketing, from the same sampled tf_keras masks
+    assert record["padded_fraction"] >= 0.3
+    (rd501,) = _found(doc, "RD501")
+    assert ".bucket_by_sequence_length(" in rd501["fix"]["code"]
 
 
 # The measured cases take the window's and probes' usual step counts (the rules read medians).
