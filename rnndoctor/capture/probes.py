@@ -61,6 +61,7 @@ __all__ = [
     "run_probes",
     "sample_batches",
     "time_callbacks",
+    "untime_callbacks",
 ]
 
 _POINT_WARMUP_STEPS = 1  # steps of a probe point that are not timed (tracing, iterator start)
@@ -177,6 +178,23 @@ class _CallbackTimer:
         self.samples: list[tuple[int, float]] = []  # (steps covered, ms)
         self._begin_ms = 0.0
         self._begin_batch = 0
+        # the instance attributes the wrappers replaced: name -> (was set, its value)
+        self._replaced: dict[str, tuple[bool, Any]] = {}
+
+    def _set(self, name: str, wrapper: Callable[..., Any]) -> None:
+        own = vars(self.callback)
+        self._replaced[name] = (name in own, own.get(name))
+        setattr(self.callback, name, wrapper)
+
+    def unwrap(self) -> None:
+        """Puts the callback's hooks back as they were before :meth:`wrap`."""
+        own = vars(self.callback)
+        for name, (was_set, value) in self._replaced.items():
+            if was_set:
+                own[name] = value
+            else:
+                own.pop(name, None)
+        self._replaced.clear()
 
     def wrap(self) -> bool:
         """Wraps the hooks the callback overrides; False when it overrides none."""
@@ -195,7 +213,7 @@ class _CallbackTimer:
                     self._begin_ms = (time.perf_counter() - start) * 1000.0
                     self._begin_batch = batch
 
-            cb.on_train_batch_begin = on_train_batch_begin
+            self._set("on_train_batch_begin", on_train_batch_begin)
         if end_custom:
             original_end = cb.on_train_batch_end
 
@@ -206,14 +224,14 @@ class _CallbackTimer:
                 finally:
                     self._record(batch, (time.perf_counter() - start) * 1000.0)
 
-            cb.on_train_batch_end = on_train_batch_end
+            self._set("on_train_batch_end", on_train_batch_end)
         elif begin_custom:
 
             def on_train_batch_end(batch, logs=None, _original=cb.on_train_batch_end):
                 self._record(batch, 0.0)
                 return _original(batch, logs=logs)
 
-            cb.on_train_batch_end = on_train_batch_end
+            self._set("on_train_batch_end", on_train_batch_end)
         return begin_custom or end_custom
 
     def _record(self, batch: int, end_ms: float) -> None:
@@ -276,6 +294,14 @@ def time_callbacks(session: CaptureSession, callbacks: list[Any]) -> list[Any]:
         if wrapped:
             state.timers.append(timer)
     return callbacks
+
+
+def untime_callbacks(session: CaptureSession) -> None:
+    """Puts back the hooks :func:`time_callbacks` wrapped (the callbacks then run as the user
+    wrote them: :class:`rnndoctor.keras.DoctorCallback` lets the user's fit go on). The times
+    recorded so far stay in ``session.probe_state.timers``."""
+    for timer in session.probe_state.timers:
+        timer.unwrap()
 
 
 # -- the data --------------------------------------------------------------------------------
