@@ -95,7 +95,7 @@ def diagnose(
     Raises:
         Whatever the model's ``fit`` raises.
     """
-    from rnndoctor.capture import flavour, sites, window
+    from rnndoctor.capture import flavour, probes, sites, window
     from rnndoctor.capture.step_window import WindowOptions
 
     location = sites.user_frame_location(skip=1, call_names=("diagnose",))
@@ -112,7 +112,10 @@ def diagnose(
     model_fit = flavour.module_of(model).Model.fit
     fit = getattr(model_fit, "__wrapped__", model_fit)
     args = (data,) if data is not None else ()
-    window.run_window(session, fit, model, args, dict(fit_kwargs), location)
+    try:
+        window.run_window(session, fit, model, args, dict(fit_kwargs), location)
+    finally:
+        probes.untime_callbacks(session)  # the user's callbacks, as they were before
     report = evaluate(session.facts, select=select, ignore=ignore)
     if verify:
         _verify(report, model, data, fit, fit_kwargs)

@@ -101,6 +101,7 @@ class DataKind(enum.StrEnum):
     TENSOR = "tensor"
     PYTHON_GENERATOR = "python_generator"
     PY_DATASET = "keras.PyDataset"
+    TF_KERAS_SEQUENCE = "tf_keras.Sequence"  # Keras 2's keras.utils.Sequence (since 1.2)
 
     @staticmethod
     def is_array(kind: str | None) -> bool:
@@ -618,9 +619,10 @@ class DataFacts:
     """How the training data reaches ``fit`` (or the custom loop).
 
     ``kind``: ``tf.data``, ``numpy``, ``numpy (multi-input)``, ``tensor``, ``python_generator``,
-    ``keras.PyDataset`` or the type name. ``reiterable``: a fresh iterator can be made without
-    consuming the user's one (False for a Python generator). ``location``: the user's line that
-    built the object passed to ``fit`` (for tf.data: the last pipeline call, e.g. ``.batch``).
+    ``keras.PyDataset``, ``tf_keras.Sequence`` or the type name. ``reiterable``: a fresh
+    iterator can be made without consuming the user's one (False for a Python generator).
+    ``location``: the user's line that built the object passed to ``fit`` (for tf.data: the
+    last pipeline call, e.g. ``.batch``).
 
     tf.data only: ``nodes`` / ``edges`` are the pipeline's GraphDef as a DAG (edge ``src`` feeds
     ``dst``; nodes in dataflow order, the last is the one ``fit`` iterates); ``source_kinds``,
@@ -630,7 +632,9 @@ class DataFacts:
     ``cardinality`` (``tf.data.experimental.cardinality``: -1 infinite, -2 unknown).
 
     PyDataset only: ``workers``, ``use_multiprocessing``, ``max_queue_size`` as the object holds
-    them (Keras 3 ``PyDataset.__init__``).
+    them (Keras 3 ``PyDataset.__init__``). A tf_keras ``Sequence`` (``tf_keras.Sequence``)
+    holds none of them: Keras 2 takes them as ``fit`` arguments (``Model.fit`` in
+    tf_keras/src/engine/training.py), and they are read from the ``fit`` call, with its defaults.
 
     tf.data graph rewrites that run when the iterator is made, from the dataset's options (since
     1.1): ``map_parallelization`` (a ``map`` without ``num_parallel_calls`` whose function is

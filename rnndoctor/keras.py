@@ -13,7 +13,9 @@ the fit callback adapter of :mod:`rnndoctor.capture.window`) in a
 :func:`rnndoctor.diagnose` does. When the window ends it runs the model inspection, the data
 facts, the sequence sampling and the probes on the same model and dataset, writes the reports,
 shows the report in the cell when it runs in IPython, and lets training go on (``stop_after``
-ends ``fit`` instead).
+ends ``fit`` instead). The per-batch hooks of the fit's other callbacks are timed during the
+window (RD404, :func:`rnndoctor.capture.probes.time_callbacks`) and are the user's own again
+after it.
 
 Training is left as it would have been: the probes train the model further on their own fits, so
 every variable they can touch is saved before them and put back after (:class:`_Snapshot`): the
@@ -231,7 +233,7 @@ class _Doctor:
     # -- the diagnosis ---------------------------------------------------------------------------
     def _start(self) -> None:
         from rnndoctor import api
-        from rnndoctor.capture import sites, window
+        from rnndoctor.capture import probes, sites, window
         from rnndoctor.capture.step_window import WindowOptions
         from rnndoctor.facts import DataKind
 
@@ -249,6 +251,7 @@ class _Doctor:
                 "DoctorCallback: the probes and the sequence sampling did not run (the data is "
                 "a Python generator that the running fit consumes, or fit's data was not found)"
             )
+        probes.time_callbacks(session, arguments.get("callbacks") or [])  # RD404, until _finish
         self._session, self._arguments = session, arguments
         self._window = window.make_window(model, options, on_phase=session.set_phase)
         self._window.set_model(model)
@@ -258,7 +261,7 @@ class _Doctor:
     def _finish(self) -> None:
         """Ends the window, runs the rest of the diagnosis with the training state kept, and
         writes and shows the report."""
-        from rnndoctor.capture import diagnosis
+        from rnndoctor.capture import diagnosis, probes
         from rnndoctor.engine import evaluate
 
         session, window, model = self._session, self._window, self.model
@@ -279,6 +282,7 @@ class _Doctor:
         try:
             diagnosis.finish(session, model, window.profiled, window.profile_error, self._arguments)
         finally:
+            probes.untime_callbacks(session)  # the user's callbacks run on as they wrote them
             snapshot.restore()
             model.stop_training = stop_training or self.stop_after
         self.report = evaluate(facts, select=self.select, ignore=self.ignore)

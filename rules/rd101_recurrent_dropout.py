@@ -30,6 +30,9 @@ References:
     keras/src/layers/rnn/lstm.py: LSTM.inner_loop; keras/src/layers/rnn/gru.py: GRU.inner_loop;
     keras/src/backend/tensorflow/rnn.py: cudnn_ok. Gal & Ghahramani (2016), "A Theoretically
     Grounded Application of Dropout in Recurrent Neural Networks".
+    Keras 2: tf_keras/src/layers/rnn/lstm.py and gru.py: ``_could_use_gpu_kernel``, set in
+    ``LSTM.__init__`` / ``GRU.__init__`` and read in ``call`` (``recurrent_dropout == 0``;
+    ``dropout`` is not checked there).
 """
 
 from __future__ import annotations

@@ -25,6 +25,9 @@ Fix safety:
 References:
     keras/src/backend/tensorflow/rnn.py: cudnn_ok, _do_lstm_arguments_support_cudnn,
     _do_gru_arguments_support_cudnn; keras/src/layers/rnn/lstm.py: LSTM.inner_loop.
+    Keras 2: tf_keras/src/layers/rnn/lstm.py and gru.py: ``_could_use_gpu_kernel``, set in
+    ``LSTM.__init__`` / ``GRU.__init__`` and read in ``call`` (the probe's verdict for a
+    tf_keras model).
 """
 
 from __future__ import annotations

@@ -25,6 +25,8 @@ Fix safety:
 References:
     keras/src/backend/tensorflow/rnn.py: _do_gru_arguments_support_cudnn;
     keras/src/layers/rnn/gru.py: GRU.inner_loop. Cho et al. (2014), arXiv:1406.1078 (both variants).
+    Keras 2: tf_keras/src/layers/rnn/gru.py: ``_could_use_gpu_kernel`` (``reset_after``), set in
+    ``GRU.__init__`` and read in ``call``.
 """
 
 from __future__ import annotations

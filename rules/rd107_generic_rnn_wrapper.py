@@ -27,6 +27,9 @@ Fix safety:
 References:
     keras/src/layers/rnn/rnn.py: RNN.inner_loop; keras/src/layers/rnn/lstm.py: LSTM.inner_loop;
     keras/src/layers/rnn/gru.py: GRU.inner_loop.
+    Keras 2: tf_keras/src/layers/rnn/base_rnn.py: ``RNN.call`` (the generic ``backend.rnn``
+    loop); only tf_keras/src/layers/rnn/lstm.py and gru.py hold a cuDNN path
+    (``_could_use_gpu_kernel``).
 """
 
 from __future__ import annotations

@@ -25,6 +25,8 @@ Fix safety:
 References:
     keras/src/layers/rnn/simple_rnn.py (no inner_loop override); keras/src/layers/rnn/rnn.py:
     RNN.inner_loop; keras/src/layers/rnn/gru.py: GRU.inner_loop.
+    Keras 2: tf_keras/src/layers/rnn/simple_rnn.py (``SimpleRNN``, a plain ``RNN``: no cuDNN
+    path); tf_keras/src/layers/rnn/gru.py: ``_could_use_gpu_kernel``.
 """
 
 from __future__ import annotations

@@ -93,6 +93,11 @@ def _fix(facts: Facts) -> tuple[str, str]:
             "Load batches in parallel worker processes (in your PyDataset's __init__)",
             "super().__init__(workers=4, use_multiprocessing=True, max_queue_size=10, **kwargs)",
         )
+    if kind == "tf_keras.Sequence":  # Keras 2: fit's own arguments (tf_keras Model.fit)
+        return (
+            "Load batches in parallel worker processes (fit's arguments in Keras 2)",
+            "model.fit(..., workers=4, use_multiprocessing=True, max_queue_size=10)",
+        )
     if kind == "python_generator" or (data is not None and "generator" in data.source_kinds):
         lines = [
             "ds = (tf.data.Dataset.from_tensor_slices((features, labels))  # no Python generator",

@@ -3,25 +3,31 @@
 What it detects:
     A ``keras.utils.PyDataset`` passed to ``fit`` with ``workers <= 1`` and
     ``use_multiprocessing=False``, when the measured input share of the step is significant
-    (5% or more).
+    (5% or more). Keras 2's ``tf_keras.utils.Sequence`` too, where ``workers`` and
+    ``use_multiprocessing`` are ``fit``'s own arguments (defaults 1 and False).
 
 Why it slows training:
     Keras starts its ``OrderedEnqueuer`` (a pool of threads or processes) only when ``workers >
     1`` or ``use_multiprocessing`` is set (``PyDatasetAdapter.__init__`` in
     keras/src/trainers/data_adapters/py_dataset_adapter.py). Otherwise every ``__getitem__``
     runs one after another in a tf.data ``from_generator`` thread, in Python, under the GIL.
+    Keras 2 does the same for a ``Sequence`` (``KerasSequenceAdapter._handle_multiprocessing``
+    in tf_keras/src/engine/data_adapter.py: ``workers > 1 or (workers > 0 and
+    use_multiprocessing)`` starts the enqueuer).
 
 Evidence:
-    ``data.kind == "keras.PyDataset"``, ``data.workers``, ``data.use_multiprocessing``,
-    ``data.max_queue_size``; ``probes.input_only_ms`` (one ``__getitem__``);
-    ``probes.input_bound_share``; ``environment.cpu_count``.
+    ``data.kind`` (``keras.PyDataset`` or ``tf_keras.Sequence``), ``data.workers``,
+    ``data.use_multiprocessing``, ``data.max_queue_size``; ``probes.input_only_ms`` (one
+    ``__getitem__``); ``probes.input_bound_share``; ``environment.cpu_count``.
 
 Example:
     ``class Seqs(keras.utils.PyDataset): def __init__(self, x, y): super().__init__()``
 
 Use instead:
     ``super().__init__(workers=4, use_multiprocessing=True, max_queue_size=10)`` (or pass them
-    as keyword arguments when building it)
+    as keyword arguments when building it); for a tf_keras ``Sequence``, in the ``fit`` call:
+    ``model.fit(seqs, epochs=10, workers=4, use_multiprocessing=True)`` (the fix rewrites the
+    user's call and keeps its other arguments).
 
 Fix safety:
     unsafe: with processes, the dataset is pickled to the workers and ``__getitem__`` must not
@@ -42,15 +48,21 @@ Options:
 
 References:
     keras/src/trainers/data_adapters/py_dataset_adapter.py (``PyDataset``,
-    ``PyDatasetAdapter``, ``OrderedEnqueuer``); Keras ``PyDataset`` documentation.
+    ``PyDatasetAdapter``, ``OrderedEnqueuer``); Keras ``PyDataset`` documentation;
+    tf_keras/src/engine/data_adapter.py (``KerasSequenceAdapter``) and
+    tf_keras/src/utils/data_utils.py (``Sequence``, ``OrderedEnqueuer``) for Keras 2.
 """
 
 from __future__ import annotations
 
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Location, Severity
 from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
+from rnndoctor.rules import _rewrite as rw
+
+_PY_DATASET = "keras.PyDataset"
+_TF_KERAS_SEQUENCE = "tf_keras.Sequence"  # Keras 2: workers are fit's arguments
 
 _MAX_SUGGESTED_WORKERS = Option(
     name="max_suggested_workers",
@@ -71,7 +83,7 @@ _MAX_SUGGESTED_WORKERS = Option(
 )
 def check(facts: Facts, options: OptionValues) -> list[Finding]:
     data = facts.data
-    if data.kind != "keras.PyDataset":
+    if data.kind not in (_PY_DATASET, _TF_KERAS_SEQUENCE):
         return []
     workers = data.workers if data.workers is not None else 1
     if workers > 1 or (workers > 0 and data.use_multiprocessing):
@@ -81,31 +93,25 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         return []
     cpus = facts.environment.cpu_count if facts.environment else None
     suggested = max(2, min(options.max_suggested_workers, cpus or 4))
-    probes = facts.probes
+    fix, location, held_by = _fix(facts, suggested)
+    what = "PyDataset" if data.kind == _PY_DATASET else "tf_keras Sequence"
     return [
         finding(
             severity=Severity.WARNING if share >= options.warning_input_share else Severity.INFO,
             message=(
-                f"The PyDataset loads each batch on one thread (workers={workers}, "
+                f"The {what} loads each batch on one thread (workers={workers}, "
                 f"use_multiprocessing={bool(data.use_multiprocessing)}), while {m.pct(share)} "
                 "of the step waits for input."
             ),
-            location=m.to_location(data.location) or m.fit_location(facts),
+            location=location,
             evidence=(
-                Evidence("workers", workers, "", "PyDataset"),
-                Evidence("use_multiprocessing", bool(data.use_multiprocessing), "", "PyDataset"),
-                Evidence("__getitem__ time per batch", probes.input_only_ms, "ms", "indexed"),
+                Evidence("workers", workers, "", held_by),
+                Evidence("use_multiprocessing", bool(data.use_multiprocessing), "", held_by),
+                Evidence("__getitem__ time per batch", facts.probes.input_only_ms, "ms", "indexed"),
                 Evidence("input share of the step", round(share * 100, 1), "%", basis),
                 Evidence("CPU cores", cpus, "", "environment"),
             ),
-            fix=Fix(
-                title="Load batches in parallel worker processes",
-                code=(
-                    f"super().__init__(workers={suggested}, use_multiprocessing=True, "
-                    "max_queue_size=10, **kwargs)"
-                ),
-                safety=FixSafety.UNSAFE,
-            ),
+            fix=fix,
             gain=(
                 f"part of the input share {m.pct(share)}: with {suggested} workers, up to "
                 f"{suggested} batches load at once; at most about "
@@ -113,3 +119,26 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             ),
         )
     ]
+
+
+def _fix(facts: Facts, workers: int) -> tuple[Fix, Location | None, str]:
+    """The fix, where it goes and what holds the settings: the PyDataset's ``__init__``
+    (Keras 3), or the user's ``fit`` call, rewritten (a tf_keras ``Sequence``)."""
+    title = "Load batches in parallel worker processes"
+    if facts.data.kind == _PY_DATASET:
+        code = (
+            f"super().__init__(workers={workers}, use_multiprocessing=True, "
+            "max_queue_size=10, **kwargs)"
+        )
+        fix = Fix(title=title, code=code, safety=FixSafety.UNSAFE)
+        return fix, m.to_location(facts.data.location) or m.fit_location(facts), "PyDataset"
+    call = facts.fit.location.call_source if facts.fit and facts.fit.location else None
+    code = rw.set_keyword(call, "workers", str(workers))
+    code = rw.set_keyword(code, "use_multiprocessing", "True")
+    title += " (fit's arguments in Keras 2)"
+    if code is None:
+        sketch = f"model.fit(..., workers={workers}, use_multiprocessing=True)"
+        fix = Fix(title=title, code=sketch, safety=FixSafety.DISPLAY_ONLY)
+    else:
+        fix = Fix(title=title, code=code, safety=FixSafety.UNSAFE, before=call)
+    return fix, m.fit_location(facts), "fit"

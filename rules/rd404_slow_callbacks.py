@@ -13,6 +13,9 @@ Why it slows training:
     device to finish), file writes or sleeps there add straight to every step. A callback with
     custom batch hooks also turns off Keras' asynchronous callback dispatch
     (``CallbackList._configure_async_dispatch``, keras/src/callbacks/callback_list.py).
+    Keras 2 (tf_keras) runs them the same way, and only those a callback overrides
+    (``CallbackList._call_batch_hook_helper`` and ``Callback._implements_train_batch_hooks``
+    in tf_keras/src/callbacks.py); the hooks of a tf_keras callback are timed alike.
 
 Evidence:
     ``probes.callbacks`` (per callback: median ms per step, construction site),
@@ -40,8 +43,8 @@ Options:
     loses half its time runs 2x slower than it needs to.
 
 References:
-    keras/src/callbacks/callback.py; Keras guide "Writing your own
-    callbacks".
+    keras/src/callbacks/callback.py; tf_keras/src/callbacks.py (Keras 2); Keras guide
+    "Writing your own callbacks".
 """
 
 from __future__ import annotations

@@ -15,7 +15,9 @@ received:
   the function library: ``from_generator``, ``py_function``, ``numpy_function``), and the
   user's line that built it.
 - numpy arrays, Python generators and ``keras.utils.PyDataset`` (``workers``,
-  ``use_multiprocessing``, ``max_queue_size``) are their own kinds.
+  ``use_multiprocessing``, ``max_queue_size``) are their own kinds, and so is Keras 2's
+  ``tf_keras.utils.Sequence``, whose ``workers``, ``use_multiprocessing`` and
+  ``max_queue_size`` are ``fit``'s arguments (``Model.fit`` in tf_keras/src/engine/training.py).
 - for tf.data and arrays, the model inputs' dtypes and shapes as the data delivers them
   (``input_dtypes``, ``input_shapes``: a float64 input into a float32 model, RD207).
 
@@ -43,7 +45,7 @@ from typing import Any
 
 import networkx as nx
 
-from rnndoctor.capture import sites
+from rnndoctor.capture import flavour, sites
 from rnndoctor.facts import DataFacts, DataKind, DataNode, GraphEdge, SourceLocation
 
 # tf.data.Dataset methods that build a dataset, hooked to record the user's line.
@@ -191,6 +193,9 @@ def install() -> None:
         if cls is not None:
             _hook_init(cls, cls_name)
     _hook_init(keras.utils.PyDataset, "PyDataset")
+    legacy = flavour.tf_keras()
+    if legacy is not None:
+        _hook_new(legacy.utils.Sequence)
     _hook_keras_utils()
     setattr(dataset, _HOOKED_ATTR, True)
 
@@ -237,6 +242,25 @@ def _hook_init(cls: type, name: str) -> None:
     cls.__init__ = __init__
 
 
+def _hook_new(cls: type) -> None:
+    """Records the user's line that builds each instance of ``cls`` (tf_keras' ``Sequence``,
+    which has no ``__init__`` a subclass must call: its ``__new__`` is wrapped instead)."""
+    original = cls.__new__
+
+    def __new__(sub, *args, **kwargs):  # noqa: N807 - it replaces __new__
+        # object.__new__ takes no arguments once __new__ is overridden on the class
+        obj = original(sub) if original is object.__new__ else original(sub, *args, **kwargs)
+        if called_from_user_code():
+            try:
+                location = sites.user_frame_location(skip=1, call_names=(sub.__name__,))
+                _record(obj, "Sequence", location)
+            except Exception:  # recording a site must never break the user's data
+                pass
+        return obj
+
+    cls.__new__ = staticmethod(__new__)
+
+
 def site_of(obj: Any) -> tuple[str, SourceLocation | None] | None:
     """``(method, location)`` recorded for a dataset or PyDataset, or None."""
     return sites.lookup("datasets", obj)
@@ -255,6 +279,9 @@ def data_kind(x: Any) -> str:
         return DataKind.TF_DATA
     if isinstance(x, keras.utils.PyDataset):
         return DataKind.PY_DATASET
+    legacy = flavour.tf_keras(import_it=False)
+    if legacy is not None and isinstance(x, legacy.utils.Sequence):
+        return DataKind.TF_KERAS_SEQUENCE
     if isinstance(x, np.ndarray):
         return DataKind.NUMPY
     if isinstance(x, (dict, list, tuple)):
@@ -266,7 +293,11 @@ def data_kind(x: Any) -> str:
     return type(x).__name__
 
 
-def describe(x: Any, fit_location: SourceLocation | None = None) -> DataFacts:
+def describe(
+    x: Any,
+    fit_location: SourceLocation | None = None,
+    fit_arguments: dict[str, Any] | None = None,
+) -> DataFacts:
     """Describes ``fit``'s ``x`` as :class:`DataFacts`.
 
     Never raises: what cannot be read is left empty, with ``graph_not_measured`` saying why for
@@ -277,6 +308,8 @@ def describe(x: Any, fit_location: SourceLocation | None = None) -> DataFacts:
         fit_location: the user's ``fit`` call, the location of a generator or PyDataset whose
             own construction site was not recorded. Arrays get no location: where they were
             built is not recorded.
+        fit_arguments: ``fit``'s bound arguments (a tf_keras ``Sequence``'s ``workers``,
+            ``use_multiprocessing`` and ``max_queue_size``; tf_keras' defaults where absent).
     """
     kind = data_kind(x)
     facts = DataFacts(kind=kind)
@@ -299,6 +332,14 @@ def describe(x: Any, fit_location: SourceLocation | None = None) -> DataFacts:
             facts.cardinality = _int_or_none(x.num_batches)
         except Exception:
             pass
+    elif kind == DataKind.TF_KERAS_SEQUENCE:
+        facts.reiterable = True
+        _sequence_fit_arguments(facts, fit_arguments or {})
+        facts.location = recorded[1] if recorded else None
+        try:
+            facts.cardinality = len(x)
+        except Exception:
+            pass
     elif kind == DataKind.PYTHON_GENERATOR:
         facts.reiterable = False
         code = getattr(x, "gi_code", None)
@@ -310,9 +351,33 @@ def describe(x: Any, fit_location: SourceLocation | None = None) -> DataFacts:
         _read_input_dtypes(x, kind, facts)
     except Exception:  # dtypes are a nicety: leave them empty
         pass
-    if facts.location is None and kind in (DataKind.PY_DATASET, DataKind.PYTHON_GENERATOR):
+    if facts.location is None and kind in _LOCATED_AT_FIT:
         facts.location = fit_location
     return facts
+
+
+_LOCATED_AT_FIT = (DataKind.PY_DATASET, DataKind.TF_KERAS_SEQUENCE, DataKind.PYTHON_GENERATOR)
+
+
+def _sequence_fit_arguments(facts: DataFacts, arguments: dict[str, Any]) -> None:
+    """A tf_keras ``Sequence``'s loading settings, which are ``fit``'s arguments in Keras 2:
+    as the call passed them, else the defaults of tf_keras' ``Model.fit`` signature."""
+    defaults: dict[str, Any] = {}
+    legacy = flavour.tf_keras(import_it=False)
+    if legacy is not None:
+        try:
+            parameters = inspect.signature(legacy.Model.fit).parameters
+            defaults = {n: p.default for n, p in parameters.items() if p.default is not p.empty}
+        except (TypeError, ValueError):
+            pass
+
+    def value(name: str) -> Any:
+        return arguments[name] if name in arguments else defaults.get(name)
+
+    facts.workers = _int_or_none(value("workers"))
+    use_multiprocessing = value("use_multiprocessing")
+    facts.use_multiprocessing = None if use_multiprocessing is None else bool(use_multiprocessing)
+    facts.max_queue_size = _int_or_none(value("max_queue_size"))
 
 
 def _read_input_dtypes(x: Any, kind: str, facts: DataFacts) -> None:

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rnndoctor.capture import data as data_mod
-from rnndoctor.capture import interleave, memory, pairs, sampling, sites
+from rnndoctor.capture import flavour, interleave, memory, pairs, sampling, sites
 from rnndoctor.capture.budget import Budget, paired_left
 from rnndoctor.capture.pairs import Burst
 from rnndoctor.capture.sampling import Batches
@@ -61,6 +61,7 @@ __all__ = [
     "run_probes",
     "sample_batches",
     "time_callbacks",
+    "untime_callbacks",
 ]
 
 _POINT_WARMUP_STEPS = 1  # steps of a probe point that are not timed (tracing, iterator start)
@@ -87,7 +88,8 @@ _SPE_PROBE = 16  # steps_per_execution compared with 1
 _SPE_PROBE_MAX_STEP_MS = 25.0
 
 
-_CALLBACKS_HOOKED_ATTR = "_rnndoctor_sites_hooked"  # on keras.callbacks.Callback, once hooked
+# on keras.callbacks.Callback (and tf_keras.callbacks.Callback), once hooked
+_CALLBACKS_HOOKED_ATTR = "_rnndoctor_sites_hooked"
 
 
 def install(session: CaptureSession | None = None) -> None:
@@ -103,9 +105,13 @@ def install(session: CaptureSession | None = None) -> None:
     data_mod.install()
     if session is not None:
         session.site_book = book
-    import keras
+    for module in flavour.keras_modules():  # Keras 3, and tf_keras when installed
+        _hook_callback_sites(module.callbacks.Callback)
 
-    callback_cls = keras.callbacks.Callback
+
+def _hook_callback_sites(callback_cls: type) -> None:
+    """Wraps ``callback_cls.__new__`` (``keras.callbacks.Callback`` or tf_keras') to record the
+    user's line that builds each callback. Idempotent per class."""
     if callback_cls.__dict__.get(_CALLBACKS_HOOKED_ATTR):
         return
     original_new = callback_cls.__new__
@@ -158,19 +164,42 @@ def prepare_fit_data(session: CaptureSession, arguments: dict[str, Any]) -> None
 
 class _CallbackTimer:
     """Wraps one callback's ``on_train_batch_begin`` / ``on_train_batch_end`` (which call the
-    legacy ``on_batch_begin`` / ``on_batch_end``) and records the time per training step."""
+    legacy ``on_batch_begin`` / ``on_batch_end``) and records the time per training step.
+
+    A Keras 3 or a tf_keras callback: both Keras mark their base class's empty hooks
+    (``_is_default``) and call only the hooks a callback overrides, each with
+    ``(batch, logs)`` (``CallbackList`` in keras/src/callbacks/callback_list.py and
+    tf_keras/src/callbacks.py: ``_call_batch_hook_helper``); the wrapped hooks are instance
+    attributes set before ``fit`` builds its ``CallbackList``, which then sees them as custom.
+    """
 
     def __init__(self, callback: Any):
         self.callback = callback
         self.samples: list[tuple[int, float]] = []  # (steps covered, ms)
         self._begin_ms = 0.0
         self._begin_batch = 0
+        # the instance attributes the wrappers replaced: name -> (was set, its value)
+        self._replaced: dict[str, tuple[bool, Any]] = {}
+
+    def _set(self, name: str, wrapper: Callable[..., Any]) -> None:
+        own = vars(self.callback)
+        self._replaced[name] = (name in own, own.get(name))
+        setattr(self.callback, name, wrapper)
+
+    def unwrap(self) -> None:
+        """Puts the callback's hooks back as they were before :meth:`wrap`."""
+        own = vars(self.callback)
+        for name, (was_set, value) in self._replaced.items():
+            if was_set:
+                own[name] = value
+            else:
+                own.pop(name, None)
+        self._replaced.clear()
 
     def wrap(self) -> bool:
         """Wraps the hooks the callback overrides; False when it overrides none."""
-        from keras.src.utils.python_utils import is_default as default
-
         cb = self.callback
+        default = _is_default_hook(cb)
         begin_custom = not (default(cb.on_train_batch_begin) and default(cb.on_batch_begin))
         end_custom = not (default(cb.on_train_batch_end) and default(cb.on_batch_end))
         if begin_custom:
@@ -184,7 +213,7 @@ class _CallbackTimer:
                     self._begin_ms = (time.perf_counter() - start) * 1000.0
                     self._begin_batch = batch
 
-            cb.on_train_batch_begin = on_train_batch_begin
+            self._set("on_train_batch_begin", on_train_batch_begin)
         if end_custom:
             original_end = cb.on_train_batch_end
 
@@ -195,14 +224,14 @@ class _CallbackTimer:
                 finally:
                     self._record(batch, (time.perf_counter() - start) * 1000.0)
 
-            cb.on_train_batch_end = on_train_batch_end
+            self._set("on_train_batch_end", on_train_batch_end)
         elif begin_custom:
 
             def on_train_batch_end(batch, logs=None, _original=cb.on_train_batch_end):
                 self._record(batch, 0.0)
                 return _original(batch, logs=logs)
 
-            cb.on_train_batch_end = on_train_batch_end
+            self._set("on_train_batch_end", on_train_batch_end)
         return begin_custom or end_custom
 
     def _record(self, batch: int, end_ms: float) -> None:
@@ -224,9 +253,26 @@ class _CallbackTimer:
         return statistics.median(values) if values else None
 
 
+def _is_default_hook(callback: Any) -> Callable[[Any], bool]:
+    """The ``is_default`` of the Keras ``callback`` belongs to: whether a hook is the base
+    class's empty one (``keras/src/utils/python_utils.py`` or
+    ``tf_keras/src/utils/generic_utils.py``)."""
+    if flavour.is_tf_keras(callback):
+        from tf_keras.src.utils.generic_utils import is_default
+    else:
+        from keras.src.utils.python_utils import is_default
+    return is_default
+
+
+def _callback_bases() -> tuple[type, ...]:
+    """The base callback class of each installed Keras (Keras 3, tf_keras)."""
+    return tuple(module.callbacks.Callback for module in flavour.keras_modules(False))
+
+
 def time_callbacks(session: CaptureSession, callbacks: list[Any]) -> list[Any]:
-    """Wraps each user callback that overrides a per-batch hook so its time per step is
-    measured during the window. The callbacks themselves are returned unchanged otherwise.
+    """Wraps each user callback (Keras 3 or tf_keras) that overrides a per-batch hook so its
+    time per step is measured during the window. The callbacks themselves are returned
+    unchanged otherwise.
 
     Args:
         session: the capture session.
@@ -235,11 +281,10 @@ def time_callbacks(session: CaptureSession, callbacks: list[Any]) -> list[Any]:
     Returns:
         The same list.
     """
-    import keras
-
     state = session.probe_state
+    bases = _callback_bases()
     for callback in callbacks:
-        if not isinstance(callback, keras.callbacks.Callback):
+        if not isinstance(callback, bases):
             continue
         timer = _CallbackTimer(callback)
         try:
@@ -251,6 +296,14 @@ def time_callbacks(session: CaptureSession, callbacks: list[Any]) -> list[Any]:
     return callbacks
 
 
+def untime_callbacks(session: CaptureSession) -> None:
+    """Puts back the hooks :func:`time_callbacks` wrapped (the callbacks then run as the user
+    wrote them: :class:`rnndoctor.keras.DoctorCallback` lets the user's fit go on). The times
+    recorded so far stay in ``session.probe_state.timers``."""
+    for timer in session.probe_state.timers:
+        timer.unwrap()
+
+
 # -- the data --------------------------------------------------------------------------------
 
 
@@ -260,7 +313,7 @@ def collect_data(session: CaptureSession, arguments: dict[str, Any]) -> None:
     x = state.original_x if state.original_x is not None else arguments.get("x")
     fit_location = session.facts.fit.location if session.facts.fit else None
     try:
-        session.facts.data = data_mod.describe(x, fit_location)
+        session.facts.data = data_mod.describe(x, fit_location, arguments)
     except Exception as exc:  # describing the data must never end the capture
         session.facts.run.notes.append(f"data inspection failed: {type(exc).__name__}: {exc}")
     session.save()
@@ -284,6 +337,8 @@ def sample_batches(session: CaptureSession, arguments: dict[str, Any]) -> Batche
             batches = sampling.fresh_iterator(session, budget, lambda: iter(x), x.element_spec)
         elif kind == DataKind.PY_DATASET:
             batches = sampling.index_pydataset(session, budget, x)
+        elif kind == DataKind.TF_KERAS_SEQUENCE:
+            batches = sampling.index_tf_keras_sequence(session, budget, x)
         elif DataKind.is_array(kind):
             batches = sampling.array_batches(session, budget, x, arguments)
         else:

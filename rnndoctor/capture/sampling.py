@@ -3,7 +3,8 @@
 - tf.data: a fresh iterator over the user's own dataset (``iter(dataset)`` again).
 - numpy arrays and tensors: Keras' own array data adapter, as ``fit`` builds it
   (``keras.src.trainers.data_adapters.get_data_adapter``), iterated afresh.
-- ``keras.utils.PyDataset``: indexed (``__getitem__``), as one worker would.
+- ``keras.utils.PyDataset`` and Keras 2's ``tf_keras.utils.Sequence``: indexed
+  (``__getitem__``), as one worker would.
 - a Python generator passed to ``fit``: it cannot be iterated twice, so :class:`Tee` wraps it
   before ``fit`` and keeps and times its batches as they flow (``flowed``).
 
@@ -13,6 +14,7 @@ Iteration runs in a daemon thread joined with the phase budget, so that a pipeli
 
 from __future__ import annotations
 
+import functools
 import statistics
 import threading
 import time
@@ -248,26 +250,66 @@ def index_pydataset(session: CaptureSession, budget: Budget, x: Any) -> Batches:
         count = x.num_batches
     except Exception:
         count = None
+    return _index(
+        session, budget, x, count, adapter._standardize_batch,
+        "the PyDataset", "fresh indexing (PyDataset.__getitem__, one worker)",
+    )  # fmt: skip
+
+
+def index_tf_keras_sequence(session: CaptureSession, budget: Budget, x: Any) -> Batches:
+    """Samples a Keras 2 ``tf_keras.utils.Sequence`` by indexing it (``__getitem__``) on one
+    thread, as one worker would (no enqueuer is started); each batch is standardised as
+    tf_keras' ``KerasSequenceAdapter`` does (``GeneratorDataAdapter._standardize_batch`` in
+    tf_keras/src/engine/data_adapter.py: ``None`` parts dropped, lists made tuples, float
+    arrays cast to ``floatx``). Input-only time is the median per ``__getitem__``.
+
+    Raises:
+        BaseException: what ``__getitem__`` raised, when it delivered no batch at all.
+    """
+    from tf_keras.src.engine.data_adapter import GeneratorDataAdapter
+
+    try:
+        count = len(x)
+    except Exception:
+        count = None
+    # _standardize_batch reads nothing of the adapter: building one would start its enqueuer
+    standardise = functools.partial(GeneratorDataAdapter._standardize_batch, None)
+    return _index(
+        session, budget, x, count, standardise,
+        "the Sequence", "fresh indexing (tf_keras Sequence.__getitem__, one worker)",
+    )  # fmt: skip
+
+
+def _index(
+    session: CaptureSession,
+    budget: Budget,
+    x: Any,
+    count: int | None,
+    standardise: Callable[[Any], Any],
+    what: str,
+    method: str,
+) -> Batches:
+    """Up to ``K_BATCHES`` batches ``standardise(x[i])`` for i = 0, 1, ..., timed."""
     total = K_BATCHES if count is None else min(K_BATCHES, int(count))
 
     def produce():
         for index in range(total):
-            yield adapter._standardize_batch(x[index])
+            yield standardise(x[index])
 
-    got = _collect(session, budget, produce, "the PyDataset")
+    got = _collect(session, budget, produce, what)
     if got.error is not None and not got.items:
         raise got.error
     steady = got.times_ms[_INPUT_WARMUP_BATCHES:] or got.times_ms
     batches = Batches(
         items=[to_numpy(i) for i in got.items],
-        method="fresh indexing (PyDataset.__getitem__, one worker)",
+        method=method,
         times_ms=[round(t, 4) for t in got.times_ms],
         input_only_ms=statistics.median(steady) if steady else None,
         raw=got.items,
         element_spec=_tensor_spec(got.items),
     )
     if not got.items:
-        batches.not_measured = "the PyDataset delivered no batch"
+        batches.not_measured = f"{what} delivered no batch"
     return batches
 
 

@@ -41,7 +41,7 @@ import sys
 import time
 import weakref
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -163,7 +163,8 @@ def install(session: CaptureSession | None) -> None:
     """Hooks the padding calls and the RNN layers' ``call`` (for ragged inputs). Idempotent.
 
     - ``keras.utils.pad_sequences`` (and every ``keras`` module exporting the same function,
-      ``keras.preprocessing.sequence`` included): the user's call site, ``padding`` and result.
+      ``keras.preprocessing.sequence`` included), and tf_keras' own when it is installed: the
+      user's call site, ``padding`` and result.
     - ``tf.data.Dataset.padded_batch`` / ``bucket_by_sequence_length``: the user's call site.
     - ``keras.layers.RNN.call``: when an RNN receives a ``tf.RaggedTensor`` (Keras 3 then fails
       in ``RNN.call``), ``session.facts.sequences`` records it at once and is saved, so the
@@ -190,9 +191,22 @@ def install(session: CaptureSession | None) -> None:
 
 
 def _hook_pad_sequences(hooks: _Hooks) -> None:
+    """Hooks ``pad_sequences`` of Keras 3 (``keras/src/utils/sequence_utils.py``) and, when it
+    is installed, of tf_keras (``tf_keras/src/utils/data_utils.py``), in every module of that
+    package that exports it."""
     from keras.src.utils import sequence_utils
 
-    original = sequence_utils.pad_sequences
+    from rnndoctor.capture import flavour
+
+    _hook_pad_function(hooks, "keras", sequence_utils.pad_sequences)
+    legacy = flavour.tf_keras()
+    if legacy is not None:
+        from tf_keras.src.utils import data_utils
+
+        _hook_pad_function(hooks, flavour.TF_KERAS, data_utils.pad_sequences)
+
+
+def _hook_pad_function(hooks: _Hooks, package: str, original: Callable[..., Any]) -> None:
     signature = inspect.signature(original)
 
     @functools.wraps(original)
@@ -217,7 +231,7 @@ def _hook_pad_sequences(hooks: _Hooks) -> None:
         return result
 
     for name, module in list(sys.modules.items()):
-        if name.split(".")[0] == "keras" and getattr(module, "pad_sequences", None) is original:
+        if name.split(".")[0] == package and getattr(module, "pad_sequences", None) is original:
             module.pad_sequences = pad_sequences
 
 

@@ -239,8 +239,8 @@ def fit_config(model: Any, arguments: dict[str, Any], location: SourceLocation |
         batch_size = _dataset_batch_size(x)
     elif DataKind.is_array(kind):
         batch_size = batch_size or 32  # Keras' default for array inputs
-    elif kind == DataKind.PY_DATASET:
-        batch_size = getattr(x, "batch_size", None)
+    elif kind in (DataKind.PY_DATASET, DataKind.TF_KERAS_SEQUENCE):
+        batch_size = getattr(x, "batch_size", None)  # a common attribute, not Keras
     callbacks = arguments.get("callbacks") or []
     return FitConfig(
         data_kind=kind,

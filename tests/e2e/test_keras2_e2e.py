@@ -72,22 +72,46 @@ def test_the_keras2_clean_control_is_clean(tmp_path):
     assert layer["fast_path"]["takes_fast_path"] is True
 
 
-def test_rd110_is_a_warning_on_a_left_padded_masked_tf_keras_lstm(tmp_path):
-    """Keras 3's case (an error: the step fails) is tests/e2e/test_sequences_e2e.py's."""
+def test_rd110_and_rd111_are_warnings_on_a_left_padded_masked_tf_keras_lstm(tmp_path):
+    """Keras 3's case (errors: the step fails) is tests/e2e/test_sequences_e2e.py's."""
     result, doc = _check("keras2_padded_lstm.py", tmp_path / "r")
     assert doc, result.stderr
     assert doc["facts"]["environment"]["keras_flavour"].startswith("tf_keras 2.")
+    assert doc["facts"]["run"]["outcome"] == "completed"  # tf_keras runs the empty rows
+    script = SCRIPTS / "keras2_padded_lstm.py"  # tf_keras' own pad_sequences, at its line
+    line = _line_of(script, "# the padding line")
     (rd110,) = _found(doc, "RD110")
-    assert rd110["severity"] == "warning"
+    (rd111,) = _found(doc, "RD111")
+    for finding in (rd110, rd111):
+        assert finding["severity"] == "warning"
+        check = {e["label"]: e["value"] for e in finding["evidence"]}[
+            "mask check on the cuDNN path"
+        ]
+        assert check == "falls back to the generic kernel"
+        assert finding["location"]["file"] == str(script) and finding["location"]["line"] == line
     assert "silently" in rd110["message"]
+    assert "padding='post'" in rd110["fix"]["code"]
+    (record,) = doc["facts"]["sequences"]["inputs"]
+    assert record["padding_argument"] == "pre" and record["fully_masked_rows"] > 0
+    # lengths 0-30 padded to 40: RD501's bucketing, from the same sampled tf_keras masks
+    assert record["padded_fraction"] >= 0.3
+    (rd501,) = _found(doc, "RD501")
+    assert ".bucket_by_sequence_length(" in rd501["fix"]["code"]
 
 
 # The measured cases take the window's and probes' usual step counts (the rules read medians).
 MEASURED = ["--steps", "10", "--warmup", "1", "--profile-steps", "0"]
 
 
-def test_rd301_on_a_small_tf_keras_batch_from_the_probes_samples_per_second(tmp_path):
-    result, doc = _check_measured("keras2_small_batch.py", tmp_path / "r")
+@pytest.fixture(scope="module")
+def small_batch(tmp_path_factory) -> dict:
+    """One check of keras2_small_batch.py (batch 4, a sleeping tf_keras callback), shared."""
+    out = tmp_path_factory.mktemp("keras2-small") / "r"
+    return _check_measured("keras2_small_batch.py", out)[1]
+
+
+def test_rd301_on_a_small_tf_keras_batch_from_the_probes_samples_per_second(small_batch):
+    doc = small_batch
     assert doc["facts"]["environment"]["keras_flavour"].startswith("tf_keras 2.")
     (rd301,) = _found(doc, "RD301")
     points = doc["facts"]["probes"]["batch_probe"]
@@ -96,6 +120,17 @@ def test_rd301_on_a_small_tf_keras_batch_from_the_probes_samples_per_second(tmp_
     for p in points:
         assert evidence[f"batch {p['value']}"]["value"] == p["samples_per_s"]
     assert "samples/s" in rd301["message"] and "interval" in rd301["message"]
+
+
+def test_rd404_names_a_sleeping_tf_keras_callback_at_its_line(small_batch):
+    """Keras 3's twin: tests/e2e/test_bottlenecks.py (test_sleeping_callback_gives_rd404...)."""
+    (cb,) = small_batch["facts"]["probes"]["callbacks"]
+    assert cb["name"] == "SleepyLogger" and cb["per_step_ms"] >= 3.5  # time.sleep(0.004)
+    line = _line_of(SCRIPTS / "keras2_small_batch.py", "logger = SleepyLogger()")
+    assert cb["location"]["line"] == line
+    (rd404,) = _found(small_batch, "RD404")
+    assert "SleepyLogger" in rd404["message"]
+    assert rd404["location"]["line"] == line
 
 
 def test_rd201_on_a_slow_tf_keras_generator_with_rd204_at_its_line(tmp_path):

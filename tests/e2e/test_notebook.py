@@ -1,6 +1,7 @@
 """A real notebook, executed headless (nbclient with an ipykernel kernel): a cell builds a small
 LSTM and fits it with rnndoctor.keras.DoctorCallback, and the report shows in that cell's output
-as HTML (Report._repr_html_: report.html in a sandboxed frame, no script) (slow)."""
+as HTML (Report._repr_html_: report.html in a sandboxed frame, no script); the next cell's
+rnndoctor.diagnose(...) shows its report the same way (slow)."""
 
 from __future__ import annotations
 
@@ -35,10 +36,27 @@ print("epochs", len(history.history["loss"]))
 """
 
 
+# rnndoctor.diagnose in the next cell, on the same model: the report shows from inside the call
+# (the cell ends in an assignment, so IPython displays nothing of its own).
+DIAGNOSE_CELL = """\
+import rnndoctor
+
+report = rnndoctor.diagnose(model, x, y=y, steps=2, warmup_steps=1, profile_steps=0,
+                            run_probes=False, batch_size=16, epochs=1, verbose=0)
+"""
+
+
+def _frames(outputs: list) -> list[str]:
+    return [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
+
+
 def test_the_callback_shows_the_report_in_the_cell(tmp_path):
     out = tmp_path / "report"
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(CELL.format(out=str(out)))]
+    notebook.cells = [
+        nbformat.v4.new_code_cell(CELL.format(out=str(out))),
+        nbformat.v4.new_code_cell(DIAGNOSE_CELL),
+    ]
     nbformat.write(notebook, tmp_path / "diagnose.ipynb")
     client = nbclient.NotebookClient(
         nbformat.read(tmp_path / "diagnose.ipynb", as_version=4),
@@ -46,7 +64,7 @@ def test_the_callback_shows_the_report_in_the_cell(tmp_path):
     )  # fmt: skip
     executed = client.execute()
     outputs = executed.cells[0].outputs
-    frames = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
+    frames = _frames(outputs)
     assert len(frames) == 1, outputs
     frame = frames[0]
     assert frame.startswith('<iframe class="rnndoctor-report" sandbox="allow-same-origin"')
@@ -57,3 +75,6 @@ def test_the_callback_shows_the_report_in_the_cell(tmp_path):
     assert document == (out / "report.html").read_text(encoding="utf-8")  # report.html itself
     text = "".join(o.get("text", "") for o in outputs if o.get("name") == "stdout")
     assert "epochs 2" in text
+    (diagnosed,) = _frames(executed.cells[1].outputs)  # diagnose() displayed its report
+    assert diagnosed.startswith('<iframe class="rnndoctor-report" sandbox="allow-same-origin"')
+    assert "RD101" in html.unescape(diagnosed)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import keras as keras3
 import numpy as np
@@ -19,6 +20,16 @@ FLAVOURS = ["keras", pytest.param("tf_keras", marks=pytest.mark.keras2)]
 
 def _keras(flavour: str):
     return keras3 if flavour == "keras" else pytest.importorskip("tf_keras")
+
+
+def _sleepy(keras):
+    """A user callback with a per-batch hook that sleeps 3 ms (RD404's subject)."""
+
+    class Sleepy(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            time.sleep(0.003)
+
+    return Sleepy()
 
 
 def _fit(keras, callbacks, dropout: float = 0.0, epochs: int = 3):
@@ -59,9 +70,9 @@ def test_fit_with_the_callback_trains_exactly_as_without_it(flavour, tmp_path):
     whose per-op state cannot be restored (rnndoctor/keras.py), so its model has none."""
     keras = _keras(flavour)
     dropout = 0.5 if flavour == "keras" else 0.0
-    plain, plain_history = _fit(keras, [], dropout)
-    doctor = _doctor(tmp_path / "report")
-    diagnosed, history = _fit(keras, [doctor], dropout)
+    plain, plain_history = _fit(keras, [_sleepy(keras)], dropout)
+    doctor, sleepy = _doctor(tmp_path / "report"), _sleepy(keras)
+    diagnosed, history = _fit(keras, [doctor, sleepy], dropout)
     assert len(history.history["loss"]) == 3  # every epoch ran
     assert history.history["loss"] == plain_history.history["loss"]
     assert _same(diagnosed.get_weights(), plain.get_weights())
@@ -75,6 +86,9 @@ def test_fit_with_the_callback_trains_exactly_as_without_it(flavour, tmp_path):
     probes = saved["probes"]  # the probes did run (and train the model) in between
     assert probes["compute_only_not_measured"] is None and probes["batch_probe"]
     assert saved["model"]["rnn_layers"][0]["fast_path"]["takes_fast_path"] is True
+    (timed,) = probes["callbacks"]  # the user's per-batch hook, timed during the window
+    assert timed["name"] == "Sleepy" and timed["per_step_ms"] >= 2.9  # time.sleep(0.003)
+    assert "on_train_batch_end" not in vars(sleepy)  # its hook is its own again after it
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)

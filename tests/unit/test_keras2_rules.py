@@ -5,6 +5,7 @@ fails the step: error)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,45 @@ def test_is_keras2_reads_the_package_name_of_the_flavour():
     assert fp.is_keras2(facts) and fp.mask_check_severity(facts) is Severity.WARNING
     facts.environment.keras_flavour = "keras 3.15.1"
     assert not fp.is_keras2(facts) and fp.mask_check_severity(facts) is Severity.ERROR
+
+
+# The rules whose subject exists in Keras 2 cite the tf_keras source they rest on (the issue's
+# "rule docs citing the tf_keras source"); RD109 (use_cudnn), RD113 (a keras.ops cell) and
+# RD114 (Keras 3 rejects ragged input) are Keras 3's alone.
+KERAS2_CITED = ["RD101", "RD102", "RD103", "RD104", "RD105", "RD106", "RD107", "RD108",
+                "RD110", "RD111", "RD206", "RD404"]  # fmt: skip
+
+
+def _tf_keras_root() -> Path | None:
+    """The installed tf_keras package folder, found without importing it (no TensorFlow)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("tf_keras")
+    return Path(next(iter(spec.submodule_search_locations))) if spec else None
+
+
+@pytest.mark.parametrize("rule_id", KERAS2_CITED)
+def test_the_rule_doc_cites_tf_keras_source_that_exists(rule_id):
+    from rnndoctor.rules import all_rules
+
+    (rule,) = [r for r in all_rules() if r.id == rule_id]
+    cited = sorted(set(re.findall(r"tf_keras/src/[\w/]+\.py", " ".join(rule.doc.split()))))
+    assert cited, f"{rule_id}'s doc cites no tf_keras source"
+    root = _tf_keras_root()
+    if root is None:
+        pytest.skip("tf_keras is not installed: the cited files cannot be checked")
+    for path in cited:
+        source = root.parent / path
+        assert source.is_file(), path
+        if "_could_use_gpu_kernel" in rule.doc and path.endswith(("/lstm.py", "/gru.py")):
+            assert "self._could_use_gpu_kernel = (" in source.read_text(), path
+
+
+def test_tf_keras_is_the_keras2_extra_and_no_hard_dependency():
+    """``pip install 'rnndoctor[keras2]'`` brings tf-keras; a plain install does not."""
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]
+    assert project["optional-dependencies"]["keras2"] == ["tf-keras>=2.16"]
+    hard = [d.lower() for d in project["dependencies"]]
+    assert not [d for d in hard if d.startswith(("tf-keras", "tf_keras"))]

@@ -115,3 +115,15 @@ def test_histogram_marks_rd501_boundaries_from_the_finding_only():
     marked = charts.length_histogram(seq, [3, 6])
     assert [b["value"] for b in marked["bounds"]] == [3, 6]
     assert marked["bounds"][0]["x"] < marked["bounds"][1]["x"]
+
+
+def test_the_environment_says_which_keras_ran_the_model():
+    facts = _facts()
+    for flavour, shown in (("tf_keras 2.21.0", "tf_keras 2.21.0 (Keras 2)"),
+                           ("keras 3.15.1", "keras 3.15.1 (Keras 3)")):  # fmt: skip
+        facts.environment.keras_flavour = flavour
+        report = evaluate(facts)
+        html = RENDERERS["html"](report)
+        assert f"<tr><th>Keras that ran the model</th><td>{shown}</td></tr>" in html
+        shown_md = shown.replace("_", "\\_")  # Markdown-escaped
+        assert f"| Keras that ran the model | {shown_md} |" in RENDERERS["md"](report)

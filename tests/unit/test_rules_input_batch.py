@@ -378,6 +378,27 @@ def test_rd206_fires_for_a_single_worker_pydataset():
     assert finding.severity is Severity.WARNING
 
 
+def test_rd206_rewrites_the_fit_call_for_a_single_worker_tf_keras_sequence():
+    data = DataFacts(
+        kind="tf_keras.Sequence", reiterable=True, workers=1, use_multiprocessing=False,
+        max_queue_size=10, location=loc(15, None),
+    )  # fmt: skip
+    f = facts(step=10.0, compute=3.0, data=data)
+    f.fit.location = loc(40, "model.fit(seqs, epochs=3)  # train")
+    _, (finding,) = run(f, "RD206")
+    check_finding(finding, "RD206")
+    assert finding.location.line == 40  # the fit call holds the settings in Keras 2
+    # the user's other arguments and comment kept (rules/_rewrite.py)
+    assert finding.fix.code == (
+        "model.fit(seqs, epochs=3, workers=2, use_multiprocessing=True)  # train"
+    )
+    assert finding.fix.before == "model.fit(seqs, epochs=3)  # train"
+    assert "tf_keras Sequence" in finding.message
+    assert {e.label: e.source for e in finding.evidence}["workers"] == "fit"
+    parallel = DataFacts(kind="tf_keras.Sequence", workers=3, use_multiprocessing=False)
+    assert run(facts(step=10.0, compute=3.0, data=parallel), "RD206")[1] == []
+
+
 def test_rd206_passes_parallel_workers_and_other_inputs():
     assert run(facts(data=pydataset(workers=4)), "RD206")[1] == []
     assert run(facts(data=pydataset(workers=1, multiprocessing=True)), "RD206")[1] == []
