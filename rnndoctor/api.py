@@ -95,7 +95,7 @@ def diagnose(
     Raises:
         Whatever the model's ``fit`` raises.
     """
-    from rnndoctor.capture import flavour, probes, sites, window
+    from rnndoctor.capture import sites
     from rnndoctor.capture.step_window import WindowOptions
 
     location = sites.user_frame_location(skip=1, call_names=("diagnose",))
@@ -108,14 +108,7 @@ def diagnose(
         run_probes=run_probes,
     )
     session = _session(location, options, out)
-    # Under `rnndoctor check`, Model.fit is hooked: call the original (of the model's Keras).
-    model_fit = flavour.module_of(model).Model.fit
-    fit = getattr(model_fit, "__wrapped__", model_fit)
-    args = (data,) if data is not None else ()
-    try:
-        window.run_window(session, fit, model, args, dict(fit_kwargs), location)
-    finally:
-        probes.untime_callbacks(session)  # the user's callbacks, as they were before
+    fit = _run_window(session, model, data, fit_kwargs, location)
     report = evaluate(session.facts, select=select, ignore=ignore)
     if verify:
         _verify(report, model, data, fit, fit_kwargs)
@@ -124,6 +117,21 @@ def diagnose(
     if display is not False:
         show_in_ipython(report)
     return report
+
+
+def _run_window(session: Any, model: Any, data: Any, fit_kwargs: dict[str, Any], location: Any):
+    """Runs the window on ``model``'s original ``fit`` (under ``rnndoctor check`` the hooked one
+    would end the script); returns that ``fit``. The user's callbacks are handed back after."""
+    from rnndoctor.capture import flavour, probes, window
+
+    model_fit = flavour.module_of(model).Model.fit
+    fit = getattr(model_fit, "__wrapped__", model_fit)
+    args = (data,) if data is not None else ()
+    try:
+        window.run_window(session, fit, model, args, dict(fit_kwargs), location)
+    finally:
+        probes.untime_callbacks(session)  # the user's callbacks, as they were before
+    return fit
 
 
 def _verify(report: Report, model: Any, data: Any, fit: Any, fit_kwargs: dict[str, Any]) -> None:
