@@ -23,7 +23,8 @@ model, after the diagnosis window (the README's "What happens during a check"):
   set per sample from the previous point's measured growth) and compared with the limit.
   Out-of-memory errors (``tf.errors.ResourceExhaustedError``, ``MemoryError``) stop the probe
   cleanly.
-- **steps_per_execution probe**: compute-only at ``steps_per_execution`` 1 and 16.
+- **steps_per_execution probe**: compute-only at ``steps_per_execution`` 1 and 16, or, for a
+  model compiled with N > 1, at 1 and N (:func:`_spe_values` says why).
 - **per-batch callbacks**: ``time_callbacks`` wraps each user callback's batch hooks.
 
 The probes train the user's model further (the script is ended after the window and nothing is
@@ -1131,32 +1132,54 @@ def _pair_batch_points(
         point.samples_per_s = round(point.value * 1000.0 / point.step_time_ms, 2)
 
 
-def _spe_probe(
-    session: CaptureSession, model: Any, probes: ProbeFacts, batches: Batches, saved: dict[str, Any]
-) -> None:
-    """Compute-only at steps_per_execution 1 and 16 (Keras builds a new multi-step train
-    function for 16; the model's own is restored afterwards)."""
+def _spe_values(current: int) -> tuple[int, int]:
+    """The two ``steps_per_execution`` values the probe pairs (A, B), for a model compiled with
+    ``current``: 1 and :data:`_SPE_PROBE` where the model runs 1 step per call (what the fix
+    would give), else 1 and ``current``, the user's own setting.
+
+    Why against 1 and not against a larger value: the pair 1 vs ``current`` is what the setting
+    buys, with both ends on traced functions the check has or builds cheaply (the window's own
+    at ``current``; one at 1, a plain call with no ``tf.while_loop`` to trace), and it also
+    bounds what a larger value could still save: with a fixed host cost ``d`` per call, the
+    step at 1 is ``c + d`` and at N ``c + d / N``, so the cost left at N, ``d / N``, is the
+    measured saving over ``N - 1`` (RD403, Bounds). A pair N vs 2N would time a difference of
+    ``d / 2N``, inside the noise for any N where the question matters, and trace one more
+    multi-step function (seconds for an LSTM)."""
+    return (1, _SPE_PROBE) if current <= 1 else (1, current)
+
+
+def _spe_skip(probes: ProbeFacts, current: int) -> str | None:
+    """Why the steps_per_execution probe does not run, or None. A model at 1 step per call with a
+    compute-only step over :data:`_SPE_PROBE_MAX_STEP_MS` is not probed (the 16-step function's
+    tracing would be spent on a saving that cannot reach RD403's cut-off); a model that already
+    runs several steps per call is always probed (its pair reuses the window's function)."""
     if probes.compute_only_ms is None:
-        probes.spe_probe_not_measured = "the compute-only probe did not run: " + (
-            probes.compute_only_not_measured or ""
-        )
-        return
-    current = int(saved["steps_per_execution"] or 1)
-    if current != 1:
-        probes.spe_probe_not_measured = (
-            f"not run: the model already runs {current} steps per execution"
-        )
-        return
-    if probes.compute_only_ms > _SPE_PROBE_MAX_STEP_MS:
-        probes.spe_probe_not_measured = (
+        return "the compute-only probe did not run: " + (probes.compute_only_not_measured or "")
+    if current <= 1 and probes.compute_only_ms > _SPE_PROBE_MAX_STEP_MS:
+        return (
             f"not run: the compute-only step takes {probes.compute_only_ms:.1f} ms, so per-step "
             f"dispatch cannot reach 20% of it (that would take "
             f"{probes.compute_only_ms * 0.2:.1f} ms per step; Keras' fit loop costs about 1 ms)"
         )
+    return None
+
+
+def _spe_probe(
+    session: CaptureSession, model: Any, probes: ProbeFacts, batches: Batches, saved: dict[str, Any]
+) -> None:
+    """Compute-only at the two values of :func:`_spe_values` (1 and 16, or 1 and the user's
+    setting), in interleaved bursts: ``probes.spe_probe[1].paired`` is A = 1 over B = the other.
+    Keras builds the train function of the value the model was not compiled with; the model's
+    own is restored afterwards."""
+    current = int(saved["steps_per_execution"] or 1)
+    skip = _spe_skip(probes, current)
+    if skip is not None:
+        probes.spe_probe_not_measured = skip
         return
     budget = session.budget("steps_per_execution probe")
     dataset = _cached_dataset(batches.raw, batches.element_spec)
-    functions = {1: model.train_function}  # the compute-only probe's, at steps_per_execution 1
+    # the window's function (the compute-only probe ran it) at the model's own setting
+    functions = {current: saved["train_function"] or model.train_function}
     arms: list[tuple[ProbePoint, pairs.ArmRecord]] = []
 
     def set_up(point: ProbePoint) -> None:
@@ -1164,7 +1187,7 @@ def _spe_probe(
         model.train_function = functions.get(point.value)  # None: Keras builds it
 
     try:
-        for value in (1, _SPE_PROBE):
+        for value in _spe_values(current):
             point = ProbePoint(value=value)
             probes.spe_probe.append(point)
             if _out_of_budget(session, budget, point, str(value)):
@@ -1179,7 +1202,7 @@ def _spe_probe(
                 break
             functions[value] = model.train_function  # built once, swapped in for each burst
             arms.append((point, arm))
-        # The allowance counts from here: the first round holds the 16-step function's tracing.
+        # The allowance counts from here: the first round holds the new function's tracing.
         _pair_points(arms, paired_left(budget), Phase.SPE_PROBE, before_burst=set_up)
     finally:
         model.steps_per_execution = saved["steps_per_execution"]
