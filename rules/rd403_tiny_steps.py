@@ -165,11 +165,16 @@ def _left_share(facts: Facts, one: ProbePoint, user: ProbePoint, step: float) ->
 
 
 def _basis(point: ProbePoint) -> str:
+    """Where the dispatch share comes from: the pairs, and their step-time ratio as measured
+    (a reader's check on a share interval shown clipped to 0–100%)."""
     paired = point.paired
     if paired is None:
         return "compute-only medians, not paired (facts before schema 1.2)"
-    return f"{paired.pairs} interleaved pairs at steps_per_execution 1 and {point.value}" + (
-        f"; cut short: {paired.cut_short}" if paired.cut_short else ""
+    return (
+        f"{paired.pairs} interleaved pairs at steps_per_execution 1 and {point.value}, step-time "
+        f"ratio 1 / {point.value} = {paired.ratio:.2f}x (as measured, "
+        f"{paired.low:.2f}–{paired.high:.2f}x)"
+        + (f"; cut short: {paired.cut_short}" if paired.cut_short else "")
     )
 
 

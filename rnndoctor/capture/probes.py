@@ -87,6 +87,10 @@ _SPE_PROBE = 16  # steps_per_execution compared with 1
 # step saved, here 5 ms of per-step dispatch, several times what Keras' fit loop costs per step
 # (about 1 ms for a 16-unit LSTM on CPU, measured with this probe).
 _SPE_PROBE_MAX_STEP_MS = 25.0
+# A model compiled with N > 1 steps per call is probed at 1 and N while one call of N steps takes
+# at most this long. Source: the issue's floor of 1 s timed per arm (rnndoctor.paired
+# .MIN_SECONDS): up to it, one timed call per burst reaches the floor in one or two bursts.
+_SPE_MAX_CALL_S = 1.0
 
 
 # on keras.callbacks.Callback (and tf_keras.callbacks.Callback), once hooked
@@ -656,6 +660,36 @@ def _real_fit_kwargs(state: ProbeState, arguments: dict[str, Any]) -> dict[str, 
     return None
 
 
+def _arrays_once(model: Any, kwargs: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``fit`` arguments on arrays (:func:`_real_fit_kwargs`) as one tf.data dataset built once,
+    for every real-data burst of the paired compute-only probe; else ``kwargs`` as they are.
+
+    Every ``fit`` on arrays builds Keras' array adapter again (``get_data_adapter`` in
+    keras/src/trainers/data_adapters/__init__.py; ``ArrayDataAdapter.get_tf_dataset`` converts
+    the arrays to tensors), which took 2-3 s per burst of the bundled demo on a loaded machine
+    and left it 1-2 pairs. The dataset built here is the one that adapter gives ``fit`` (same
+    batch size, sample and class weights, and, with ``shuffle``, a new permutation for each
+    iterator, i.e. each burst), so a burst times the same steps on the user's data. Keras 3
+    only; a Keras 2 (``tf_keras``) model, or an adapter that fails, keeps the arrays (and
+    their per-fit adapter)."""
+    if kwargs is None or "batch_size" not in kwargs:
+        return kwargs
+    try:
+        import keras
+        from keras.src.trainers.data_adapters import get_data_adapter
+
+        if not isinstance(model, keras.Model):
+            return kwargs
+        adapter = get_data_adapter(
+            kwargs["x"], kwargs.get("y"), kwargs.get("sample_weight"), kwargs["batch_size"],
+            kwargs["steps_per_epoch"], kwargs.get("shuffle", False), kwargs.get("class_weight"),
+        )  # fmt: skip
+        dataset = adapter.get_tf_dataset()
+    except Exception:  # an odd structure: fit's own adapter, per burst
+        return kwargs
+    return {"x": dataset, "steps_per_epoch": kwargs["steps_per_epoch"], "shuffle": False}
+
+
 def _compute_only(
     session: CaptureSession,
     model: Any,
@@ -768,7 +802,9 @@ def _compute_stage(
 ) -> None:
     """The compute-only probe and the breakdown, checked against the window: a probe that
     disagrees with it is measured once more; if it still disagrees, ``probes.inconsistent``
-    says why (with both numbers) and the rules that rest on it are not evaluated."""
+    says why (with both numbers) and the rules that rest on it are not evaluated. Arrays are
+    made into a dataset once, for every burst (:func:`_arrays_once`)."""
+    real_kwargs = _arrays_once(model, real_kwargs)
     _compute_only(session, model, probes, batches, real_kwargs)
     _breakdown(session, probes)
     if inconsistency(session, probes) is None:
@@ -825,20 +861,27 @@ def _out_of_budget(session: CaptureSession, budget: Budget, point: ProbePoint, w
 
 
 def _time_point(
-    session: CaptureSession, model: Any, point: ProbePoint, dataset: Any, budget: Budget, what: str
+    session: CaptureSession,
+    model: Any,
+    point: ProbePoint,
+    dataset: Any,
+    budget: Budget,
+    what: str,
+    min_steps: int = 2,
 ) -> pairs.ArmRecord | None:
     """Runs the first burst of one probe point and fills ``point`` (``steps``, ``stopped``,
     ``step_time_ms``, a median in ms). Returns the point's arm, for the paired rounds that
     follow (:func:`_pair_points`), or None when it gave no time (its probe stops there); a point
-    cut by the budget is recorded with ``session.cut_short``."""
+    cut by the budget is recorded with ``session.cut_short``. Each burst times ``min_steps``
+    calls of the train function at least (and :data:`_PAIR_BURST_S`)."""
 
     def burst() -> list[tuple[float, int]]:
-        result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, 2)
+        result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, min_steps)
         if result.stopped:
             raise RuntimeError(result.stopped)
         return result.timed()
 
-    result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, 2)
+    result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, min_steps)
     point.steps = result.steps
     point.stopped = result.stopped
     if result.step_time_ms is None:
@@ -1151,10 +1194,19 @@ def _spe_values(current: int) -> tuple[int, int]:
 def _spe_skip(probes: ProbeFacts, current: int) -> str | None:
     """Why the steps_per_execution probe does not run, or None. A model at 1 step per call with a
     compute-only step over :data:`_SPE_PROBE_MAX_STEP_MS` is not probed (the 16-step function's
-    tracing would be spent on a saving that cannot reach RD403's cut-off); a model that already
-    runs several steps per call is always probed (its pair reuses the window's function)."""
+    tracing would be spent on a saving that cannot reach RD403's cut-off). A model that already
+    runs N > 1 steps per call is probed where one call (N compute-only steps) takes at most
+    :data:`_SPE_MAX_CALL_S`: its pair reuses the window's function and traces only a plain one
+    at 1, so its cost is the timed bursts, each one call after a warm-up call."""
     if probes.compute_only_ms is None:
         return "the compute-only probe did not run: " + (probes.compute_only_not_measured or "")
+    call_s = current * probes.compute_only_ms / 1000.0
+    if current > 1 and call_s > _SPE_MAX_CALL_S:
+        return (
+            f"not run: one call of {current} steps takes {call_s:.1f} s (compute-only), over "
+            f"{_SPE_MAX_CALL_S:g} s: each burst at {current} would cost more than the 1 s each "
+            "arm is timed for, and a step this long has no per-call dispatch worth measuring"
+        )
     if current <= 1 and probes.compute_only_ms > _SPE_PROBE_MAX_STEP_MS:
         return (
             f"not run: the compute-only step takes {probes.compute_only_ms:.1f} ms, so per-step "
@@ -1197,7 +1249,10 @@ def _spe_probe(
             except Exception as exc:
                 point.stopped = f"failed: {type(exc).__name__}: {exc}"[:300]
                 break
-            arm = _time_point(session, model, point, dataset, budget, str(value))
+            # a call of several steps is timed once per burst (it is N steps, and at least as
+            # long as two calls at 1); a call of one step twice
+            calls = 1 if value > 1 and current > 1 else 2
+            arm = _time_point(session, model, point, dataset, budget, str(value), calls)
             if arm is None:
                 break
             functions[value] = model.train_function  # built once, swapped in for each burst
