@@ -92,11 +92,24 @@ def format_ratio(evidence: Interval | PairedResult, *, digits: int = 1) -> str:
 
 
 def format_share(evidence: Interval | PairedResult, *, digits: int = 0) -> str:
-    """A share (a fraction in [0, 1]) with its interval: ``44% (90% interval 31–52%)``."""
+    """A share (a fraction in [0, 1]) with its interval: ``44% (90% interval 31–52%)``.
+
+    A share cannot leave [0, 1], but its interval, mapped from a ratio's and widened for a
+    noisy machine (e.g. RD403's ``1 - 1 / r`` with ``r`` widened to 0.001 on the log scale), can
+    ("−97718–124%", issue 11): the shown bounds (and the point) are clipped to 0–100% and the
+    text says so, ``12% (90% interval 0–100%, clipped to the share's range 0–100%)``. Display
+    only: :func:`decide` reads the interval as it is, so a clipped interval decides as before
+    (a cut-off inside (0, 1) is cleared by a clipped bound exactly when by the raw one)."""
     i = as_interval(evidence)
+
+    def pct(x: float) -> str:
+        return f"{min(1.0, max(0.0, x)) * 100.0:.{digits}f}"
+
+    clipped = min(i.low, i.value) < 0.0 or max(i.high, i.value) > 1.0
     return (
-        f"{i.value * 100.0:.{digits}f}% ({_level_text(i.level)} interval "
-        f"{i.low * 100.0:.{digits}f}–{i.high * 100.0:.{digits}f}%)"
+        f"{pct(i.value)}% ({_level_text(i.level)} interval {pct(i.low)}–{pct(i.high)}%"
+        + (", clipped to the share's range 0–100%" if clipped else "")
+        + ")"
     )
 
 

@@ -9,6 +9,12 @@ What it detects:
     share is of the real step (input wait included), so an input-bound job shows its input
     problem (RD201) first.
 
+    A model compiled with ``steps_per_execution = N > 1`` is probed at 1 and N (what the
+    setting buys, shown in the report with its interval). The rule then asks whether a larger
+    value would still gain: the per-call cost left at N (Bounds) as a share of the median step,
+    against the same cut-offs; the fix is ``4 N``. Where that share does not reach the cut-off
+    (a setting that already removed the dispatch, or a long step) there is no finding.
+
 Why it slows training:
     With ``steps_per_execution=1`` Keras returns to Python after every step: it calls the
     ``tf.function``, runs the callbacks' batch hooks and reads the logs each time. For a small
@@ -17,7 +23,8 @@ Why it slows training:
     keras/src/backend/tensorflow/trainer.py).
 
 Evidence:
-    ``probes.spe_probe`` (compute-only step time at 1 and 16), ``fit.steps_per_execution``,
+    ``probes.spe_probe`` (compute-only step time at 1 and 16, or at 1 and the user's N),
+    ``fit.steps_per_execution``,
     ``steps.median_step_time_ms``; ``fit.compile_location`` (the user's ``compile`` call, where
     the finding points and which the fix rewrites, keeping every other argument as written).
     The two settings are timed in interleaved bursts
@@ -27,6 +34,16 @@ Evidence:
     "inconclusive: ...", with no speedup for the forecast.
 
 Bounds:
+    What the rule rests on: a fixed host cost ``d`` per call of the train function (Keras'
+    Python loop, the callbacks' hooks, the logs read back), paid once per
+    ``steps_per_execution`` steps, so the compute-only step is ``c + d`` at 1 and ``c + d / N``
+    at N, and the paired ratio ``r`` of the two is measured in interleaved bursts on the same
+    cached batches. At 1, the saving of 16 steps per call is ``1 - 1 / r`` of the step at 1. At
+    N > 1, the cost left per step is ``d / N = (step at 1 - step at N) / (N - 1)``, i.e.
+    ``(r - 1) / (N - 1)`` of the step at N, and no larger value can save more than that; 4 N
+    saves three quarters of it (the gain quoted). Both are increasing in ``r``, so the ratio's
+    interval maps onto the share's.
+
     The step after the fix is never below the compute-only step at N steps per call. The
     saving is a share of the compute-only step at 1 (``1 - 1 / r``, paired), and that step is
     part of the real step, so the share of the real step is at most ``1 - 1 / r``: a probe
@@ -127,12 +144,37 @@ def _dispatch_share(facts: Facts, one: ProbePoint, many: ProbePoint, step: float
     return Interval(of(i.value), of(i.low), of(i.high), i.level, i.widen_factor)
 
 
+def _left_share(facts: Facts, one: ProbePoint, user: ProbePoint, step: float) -> Interval:
+    """The share of the window's median step still spent on per-call dispatch at the user's
+    ``N = user.value > 1`` (Bounds): ``(r - 1) / (N - 1)`` of the compute-only step at N, from
+    the paired ratio ``r`` = step at 1 / step at N, with that step at most the window's (a
+    probe timed slower than the window does not inflate it), clamped at 0 below (``r < 1``:
+    one step per call was not slower). Widened as :func:`_dispatch_share`. Without a pairing,
+    the medians' share."""
+    n = user.value
+    paired = user.paired
+    if paired is None:
+        return m.point_interval(max(0.0, one.step_time_ms - user.step_time_ms) / (n - 1) / step)
+    i = m.ratio_interval(facts, paired, extra=m.window_widen(facts))
+    scale = min(1.0, paired.median_b_ms / step)
+
+    def of(r: float) -> float:
+        return scale * max(0.0, r - 1.0) / (n - 1)
+
+    return Interval(of(i.value), of(i.low), of(i.high), i.level, i.widen_factor)
+
+
 def _basis(point: ProbePoint) -> str:
+    """Where the dispatch share comes from: the pairs, and their step-time ratio as measured
+    (a reader's check on a share interval shown clipped to 0–100%)."""
     paired = point.paired
     if paired is None:
         return "compute-only medians, not paired (facts before schema 1.2)"
-    return f"{paired.pairs} interleaved pairs at steps_per_execution 1 and {point.value}" + (
-        f"; cut short: {paired.cut_short}" if paired.cut_short else ""
+    return (
+        f"{paired.pairs} interleaved pairs at steps_per_execution 1 and {point.value}, step-time "
+        f"ratio 1 / {point.value} = {paired.ratio:.2f}x (as measured, "
+        f"{paired.low:.2f}–{paired.high:.2f}x)"
+        + (f"; cut short: {paired.cut_short}" if paired.cut_short else "")
     )
 
 
@@ -145,22 +187,28 @@ def _basis(point: ProbePoint) -> str:
     options=(_MIN_DISPATCH_SHARE, _ERROR_DISPATCH_SHARE),
 )
 def check(facts: Facts, options: OptionValues) -> list[Finding]:
-    spe = facts.fit.steps_per_execution
-    if spe not in (None, 1):
-        return []
+    spe = facts.fit.steps_per_execution or 1
     points = {p.value: p for p in facts.probes.spe_probe if p.step_time_ms}
     if 1 not in points or len(points) < 2:
         return []
     one = points[1]
-    many = min((p for v, p in points.items() if v > 1), key=lambda p: p.step_time_ms)
     step = m.step_ms(facts) or one.step_time_ms
-    share = _dispatch_share(facts, one, many, step)
+    if spe == 1:
+        many = min((p for v, p in points.items() if v > 1), key=lambda p: p.step_time_ms)
+        share, value = _dispatch_share(facts, one, many, step), many.value
+        kept = 1.0  # the whole saving, down to the step at many.value
+    elif spe in points:
+        many, value = points[spe], 4 * spe
+        share = _left_share(facts, one, many, step)
+        kept = 0.75  # 4 N saves 3/4 of the cost left at N (Bounds)
+    else:
+        return []
     decision = decide(share, options.min_dispatch_share, higher_is_worse=True)
     if decision is Decision.BELOW:
         return []
-    dispatch = share.value
-    saved_ms = dispatch * step
-    after = max(step - saved_ms, many.step_time_ms)
+    saved_ms = share.value * step * kept
+    # never below the compute-only step at the new value: at N, that of N less what 4 N saves
+    after = max(step - saved_ms, many.step_time_ms - (saved_ms if spe > 1 else 0.0))
     speedup = step / after
     quoted = describe(decision, share, kind="share")
     if decision is not Decision.CLEARS:
@@ -169,18 +217,19 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         severity = Severity.ERROR
     else:
         severity = Severity.WARNING
+    left = "" if spe == 1 else f" still left at steps_per_execution={spe}"
     return [
         finding(
             severity=severity,
             message=(
-                f"Per-step host dispatch costs {saved_ms:.2f} ms, {quoted} of the "
-                f"{step:.2f} ms median step: the compute-only step takes "
+                f"Per-step host dispatch{left} costs {share.value * step:.2f} ms, {quoted} of "
+                f"the {step:.2f} ms median step: the compute-only step takes "
                 f"{one.step_time_ms:.2f} ms at steps_per_execution=1 and "
                 f"{many.step_time_ms:.2f} ms at {many.value}."
             ),
             location=m.to_location(facts.fit.compile_location) or m.fit_location(facts),
             evidence=(
-                Evidence("steps_per_execution", spe or 1, "", "compile"),
+                Evidence("steps_per_execution", spe, "", "compile"),
                 Evidence("compute-only step, steps_per_execution=1", one.step_time_ms, "ms"),
                 Evidence(
                     f"compute-only step, steps_per_execution={many.value}",
@@ -191,10 +240,11 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 Evidence("dispatch share of the step", quoted, "", _basis(many)),
                 *m.noisy_evidence(facts),
             ),
-            fix=_fix(facts, many.value),
+            fix=_fix(facts, value),
             gain=(
-                f"measured {saved_ms:.2f} ms less per step at steps_per_execution="
-                f"{many.value} (compute-only probe, dispatch share {quoted}): step "
+                ("measured" if spe == 1 else f"from the paired 1 vs {spe} (Bounds),")
+                + f" {saved_ms:.2f} ms less per step at steps_per_execution="
+                f"{value} (compute-only probe, dispatch share {quoted}): step "
                 f"{step:.2f} ms -> {after:.2f} ms, about {speedup:.1f}x faster"
             ),
             speedup=round(speedup, 2) if decision is Decision.CLEARS else None,

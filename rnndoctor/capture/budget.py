@@ -44,7 +44,8 @@ SHARES: dict[str, float] = {
 # wall time than before issue 11 (README targets), so a comparison of long steps stops here and
 # records why (``PairedRatio.cut_short``); its interval is then wider. For the batch-size and
 # steps_per_execution probe it counts after each point's first burst (its warm-up and tracing:
-# its steps are short by construction, probes._SPE_PROBE_MAX_STEP_MS); for the batch-size probe
+# its steps are short by construction, probes._SPE_PROBE_MAX_STEP_MS, or for a model compiled
+# with N > 1 steps per call, one call is at most probes._SPE_MAX_CALL_S); for the batch-size probe
 # from its start, first round included.
 # Source: the phase times
 # of the bundled demo on the 2-core development machine before issue 11 (compute-only probe

@@ -23,7 +23,8 @@ model, after the diagnosis window (the README's "What happens during a check"):
   set per sample from the previous point's measured growth) and compared with the limit.
   Out-of-memory errors (``tf.errors.ResourceExhaustedError``, ``MemoryError``) stop the probe
   cleanly.
-- **steps_per_execution probe**: compute-only at ``steps_per_execution`` 1 and 16.
+- **steps_per_execution probe**: compute-only at ``steps_per_execution`` 1 and 16, or, for a
+  model compiled with N > 1, at 1 and N (:func:`_spe_values` says why).
 - **per-batch callbacks**: ``time_callbacks`` wraps each user callback's batch hooks.
 
 The probes train the user's model further (the script is ended after the window and nothing is
@@ -73,7 +74,10 @@ _POINT_MAX_STEPS = 2000  # steps_per_epoch of a probe point's fit (the time targ
 # much timed time after its warm-up step. With the floor of 10 steps and 1 s per arm, that is
 # about 5 pairs for most steps: enough for a bootstrap interval, few enough fit calls.
 _PAIR_BURST_S = 0.2
-_PAIR_SLOW_START_S = 2.0  # no more rounds once a real-data burst took this long (buffers filling)
+# No more rounds once a real-data burst's set-up (its wall time beyond its timed steps and its
+# untimed warm-up step) took this long: buffers filling, an adapter converting arrays. Its wall
+# time alone would stop long steps after one round (3 steps of the demo's 0.7 s under load).
+_PAIR_SLOW_START_S = 2.0
 # The consistency checks' smallest noise allowance, relative: a window with a p90 within 5% of
 # its median still allows 5% (half the smallest cut-off of the timed rules, RD404's 10%), so
 # that a tight window does not turn ordinary probe jitter into "inconsistent".
@@ -86,6 +90,10 @@ _SPE_PROBE = 16  # steps_per_execution compared with 1
 # step saved, here 5 ms of per-step dispatch, several times what Keras' fit loop costs per step
 # (about 1 ms for a 16-unit LSTM on CPU, measured with this probe).
 _SPE_PROBE_MAX_STEP_MS = 25.0
+# A model compiled with N > 1 steps per call is probed at 1 and N while one call of N steps takes
+# at most this long. Source: the issue's floor of 1 s timed per arm (rnndoctor.paired
+# .MIN_SECONDS): up to it, one timed call per burst reaches the floor in one or two bursts.
+_SPE_MAX_CALL_S = 1.0
 
 
 # on keras.callbacks.Callback (and tf_keras.callbacks.Callback), once hooked
@@ -655,6 +663,44 @@ def _real_fit_kwargs(state: ProbeState, arguments: dict[str, Any]) -> dict[str, 
     return None
 
 
+def _arrays_once(model: Any, kwargs: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``fit`` arguments on arrays (:func:`_real_fit_kwargs`) as one tf.data dataset built once,
+    for every real-data burst of the paired compute-only probe; else ``kwargs`` as they are.
+
+    Every ``fit`` on arrays builds Keras' array adapter again (``get_data_adapter`` in
+    keras/src/trainers/data_adapters/__init__.py; ``ArrayDataAdapter.get_tf_dataset`` converts
+    the arrays to tensors), which took 2-3 s per burst of the bundled demo on a loaded machine
+    and left it 1-2 pairs. The dataset built here is the one that adapter gives ``fit`` (same
+    batch size, sample and class weights, and, with ``shuffle``, a new permutation for each
+    iterator, i.e. each burst), so a burst times the same steps on the user's data. Keras 3
+    only; a Keras 2 (``tf_keras``) model, or an adapter that fails, keeps the arrays (and
+    their per-fit adapter)."""
+    if kwargs is None or "batch_size" not in kwargs:
+        return kwargs
+    try:
+        import keras
+        from keras.src.trainers.data_adapters import get_data_adapter
+
+        if not isinstance(model, keras.Model):
+            return kwargs
+        adapter = get_data_adapter(
+            kwargs["x"], kwargs.get("y"), kwargs.get("sample_weight"), kwargs["batch_size"],
+            kwargs["steps_per_epoch"], kwargs.get("shuffle", False), kwargs.get("class_weight"),
+        )  # fmt: skip
+        dataset = adapter.get_tf_dataset()
+    except Exception:  # an odd structure: fit's own adapter, per burst
+        return kwargs
+    return {"x": dataset, "steps_per_epoch": kwargs["steps_per_epoch"], "shuffle": False}
+
+
+def _burst_steps(per_step_ms: Sequence[float]) -> int:
+    """Timed steps a burst of the compute-only probe's pairs asks for: 2, or 1 once each of the
+    arm's bursts so far took :data:`_PAIR_BURST_S` or more per step (one step is then the
+    burst's timed time, and a second adds a step to every burst besides its warm-up step: for
+    the bundled demo's 0.6 s steps under load, 2 pairs in the 8 s allowance instead of 3)."""
+    return 1 if per_step_ms and min(per_step_ms) >= _PAIR_BURST_S * 1000.0 else 2
+
+
 def _compute_only(
     session: CaptureSession,
     model: Any,
@@ -678,29 +724,34 @@ def _compute_only(
         probes.compute_only_not_measured = f"cached dataset failed: {type(exc).__name__}: {exc}"
         return
     probes.compute_only_batches = len(batches.raw)
-    slow: list[float] = []  # wall seconds of real-data bursts that started slowly
+    slow: list[float] = []  # set-up seconds of real-data bursts that started slowly
 
     def real_burst() -> list[tuple[float, int]]:
         started = time.monotonic()
-        result = _run_point(session, model, None, budget, _PAIR_BURST_S, real_kwargs, 2)
-        if time.monotonic() - started > _PAIR_SLOW_START_S:
-            slow.append(time.monotonic() - started)
+        wanted = _burst_steps(real.per_step_ms)
+        result = _run_point(session, model, None, budget, _PAIR_BURST_S, real_kwargs, wanted)
+        timed_s = sum(v * n for v, n in result.timed()) / 1000.0
+        set_up = time.monotonic() - started - timed_s - (result.step_time_ms or 0.0) / 1000.0
+        if set_up > _PAIR_SLOW_START_S:
+            slow.append(set_up)
         if result.stopped:
             raise RuntimeError(result.stopped)
         return result.timed()
 
     def cached_burst() -> list[tuple[float, int]]:
-        result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, 2)
+        wanted = _burst_steps(cached.per_step_ms)
+        result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, wanted)
         if result.stopped:
             raise RuntimeError(result.stopped)
         return result.timed()
 
     cached = pairs.ArmRecord("compute-only", cached_burst)
-    arms = [cached] if real_kwargs is None else [pairs.ArmRecord("real step", real_burst), cached]
+    real = pairs.ArmRecord("real step", real_burst)
+    arms = [cached] if real_kwargs is None else [real, cached]
     left = paired_left(budget)
     why = pairs.alternate(arms, lambda: 0.0 if slow else left())
     if slow and why is not None:
-        why = f"a real-data burst took {slow[0]:.1f} s (buffers filling): {why}"
+        why = f"a real-data burst's set-up took {slow[0]:.1f} s (buffers filling): {why}"
     if not cached.per_step_ms:
         probes.compute_only_not_measured = cached.failed or why or "no compute-only step timed"
         if "budget" in (probes.compute_only_not_measured or ""):
@@ -767,7 +818,9 @@ def _compute_stage(
 ) -> None:
     """The compute-only probe and the breakdown, checked against the window: a probe that
     disagrees with it is measured once more; if it still disagrees, ``probes.inconsistent``
-    says why (with both numbers) and the rules that rest on it are not evaluated."""
+    says why (with both numbers) and the rules that rest on it are not evaluated. Arrays are
+    made into a dataset once, for every burst (:func:`_arrays_once`)."""
+    real_kwargs = _arrays_once(model, real_kwargs)
     _compute_only(session, model, probes, batches, real_kwargs)
     _breakdown(session, probes)
     if inconsistency(session, probes) is None:
@@ -824,20 +877,27 @@ def _out_of_budget(session: CaptureSession, budget: Budget, point: ProbePoint, w
 
 
 def _time_point(
-    session: CaptureSession, model: Any, point: ProbePoint, dataset: Any, budget: Budget, what: str
+    session: CaptureSession,
+    model: Any,
+    point: ProbePoint,
+    dataset: Any,
+    budget: Budget,
+    what: str,
+    min_steps: int = 2,
 ) -> pairs.ArmRecord | None:
     """Runs the first burst of one probe point and fills ``point`` (``steps``, ``stopped``,
     ``step_time_ms``, a median in ms). Returns the point's arm, for the paired rounds that
     follow (:func:`_pair_points`), or None when it gave no time (its probe stops there); a point
-    cut by the budget is recorded with ``session.cut_short``."""
+    cut by the budget is recorded with ``session.cut_short``. Each burst times ``min_steps``
+    calls of the train function at least (and :data:`_PAIR_BURST_S`)."""
 
     def burst() -> list[tuple[float, int]]:
-        result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, 2)
+        result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, min_steps)
         if result.stopped:
             raise RuntimeError(result.stopped)
         return result.timed()
 
-    result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, 2)
+    result = _run_point(session, model, dataset, budget, _PAIR_BURST_S, None, min_steps)
     point.steps = result.steps
     point.stopped = result.stopped
     if result.step_time_ms is None:
@@ -1131,32 +1191,63 @@ def _pair_batch_points(
         point.samples_per_s = round(point.value * 1000.0 / point.step_time_ms, 2)
 
 
-def _spe_probe(
-    session: CaptureSession, model: Any, probes: ProbeFacts, batches: Batches, saved: dict[str, Any]
-) -> None:
-    """Compute-only at steps_per_execution 1 and 16 (Keras builds a new multi-step train
-    function for 16; the model's own is restored afterwards)."""
+def _spe_values(current: int) -> tuple[int, int]:
+    """The two ``steps_per_execution`` values the probe pairs (A, B), for a model compiled with
+    ``current``: 1 and :data:`_SPE_PROBE` where the model runs 1 step per call (what the fix
+    would give), else 1 and ``current``, the user's own setting.
+
+    Why against 1 and not against a larger value: the pair 1 vs ``current`` is what the setting
+    buys, with both ends on traced functions the check has or builds cheaply (the window's own
+    at ``current``; one at 1, a plain call with no ``tf.while_loop`` to trace), and it also
+    bounds what a larger value could still save: with a fixed host cost ``d`` per call, the
+    step at 1 is ``c + d`` and at N ``c + d / N``, so the cost left at N, ``d / N``, is the
+    measured saving over ``N - 1`` (RD403, Bounds). A pair N vs 2N would time a difference of
+    ``d / 2N``, inside the noise for any N where the question matters, and trace one more
+    multi-step function (seconds for an LSTM)."""
+    return (1, _SPE_PROBE) if current <= 1 else (1, current)
+
+
+def _spe_skip(probes: ProbeFacts, current: int) -> str | None:
+    """Why the steps_per_execution probe does not run, or None. A model at 1 step per call with a
+    compute-only step over :data:`_SPE_PROBE_MAX_STEP_MS` is not probed (the 16-step function's
+    tracing would be spent on a saving that cannot reach RD403's cut-off). A model that already
+    runs N > 1 steps per call is probed where one call (N compute-only steps) takes at most
+    :data:`_SPE_MAX_CALL_S`: its pair reuses the window's function and traces only a plain one
+    at 1, so its cost is the timed bursts, each one call after a warm-up call."""
     if probes.compute_only_ms is None:
-        probes.spe_probe_not_measured = "the compute-only probe did not run: " + (
-            probes.compute_only_not_measured or ""
+        return "the compute-only probe did not run: " + (probes.compute_only_not_measured or "")
+    call_s = current * probes.compute_only_ms / 1000.0
+    if current > 1 and call_s > _SPE_MAX_CALL_S:
+        return (
+            f"not run: one call of {current} steps takes {call_s:.1f} s (compute-only), over "
+            f"{_SPE_MAX_CALL_S:g} s: each burst at {current} would cost more than the 1 s each "
+            "arm is timed for, and a step this long has no per-call dispatch worth measuring"
         )
-        return
-    current = int(saved["steps_per_execution"] or 1)
-    if current != 1:
-        probes.spe_probe_not_measured = (
-            f"not run: the model already runs {current} steps per execution"
-        )
-        return
-    if probes.compute_only_ms > _SPE_PROBE_MAX_STEP_MS:
-        probes.spe_probe_not_measured = (
+    if current <= 1 and probes.compute_only_ms > _SPE_PROBE_MAX_STEP_MS:
+        return (
             f"not run: the compute-only step takes {probes.compute_only_ms:.1f} ms, so per-step "
             f"dispatch cannot reach 20% of it (that would take "
             f"{probes.compute_only_ms * 0.2:.1f} ms per step; Keras' fit loop costs about 1 ms)"
         )
+    return None
+
+
+def _spe_probe(
+    session: CaptureSession, model: Any, probes: ProbeFacts, batches: Batches, saved: dict[str, Any]
+) -> None:
+    """Compute-only at the two values of :func:`_spe_values` (1 and 16, or 1 and the user's
+    setting), in interleaved bursts: ``probes.spe_probe[1].paired`` is A = 1 over B = the other.
+    Keras builds the train function of the value the model was not compiled with; the model's
+    own is restored afterwards."""
+    current = int(saved["steps_per_execution"] or 1)
+    skip = _spe_skip(probes, current)
+    if skip is not None:
+        probes.spe_probe_not_measured = skip
         return
     budget = session.budget("steps_per_execution probe")
     dataset = _cached_dataset(batches.raw, batches.element_spec)
-    functions = {1: model.train_function}  # the compute-only probe's, at steps_per_execution 1
+    # the window's function (the compute-only probe ran it) at the model's own setting
+    functions = {current: saved["train_function"] or model.train_function}
     arms: list[tuple[ProbePoint, pairs.ArmRecord]] = []
 
     def set_up(point: ProbePoint) -> None:
@@ -1164,7 +1255,7 @@ def _spe_probe(
         model.train_function = functions.get(point.value)  # None: Keras builds it
 
     try:
-        for value in (1, _SPE_PROBE):
+        for value in _spe_values(current):
             point = ProbePoint(value=value)
             probes.spe_probe.append(point)
             if _out_of_budget(session, budget, point, str(value)):
@@ -1174,12 +1265,15 @@ def _spe_probe(
             except Exception as exc:
                 point.stopped = f"failed: {type(exc).__name__}: {exc}"[:300]
                 break
-            arm = _time_point(session, model, point, dataset, budget, str(value))
+            # a call of several steps is timed once per burst (it is N steps, and at least as
+            # long as two calls at 1); a call of one step twice
+            calls = 1 if value > 1 and current > 1 else 2
+            arm = _time_point(session, model, point, dataset, budget, str(value), calls)
             if arm is None:
                 break
             functions[value] = model.train_function  # built once, swapped in for each burst
             arms.append((point, arm))
-        # The allowance counts from here: the first round holds the 16-step function's tracing.
+        # The allowance counts from here: the first round holds the new function's tracing.
         _pair_points(arms, paired_left(budget), Phase.SPE_PROBE, before_burst=set_up)
     finally:
         model.steps_per_execution = saved["steps_per_execution"]

@@ -9,7 +9,9 @@ One check per script, shared by the assertions on it (module-scoped fixtures):
   prefetch): no RD201 at warning or above.
 - ``small_batch_slow_callback.py``: RD301 with the probe's samples/s per batch size, RD404 at the
   callback's construction line.
-- ``clean_control.py``: no finding at warning or above.
+- ``clean_control.py``: no finding at warning or above; the report (html, md, terminal) shows
+  the batch-size and steps_per_execution probes' paired ratios with their intervals (issue 11's
+  acceptance; the script compiles with ``steps_per_execution=8``, probed at 1 and 8).
 """
 
 from __future__ import annotations
@@ -29,10 +31,10 @@ SCRIPTS = Path(__file__).parents[1] / "scripts"
 ARGS = ["--steps", "10", "--warmup", "1", "--profile-steps", "2", "--timeout", "240"]
 
 
-def check(script: str, out: Path) -> dict:
+def check(script: str, out: Path, *extra: str) -> dict:
     result = subprocess.run(
         [sys.executable, "-m", "rnndoctor", "check", str(SCRIPTS / script), "--out", str(out),
-         "--fail-on", "never", *ARGS],
+         "--fail-on", "never", *ARGS, *extra],
         cwd=out.parent, capture_output=True, text=True, timeout=300,
         env=dict(os.environ, COLUMNS="200"),
     )  # fmt: skip
@@ -40,6 +42,7 @@ def check(script: str, out: Path) -> dict:
     doc = json.loads((out / "report.json").read_text())
     assert doc["facts"]["run"]["outcome"] == "completed", doc["facts"]["run"]
     doc["out"] = str(out)
+    doc["stdout"] = result.stdout
     return doc
 
 
@@ -69,7 +72,8 @@ def small_batch(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def control(tmp_path_factory):
-    return check("clean_control.py", tmp_path_factory.mktemp("control") / "report")
+    out = tmp_path_factory.mktemp("control") / "report"
+    return check("clean_control.py", out, "--format", "html,json,md")
 
 
 def test_slow_generator_is_input_bound_at_error(slow_generator):
@@ -155,14 +159,29 @@ def test_clean_control_has_no_finding_at_warning_or_above(control):
 
 def test_clean_control_report_shows_the_probes_intervals(control):
     probes = control["facts"]["probes"]
-    html = (Path(control["out"]) / "report.html").read_text()
+    out = Path(control["out"])
+    html = (out / "report.html").read_text()
+    md = (out / "report.md").read_text().replace("\\", "")  # md_text backslashes "_"
+    terminal = control["stdout"]
     assert 'id="intervals"' in html
     for point in probes["batch_probe"][1:]:  # each larger batch, paired with the user's
         paired = point["paired"]
         assert paired["pairs"] >= 1 and paired["low"] <= paired["ratio"] <= paired["high"]
-        assert f"batch {point['value']} vs {probes['batch_probe'][0]['value']}: samples/s" in html
-    if len(probes["spe_probe"]) == 2:  # the probe runs for steps up to 25 ms only
-        assert probes["spe_probe"][1]["paired"]["pairs"] >= 1
-        assert "steps_per_execution 16 vs 1" in html
-    else:
-        assert probes["spe_probe_not_measured"]
+        line = f"batch {point['value']} vs {probes['batch_probe'][0]['value']}: samples/s"
+        assert line in html and line in md and line in terminal
+    # steps_per_execution=8 in the script's compile: probed at 1 and 8, paired (A = 1, B = 8)
+    assert probes["spe_probe_not_measured"] is None
+    one, eight = probes["spe_probe"]
+    assert (one["value"], eight["value"]) == (1, 8)
+    paired = eight["paired"]
+    assert paired["pairs"] >= 1 and paired["low"] <= paired["ratio"] <= paired["high"]
+    assert (paired["a"], paired["b"]) == ("1", "8")
+    line = "steps_per_execution 8 vs 1: step time 1 / 8 = "
+    for text in (html, md, terminal):
+        (shown,) = [t for t in text.splitlines() if line in t]
+        if paired["pairs"] >= 3:
+            assert f"{paired['ratio']:.2f}x (90% interval {paired['low']:.2f}–" in shown
+        else:  # 1 or 2 pairs give no bootstrap interval, and the report says so
+            assert f"{paired['ratio']:.2f}x (no interval: {paired['pairs']} pair" in shown
+    statuses = {r["rule_id"]: r["status"] for r in control["rules"]}
+    assert statuses["RD403"] in ("passed", "fired")  # evaluated on the pair (info at most)

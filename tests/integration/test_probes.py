@@ -223,6 +223,36 @@ def test_steps_per_execution_probe_and_the_model_is_restored(numpy_report):
     assert model.stop_training is False
 
 
+def test_a_model_at_several_steps_per_execution_is_probed_at_1_and_its_own_setting():
+    """compile(steps_per_execution=4): the probe pairs 1 with 4 (what the setting buys), the
+    point at 4 on the window's own function; the model gets its setting and function back."""
+    model = tiny_model(steps_per_execution=4)
+    report = rnndoctor.diagnose(model, X, y=Y, batch_size=4, **FAST)
+    window_function = model.train_function
+    pr = report.facts.probes
+    assert pr.spe_probe_not_measured is None
+    assert [p.value for p in pr.spe_probe] == [1, 4] and all(p.step_time_ms for p in pr.spe_probe)
+    paired = pr.spe_probe[1].paired
+    assert (paired.a, paired.b) == ("1", "4") and paired.pairs >= 1
+    assert paired.low <= paired.ratio <= paired.high
+    assert paired.steps_b % 4 == 0  # each timed call at 4 covers 4 steps
+    assert model.steps_per_execution == 4 and model.train_function is window_function
+
+
+def test_arrays_are_made_into_one_dataset_for_every_real_data_burst():
+    kwargs = {"x": X, "y": Y, "batch_size": 4, "sample_weight": None, "class_weight": None,
+              "shuffle": True, "steps_per_epoch": 10}  # fmt: skip
+    once = probes._arrays_once(tiny_model(), kwargs)
+    assert isinstance(once["x"], tf.data.Dataset) and once["steps_per_epoch"] == 10
+    x, y = next(iter(once["x"]))
+    assert tuple(x.shape) == (4, 8, 3) and tuple(y.shape) == (4, 1)
+    first, second = (next(iter(once["x"]))[1].numpy() for _ in range(2))
+    assert not (first == second).all()  # shuffled: each burst's iterator draws a new order
+    assert probes._arrays_once(object(), kwargs) is kwargs  # not a Keras 3 model: as they are
+    tf_dataset = {"x": once["x"], "steps_per_epoch": 10, "shuffle": False}
+    assert probes._arrays_once(tiny_model(), tf_dataset) is tf_dataset
+
+
 def test_generator_batches_are_timed_as_they_flow_and_memory_caps_the_batch_probe(monkeypatch):
     monkeypatch.setenv(memory.MEMORY_ENV, "0.001")  # less than the tiled batches themselves
     model = tiny_model()

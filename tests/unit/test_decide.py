@@ -118,3 +118,14 @@ def test_widen_rejects_bad_factors_and_ratios():
         widen(Interval(1.6, 1.2, 1.9), 0.5)
     with pytest.raises(ValueError):
         widen(Interval(0.5, 0.0, 1.0), 2.0)
+
+
+def test_a_share_interval_beyond_its_range_is_shown_clipped_and_decides_as_before():
+    # RD403 under load (issue 11): 1 - 1 / r with r widened to 0.001 gave "−97718–124%"
+    raw = Interval(0.12, -977.18, 1.24)
+    assert format_share(raw) == "12% (90% interval 0–100%, clipped to the share's range 0–100%)"
+    assert decide(raw, 0.2, higher_is_worse=True) is Decision.BELOW
+    assert describe(Decision.INCONCLUSIVE, Interval(0.3, -0.5, 0.9), kind="share") == (
+        "inconclusive: 30% (90% interval 0–90%, clipped to the share's range 0–100%)"
+    )
+    assert format_share(Interval(0.44, 0.31, 0.52)) == "44% (90% interval 31–52%)"  # no clip

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from test_rules_input_batch import facts, run
 
 from rnndoctor.engine import Status, evaluate
@@ -184,3 +185,36 @@ def test_rd403_share_is_bounded_by_the_paired_saving_when_the_probe_ran_slower()
     f.probes.spe_probe[1].paired = paired(1.82, 1.6, 2.1, 2.0, 1.1, "steps_per_execution probe")
     _, (finding,) = run(f, "RD403")  # a probe faster than the window: its share as before
     assert "37% (90% interval 31–43%)" in finding.message
+
+
+def test_rd403_at_the_users_steps_per_execution_passes_when_nothing_is_left_to_gain():
+    # tests/scripts/clean_control.py compiles with steps_per_execution=8: the probe pairs 1
+    # with 8. A 60 ms step that 8 steps per call makes 3% faster leaves (1.03 - 1) / 7 of it,
+    # 0.4%, in per-call dispatch: no larger value can gain the 20% the rule needs.
+    f = facts(step=62.0, compute=60.0, spe=8)
+    timed = paired(1.03, 0.98, 1.08, 61.8, 60.0, "steps_per_execution probe")
+    f.probes.spe_probe = [ProbePoint(1, 61.8), ProbePoint(8, 60.0, paired=timed)]
+    report = evaluate(f, select=["RD403"])
+    assert report.findings == []
+    (outcome,) = [o for o in report.outcomes if o.rule.id == "RD403"]
+    assert outcome.status is Status.PASSED
+    # ...and the report shows the pair with its interval
+    assert "steps_per_execution 8 vs 1: step time 1 / 8 = 1.03x (90% interval 0.98–1.08x" in (
+        "\n".join(build_view(report).intervals)
+    )
+
+
+def test_rd403_at_the_users_steps_per_execution_quotes_the_cost_left_and_4n():
+    # steps_per_execution=2 on a 2 ms step: 1 per call takes 3.8 ms, 2 per call 2.0 ms, so the
+    # per-call cost d = 3.6 ms, and d / 2 = 1.8 ms is left per step at 2: (1.9 - 1) / 1 = 90%
+    # of the step at 2, the most any larger value saves; 8 saves three quarters of it.
+    f = facts(step=2.0, compute=2.0, spe=2)
+    timed = paired(1.9, 1.7, 2.1, 3.8, 2.0, "steps_per_execution probe")
+    f.probes.spe_probe = [ProbePoint(1, 3.8), ProbePoint(2, 2.0, paired=timed)]
+    _, (finding,) = run(f, "RD403")
+    assert "still left at steps_per_execution=2" in finding.message
+    assert "90% (90% interval 70–100%, clipped to the share's range 0–100%)" in finding.message
+    assert finding.severity is Severity.ERROR  # 70% clears the 50% error cut-off
+    assert finding.fix.code.startswith("model.compile(..., steps_per_execution=8)")
+    assert "from the paired 1 vs 2 (Bounds), 1.35 ms less per step" in finding.gain
+    assert finding.speedup == pytest.approx(2.0 / 0.65, rel=0.01)
