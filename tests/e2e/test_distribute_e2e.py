@@ -67,6 +67,8 @@ def test_the_reports_show_the_strategy_section(mirrored):
     assert "per replica 16" in md
     html = (out / "report.html").read_text()
     assert '<section id="strategy">' in html and "<code>MirroredStrategy</code>" in html
+    line = "strategy: MirroredStrategy, 2 replicas, 1 worker, per-replica batch 16 (global 32)"
+    assert line in mirrored[0].stdout  # the terminal summary
 
 
 # -- rnndoctor check --workers 2 (MultiWorkerMirroredStrategy on 127.0.0.1) -------------------

@@ -104,3 +104,19 @@ def test_merge_command_orders_the_workers_by_their_task(tmp_path):
     assert [r["facts_file"] for r in rows] == ["from-host-0.json", "from-host-1.json"]
     assert "merged from 2 workers" in " ".join(merged["run"]["notes"])
     assert run_merge([tmp_path / "missing.json"], cli, Console()) == ExitCode.USAGE
+
+
+def test_the_terminal_summary_gives_the_strategy_line():
+    from rnndoctor.engine import evaluate
+    from rnndoctor.reports.terminal import summary_lines
+
+    doc = json.loads((DATA / "straggler-custom-loop.json").read_text())
+    facts = Facts.from_dict(doc)
+    lines = summary_lines(evaluate(facts))
+    st = doc["strategy"]
+    assert (
+        f"strategy: MultiWorkerMirroredStrategy, 2 replicas, 2 workers, per-replica batch "
+        f"{st['per_replica_batch_size']} (global {st['global_batch_size']})"
+    ) in lines
+    facts.strategy = None
+    assert not any(line.startswith("strategy:") for line in summary_lines(evaluate(facts)))
