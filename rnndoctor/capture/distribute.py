@@ -551,3 +551,31 @@ def trace_facts(session: CaptureSession, facts: StrategyFacts) -> None:
         environment = session.facts.environment
         gpus = environment.gpu_count if environment else 0
         session.facts.profile = summarize_profile(logdir, 0, gpus)
+
+
+_SPE_FAILURE = "InvalidArgumentError"  # the multi-step function's failure under a strategy
+
+
+def spe_failure(model: Any, points: list[Any]) -> str | None:
+    """Why the steps_per_execution probe measured nothing under a strategy, or None.
+
+    Keras 3's multi-step train function (``multi_step_on_iterator`` in
+    ``keras/src/backend/tensorflow/trainer.py``) calls ``strategy.run`` inside a ``tf.cond`` in
+    a ``tf.while_loop``; under ``MirroredStrategy`` with several replicas that graph fails with
+    ``InvalidArgumentError: You must feed a value for placeholder tensor
+    '.../while/cond/Placeholder'`` (TF 2.21, Keras 3.15, measured here), and so does the
+    user's own ``fit`` at any ``steps_per_execution`` above 1. Decided from the probe's own
+    failure (``points``: ``ProbeFacts.spe_probe``), not from a version.
+    """
+    strategy = getattr(model, "distribute_strategy", None)
+    replicas = int(getattr(strategy, "num_replicas_in_sync", 1) or 1)
+    failed = next((p for p in points if p.value > 1 and _SPE_FAILURE in (p.stopped or "")), None)
+    if failed is None or replicas <= 1:
+        return None
+    return (
+        f"not measured: Keras' train function for steps_per_execution {failed.value} "
+        f"(multi_step_on_iterator, keras/src/backend/tensorflow/trainer.py) fails under "
+        f"{type(strategy).__name__} with {replicas} replicas ({_SPE_FAILURE}: a placeholder of "
+        "strategy.run inside its tf.while_loop is never fed), so fit with steps_per_execution "
+        "> 1 would fail the same way under this strategy"
+    )

@@ -71,6 +71,37 @@ def test_the_reports_show_the_strategy_section(mirrored):
     assert line in mirrored[0].stdout  # the terminal summary
 
 
+@pytest.fixture(scope="module")
+def mirrored_probes(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
+    """The same script with the probes on (batch-size and steps_per_execution)."""
+    out = tmp_path_factory.mktemp("mirrored_probes") / "r"
+    result = subprocess.run(
+        [sys.executable, "-m", "rnndoctor", "check", str(SCRIPTS / "mirrored_lstm.py"),
+         "--out", str(out), "--format", "json", "--fail-on", "never", *FAST,
+         "--timeout", "100", "--profile-steps", "0"],  # the probes' budgets: shares of it
+        cwd=out.parent, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, COLUMNS="200"),
+    )  # fmt: skip
+    report = out / "report.json"
+    return result, json.loads(report.read_text()) if report.is_file() else {}
+
+
+def test_rd702_end_to_end_a_small_per_replica_batch(mirrored_probes):
+    result, doc = mirrored_probes
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len([p for p in doc["facts"]["probes"]["batch_probe"] if p["samples_per_s"]]) >= 2
+    (rd702,) = [f for f in doc["findings"] if f["rule_id"] == "RD702"]
+    assert "Per-replica batch 16 (global 32 over 2 replicas)" in rd702["message"]
+
+
+def test_the_steps_per_execution_probe_under_mirrored_strategy_says_why(mirrored_probes):
+    _, doc = mirrored_probes
+    why = doc["facts"]["probes"]["spe_probe_not_measured"]
+    assert why.startswith("not measured: Keras' train function for steps_per_execution 16")
+    assert "MirroredStrategy with 2 replicas (InvalidArgumentError" in why
+    assert "RD403" not in {f["rule_id"] for f in doc["findings"]}
+
+
 # -- rnndoctor check --workers 2 (MultiWorkerMirroredStrategy on 127.0.0.1) -------------------
 
 
