@@ -61,7 +61,7 @@ def run_check(
     child = supervise(script, script_args, options, paths, console)
     (paths.out / _FACTS_TMP).unlink(missing_ok=True)  # a save the kill cut short
     if options.redact:
-        _redact_log(paths.log, script, console)
+        redact_log(paths.log, script, console)
     try:
         facts = Facts.load(paths.facts)
     except (OSError, ValueError) as exc:
@@ -159,7 +159,7 @@ def supervise(
     return supervisor.Supervisor(command, paths.log, paths.facts, timeout, extra_env=env).run()
 
 
-def _redact_log(log_path: Path, script: Path, console: Console) -> None:
+def redact_log(log_path: Path, script: Path, console: Console) -> None:
     """Redacts ``script.log`` in place (``--redact``), as the reports are redacted."""
     from rnndoctor.redact import redact_file
 

@@ -44,11 +44,14 @@ def run_launched_check(
     """One worker's check (the arguments are :func:`rnndoctor.cli.check.run_check`'s, and its
     ``TF_CONFIG`` task); the chief's exit code is the merged report's, as a plain check maps
     it; another worker's is its own run's."""
-    from rnndoctor.cli.check import CheckPaths, prepare_out, settle, supervise, validate
+    from rnndoctor.cli import check
     from rnndoctor.cli.workers import TRACE_MS
 
-    options = validate(script, cli, console)
+    options = check.validate(script, cli, console)
     if options is None:
+        return ExitCode.USAGE
+    if options.verify:
+        console.error("--verify runs a single process: not under a multi-worker TF_CONFIG")
         return ExitCode.USAGE
     try:
         ports = cluster.profiler_ports(task, os.environ)
@@ -56,7 +59,7 @@ def run_launched_check(
         console.error(str(exc))
         return ExitCode.USAGE
     out = Path(options.out).resolve()
-    if task.index == 0 and prepare_out(options, console) is None:
+    if task.index == 0 and check.prepare_out(options, console) is None:
         return ExitCode.USAGE
     folder = out / "workers" / f"worker-{task.index}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -67,17 +70,20 @@ def run_launched_check(
     env = cluster.worker_environment(task.index, ports, task.hosts, str(out), TRACE_MS)
     child_options = dataclasses.replace(options, out=str(folder), no_probes=True, profile_steps=0)
     console.say(f"rnndoctor: worker {task.index} of {task.count} (TF_CONFIG)", err=True)
-    child = supervise(script, script_args, child_options, CheckPaths(folder), console, env)
+    paths = check.CheckPaths(folder)
+    child = check.supervise(script, script_args, child_options, paths, console, env)
+    if options.redact:
+        check.redact_log(paths.log, script, console)
     try:
         facts = Facts.load(folder / "facts.json")
     except (OSError, ValueError):
         facts = None
     if facts is not None:
-        settle(facts, child, options.timeout)
+        check.settle(facts, child, options.timeout)
         facts.save(mine)
     if task.index != 0:
         return _worker_done(facts, child, options, folder, mine, console)
-    return _chief_merge(task, facts, child, options, started, console)
+    return chief_merge(task, facts, child, options, started, console)
 
 
 def _worker_done(
@@ -126,7 +132,7 @@ def wait_for_facts(
     return loaded, why
 
 
-def _chief_merge(
+def chief_merge(
     task: cluster.LaunchedTask,
     facts: Facts | None,
     child: supervisor.ChildRun,

@@ -120,3 +120,24 @@ def test_the_terminal_summary_gives_the_strategy_line():
     ) in lines
     facts.strategy = None
     assert not any(line.startswith("strategy:") for line in summary_lines(evaluate(facts)))
+
+
+def test_the_chief_writes_a_partial_report_naming_the_worker_that_did_not_arrive(
+    tmp_path, monkeypatch
+):
+    from rnndoctor.cli.launched import chief_merge
+    from rnndoctor.cli.supervisor import ChildRun
+    from rnndoctor.options import Options
+
+    chief = Facts.from_dict(json.loads((DATA / "straggler-custom-loop.json").read_text()))
+    chief.strategy.per_worker = chief.strategy.per_worker[:1]
+    task = cluster.LaunchedTask(index=0, hosts=("127.0.0.1",) * 2, ports=(2222, 2223))
+    options = Options(out=str(tmp_path), format=["json"], fail_on="never")
+    monkeypatch.setenv(cluster.MERGE_WAIT_VAR, "0.3")
+    code = chief_merge(task, chief, ChildRun(status=0), options, time.time(), Console())
+    assert code == ExitCode.OK
+    facts = json.loads((tmp_path / "report.json").read_text())["facts"]
+    (_, missing) = facts["strategy"]["per_worker"]
+    assert missing["outcome"] == "no facts"
+    assert missing["message"] == "not merged: worker 1's facts did not arrive within 0.3 s"
+    assert any(n.startswith("not merged: worker 1's facts") for n in facts["run"]["notes"])
