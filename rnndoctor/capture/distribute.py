@@ -440,18 +440,21 @@ def _split(totals: dict[str, tuple[float, int]]) -> tuple[float, float, float]:
 
 def traced_rows(facts: StrategyFacts, files: list[str], services: str) -> None:
     """Per worker, from its host's xplane file in the merged run: ``facts.traced`` and
-    ``facts.collective_share`` (a host named ``127.0.0.1_<port>`` is the worker whose profiler
-    server has that port in ``services``, in worker order)."""
+    ``facts.collective_share`` (a file ``<host>_<port>.xplane.pb`` is the worker whose address
+    is ``grpc://<host>:<port>`` in ``services``, in worker order; else the one with that port)."""
     from rnndoctor.capture.profile import host_op_times
 
-    ports = [s.rsplit(":", 1)[-1] for s in services.split(",") if s]
+    addresses = [s.split("://", 1)[-1] for s in services.split(",") if s]
+    names = [a.replace(":", "_") for a in addresses]  # the file of grpc://h:p is h_p.xplane.pb
+    ports = [a.rsplit(":", 1)[-1] for a in addresses]
     duration = float(os.environ.get(cluster.TRACE_MS_VAR, "0") or 0) or None
     busy = collective_all = 0.0
     for path in files:
         host = os.path.basename(path)[: -len(".xplane.pb")]
         port = host.rsplit("_", 1)[-1]
-        if port not in ports:
+        if host not in names and port not in ports:
             continue
+        index = names.index(host) if host in names else ports.index(port)
         try:
             collective, inputs, compute = _split(host_op_times(path))
         except Exception as exc:
@@ -461,8 +464,8 @@ def traced_rows(facts: StrategyFacts, files: list[str], services: str) -> None:
         busy, collective_all = busy + total, collective_all + collective
         facts.traced.append(
             WorkerFacts(
-                index=ports.index(port),
-                task=f"worker:{ports.index(port)}",
+                index=index,
+                task=f"worker:{index}",
                 traced_host=host,
                 traced_ms=duration,
                 collective_ms=round(collective / 1000, 3),
