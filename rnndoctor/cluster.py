@@ -1,7 +1,9 @@
-"""A local multi-worker cluster for ``rnndoctor check --workers N``: its ``TF_CONFIG``, the
-environment each worker's capture reads, and the merge of the workers' facts. Pure (no
-TensorFlow): the CLI's launcher (:mod:`rnndoctor.cli.workers`) and the capture's
-:mod:`rnndoctor.capture.distribute` share these names.
+"""A multi-worker cluster for ``rnndoctor check``: the local one of ``--workers N`` (its
+``TF_CONFIG``), the task of a worker the user's own launcher started (:func:`launched_task`,
+:func:`profiler_ports`), the environment each worker's capture reads, and the merge of the
+workers' facts. Pure (no TensorFlow): the CLI (:mod:`rnndoctor.cli.workers`,
+:mod:`rnndoctor.cli.launched`) and the capture's :mod:`rnndoctor.capture.distribute` share
+these names.
 
 Every address is on the loopback interface (``LOOPBACK``): the ports come from the kernel
 (``bind(("127.0.0.1", 0))``), so they are free when chosen.

@@ -89,10 +89,10 @@ def test_the_chief_waits_a_bounded_time_and_leaves_an_earlier_jobs_facts(tmp_pat
 
 def test_merge_command_orders_the_workers_by_their_task(tmp_path):
     doc = json.loads((DATA / "straggler-custom-loop.json").read_text())
-    files = []
+    files, rows = [], doc["strategy"]["per_worker"]  # each worker's own row, as it saves it
     for i in (1, 0):  # given out of order
         doc["strategy"]["task_id"] = i
-        doc["strategy"]["per_worker"] = [doc["strategy"]["per_worker"][0] | {"index": 0}]
+        doc["strategy"]["per_worker"] = [rows[i] | {"index": 0}]
         path = tmp_path / f"from-host-{i}.json"
         path.write_text(json.dumps(doc))
         files.append(path)
@@ -102,8 +102,29 @@ def test_merge_command_orders_the_workers_by_their_task(tmp_path):
     merged = json.loads((out / "report.json").read_text())["facts"]
     rows = merged["strategy"]["per_worker"]
     assert [r["facts_file"] for r in rows] == ["from-host-0.json", "from-host-1.json"]
+    assert [r["task"] for r in rows] == ["worker:0", "worker:1"]
     assert "merged from 2 workers" in " ".join(merged["run"]["notes"])
     assert run_merge([tmp_path / "missing.json"], cli, Console()) == ExitCode.USAGE
+    from typer.testing import CliRunner
+
+    from rnndoctor.cli.app import app
+
+    again = tmp_path / "again"
+    result = CliRunner().invoke(app, ["merge", *map(str, files), "--out", str(again),
+                                      "--format", "md", "--fail-on", "warning"])  # fmt: skip
+    assert result.exit_code == ExitCode.FINDINGS, result.output  # RD701 is a warning there
+    assert "| 1 | worker:1 |" in (again / "report.md").read_text()
+
+
+def test_a_tf_config_that_cannot_be_read_is_a_usage_error(tmp_path):
+    from typer.testing import CliRunner
+
+    from rnndoctor.cli.app import app
+
+    script = tmp_path / "train.py"
+    script.write_text("print('never run')\n")
+    result = CliRunner(env={"TF_CONFIG": "{not json"}).invoke(app, ["check", str(script)])
+    assert result.exit_code == ExitCode.USAGE and "TF_CONFIG cannot be read" in result.output
 
 
 def test_the_terminal_summary_gives_the_strategy_line():
