@@ -78,7 +78,7 @@ def mirrored_probes(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict
     result = subprocess.run(
         [sys.executable, "-m", "rnndoctor", "check", str(SCRIPTS / "mirrored_lstm.py"),
          "--out", str(out), "--format", "json", "--fail-on", "never", *FAST,
-         "--timeout", "100", "--profile-steps", "0"],  # the probes' budgets: shares of it
+         "--profile-steps", "0"],
         cwd=out.parent, capture_output=True, text=True, timeout=300,
         env=dict(os.environ, COLUMNS="200"),
     )  # fmt: skip
@@ -250,6 +250,8 @@ def test_workers_of_the_users_launcher_one_merged_report_and_one_trace(launched)
     assert st["distributed_by"] == "experimental_distribute_dataset"
     assert not (out / "workers" / "worker-1" / "report.json").exists()  # the chief reports
     assert "the chief (worker 0) merges the report" in outputs[1]
+    line = "strategy: MultiWorkerMirroredStrategy, 2 replicas, 2 workers, per-replica batch 8"
+    assert line in outputs[0]  # the chief's terminal summary
     (rd701,) = [f for f in doc["findings"] if f["rule_id"] == "RD701"]
     assert "worker 1 (worker:1) is a straggler" in rd701["message"]
     assert left == []
