@@ -27,6 +27,8 @@ def summary_lines(
             f"{ms(steps.p90_step_time_ms)} over {n} step{'' if n == 1 else 's'}"
             + (f" ({steps.samples_per_s:.0f} samples/s)" if steps.samples_per_s else "")
         )
+    if facts.strategy is not None:
+        lines.append(_strategy_line(facts))
     if view.noisy:
         lines.append(view.noisy)
     lines += [f"probe: {line}" for line in view.intervals]
@@ -41,6 +43,27 @@ def summary_lines(
     for fmt, path in (written or {}).items():
         lines.append(f"{fmt} report: {path}")
     return lines
+
+
+def _strategy_line(facts: Facts) -> str:
+    """``strategy: MirroredStrategy, 2 replicas, 1 worker, per-replica batch 16 (global 32)``."""
+    st = facts.strategy
+    if st.not_measured and st.strategy == "not seen":
+        return f"strategy: not seen ({st.not_measured})"
+
+    def count(n: int, word: str) -> str:
+        return f"{n} {word}{'' if n == 1 else 's'}"
+
+    batch = (
+        f"per-replica batch {st.per_replica_batch_size}"
+        if st.per_replica_batch_size is not None
+        else "per-replica batch not measured"
+    )
+    if st.global_batch_size is not None:
+        batch += f" (global {st.global_batch_size})"
+    return f"strategy: {st.strategy}, {count(st.replicas, 'replica')}, " + (
+        f"{count(st.workers, 'worker')}, {batch}"
+    )
 
 
 def _rule_lines(view: ReportView) -> list[str]:

@@ -1,7 +1,9 @@
-"""A local multi-worker cluster for ``rnndoctor check --workers N``: its ``TF_CONFIG``, the
-environment each worker's capture reads, and the merge of the workers' facts. Pure (no
-TensorFlow): the CLI's launcher (:mod:`rnndoctor.cli.workers`) and the capture's
-:mod:`rnndoctor.capture.distribute` share these names.
+"""A multi-worker cluster for ``rnndoctor check``: the local one of ``--workers N`` (its
+``TF_CONFIG``), the task of a worker the user's own launcher started (:func:`launched_task`,
+:func:`profiler_ports`), the environment each worker's capture reads, and the merge of the
+workers' facts. Pure (no TensorFlow): the CLI (:mod:`rnndoctor.cli.workers`,
+:mod:`rnndoctor.cli.launched`) and the capture's :mod:`rnndoctor.capture.distribute` share
+these names.
 
 Every address is on the loopback interface (``LOOPBACK``): the ports come from the kernel
 (``bind(("127.0.0.1", 0))``), so they are free when chosen.
@@ -22,8 +24,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rnndoctor.facts import Facts, StrategyFacts, WorkerFacts
 
@@ -34,6 +37,12 @@ TRACE_SERVICES_VAR = "RNNDOCTOR_TRACE_SERVICES"
 TRACE_LOGDIR_VAR = "RNNDOCTOR_TRACE_LOGDIR"
 TRACE_MS_VAR = "RNNDOCTOR_TRACE_MS"
 WORKER_FACTS = "facts-worker-{}.json"  # each worker's facts, next to the merged report
+# a worker started by the user's own launcher (TF_CONFIG set, no --workers): its profiler port
+PROFILER_PORTS_VAR = "RNNDOCTOR_PROFILER_PORTS"  # one per task, in task order, comma-separated
+PROFILER_OFFSET_VAR = "RNNDOCTOR_PROFILER_PORT_OFFSET"  # else: its TF_CONFIG port + this
+PROFILER_OFFSET = 1000
+MERGE_WAIT_VAR = "RNNDOCTOR_MERGE_WAIT_S"  # how long the chief waits for the others' facts
+MERGE_WAIT_S = 60.0
 # the WorkerFacts fields that the chief's trace fills (StrategyFacts.traced)
 _TRACED_FIELDS = (
     "traced_host", "traced_ms", "collective_ms", "input_ms", "compute_ms",
@@ -69,9 +78,97 @@ def tf_config(ports: Sequence[int], index: int) -> str:
     return json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
 
 
-def trace_services(profiler_ports: Sequence[int]) -> str:
-    """The service addresses ``tf.profiler.experimental.client.trace`` takes for all workers."""
-    return ",".join(f"grpc://{LOOPBACK}:{p}" for p in profiler_ports)
+def trace_services(profiler_ports: Sequence[int], hosts: Sequence[str] | None = None) -> str:
+    """The service addresses ``tf.profiler.experimental.client.trace`` takes for all workers
+    (``hosts``: one per port, ``LOOPBACK`` when not given)."""
+    hosts = hosts or [LOOPBACK] * len(profiler_ports)
+    return ",".join(f"grpc://{h}:{p}" for h, p in zip(hosts, profiler_ports, strict=True))
+
+
+def worker_environment(
+    index: int, profiler_ports: Sequence[int], hosts: Sequence[str], out: str, trace_ms: int
+) -> dict[str, str]:
+    """The variables the capture of worker ``index`` reads (this module's docstring): its
+    profiler port, the trace-done file under ``<out>/workers/``, and for worker 0 the trace of
+    all workers into ``<out>/profile``. ``trace_ms``: the trace's duration, ms."""
+    env = {
+        PROFILER_PORT_VAR: str(profiler_ports[index]),
+        TRACE_DONE_VAR: os.path.join(out, "workers", "trace.done"),
+    }
+    if index == 0:
+        env[TRACE_SERVICES_VAR] = trace_services(profiler_ports, hosts)
+        env[TRACE_LOGDIR_VAR] = os.path.join(out, "profile")
+        env[TRACE_MS_VAR] = str(trace_ms)
+    return env
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchedTask:
+    """This process's place in a cluster its ``TF_CONFIG`` describes (the user's launcher).
+
+    Attributes:
+        index: the task's worker index: the chief is 0 and ``worker`` ``i`` is ``i + 1`` when
+            the cluster has a ``chief``, else ``worker`` ``i`` is ``i`` (TensorFlow's order:
+            ``id_in_cluster`` in ``tensorflow/python/distribute/multi_worker_util.py``).
+        hosts: each task's host, in index order; ``ports``: each task's ``TF_CONFIG`` port.
+    """
+
+    index: int
+    hosts: tuple[str, ...]
+    ports: tuple[int, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.hosts)
+
+
+def launched_task(environ: Mapping[str, str]) -> LaunchedTask | None:
+    """The task of a multi-worker ``TF_CONFIG`` in ``environ``; None without one, for a
+    cluster of one task, or a task that is neither ``chief`` nor ``worker``.
+
+    Raises:
+        ValueError: ``TF_CONFIG`` is not JSON, or an address has no ``host:port``.
+    """
+    text = environ.get("TF_CONFIG")
+    if not text:
+        return None
+    config = json.loads(text)
+    spec, task = config.get("cluster") or {}, config.get("task") or {}
+    addresses = list(spec.get("chief") or []) + list(spec.get("worker") or [])
+    kind, number = task.get("type"), int(task.get("index", 0))
+    if len(addresses) < 2 or kind not in ("chief", "worker"):
+        return None
+    index = number + (1 if kind == "worker" and spec.get("chief") else 0)
+    hosts, ports = zip(*(_host_port(a) for a in addresses), strict=True)
+    return LaunchedTask(index=index, hosts=tuple(hosts), ports=tuple(ports))
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"TF_CONFIG address {address!r} is not host:port")
+    return host, int(port)
+
+
+def profiler_ports(task: LaunchedTask, environ: Mapping[str, str]) -> list[int]:
+    """Every task's profiler server port: ``PROFILER_PORTS_VAR`` (one per task, in index
+    order), else each task's ``TF_CONFIG`` port plus ``PROFILER_OFFSET_VAR`` (default
+    ``PROFILER_OFFSET``). Every worker derives the same list, so no worker needs another's word.
+
+    Raises:
+        ValueError: the list has the wrong length, or a port is outside 1..65535.
+    """
+    given = environ.get(PROFILER_PORTS_VAR)
+    if given:
+        ports = [int(p) for p in given.split(",") if p.strip()]
+        if len(ports) != task.count:
+            raise ValueError(f"{PROFILER_PORTS_VAR} has {len(ports)} ports for {task.count} tasks")
+    else:
+        offset = int(environ.get(PROFILER_OFFSET_VAR) or PROFILER_OFFSET)
+        ports = [p + offset for p in task.ports]
+    if any(not 0 < p < 65536 for p in ports):
+        raise ValueError(f"profiler port out of range: {ports} (set {PROFILER_PORTS_VAR})")
+    return ports
 
 
 def worker_of(facts: Facts | None, index: int, facts_file: str) -> WorkerFacts:

@@ -85,7 +85,7 @@ from __future__ import annotations
 from rnndoctor.decide import Decision, decide, describe
 from rnndoctor.facts import Facts, ProbePoint
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
-from rnndoctor.rules import Option, OptionValues, finding, rule
+from rnndoctor.rules import NotEvaluated, Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
 from rnndoctor.rules import _rewrite as rw
 from rnndoctor.stats import Interval
@@ -189,6 +189,9 @@ def _basis(point: ProbePoint) -> str:
 def check(facts: Facts, options: OptionValues) -> list[Finding]:
     spe = facts.fit.steps_per_execution or 1
     points = {p.value: p for p in facts.probes.spe_probe if p.step_time_ms}
+    if (1 not in points or len(points) < 2) and facts.strategy is not None:
+        if facts.probes.spe_probe_not_measured:  # e.g. Keras' multi-step function fails there
+            raise NotEvaluated(facts.probes.spe_probe_not_measured)
     if 1 not in points or len(points) < 2:
         return []
     one = points[1]

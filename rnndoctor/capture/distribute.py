@@ -440,18 +440,21 @@ def _split(totals: dict[str, tuple[float, int]]) -> tuple[float, float, float]:
 
 def traced_rows(facts: StrategyFacts, files: list[str], services: str) -> None:
     """Per worker, from its host's xplane file in the merged run: ``facts.traced`` and
-    ``facts.collective_share`` (a host named ``127.0.0.1_<port>`` is the worker whose profiler
-    server has that port in ``services``, in worker order)."""
+    ``facts.collective_share`` (a file ``<host>_<port>.xplane.pb`` is the worker whose address
+    is ``grpc://<host>:<port>`` in ``services``, in worker order; else the one with that port)."""
     from rnndoctor.capture.profile import host_op_times
 
-    ports = [s.rsplit(":", 1)[-1] for s in services.split(",") if s]
+    addresses = [s.split("://", 1)[-1] for s in services.split(",") if s]
+    names = [a.replace(":", "_") for a in addresses]  # the file of grpc://h:p is h_p.xplane.pb
+    ports = [a.rsplit(":", 1)[-1] for a in addresses]
     duration = float(os.environ.get(cluster.TRACE_MS_VAR, "0") or 0) or None
     busy = collective_all = 0.0
     for path in files:
         host = os.path.basename(path)[: -len(".xplane.pb")]
         port = host.rsplit("_", 1)[-1]
-        if port not in ports:
+        if host not in names and port not in ports:
             continue
+        index = names.index(host) if host in names else ports.index(port)
         try:
             collective, inputs, compute = _split(host_op_times(path))
         except Exception as exc:
@@ -461,8 +464,8 @@ def traced_rows(facts: StrategyFacts, files: list[str], services: str) -> None:
         busy, collective_all = busy + total, collective_all + collective
         facts.traced.append(
             WorkerFacts(
-                index=ports.index(port),
-                task=f"worker:{ports.index(port)}",
+                index=index,
+                task=f"worker:{index}",
                 traced_host=host,
                 traced_ms=duration,
                 collective_ms=round(collective / 1000, 3),
@@ -551,3 +554,31 @@ def trace_facts(session: CaptureSession, facts: StrategyFacts) -> None:
         environment = session.facts.environment
         gpus = environment.gpu_count if environment else 0
         session.facts.profile = summarize_profile(logdir, 0, gpus)
+
+
+_SPE_FAILURE = "InvalidArgumentError"  # the multi-step function's failure under a strategy
+
+
+def spe_failure(model: Any, points: list[Any]) -> str | None:
+    """Why the steps_per_execution probe measured nothing under a strategy, or None.
+
+    Keras 3's multi-step train function (``multi_step_on_iterator`` in
+    ``keras/src/backend/tensorflow/trainer.py``) calls ``strategy.run`` inside a ``tf.cond`` in
+    a ``tf.while_loop``; under ``MirroredStrategy`` with several replicas that graph fails with
+    ``InvalidArgumentError: You must feed a value for placeholder tensor
+    '.../while/cond/Placeholder'`` (TF 2.21, Keras 3.15, measured here), and so does the
+    user's own ``fit`` at any ``steps_per_execution`` above 1. Decided from the probe's own
+    failure (``points``: ``ProbeFacts.spe_probe``), not from a version.
+    """
+    strategy = getattr(model, "distribute_strategy", None)
+    replicas = int(getattr(strategy, "num_replicas_in_sync", 1) or 1)
+    failed = next((p for p in points if p.value > 1 and _SPE_FAILURE in (p.stopped or "")), None)
+    if failed is None or replicas <= 1:
+        return None
+    return (
+        f"not measured: Keras' train function for steps_per_execution {failed.value} "
+        f"(multi_step_on_iterator, keras/src/backend/tensorflow/trainer.py) fails under "
+        f"{type(strategy).__name__} with {replicas} replicas ({_SPE_FAILURE}: a placeholder of "
+        "strategy.run inside its tf.while_loop is never fed), so fit with steps_per_execution "
+        "> 1 would fail the same way under this strategy"
+    )

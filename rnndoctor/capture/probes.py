@@ -1278,3 +1278,8 @@ def _spe_probe(
     finally:
         model.steps_per_execution = saved["steps_per_execution"]
         model.train_function = saved["train_function"]
+    from rnndoctor.capture import distribute  # under a tf.distribute strategy
+
+    reason = distribute.spe_failure(model, probes.spe_probe)
+    if reason:
+        probes.spe_probe_not_measured = reason

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand
 
-from rnndoctor import __version__
+from rnndoctor import __version__, cluster
 from rnndoctor.cli.console import Console
 from rnndoctor.options import DEFAULTS, FAIL_ON, FORMATS, ExitCode
 
@@ -223,7 +223,23 @@ def check(
 
         args = list(script_args or [])
         raise typer.Exit(run_workers_check(script, args, cli, _console(ctx, debug)))
+    task = _launched_task(ctx)
+    if task is not None:  # one worker of the user's own launcher (a multi-worker TF_CONFIG)
+        from rnndoctor.cli.launched import run_launched_check
+
+        args = list(script_args or [])
+        raise typer.Exit(run_launched_check(script, args, cli, task, _console(ctx, debug)))
     raise typer.Exit(run_check(script, list(script_args or []), cli, _console(ctx, debug)))
+
+
+def _launched_task(ctx: typer.Context) -> cluster.LaunchedTask | None:
+    """This process's task in a multi-worker ``TF_CONFIG``; a usage error (exit 2) for a
+    ``TF_CONFIG`` that cannot be read."""
+    try:
+        return cluster.launched_task(os.environ)
+    except (ValueError, TypeError, AttributeError) as exc:
+        _console(ctx).error(f"TF_CONFIG cannot be read: {exc}")
+        raise typer.Exit(ExitCode.USAGE) from None
 
 
 def example_path(fixed: bool = False) -> Path:
@@ -283,6 +299,33 @@ def report(
     cli = dict(out=out, fail_on=fail_on, format=formats, select=select, ignore=ignore,
                redact=redact)  # fmt: skip
     raise typer.Exit(run_report(facts_file, cli, _console(ctx)))
+
+
+@app.command(epilog=EXIT_CODES_HELP)
+def merge(
+    ctx: typer.Context,
+    facts_files: Annotated[
+        list[Path], typer.Argument(help="The workers' facts-worker-<i>.json files.")
+    ],
+    out: Annotated[
+        str | None, typer.Option("--out", help="Output directory [the first file's folder].")
+    ] = None,
+    fail_on: FailOn = None,
+    formats: Formats = None,
+    select: Select = None,
+    ignore: Ignore = None,
+    redact: Redact = None,
+) -> None:
+    """Merge the facts of a multi-worker job's workers into one report, offline.
+
+    For workers on hosts without a shared --out: copy each worker's facts-worker-<i>.json to
+    one machine, then merge them here (no TensorFlow needed).
+    """
+    from rnndoctor.cli.launched import run_merge
+
+    cli = dict(out=out, fail_on=fail_on, format=formats, select=select, ignore=ignore,
+               redact=redact)  # fmt: skip
+    raise typer.Exit(run_merge(facts_files, cli, _console(ctx)))
 
 
 @app.command()

@@ -61,7 +61,7 @@ def run_check(
     child = supervise(script, script_args, options, paths, console)
     (paths.out / _FACTS_TMP).unlink(missing_ok=True)  # a save the kill cut short
     if options.redact:
-        _redact_log(paths.log, script, console)
+        redact_log(paths.log, script, console)
     try:
         facts = Facts.load(paths.facts)
     except (OSError, ValueError) as exc:
@@ -141,19 +141,25 @@ def prepare_out(options: Options, console: Console) -> CheckPaths | None:
 
 
 def supervise(
-    script: Path, script_args: list[str], options: Options, paths: CheckPaths, console: Console
+    script: Path,
+    script_args: list[str],
+    options: Options,
+    paths: CheckPaths,
+    console: Console,
+    env: Mapping[str, str] | None = None,
 ) -> supervisor.ChildRun:
-    """Runs the capture child on the script under the supervisor (progress, timeout, kill)."""
+    """Runs the capture child on the script under the supervisor (progress, timeout, kill);
+    ``env``: variables added to its environment."""
     child_options = dataclasses.replace(options, out=str(paths.out))
     command = supervisor.capture_command(script, script_args, child_options)
     console.say(f"rnndoctor: running {script} (script output: {paths.log})", err=True)
     if options.config_file:
         console.say(f"rnndoctor: options from {options.config_file} [tool.rnndoctor]", err=True)
     timeout = options.timeout if options.timeout is not None else float("inf")
-    return supervisor.Supervisor(command, paths.log, paths.facts, timeout).run()
+    return supervisor.Supervisor(command, paths.log, paths.facts, timeout, extra_env=env).run()
 
 
-def _redact_log(log_path: Path, script: Path, console: Console) -> None:
+def redact_log(log_path: Path, script: Path, console: Console) -> None:
     """Redacts ``script.log`` in place (``--redact``), as the reports are redacted."""
     from rnndoctor.redact import redact_file
 
@@ -245,12 +251,13 @@ def render_and_summarise(
 def exit_code(
     facts: Facts,
     child: supervisor.ChildRun,
-    report: Report,
+    report: Report | None,
     options: Options,
     paths: CheckPaths,
     console: Console,
 ) -> ExitCode:
-    """The check's exit code, with the one-line error (and the log's tail) for a failure."""
+    """The check's exit code, with the one-line error (and the log's tail) for a failure
+    (``report``: None for a run whose findings another report gives: never ``FINDINGS``)."""
     run = facts.run
     if child.timed_out or child.interrupted:
         if child.timed_out:
@@ -275,6 +282,8 @@ def exit_code(
             f"'{run.phase}'; see {paths.log}"
         )
         return ExitCode.INTERNAL
+    if report is None:
+        return ExitCode.OK
     return ExitCode.FINDINGS if fails(report, options.fail_on) else ExitCode.OK
 
 

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,8 @@ class Supervisor:
         facts_path: the ``facts.json`` it saves after each phase (read for the progress).
         timeout_s: seconds before the whole process tree is killed.
         quiet: no phase display (``--verify``'s A/B runs, many in a row).
+        extra_env: variables added to the child's environment (a launched worker's, see
+            :mod:`rnndoctor.cli.launched`).
     """
 
     def __init__(
@@ -73,12 +75,14 @@ class Supervisor:
         facts_path: Path,
         timeout_s: float,
         quiet: bool = False,
+        extra_env: Mapping[str, str] | None = None,
     ) -> None:
         self.command = list(command)
         self.log_path = log_path
         self.facts_path = facts_path
         self.timeout_s = timeout_s
         self.quiet = quiet
+        self.extra_env = dict(extra_env or {})
         self.run_id = uuid.uuid4().hex
 
     def environment(self) -> dict[str, str]:
@@ -86,6 +90,7 @@ class Supervisor:
         # No bytecode caches: the script's own modules would get __pycache__ folders in its tree.
         env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
         env[RUN_ID_VAR] = self.run_id
+        env.update(self.extra_env)
         return env
 
     def run(self) -> ChildRun:

@@ -38,7 +38,7 @@ from rnndoctor.options import ExitCode, Options
 
 _PEER_GRACE_S = 15.0  # after one worker failed, how long the others may take to end
 _POLL_S = 0.2
-_TRACE_MS = 1500  # the chief's trace of all workers, ms (the steps run, then they wait for it)
+TRACE_MS = 1500  # the chief's trace of all workers, ms (the steps run, then they wait for it)
 
 
 @dataclasses.dataclass
@@ -59,12 +59,8 @@ def _environment(
     env["PYTHONFAULTHANDLER"] = "1"  # a worker that crashes in native code shows its Python stack
     env[supervisor.RUN_ID_VAR] = run_id
     env["TF_CONFIG"] = cluster.tf_config(ports, index)
-    env[cluster.PROFILER_PORT_VAR] = str(profiler_ports[index])
-    env[cluster.TRACE_DONE_VAR] = str(out / "workers" / "trace.done")
-    if index == 0:
-        env[cluster.TRACE_SERVICES_VAR] = cluster.trace_services(profiler_ports)
-        env[cluster.TRACE_LOGDIR_VAR] = str(out / "profile")
-        env[cluster.TRACE_MS_VAR] = str(_TRACE_MS)
+    hosts = [cluster.LOOPBACK] * len(ports)
+    env.update(cluster.worker_environment(index, profiler_ports, hosts, str(out), TRACE_MS))
     return env
 
 

@@ -67,6 +67,39 @@ def test_the_reports_show_the_strategy_section(mirrored):
     assert "per replica 16" in md
     html = (out / "report.html").read_text()
     assert '<section id="strategy">' in html and "<code>MirroredStrategy</code>" in html
+    line = "strategy: MirroredStrategy, 2 replicas, 1 worker, per-replica batch 16 (global 32)"
+    assert line in mirrored[0].stdout  # the terminal summary
+
+
+@pytest.fixture(scope="module")
+def mirrored_probes(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
+    """The same script with the probes on (batch-size and steps_per_execution)."""
+    out = tmp_path_factory.mktemp("mirrored_probes") / "r"
+    result = subprocess.run(
+        [sys.executable, "-m", "rnndoctor", "check", str(SCRIPTS / "mirrored_lstm.py"),
+         "--out", str(out), "--format", "json", "--fail-on", "never", *FAST,
+         "--profile-steps", "0"],
+        cwd=out.parent, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, COLUMNS="200"),
+    )  # fmt: skip
+    report = out / "report.json"
+    return result, json.loads(report.read_text()) if report.is_file() else {}
+
+
+def test_rd702_end_to_end_a_small_per_replica_batch(mirrored_probes):
+    result, doc = mirrored_probes
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len([p for p in doc["facts"]["probes"]["batch_probe"] if p["samples_per_s"]]) >= 2
+    (rd702,) = [f for f in doc["findings"] if f["rule_id"] == "RD702"]
+    assert "Per-replica batch 16 (global 32 over 2 replicas)" in rd702["message"]
+
+
+def test_the_steps_per_execution_probe_under_mirrored_strategy_says_why(mirrored_probes):
+    _, doc = mirrored_probes
+    why = doc["facts"]["probes"]["spe_probe_not_measured"]
+    assert why.startswith("not measured: Keras' train function for steps_per_execution 16")
+    assert "MirroredStrategy with 2 replicas (InvalidArgumentError" in why
+    assert "RD403" not in {f["rule_id"] for f in doc["findings"]}
 
 
 # -- rnndoctor check --workers 2 (MultiWorkerMirroredStrategy on 127.0.0.1) -------------------
@@ -172,3 +205,53 @@ def test_keras3_fit_under_mwms_is_the_preflight_error(keras3_fit):
     assert failure["keras_file"].endswith("trainer.py")
     assert rd706["location"]["line"] == _line_of(SCRIPTS / "mwms_fit.py", "# the fit line")
     assert wall_s < 200 and left == []  # no hang: both workers ended, none left behind
+
+
+# -- workers started by the user's own launcher (TF_CONFIG each, no --workers) -----------------
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory):
+    """Two `rnndoctor check` processes, each with its own TF_CONFIG and one shared --out, as a
+    user's launcher starts them (worker 1 slow in its input)."""
+    from rnndoctor.cluster import free_ports
+
+    out = tmp_path_factory.mktemp("launched") / "r"
+    workers = [f"127.0.0.1:{p}" for p in free_ports(2)]
+    begin, procs = time.monotonic(), []
+    for i in (0, 1):
+        config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}}
+        env = dict(os.environ, COLUMNS="200", TF_CONFIG=json.dumps(config), SLOW_WORKER="1")
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "rnndoctor", "check", str(SCRIPTS / "mwms_custom_loop.py"),
+             "--out", str(out), "--format", "json,md", "--fail-on", "error", *FAST],
+            cwd=out.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+        ))  # fmt: skip
+    try:
+        outputs = [p.communicate(timeout=300)[0] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    report = out / "report.json"
+    doc = json.loads(report.read_text()) if report.is_file() else {}
+    left = [
+        p.pid
+        for p in psutil.process_iter(["cmdline"], ad_value=None)
+        if any(str(out) in part for part in p.info["cmdline"] or [])
+    ]
+    codes = [p.returncode for p in procs]
+    return codes, outputs, doc, out, time.monotonic() - begin, left
+
+
+def test_workers_of_the_users_launcher_one_merged_report_and_one_trace(launched):
+    codes, outputs, doc, out, _, left = launched
+    assert codes == [0, 0], outputs
+    st = _both_workers_diagnosed(doc, out)
+    assert st["distributed_by"] == "experimental_distribute_dataset"
+    assert not (out / "workers" / "worker-1" / "report.json").exists()  # the chief reports
+    assert "the chief (worker 0) merges the report" in outputs[1]
+    line = "strategy: MultiWorkerMirroredStrategy, 2 replicas, 2 workers, per-replica batch 8"
+    assert line in outputs[0]  # the chief's terminal summary
+    (rd701,) = [f for f in doc["findings"] if f["rule_id"] == "RD701"]
+    assert "worker 1 (worker:1) is a straggler" in rd701["message"]
+    assert left == []

@@ -193,3 +193,12 @@ def test_workers_usage_errors():
         Options(workers=0).validate_window()
     with pytest.raises(OptionsError, match="drop --workers"):
         Options(workers=2, verify=True).validate_window()
+
+
+def test_rd403_not_evaluated_when_the_multi_step_function_fails_under_the_strategy():
+    facts = load("mirrored-probes.json")  # the 16-step point failed: InvalidArgumentError
+    assert "InvalidArgumentError" in facts.probes.spe_probe[1].stopped
+    facts.probes.spe_probe_not_measured = "not measured: Keras' train function ... fails"
+    result = outcome(facts, "RD403")
+    assert result.status is Status.NOT_EVALUATED
+    assert result.reason == facts.probes.spe_probe_not_measured

@@ -1,0 +1,198 @@
+"""``rnndoctor check train.py`` as one worker of a job the user's own launcher starts.
+
+When ``TF_CONFIG`` names a cluster of two or more tasks (``chief`` and ``worker``), each
+worker's ``rnndoctor check`` runs its capture as one worker of ``--workers`` does
+(:func:`rnndoctor.cluster.worker_environment`: a profiler server, no probes, the same window
+end): every worker derives all workers' profiler ports from ``TF_CONFIG``
+(:func:`rnndoctor.cluster.profiler_ports`), so the chief (index 0) traces all of them into
+``<out>/profile`` without any other word from them.
+
+All workers share one ``--out`` (one host, or a shared filesystem): worker ``i`` writes its
+capture into ``<out>/workers/worker-<i>/`` and its settled facts to
+``<out>/facts-worker-<i>.json``; the chief waits for the others' files (bounded,
+``RNNDOCTOR_MERGE_WAIT_S``, default :data:`rnndoctor.cluster.MERGE_WAIT_S`), merges them
+(:func:`rnndoctor.cluster.merge`) and renders one report; a worker whose file did not arrive
+is a row "not merged: ... did not arrive within N s" of a partial report. Without a shared
+filesystem, ``rnndoctor merge`` (:func:`run_merge`) merges the copied files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rnndoctor import cluster
+from rnndoctor.cli import supervisor
+from rnndoctor.cli.console import Console
+from rnndoctor.facts import Facts
+from rnndoctor.options import ExitCode, Options
+
+_POLL_S = 0.2
+
+
+def run_launched_check(
+    script: Path,
+    script_args: list[str],
+    cli: Mapping[str, Any],
+    task: cluster.LaunchedTask,
+    console: Console,
+) -> ExitCode:
+    """One worker's check (the arguments are :func:`rnndoctor.cli.check.run_check`'s, and its
+    ``TF_CONFIG`` task); the chief's exit code is the merged report's, as a plain check maps
+    it; another worker's is its own run's."""
+    from rnndoctor.cli import check
+    from rnndoctor.cli.workers import TRACE_MS
+
+    options = check.validate(script, cli, console)
+    if options is None:
+        return ExitCode.USAGE
+    if options.verify:
+        console.error("--verify runs a single process: not under a multi-worker TF_CONFIG")
+        return ExitCode.USAGE
+    try:
+        ports = cluster.profiler_ports(task, os.environ)
+    except ValueError as exc:
+        console.error(str(exc))
+        return ExitCode.USAGE
+    out = Path(options.out).resolve()
+    if task.index == 0 and check.prepare_out(options, console) is None:
+        return ExitCode.USAGE
+    folder = out / "workers" / f"worker-{task.index}"
+    folder.mkdir(parents=True, exist_ok=True)
+    mine = out / cluster.WORKER_FACTS.format(task.index)
+    for stale in (mine, folder / "facts.json", out / "workers" / "trace.done"):
+        stale.unlink(missing_ok=True)  # the chief's trace needs every worker: none is done yet
+    started = time.time()
+    env = cluster.worker_environment(task.index, ports, task.hosts, str(out), TRACE_MS)
+    child_options = dataclasses.replace(options, out=str(folder), no_probes=True, profile_steps=0)
+    console.say(f"rnndoctor: worker {task.index} of {task.count} (TF_CONFIG)", err=True)
+    paths = check.CheckPaths(folder)
+    child = check.supervise(script, script_args, child_options, paths, console, env)
+    if options.redact:
+        check.redact_log(paths.log, script, console)
+    try:
+        facts = Facts.load(folder / "facts.json")
+    except (OSError, ValueError):
+        facts = None
+    if facts is not None:
+        check.settle(facts, child, options.timeout)
+        facts.save(mine)
+    if task.index != 0:
+        return _worker_done(facts, child, options, folder, mine, console)
+    return chief_merge(task, facts, child, options, started, console)
+
+
+def _worker_done(
+    facts: Facts | None,
+    child: supervisor.ChildRun,
+    options: Options,
+    folder: Path,
+    mine: Path,
+    console: Console,
+) -> ExitCode:
+    """A non-chief worker's end: where its facts are, and its own run's exit code."""
+    from rnndoctor.cli.check import CheckPaths, exit_code
+
+    if facts is None:
+        console.error(f"the worker saved no facts; see {folder / 'script.log'}")
+        return ExitCode.INTERNAL
+    console.say(f"rnndoctor: facts saved to {mine}; the chief (worker 0) merges the report")
+    # its findings are in the chief's merged report
+    return exit_code(facts, child, None, options, CheckPaths(folder), console)
+
+
+def wait_for_facts(
+    out: Path, count: int, started: float, wait_s: float
+) -> tuple[list[Facts | None], list[str]]:
+    """Each worker's ``<out>/facts-worker-<i>.json`` (``count`` workers), waiting up to
+    ``wait_s`` seconds for those not there yet; a file older than ``started`` (``time.time()``
+    when the chief began: an earlier job's) does not count. Returns the facts (None: not
+    arrived, or unreadable) and, per worker, why it is missing ("" when it arrived)."""
+    deadline = time.monotonic() + wait_s
+    loaded: list[Facts | None] = [None] * count
+    while True:
+        for i in range(count):
+            path = out / cluster.WORKER_FACTS.format(i)
+            if loaded[i] is None and path.is_file() and path.stat().st_mtime >= started:
+                try:
+                    loaded[i] = Facts.load(path)
+                except (OSError, ValueError):
+                    pass  # saved atomically: unreadable means not ours
+        if all(f is not None for f in loaded) or time.monotonic() >= deadline:
+            break
+        time.sleep(_POLL_S)
+    why = [
+        "" if f is not None else f"worker {i}'s facts did not arrive within {wait_s:g} s"
+        for i, f in enumerate(loaded)
+    ]
+    return loaded, why
+
+
+def chief_merge(
+    task: cluster.LaunchedTask,
+    facts: Facts | None,
+    child: supervisor.ChildRun,
+    options: Options,
+    started: float,
+    console: Console,
+) -> ExitCode:
+    """The chief: waits for the other workers' facts, merges and renders one report."""
+    from rnndoctor.cli.check import CheckPaths, exit_code, render_and_summarise
+
+    out = Path(options.out).resolve()
+    wait_s = float(os.environ.get(cluster.MERGE_WAIT_VAR) or cluster.MERGE_WAIT_S)
+    loaded, why = wait_for_facts(out, task.count, started, wait_s)
+    loaded[0] = facts
+    files = [cluster.WORKER_FACTS.format(i) for i in range(task.count)]
+    merged = cluster.merge(loaded, files)
+    if merged is None:
+        console.error(f"no worker saved its facts; see {out / 'workers'}/worker-*/script.log")
+        return ExitCode.INTERNAL
+    _note_missing(merged, why[1:], 1)
+    paths = CheckPaths(out)
+    merged.save(paths.facts)
+    report = render_and_summarise(merged, options, paths, console)
+    for reason in filter(None, why[1:]):
+        console.error(f"not merged: {reason} (partial report)")
+    log_paths = dataclasses.replace(paths, out=out / "workers" / "worker-0")
+    return exit_code(merged, child, report, options, log_paths, console)
+
+
+def _note_missing(facts: Facts, why: Sequence[str], first: int) -> None:
+    """Marks the rows and the run of a merge where some workers' facts did not arrive."""
+    rows = facts.strategy.per_worker if facts.strategy else []
+    for i, reason in enumerate(why, first):
+        if reason and i < len(rows):
+            rows[i].message = f"not merged: {reason}"
+            facts.run.notes.append(f"not merged: {reason}; the report is partial")
+
+
+def run_merge(files: Sequence[Path], cli: Mapping[str, Any], console: Console) -> ExitCode:
+    """``rnndoctor merge facts-worker-0.json facts-worker-1.json ... --out DIR``: one report
+    from workers' facts copied from hosts without a shared filesystem. A file's worker index
+    is its ``strategy.task_id`` when every file has a distinct one, else its place in
+    ``files``. The merged ``facts.json`` goes to ``--out`` (default: the first file's folder),
+    then it is reported as ``rnndoctor report`` does."""
+    from rnndoctor.cli.offline import load_report_facts, run_report
+
+    try:
+        loaded = [load_report_facts(f) for f in files]
+    except ValueError as exc:
+        console.error(str(exc))
+        return ExitCode.USAGE
+    ids = [f.strategy.task_id if f.strategy else None for f in loaded]
+    order = list(range(len(files)))
+    if None not in ids and sorted(ids) == list(range(len(files))):
+        order = sorted(order, key=lambda i: ids[i])
+    merged = cluster.merge([loaded[i] for i in order], [files[i].name for i in order])
+    if merged is None:
+        console.error("no facts to merge")
+        return ExitCode.USAGE
+    out = Path(cli.get("out") or files[0].resolve().parent)
+    out.mkdir(parents=True, exist_ok=True)
+    merged.save(out / "facts.json")
+    return run_report(out / "facts.json", dict(cli, out=str(out)), console)
