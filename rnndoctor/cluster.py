@@ -37,6 +37,7 @@ TRACE_SERVICES_VAR = "RNNDOCTOR_TRACE_SERVICES"
 TRACE_LOGDIR_VAR = "RNNDOCTOR_TRACE_LOGDIR"
 TRACE_MS_VAR = "RNNDOCTOR_TRACE_MS"
 WORKER_FACTS = "facts-worker-{}.json"  # each worker's facts, next to the merged report
+JOB_FILE = "job.json"  # the chief's start announcement of a launched job: {"job": job_id(...)}
 # a worker started by the user's own launcher (TF_CONFIG set, no --workers): its profiler port
 PROFILER_PORTS_VAR = "RNNDOCTOR_PROFILER_PORTS"  # one per task, in task order, comma-separated
 PROFILER_OFFSET_VAR = "RNNDOCTOR_PROFILER_PORT_OFFSET"  # else: its TF_CONFIG port + this
@@ -141,6 +142,16 @@ def launched_task(environ: Mapping[str, str]) -> LaunchedTask | None:
     index = number + (1 if kind == "worker" and spec.get("chief") else 0)
     hosts, ports = zip(*(_host_port(a) for a in addresses), strict=True)
     return LaunchedTask(index=index, hosts=tuple(hosts), ports=tuple(ports))
+
+
+def job_id(task: LaunchedTask, token: str) -> str:
+    """The id of one run of a launched job: its cluster (every task's ``host:port``, in index
+    order, as each worker reads it from ``TF_CONFIG``) and the chief's per-run ``token`` (a
+    random hex string it announces in ``<out>/JOB_FILE`` when it starts). A worker copies the
+    announced id into its facts (``RunInfo.job_id``) and the chief merges only the facts that
+    carry its own: no clock is compared, so hosts with skewed clocks do not drop a worker."""
+    cluster = ",".join(f"{h}:{p}" for h, p in zip(task.hosts, task.ports, strict=True))
+    return f"{cluster}#{token}"
 
 
 def _host_port(address: str) -> tuple[str, int]:
