@@ -5,8 +5,15 @@ workers' facts. Pure (no TensorFlow): the CLI (:mod:`rnndoctor.cli.workers`,
 :mod:`rnndoctor.cli.launched`) and the capture's :mod:`rnndoctor.capture.distribute` share
 these names.
 
-Every address is on the loopback interface (``LOOPBACK``): the ports come from the kernel
-(``bind(("127.0.0.1", 0))``), so they are free when chosen.
+Every address in ``TF_CONFIG`` and the trace's services is on the loopback interface
+(``LOOPBACK``): the ports come from the kernel (``bind(("127.0.0.1", 0))``), so they are free
+when chosen. The servers bound to them listen on all interfaces, which the installed
+TensorFlow does not let a caller change: its gRPC server adds the wildcard ``0.0.0.0:<port>``
+(tensorflow/tensorflow ``tensorflow/core/distributed_runtime/rpc/grpc_server_lib.cc``) and its
+profiler server ``[::]:<port>`` (tensorflow/tensorflow
+``tensorflow/core/profiler/rpc/profiler_server.cc``; ``tf.profiler.experimental.server.start``
+takes only a port); the README's *Distributed
+training* says what that means.
 
 Environment of worker ``i`` (besides ``TF_CONFIG``, which TensorFlow's
 ``TFConfigClusterResolver`` reads):

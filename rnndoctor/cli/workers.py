@@ -1,7 +1,8 @@
 """``rnndoctor check train.py --workers N``: a local multi-worker pre-flight on 127.0.0.1.
 
 :func:`run_workers` starts N capture children, one per worker, each with its own ``TF_CONFIG``
-(:func:`rnndoctor.cluster.tf_config`, free ports on the loopback interface), a profiler server
+(:func:`rnndoctor.cluster.tf_config`, free ports chosen on the loopback interface; the servers
+listen on all interfaces, see :mod:`rnndoctor.cluster`), a profiler server
 port and its own folder ``<out>/workers/worker-<i>/`` (its ``script.log`` and ``facts.json``).
 Worker 0, the chief, traces all workers at its first measured step
 (``tf.profiler.experimental.client.trace``) into ``<out>/profile``, one profile run with every
