@@ -5,8 +5,15 @@ workers' facts. Pure (no TensorFlow): the CLI (:mod:`rnndoctor.cli.workers`,
 :mod:`rnndoctor.cli.launched`) and the capture's :mod:`rnndoctor.capture.distribute` share
 these names.
 
-Every address is on the loopback interface (``LOOPBACK``): the ports come from the kernel
-(``bind(("127.0.0.1", 0))``), so they are free when chosen.
+Every address in ``TF_CONFIG`` and the trace's services is on the loopback interface
+(``LOOPBACK``): the ports come from the kernel (``bind(("127.0.0.1", 0))``), so they are free
+when chosen. The servers bound to them listen on all interfaces, which the installed
+TensorFlow does not let a caller change: its gRPC server adds the wildcard ``0.0.0.0:<port>``
+(tensorflow/tensorflow ``tensorflow/core/distributed_runtime/rpc/grpc_server_lib.cc``) and its
+profiler server ``[::]:<port>`` (tensorflow/tensorflow
+``tensorflow/core/profiler/rpc/profiler_server.cc``; ``tf.profiler.experimental.server.start``
+takes only a port); the README's *Distributed
+training* says what that means.
 
 Environment of worker ``i`` (besides ``TF_CONFIG``, which TensorFlow's
 ``TFConfigClusterResolver`` reads):
@@ -37,6 +44,7 @@ TRACE_SERVICES_VAR = "RNNDOCTOR_TRACE_SERVICES"
 TRACE_LOGDIR_VAR = "RNNDOCTOR_TRACE_LOGDIR"
 TRACE_MS_VAR = "RNNDOCTOR_TRACE_MS"
 WORKER_FACTS = "facts-worker-{}.json"  # each worker's facts, next to the merged report
+JOB_FILE = "job.json"  # the chief's start announcement of a launched job: {"job": job_id(...)}
 # a worker started by the user's own launcher (TF_CONFIG set, no --workers): its profiler port
 PROFILER_PORTS_VAR = "RNNDOCTOR_PROFILER_PORTS"  # one per task, in task order, comma-separated
 PROFILER_OFFSET_VAR = "RNNDOCTOR_PROFILER_PORT_OFFSET"  # else: its TF_CONFIG port + this
@@ -141,6 +149,16 @@ def launched_task(environ: Mapping[str, str]) -> LaunchedTask | None:
     index = number + (1 if kind == "worker" and spec.get("chief") else 0)
     hosts, ports = zip(*(_host_port(a) for a in addresses), strict=True)
     return LaunchedTask(index=index, hosts=tuple(hosts), ports=tuple(ports))
+
+
+def job_id(task: LaunchedTask, token: str) -> str:
+    """The id of one run of a launched job: its cluster (every task's ``host:port``, in index
+    order, as each worker reads it from ``TF_CONFIG``) and the chief's per-run ``token`` (a
+    random hex string it announces in ``<out>/JOB_FILE`` when it starts). A worker copies the
+    announced id into its facts (``RunInfo.job_id``) and the chief merges only the facts that
+    carry its own: no clock is compared, so hosts with skewed clocks do not drop a worker."""
+    cluster = ",".join(f"{h}:{p}" for h, p in zip(task.hosts, task.ports, strict=True))
+    return f"{cluster}#{token}"
 
 
 def _host_port(address: str) -> tuple[str, int]:

@@ -241,6 +241,8 @@ class RunInfo:
     ``source_root`` is the git work tree holding the script (else the working directory), and
     ``script_dir_in_source_root`` the script's folder relative to it: SARIF locations are
     relative to that root, as code-scanning tools resolve them, even after ``--redact``.
+    ``job_id``: a launched multi-worker job's run (:func:`rnndoctor.cluster.job_id`), which the
+    chief matches before it merges a worker's facts; None otherwise.
     """
 
     script: str
@@ -261,6 +263,7 @@ class RunInfo:
     cut_short: list[CutShort] = field(default_factory=list)
     child_commands: list[ChildCommand] = field(default_factory=list)
     machine: list[MachinePhase] = field(default_factory=list)
+    job_id: str | None = None
 
     def machine_of(self, phase: str) -> MachinePhase | None:
         """The load recorded over ``phase`` (the last one of that name), or None."""

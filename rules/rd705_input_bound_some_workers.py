@@ -16,6 +16,19 @@ Evidence:
     ``strategy.per_worker``: ``input_bound_share``, ``input_ms``, ``compute_ms``,
     ``collective_ms`` per worker, from the chief's trace of all workers.
 
+Bounds:
+    The denominator is not xprof's. xprof's "highly input-bound" cut-off,
+    ``kHighlyInfeedBoundThresholdInPercent = 20`` (openxla/xprof
+    ``xprof/convert/op_stats_to_input_pipeline_analysis.cc``), is over the step time: the time
+    a step waits for its input (``host_wait_input_ms + host_to_device_ms``) over
+    ``step_time_ms``. This rule applies the same 20% to the worker's tf.data op self time over
+    all its traced op self time (summed over its threads): the work its input pipeline does,
+    not the time its steps wait for it. A pipeline that prefetches on its own threads can have
+    a large share with no wait, and the share is not xprof's percent of the step. It is kept
+    because the chief's one trace gives each worker's op time by host, but no per-worker step
+    breakdown on CPU; the rule is ``info`` for that reason too, and it compares the workers'
+    shares with each other (``min_spread``), which the common denominator keeps comparable.
+
 Example:
     One worker's shard holds larger files, or its host has fewer cores for ``map``.
 
@@ -28,8 +41,10 @@ Fix safety:
 
 Options:
     ``min_input_share`` = 0.2 (fraction of the worker's op time): the share from which a worker
-    counts as input-bound. Source: xprof's "highly input-bound" cut-off, 20%
-    (``xprof/convert/op_stats_to_input_pipeline_analysis.cc``, as RD201 cites it).
+    counts as input-bound. Source: openxla/xprof
+    ``xprof/convert/op_stats_to_input_pipeline_analysis.cc``,
+    ``kHighlyInfeedBoundThresholdInPercent = 20`` (a percent of the step time there; of the op
+    time here, see Bounds).
 
     ``min_spread`` = 0.1 (fraction): how much lower another worker's share must be. Source:
     rnndoctor's choice.
@@ -50,7 +65,10 @@ _MIN_SHARE = Option(
     name="min_input_share",
     default=0.2,
     unit="fraction of the worker's op time",
-    source="xprof's highly input-bound cut-off (20%), as RD201 cites it",
+    source=(
+        "openxla/xprof xprof/convert/op_stats_to_input_pipeline_analysis.cc, "
+        "kHighlyInfeedBoundThresholdInPercent = 20 (% of step time there; of op time here)"
+    ),
     help="the input-bound share from which a worker counts as input-bound",
 )
 _MIN_SPREAD = Option(

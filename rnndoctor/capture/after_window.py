@@ -28,11 +28,14 @@ import ast
 import ctypes
 import functools
 import linecache
+import os
 import statistics
 import threading
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from rnndoctor import cluster
 from rnndoctor.capture import flavour, pairs, sites
 from rnndoctor.capture.session import AfterWindowState, StopScript
 from rnndoctor.facts import (
@@ -43,6 +46,7 @@ from rnndoctor.facts import (
     PairedRatio,
     Phase,
     SourceLocation,
+    StrategyFacts,
 )
 
 if TYPE_CHECKING:
@@ -167,11 +171,21 @@ def start(session: CaptureSession, model: Any) -> bool:
     (what follows it runs once). Both end earlier at a write, and within ``--timeout``
     (:meth:`rnndoctor.capture.budget.Budgets.budget` caps every budget by the time left).
 
+    A worker of a multi-worker job never runs on (:func:`multi_worker_reason`; a run note says
+    why): the code after ``fit`` may make a collective call (``evaluate``, ``predict`` under the
+    strategy), and a worker whose run-on stopped first would leave its peer blocked in
+    TensorFlow's C++ collective until ``--timeout``.
+
     Returns:
-        False when it should stop now: no ``fit`` facts, or less than 1 s left for the budget.
+        False when it should stop now: no ``fit`` facts, a worker of a multi-worker job, or less
+        than 1 s left for the budget.
     """
     fit = session.facts.fit
     if fit is None:
+        return False
+    reason = multi_worker_reason(session.facts.strategy, os.environ)
+    if reason is not None:
+        session.facts.run.notes.append(f"no run-on after the window: {reason}")
         return False
     phase = "after the window" if fit.fit_in_loop is not None else "after a single fit"
     budget = session.budget(phase)
@@ -193,6 +207,25 @@ def start(session: CaptureSession, model: Any) -> bool:
     timer.start()
     state.timer = timer
     return True
+
+
+def multi_worker_reason(strategy: StrategyFacts | None, environ: Mapping[str, str]) -> str | None:
+    """Why this process is a worker of a multi-worker job (no run-on after fit), or None.
+
+    Args:
+        strategy: the strategy facts of the window (``workers``: the cluster's worker tasks).
+        environ: the process environment (``rnndoctor.cluster.TRACE_DONE_VAR``, which the CLI
+            sets for every worker of ``--workers`` and of a launched job).
+    """
+    workers = strategy.workers if strategy is not None else 1
+    if workers <= 1 and not environ.get(cluster.TRACE_DONE_VAR):
+        return None
+    count = f"{workers} workers" if workers > 1 else "a multi-worker job"
+    return (
+        f"this process is one worker of {count}: the code after fit may make a collective "
+        "call (evaluate, predict), and a worker that stopped first would leave the others "
+        "blocked in it until --timeout, so every worker stops at the end of its window"
+    )
 
 
 def _expire(session: CaptureSession, state: AfterWindowState, main: int | None) -> None:

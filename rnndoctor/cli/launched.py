@@ -19,8 +19,10 @@ filesystem, ``rnndoctor merge`` (:func:`run_merge`) merges the copied files.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -66,7 +68,8 @@ def run_launched_check(
     mine = out / cluster.WORKER_FACTS.format(task.index)
     for stale in (mine, folder / "facts.json", out / "workers" / "trace.done"):
         stale.unlink(missing_ok=True)  # the chief's trace needs every worker: none is done yet
-    started = time.time()
+    if task.index == 0:
+        _announce(out, cluster.job_id(task, uuid.uuid4().hex))
     env = cluster.worker_environment(task.index, ports, task.hosts, str(out), TRACE_MS)
     child_options = dataclasses.replace(options, out=str(folder), no_probes=True, profile_steps=0)
     console.say(f"rnndoctor: worker {task.index} of {task.count} (TF_CONFIG)", err=True)
@@ -78,12 +81,37 @@ def run_launched_check(
         facts = Facts.load(folder / "facts.json")
     except (OSError, ValueError):
         facts = None
+    job = announced_job(out)  # read after the window: this job's chief has announced it
     if facts is not None:
         check.settle(facts, child, options.timeout)
+        facts.run.job_id = job
         facts.save(mine)
     if task.index != 0:
         return _worker_done(facts, child, options, folder, mine, console)
-    return chief_merge(task, facts, child, options, started, console)
+    return chief_merge(task, facts, child, options, job, console)
+
+
+def _announce(out: Path, job: str) -> None:
+    """The chief's start announcement: ``<out>/job.json`` (written atomically) holds ``job``."""
+    path = out / cluster.JOB_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"job": job}))
+    os.replace(tmp, path)
+
+
+def announced_job(out: Path) -> str | None:
+    """The job id the chief announced in ``<out>/job.json``; None when there is none (no
+    shared filesystem) or it is unreadable.
+
+    A worker reads it when its capture has ended: its window ran the strategy's collectives
+    with this job's chief, which announced the job before it started its own capture, so an
+    earlier job's announcement has been replaced by then. (A worker that failed before its
+    first collective may read an earlier job's id: its facts are then not merged.)"""
+    try:
+        job = json.loads((out / cluster.JOB_FILE).read_text()).get("job")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return job if isinstance(job, str) else None
 
 
 def _worker_done(
@@ -106,22 +134,26 @@ def _worker_done(
 
 
 def wait_for_facts(
-    out: Path, count: int, started: float, wait_s: float
+    out: Path, count: int, job: str | None, wait_s: float
 ) -> tuple[list[Facts | None], list[str]]:
     """Each worker's ``<out>/facts-worker-<i>.json`` (``count`` workers), waiting up to
-    ``wait_s`` seconds for those not there yet; a file older than ``started`` (``time.time()``
-    when the chief began: an earlier job's) does not count. Returns the facts (None: not
-    arrived, or unreadable) and, per worker, why it is missing ("" when it arrived)."""
+    ``wait_s`` seconds for those not there yet; a file whose ``run.job_id`` is not ``job``
+    (an earlier job's, :func:`rnndoctor.cluster.job_id`) does not count. No file time is
+    compared with the chief's clock: the workers' hosts may have skewed clocks. Returns the
+    facts (None: not arrived, or unreadable) and, per worker, why it is missing ("" when it
+    arrived)."""
     deadline = time.monotonic() + wait_s
     loaded: list[Facts | None] = [None] * count
     while True:
         for i in range(count):
             path = out / cluster.WORKER_FACTS.format(i)
-            if loaded[i] is None and path.is_file() and path.stat().st_mtime >= started:
+            if loaded[i] is None and path.is_file():
                 try:
-                    loaded[i] = Facts.load(path)
+                    facts = Facts.load(path)
                 except (OSError, ValueError):
-                    pass  # saved atomically: unreadable means not ours
+                    continue  # saved atomically: unreadable means not ours
+                if job is not None and facts.run.job_id == job:
+                    loaded[i] = facts
         if all(f is not None for f in loaded) or time.monotonic() >= deadline:
             break
         time.sleep(_POLL_S)
@@ -137,15 +169,16 @@ def chief_merge(
     facts: Facts | None,
     child: supervisor.ChildRun,
     options: Options,
-    started: float,
+    job: str | None,
     console: Console,
 ) -> ExitCode:
-    """The chief: waits for the other workers' facts, merges and renders one report."""
+    """The chief: waits for the other workers' facts of job ``job`` (its announced id), merges
+    and renders one report."""
     from rnndoctor.cli.check import CheckPaths, exit_code, render_and_summarise
 
     out = Path(options.out).resolve()
     wait_s = float(os.environ.get(cluster.MERGE_WAIT_VAR) or cluster.MERGE_WAIT_S)
-    loaded, why = wait_for_facts(out, task.count, started, wait_s)
+    loaded, why = wait_for_facts(out, task.count, job, wait_s)
     loaded[0] = facts
     files = [cluster.WORKER_FACTS.format(i) for i in range(task.count)]
     merged = cluster.merge(loaded, files)

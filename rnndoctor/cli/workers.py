@@ -1,7 +1,8 @@
 """``rnndoctor check train.py --workers N``: a local multi-worker pre-flight on 127.0.0.1.
 
 :func:`run_workers` starts N capture children, one per worker, each with its own ``TF_CONFIG``
-(:func:`rnndoctor.cluster.tf_config`, free ports on the loopback interface), a profiler server
+(:func:`rnndoctor.cluster.tf_config`, free ports chosen on the loopback interface; the servers
+listen on all interfaces, see :mod:`rnndoctor.cluster`), a profiler server
 port and its own folder ``<out>/workers/worker-<i>/`` (its ``script.log`` and ``facts.json``).
 Worker 0, the chief, traces all workers at its first measured step
 (``tf.profiler.experimental.client.trace``) into ``<out>/profile``, one profile run with every
@@ -69,6 +70,10 @@ def start_workers(
 ) -> list[Worker]:
     """Spawns the ``options.workers`` capture children, each in its own session.
 
+    A failure while starting worker ``k`` (an ``OSError``, Ctrl-C) ends the process trees of
+    workers ``0..k-1`` (:func:`rnndoctor.cli.supervisor.end_process_tree`) before it propagates:
+    each runs in its own session, so nothing else would end them.
+
     Raises:
         OSError: a port cannot be bound, a log cannot be opened, or a child cannot be spawned.
     """
@@ -77,21 +82,39 @@ def start_workers(
     ports, profiler_ports = ports[:count], ports[count:]
     (out / "workers").mkdir(parents=True, exist_ok=True)
     (out / "workers" / "trace.done").unlink(missing_ok=True)
-    workers = []
-    for i in range(count):
-        folder = out / "workers" / f"worker-{i}"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "facts.json").unlink(missing_ok=True)
-        child = dataclasses.replace(options, out=str(folder), no_probes=True, profile_steps=0)
-        command = supervisor.capture_command(script, script_args, child)
-        with open(folder / "script.log", "wb") as log:
-            proc = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=_environment(i, ports, profiler_ports, out, run_id), start_new_session=True,
-            )  # fmt: skip
-        run = supervisor.ChildRun(started_s=time.monotonic())
-        workers.append(Worker(i, folder, proc, run, run_id))
+    workers: list[Worker] = []
+    try:
+        for i in range(count):
+            env = _environment(i, ports, profiler_ports, out, run_id)
+            workers.append(_spawn(i, script, script_args, options, out / "workers", env, run_id))
+    except BaseException:
+        for worker in workers:
+            supervisor.end_process_tree(worker.proc, run_id)
+        raise
     return workers
+
+
+def _spawn(
+    index: int,
+    script: Path,
+    script_args: list[str],
+    options: Options,
+    folder: Path,
+    env: dict[str, str],
+    run_id: str,
+) -> Worker:
+    """Starts worker ``index``'s capture child (its log and facts in ``folder/worker-<index>``)."""
+    folder = folder / f"worker-{index}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "facts.json").unlink(missing_ok=True)
+    child = dataclasses.replace(options, out=str(folder), no_probes=True, profile_steps=0)
+    command = supervisor.capture_command(script, script_args, child)
+    with open(folder / "script.log", "wb") as log:
+        proc = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            env=env, start_new_session=True,
+        )  # fmt: skip
+    return Worker(index, folder, proc, supervisor.ChildRun(started_s=time.monotonic()), run_id)
 
 
 def _failed(worker: Worker) -> bool:

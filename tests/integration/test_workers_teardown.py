@@ -65,3 +65,37 @@ def test_ctrl_c_ends_every_worker(tmp_path):
     assert all(w.run.interrupted for w in started)
     assert _left(started) == []
     assert not any(psutil.pid_exists(w.proc.pid) and w.proc.poll() is None for w in started)
+
+
+def test_a_spawn_that_fails_on_the_second_worker_ends_the_first(tmp_path, monkeypatch):
+    from rnndoctor.options import Options
+
+    run_id = uuid.uuid4().hex
+    monkeypatch.setattr(
+        supervisor, "capture_command", lambda *a, **k: [sys.executable, "-c", _SLEEPER]
+    )
+    real_popen = subprocess.Popen
+    started: list[subprocess.Popen] = []
+    running_before: list[int] = []
+
+    def popen(command, **kwargs):
+        if started:
+            raise OSError(24, "Too many open files")  # the second worker's spawn
+        proc = real_popen(command, **kwargs)
+        started.append(proc)
+        time.sleep(0.5)  # its own child starts
+        running_before.extend(supervisor.marked_processes(run_id))
+        return proc
+
+    monkeypatch.setattr(workers.subprocess, "Popen", popen)
+    options = Options(workers=2, out=str(tmp_path))
+    try:
+        workers.start_workers(tmp_path / "train.py", [], options, tmp_path, run_id)
+    except OSError as exc:
+        assert exc.errno == 24
+    else:
+        raise AssertionError("start_workers did not re-raise the spawn's OSError")
+    assert len(started) == 1
+    assert len(running_before) == 2  # the first worker and its child were running
+    assert started[0].poll() is not None
+    assert supervisor.marked_processes(run_id) == []

@@ -202,3 +202,26 @@ def test_rd403_not_evaluated_when_the_multi_step_function_fails_under_the_strate
     result = outcome(facts, "RD403")
     assert result.status is Status.NOT_EVALUATED
     assert result.reason == facts.probes.spe_probe_not_measured
+
+
+@pytest.mark.parametrize(
+    ("key", "option", "constant"),
+    [
+        ("RD703", "min_collective_share", "kAllReduceBoundThresholdInPercent = 6"),
+        ("RD705", "min_input_share", "kHighlyInfeedBoundThresholdInPercent = 20"),
+    ],
+)
+def test_the_xprof_cut_offs_cite_their_constant_and_say_the_denominator_differs(
+    key, option, constant
+):
+    from rnndoctor.rules import get_rule
+
+    rule = get_rule(key)
+    opt = next(o for o in rule.options if o.name == option)
+    value = int(constant.rsplit("= ", 1)[1])
+    assert opt.default == value / 100
+    xprof_file = "openxla/xprof xprof/convert/op_stats_to_input_pipeline_analysis.cc"
+    assert xprof_file in opt.source and constant in opt.source
+    assert "step time there" in opt.source
+    bounds = rule.doc.split("Bounds:", 1)[1].split("\n\n", 1)[0]
+    assert "denominator is not xprof's" in bounds and "step time" in bounds

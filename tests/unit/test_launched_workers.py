@@ -74,17 +74,35 @@ def test_the_chief_traces_every_host_the_others_only_serve():
 
 
 def test_the_chief_waits_a_bounded_time_and_leaves_an_earlier_jobs_facts(tmp_path):
+    task = cluster.LaunchedTask(index=0, hosts=("10.0.0.2", "10.0.0.3", "10.0.0.4"),
+                                ports=(2222, 2222, 2222))  # fmt: skip
+    job = cluster.job_id(task, "b" * 32)
     facts = Facts.from_dict(json.loads((DATA / "straggler-custom-loop.json").read_text()))
-    stale = tmp_path / cluster.WORKER_FACTS.format(2)
-    facts.save(stale)
-    os.utime(stale, (time.time() - 3600, time.time() - 3600))  # an earlier job's
-    started = time.time() - 1
-    facts.save(tmp_path / cluster.WORKER_FACTS.format(1))
+    facts.run.job_id = cluster.job_id(task, "a" * 32)  # an earlier run of the same cluster
+    facts.save(tmp_path / cluster.WORKER_FACTS.format(2))
+    facts.run.job_id = job
+    ours = tmp_path / cluster.WORKER_FACTS.format(1)
+    facts.save(ours)
+    an_hour_ago = time.time() - 3600  # its host's clock runs an hour behind the chief's
+    os.utime(ours, (an_hour_ago, an_hour_ago))
     begin = time.monotonic()
-    loaded, why = wait_for_facts(tmp_path, 3, started, 0.5)
+    loaded, why = wait_for_facts(tmp_path, 3, job, 0.5)
     assert 0.5 <= time.monotonic() - begin < 5
     assert loaded[1] is not None and why[1] == ""
     assert loaded[2] is None and why[2] == "worker 2's facts did not arrive within 0.5 s"
+
+
+def test_a_worker_reads_the_job_the_chief_announced(tmp_path):
+    from rnndoctor.cli.launched import _announce, announced_job
+
+    assert announced_job(tmp_path) is None  # no shared filesystem: nothing announced
+    task = cluster.LaunchedTask(index=0, hosts=("127.0.0.1",) * 2, ports=(2222, 2223))
+    job = cluster.job_id(task, "c" * 32)
+    assert job == "127.0.0.1:2222,127.0.0.1:2223#" + "c" * 32
+    _announce(tmp_path, job)
+    assert announced_job(tmp_path) == job
+    (tmp_path / cluster.JOB_FILE).write_text("not json")
+    assert announced_job(tmp_path) is None
 
 
 def test_merge_command_orders_the_workers_by_their_task(tmp_path):
@@ -155,7 +173,8 @@ def test_the_chief_writes_a_partial_report_naming_the_worker_that_did_not_arrive
     task = cluster.LaunchedTask(index=0, hosts=("127.0.0.1",) * 2, ports=(2222, 2223))
     options = Options(out=str(tmp_path), format=["json"], fail_on="never")
     monkeypatch.setenv(cluster.MERGE_WAIT_VAR, "0.3")
-    code = chief_merge(task, chief, ChildRun(status=0), options, time.time(), Console())
+    job = cluster.job_id(task, "d" * 32)
+    code = chief_merge(task, chief, ChildRun(status=0), options, job, Console())
     assert code == ExitCode.OK
     facts = json.loads((tmp_path / "report.json").read_text())["facts"]
     (_, missing) = facts["strategy"]["per_worker"]

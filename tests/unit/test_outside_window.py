@@ -258,3 +258,47 @@ def test_a_call_after_a_single_fit_counts_the_calls_of_all_its_loops(tmp_path):
     assert [loop.line for loop in counted.loops] == [2, 3]
     assert counted.calls_per_iteration == 800  # 2 x 400, after the one fit
     assert unknown.calls_per_iteration is None  # a while loop: the calls seen count
+
+
+class _Session:
+    """What ``after_window.start`` reads before it runs on: the facts and the budgets."""
+
+    def __init__(self, facts: Facts) -> None:
+        self.facts = facts
+        self.budget_asked = False
+
+    def budget(self, phase: str):
+        self.budget_asked = True
+        raise AssertionError("a worker of a multi-worker job must not reach the budget")
+
+
+@pytest.mark.parametrize(
+    ("workers", "environ"),
+    [(2, {}), (1, {"RNNDOCTOR_TRACE_DONE": "/out/workers/trace.done"})],
+)
+def test_a_worker_of_a_multi_worker_job_does_not_run_on_and_says_why(workers, environ, monkeypatch):
+    from rnndoctor.facts import StrategyFacts
+
+    monkeypatch.delenv("RNNDOCTOR_TRACE_DONE", raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    facts = _facts()
+    facts.strategy = StrategyFacts(strategy="MultiWorkerMirroredStrategy", workers=workers)
+    session = _Session(facts)
+    assert after_window.start(session, model=None) is False
+    assert not session.budget_asked
+    assert getattr(session, "after_window", None) is None
+    assert any("no run-on after the window" in n and "collective" in n for n in facts.run.notes), (
+        facts.run.notes
+    )
+
+
+def test_a_single_process_strategy_is_not_a_multi_worker_job():
+    from rnndoctor.facts import StrategyFacts
+
+    single = StrategyFacts(strategy="MirroredStrategy", workers=1)
+    assert after_window.multi_worker_reason(single, {}) is None
+    assert after_window.multi_worker_reason(None, {}) is None
+    assert "3 workers" in after_window.multi_worker_reason(
+        StrategyFacts(strategy="MultiWorkerMirroredStrategy", workers=3), {}
+    )
