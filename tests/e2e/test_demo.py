@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
@@ -16,30 +11,20 @@ from rnndoctor.cli import example_path
 pytestmark = pytest.mark.slow
 
 
-def _demo(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, float]:
-    start = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-m", "rnndoctor", "demo", "--out", str(tmp_path / "r"), *args],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, COLUMNS="200"),
-    )  # fmt: skip
-    return result, time.monotonic() - start
-
-
-def test_demo_reports_rd101_at_the_examples_lstm_line_within_two_minutes(tmp_path):
-    result, seconds = _demo(tmp_path)
+def test_demo_reports_rd101_at_the_examples_lstm_line_within_two_minutes(demo_run):
+    result, seconds, out = demo_run.result, demo_run.seconds, demo_run.out
     assert result.returncode == 0, result.stderr  # demo: --fail-on never
     assert seconds < 120
     assert "RD101" in result.stdout
-    assert (tmp_path / "r" / "report.html").is_file()
-    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert (out / "report.html").is_file()
+    doc = json.loads((out / "report.json").read_text())
     (rd101,) = [f for f in doc["findings"] if f["rule_id"] == "RD101"]
     example = example_path()
     lines = example.read_text().splitlines()
     assert rd101["location"]["file"] == str(example)
     assert "layers.LSTM(" in lines[rd101["location"]["line"] - 1]
     assert doc["facts"]["steps"]["measured_steps"] == 20
-    assert not (tmp_path / "charlm_stdlib.keras").exists()
+    assert not (demo_run.work / "charlm_stdlib.keras").exists()
     # Issue 4: pad_sequences' default padding="pre" under mask_zero=True gives RD110 (error) at
     # the line that pads the inputs, and RD501 quotes the padded fraction the run measured.
     (rd110,) = [f for f in doc["findings"] if f["rule_id"] == "RD110"]
@@ -54,10 +39,10 @@ def test_demo_reports_rd101_at_the_examples_lstm_line_within_two_minutes(tmp_pat
     assert f"{record['padded_fraction']:.1%}" in rd501["message"]
 
 
-def test_fixed_demo_has_no_rd1_finding(tmp_path):
-    result, _ = _demo(tmp_path, "--fixed")
+def test_fixed_demo_has_no_rd1_finding(fixed_run):
+    result = fixed_run.result
     assert result.returncode == 0, result.stderr
-    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    doc = json.loads((fixed_run.out / "report.json").read_text())
     assert [f["rule_id"] for f in doc["findings"] if f["rule_id"].startswith("RD1")] == []
     assert [f for f in doc["findings"] if f["rule_id"] in ("RD501", "RD502")] == []
     (record,) = doc["facts"]["sequences"]["inputs"]  # right-padded, bucketed by length

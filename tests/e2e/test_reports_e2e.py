@@ -32,17 +32,17 @@ def rnndoctor(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Comp
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("demo")
-    result = rnndoctor("demo", "--out", str(out), "--format", "html,json,md,sarif", cwd=out)
+def demo(demo_run) -> Path:
+    """The demo's ``--out`` (the session's one demo run, every format; tests/e2e/conftest.py)."""
+    out, result = demo_run.out, demo_run.result
     assert result.returncode == 0, result.stderr
     return out
 
 
 @pytest.fixture(scope="module")
-def fixed(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("fixed")
-    result = rnndoctor("demo", "--fixed", "--out", str(out), cwd=out)
+def fixed(fixed_run) -> Path:
+    """The fixed twin's ``--out`` (the session's one run; tests/e2e/conftest.py)."""
+    out, result = fixed_run.out, fixed_run.result
     assert result.returncode == 0, result.stderr
     return out
 
