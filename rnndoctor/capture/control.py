@@ -97,7 +97,9 @@ def window_result(
 
     Args:
         step_ms: its measured step times (ms per step).
-        samples: the samples those steps trained on (None: unknown).
+        samples: the samples those steps trained on (None: unknown); with
+            ``steps_per_execution`` N > 1 each entry of ``step_ms`` is an execution's time over N,
+            and ``samples`` counts that execution's samples over N, so the rate is unchanged.
         final_loss: the loss ``fit`` logged at its last step (None: none logged).
         index: the window's number in this process (0-based).
 

@@ -78,7 +78,7 @@ class _WindowCallback:
         self.control: Control | None = None  # a warm --verify arm's pipes (set by run_window)
         self.counter: SampleCounter | None = None  # samples per step of a tf.data input
         self.batch_size: int | None = None  # fit's constant batch size, when it has one
-        self._samples = 0  # samples of the measured steps of the current window
+        self._samples = 0.0  # samples of the measured steps of the current window (per step)
         self._count_at: int | None = None
         self._windows = 0  # windows sent to the parent
 
@@ -113,8 +113,9 @@ class _WindowCallback:
         except (KeyError, TypeError, ValueError):
             pass
         measured = len(self.steps.step_ms)
-        self.steps.end_step(max(1, batch - self._begin_step + 1))
-        self._count(len(self.steps.step_ms) > measured)
+        covered = max(1, batch - self._begin_step + 1)  # the execution's steps
+        self.steps.end_step(covered)
+        self._count(len(self.steps.step_ms) > measured, covered)
         if self.control is not None:
             self._next_window()
         elif self.steps.complete():
@@ -123,15 +124,21 @@ class _WindowCallback:
                 self.before_done()
             raise WindowDone
 
-    def _count(self, step_measured: bool) -> None:
-        """Adds the step's samples to the window's when its time was measured."""
+    def _count(self, step_measured: bool, steps: int = 1) -> None:
+        """Adds the samples of one step to the window's when its time was measured.
+
+        ``StepWindow.end_step`` records an execution of ``steps`` steps as one step time (its
+        time over ``steps``), so the window adds one step's samples for it too: the batch size,
+        or the counted samples of the execution's ``steps`` batches over ``steps`` (their mean).
+        Samples over the summed step times is then the execution's samples over its time.
+        """
         if self.counter is None:
             if step_measured and self.batch_size:
                 self._samples += self.batch_size
             return
         now = self.counter.read()
         if step_measured and self._count_at is not None:
-            self._samples += now - self._count_at
+            self._samples += (now - self._count_at) / steps
         self._count_at = now
 
     def _next_window(self) -> None:
@@ -151,7 +158,7 @@ class _WindowCallback:
             return
         else:
             self.control.send(
-                window_result(steps.step_ms, self._samples or None, self._last_loss,
+                window_result(steps.step_ms, round(self._samples) or None, self._last_loss,
                               self._windows - 1)
             )  # fmt: skip
         if not self.control.wait():
@@ -159,7 +166,7 @@ class _WindowCallback:
         self._windows += 1
         steps.step_ms.clear()
         steps.train_function_ms.clear()
-        self._samples = 0
+        self._samples = 0.0
         steps.restart_clock()
         if self.counter is not None:
             self._count_at = self.counter.read()
