@@ -31,7 +31,7 @@ from rnndoctor.capture import (
     probes,
     sites,
 )
-from rnndoctor.capture.control import Control, SampleCounter, window_result
+from rnndoctor.capture.control import Control, SampleCounter, WarmWindows
 from rnndoctor.capture.data import data_kind
 from rnndoctor.capture.step_window import FIT_PHASES, Profiler, StepWindow, WindowOptions
 from rnndoctor.facts import DataKind, FitConfig, Phase, SourceLocation, StepTimes
@@ -75,12 +75,11 @@ class _WindowCallback:
         self._last_loss: float | None = None
         # called after the last step, before fit ends (capture.distribute.window_ended)
         self.before_done: Callable[[], None] | None = None
-        self.control: Control | None = None  # a warm --verify arm's pipes (set by run_window)
+        self.control: WarmWindows | None = None  # a warm --verify arm's (set by run_window)
         self.counter: SampleCounter | None = None  # samples per step of a tf.data input
         self.batch_size: int | None = None  # fit's constant batch size, when it has one
         self._samples = 0.0  # samples of the measured steps of the current window (per step)
         self._count_at: int | None = None
-        self._windows = 0  # windows sent to the parent
 
     @property
     def steps_done(self) -> int:
@@ -142,34 +141,20 @@ class _WindowCallback:
         self._count_at = now
 
     def _next_window(self) -> None:
-        """A warm arm: after the warm-up, and after each window, reports to the parent and
-        waits for its next command; ``stop`` ends ``fit`` (:class:`WindowDone`).
+        """A warm arm: after the warm-up and after each window, reports to the parent and
+        waits for its next command (:class:`~rnndoctor.capture.control.WarmWindows`).
 
         Raises:
             WindowDone: the parent said ``stop`` or closed its pipe.
         """
         assert self.control is not None
-        steps = self.steps
-        if steps.warming_up():
-            return
-        if self._windows == 0:
-            self.control.send({"ready": True})
-        elif steps.measuring():
-            return
-        else:
-            self.control.send(
-                window_result(steps.step_ms, round(self._samples) or None, self._last_loss,
-                              self._windows - 1)
-            )  # fmt: skip
-        if not self.control.wait():
+        began = self.control.after_step(self.steps, round(self._samples) or None, self._last_loss)
+        if began is False:
             raise WindowDone
-        self._windows += 1
-        steps.step_ms.clear()
-        steps.train_function_ms.clear()
-        self._samples = 0.0
-        steps.restart_clock()
-        if self.counter is not None:
-            self._count_at = self.counter.read()
+        if began:
+            self._samples = 0.0
+            if self.counter is not None:
+                self._count_at = self.counter.read()
 
     def stop_profiler(self) -> None:
         self.steps.stop_profiler()
@@ -355,7 +340,7 @@ def _window_only(session: CaptureSession, window: _WindowCallback, arguments: di
         window.counter = SampleCounter(x)
         arguments["x"] = window.counter.dataset
     if session.options.control is not None:
-        window.control = Control(session.options.control)
+        window.control = WarmWindows(Control(session.options.control))
 
 
 def run_window(
