@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import select
 import shutil
@@ -73,11 +74,14 @@ class WarmRunner:
         self.folder = folder
         self.arms: dict[Path, _Arm] = {}
         self.started = 0
+        self.deadline = math.inf  # time.monotonic() past which no arm is waited for (--timeout)
 
     def __call__(self, script: Path, out: Path, timeout_s: float) -> RunEnd:
         """One window of ``script``; ``out/facts.json`` holds it (see the module's doc)."""
         began = time.monotonic()
-        deadline = began + timeout_s
+        deadline = min(began + timeout_s, self.deadline)
+        if began >= self.deadline:  # --timeout is spent: no child is started or waited for
+            return RunEnd(None, timed_out=True, wall_s=0.0)
         try:
             for _attempt in range(2):
                 arm = self._arm(script)
@@ -102,13 +106,17 @@ class WarmRunner:
         """Starts the children of ``scripts``, at most :data:`PARALLEL_ARMS` at a time, and
         waits until each has warmed up (or ended): their starts overlap, before any window is
         measured, instead of each adding its start to the schedule. Each child has its own
-        ``timeout_s`` seconds from its start (a slow one does not use up the others' time); one
-        not ready by then is ended (its first window then starts a fresh one)."""
+        ``timeout_s`` seconds from its start (a slow one does not use up the others' time), and
+        none waits past ``self.deadline``; one not ready by then is ended (its first window then
+        starts a fresh one)."""
         pending = list(dict.fromkeys(s.resolve() for s in scripts))
         running: list[tuple[_Arm, float]] = []
         while pending or running:
+            if time.monotonic() >= self.deadline:  # --timeout is spent: start no more
+                pending.clear()
             while pending and len(running) < PARALLEL_ARMS:
-                running.append((self._arm(pending.pop(0)), time.monotonic() + timeout_s))
+                deadline = min(time.monotonic() + timeout_s, self.deadline)
+                running.append((self._arm(pending.pop(0)), deadline))
             arm, deadline = running.pop(0)
             try:
                 arm.ready = _read(arm, deadline) is not None

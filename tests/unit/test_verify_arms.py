@@ -84,3 +84,31 @@ def test_a_users_gpu_memory_growth_setting_is_kept():
     env = arms.arm_environment({"TF_FORCE_GPU_ALLOW_GROWTH": "false", "X": "1"})
     assert env["TF_FORCE_GPU_ALLOW_GROWTH"] == "false" and env["X"] == "1"
     assert env["PYTHONUNBUFFERED"] == "1"
+
+
+def test_the_timeout_bounds_the_verification_budget_and_each_run():
+    from rnndoctor.cli.verify import verify_limits
+
+    # no --timeout: 3x the plain check, a run max(60, 3x plain)
+    assert verify_limits(Options(out="o", timeout=None), 30.0) == (90.0, 90.0, None)
+    # --timeout 100 after a 30 s plain check: 100 - 30 - 5 s for the reports is left
+    budget, run, left = verify_limits(Options(out="o", timeout=100.0), 30.0)
+    assert (budget, run, left) == (65.0, 65.0, 65.0)
+    budget, run, left = verify_limits(Options(out="o", timeout=600.0, verify_budget=20.0), 10.0)
+    assert (budget, run, left) == (20.0, 60.0, 585.0)
+    assert verify_limits(Options(out="o", timeout=20.0), 30.0)[2] == 0.0
+
+
+def test_no_arm_is_waited_for_past_the_runners_deadline(tmp_path, fake_children):
+    scripts = _scripts(tmp_path, [30.0, 30.0, 0.1])
+    runner = arms.WarmRunner([], Options(out=str(tmp_path / "o")), tmp_path / "arms")
+    runner.deadline = time.monotonic() + 1.5
+    began = time.monotonic()
+    try:
+        runner.prepare(scripts, timeout_s=60.0)
+        assert time.monotonic() - began < 5.0
+        assert scripts[2].resolve() not in runner.arms  # never started: --timeout was spent
+        end = runner(scripts[0], tmp_path / "run", 60.0)
+        assert end.timed_out and runner.started == 2  # and no fresh child was started
+    finally:
+        runner.close()
