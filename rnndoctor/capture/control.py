@@ -1,12 +1,13 @@
 """A warm ``--verify`` arm: the window-only child that measures one window per parent command.
 
-With ``--window-only --control R,W`` the child runs the user's script up to ``fit``, runs the
-warm-up steps, writes ``{"ready": true}`` to W and waits for a line on R: ``go`` measures one
-window of ``--steps`` steps and writes its result (one JSON line, :func:`window_result`), then
-waits again; ``stop`` or the end of R ends the window as a plain check's does. Between windows
-the child is blocked on its pipe (no step runs), so the parent can alternate the windows of two
-warm processes, the original's and a patched copy's, A B A B, without paying for the process
-start, TensorFlow's import, the script's data loading and the train function's tracing again.
+With ``--window-only --control R,W`` the child runs the user's script up to ``fit`` (or its custom
+training loop: both drivers call :class:`WarmWindows`), runs the warm-up steps, writes ``{"ready":
+true}`` to W and waits for a line on R: ``go`` measures one window of ``--steps`` steps and writes
+its result (one JSON line, :func:`window_result`), then waits again; ``stop`` or the end of R ends
+the window as a plain check's does. Between windows the child is blocked on its pipe (no step runs),
+so the parent can alternate the windows of two warm processes, the original's and a patched copy's,
+A B A B, without paying for the process start, TensorFlow's import, the script's data loading and
+the train function's tracing again.
 
 :class:`SampleCounter` counts the samples a ``tf.data`` input feeds each step when its batch size
 is not a constant (``bucket_by_sequence_length``): a ``map`` after the user's last op adds the
@@ -20,7 +21,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rnndoctor.capture.step_window import StepWindow
 
 
 class Control:
@@ -54,6 +58,53 @@ class Control:
         except OSError:
             return False
         return line.strip() == "go"
+
+
+class WarmWindows:
+    """A warm arm's windows over the window's :class:`StepWindow`, for both drivers (the ``fit``
+    callback and the custom-loop hook call :meth:`after_step` after each step's ``end_step``).
+
+    After the warm-up it says ready and waits for the parent's command; after each window of
+    ``measured_steps`` steps it sends the window (:func:`window_result`) and waits again.
+
+    Args:
+        control: the pipes to the parent.
+    """
+
+    def __init__(self, control: Control):
+        self.control = control
+        self.windows = 0  # windows begun (the parent's ``go`` lines)
+
+    def after_step(
+        self, steps: StepWindow, samples: int | None, final_loss: float | None
+    ) -> bool | None:
+        """What follows the step that just ended.
+
+        Args:
+            steps: the window's state (its ``step_ms`` are the current window's).
+            samples: the samples of the current window's measured steps (None: unknown).
+            final_loss: the loss logged at the last step (None: none).
+
+        Returns:
+            None: go on (warm-up, or a window under way). True: a new window begins now (its
+            steps and clock are reset; the caller resets its sample count). False: the parent
+            said ``stop`` or closed its pipe: end the window as a plain check's ends.
+        """
+        if steps.warming_up():
+            return None
+        if self.windows == 0:
+            self.control.send({"ready": True})
+        elif steps.measuring():
+            return None
+        else:
+            self.control.send(window_result(steps.step_ms, samples, final_loss, self.windows - 1))
+        if not self.control.wait():
+            return False
+        self.windows += 1
+        steps.step_ms.clear()
+        steps.train_function_ms.clear()
+        steps.restart_clock()
+        return True
 
 
 class SampleCounter:
@@ -97,7 +148,9 @@ def window_result(
 
     Args:
         step_ms: its measured step times (ms per step).
-        samples: the samples those steps trained on (None: unknown).
+        samples: the samples those steps trained on (None: unknown); with
+            ``steps_per_execution`` N > 1 each entry of ``step_ms`` is an execution's time over N,
+            and ``samples`` counts that execution's samples over N, so the rate is unchanged.
         final_loss: the loss ``fit`` logged at its last step (None: none logged).
         index: the window's number in this process (0-based).
 

@@ -27,11 +27,12 @@ once per process; each ``install`` points them at its session):
 The loop's steps go through the same :class:`~rnndoctor.capture.step_window.StepWindow` as
 ``fit``'s: warm-up steps, measured steps (time from the end of one step to the end of the next,
 after reading the optimizer's iteration counter back so that GPU work has finished), then
-``profile_steps`` profiled steps. Then, for an eager step function, a traced twin
-(:func:`_measure_twin`); then ``diagnosis.finish(session, model, ...)`` with the ``keras.Model``
-that owns the updated variables, and ``session.end_script()``, as the ``fit`` hook does. A
-script that ends first is finished with what was measured (:func:`finish_pending`, called by
-``rnndoctor.capture.__main__``).
+``profile_steps`` profiled steps (a warm ``--verify`` arm: windows on the parent's command,
+:class:`~rnndoctor.capture.control.WarmWindows`). Then, for an eager step function, a traced twin
+(:func:`_measure_twin`; not in a window-only run); then ``diagnosis.finish(session, model, ...)``
+with the ``keras.Model`` that owns the updated variables, and ``session.end_script()``, as the
+``fit`` hook does. A script that ends first is finished with what was measured
+(:func:`finish_pending`, called by ``rnndoctor.capture.__main__``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rnndoctor.capture import diagnosis, flavour, pairs, sites, traces
+from rnndoctor.capture.control import Control, WarmWindows
 from rnndoctor.capture.step_window import LOOP_PHASES, StepWindow
 from rnndoctor.facts import CustomLoopFacts, Phase, SourceLocation, StepArgument, StepTimes
 from rnndoctor.paired import PairedTimingError, measure_paired
@@ -171,6 +173,8 @@ class CustomLoop:
         self.finished = False
         self.armed = False
         self.twin_blocker: str | None = None
+        control = self.options.control  # a warm --verify arm's pipes
+        self.warm = WarmWindows(Control(control)) if control else None
 
     # -- steps -------------------------------------------------------------------------------
     def sync(self) -> None:
@@ -186,7 +190,13 @@ class CustomLoop:
         window = self.window
         window.end_step()
         self.facts.steps_seen = window.steps_done
-        if window.complete():
+        if self.warm is not None:  # a warm --verify arm: the parent says when a window runs
+            batch = self.batch_size() if window.step_ms else None
+            samples = batch * len(window.step_ms) if batch else None
+            if self.warm.after_step(window, samples, None) is False:
+                self.finish(stop_script=True)
+                return
+        elif window.complete():
             self.finish(stop_script=True)
             return
         if window.profile_due():
@@ -326,7 +336,9 @@ class CustomLoop:
                 "excluded)"
             )
         session.save()
-        if self.facts.eager:
+        if self.options.window_only:
+            pass  # a --verify arm: the window's step times are all it measures
+        elif self.facts.eager:
             session.set_phase(Phase.LOOP_TWIN)
             _measure_twin(self)
             session.save()

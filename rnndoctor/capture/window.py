@@ -31,7 +31,7 @@ from rnndoctor.capture import (
     probes,
     sites,
 )
-from rnndoctor.capture.control import Control, SampleCounter, window_result
+from rnndoctor.capture.control import Control, SampleCounter, WarmWindows
 from rnndoctor.capture.data import data_kind
 from rnndoctor.capture.step_window import FIT_PHASES, Profiler, StepWindow, WindowOptions
 from rnndoctor.facts import DataKind, FitConfig, Phase, SourceLocation, StepTimes
@@ -75,12 +75,11 @@ class _WindowCallback:
         self._last_loss: float | None = None
         # called after the last step, before fit ends (capture.distribute.window_ended)
         self.before_done: Callable[[], None] | None = None
-        self.control: Control | None = None  # a warm --verify arm's pipes (set by run_window)
+        self.control: WarmWindows | None = None  # a warm --verify arm's (set by run_window)
         self.counter: SampleCounter | None = None  # samples per step of a tf.data input
         self.batch_size: int | None = None  # fit's constant batch size, when it has one
-        self._samples = 0  # samples of the measured steps of the current window
+        self._samples = 0.0  # samples of the measured steps of the current window (per step)
         self._count_at: int | None = None
-        self._windows = 0  # windows sent to the parent
 
     @property
     def steps_done(self) -> int:
@@ -113,8 +112,9 @@ class _WindowCallback:
         except (KeyError, TypeError, ValueError):
             pass
         measured = len(self.steps.step_ms)
-        self.steps.end_step(max(1, batch - self._begin_step + 1))
-        self._count(len(self.steps.step_ms) > measured)
+        covered = max(1, batch - self._begin_step + 1)  # the execution's steps
+        self.steps.end_step(covered)
+        self._count(len(self.steps.step_ms) > measured, covered)
         if self.control is not None:
             self._next_window()
         elif self.steps.complete():
@@ -123,46 +123,38 @@ class _WindowCallback:
                 self.before_done()
             raise WindowDone
 
-    def _count(self, step_measured: bool) -> None:
-        """Adds the step's samples to the window's when its time was measured."""
+    def _count(self, step_measured: bool, steps: int = 1) -> None:
+        """Adds the samples of one step to the window's when its time was measured.
+
+        ``StepWindow.end_step`` records an execution of ``steps`` steps as one step time (its
+        time over ``steps``), so the window adds one step's samples for it too: the batch size,
+        or the counted samples of the execution's ``steps`` batches over ``steps`` (their mean).
+        Samples over the summed step times is then the execution's samples over its time.
+        """
         if self.counter is None:
             if step_measured and self.batch_size:
                 self._samples += self.batch_size
             return
         now = self.counter.read()
         if step_measured and self._count_at is not None:
-            self._samples += now - self._count_at
+            self._samples += (now - self._count_at) / steps
         self._count_at = now
 
     def _next_window(self) -> None:
-        """A warm arm: after the warm-up, and after each window, reports to the parent and
-        waits for its next command; ``stop`` ends ``fit`` (:class:`WindowDone`).
+        """A warm arm: after the warm-up and after each window, reports to the parent and
+        waits for its next command (:class:`~rnndoctor.capture.control.WarmWindows`).
 
         Raises:
             WindowDone: the parent said ``stop`` or closed its pipe.
         """
         assert self.control is not None
-        steps = self.steps
-        if steps.warming_up():
-            return
-        if self._windows == 0:
-            self.control.send({"ready": True})
-        elif steps.measuring():
-            return
-        else:
-            self.control.send(
-                window_result(steps.step_ms, self._samples or None, self._last_loss,
-                              self._windows - 1)
-            )  # fmt: skip
-        if not self.control.wait():
+        began = self.control.after_step(self.steps, round(self._samples) or None, self._last_loss)
+        if began is False:
             raise WindowDone
-        self._windows += 1
-        steps.step_ms.clear()
-        steps.train_function_ms.clear()
-        self._samples = 0
-        steps.restart_clock()
-        if self.counter is not None:
-            self._count_at = self.counter.read()
+        if began:
+            self._samples = 0.0
+            if self.counter is not None:
+                self._count_at = self.counter.read()
 
     def stop_profiler(self) -> None:
         self.steps.stop_profiler()
@@ -348,7 +340,7 @@ def _window_only(session: CaptureSession, window: _WindowCallback, arguments: di
         window.counter = SampleCounter(x)
         arguments["x"] = window.counter.dataset
     if session.options.control is not None:
-        window.control = Control(session.options.control)
+        window.control = WarmWindows(Control(session.options.control))
 
 
 def run_window(

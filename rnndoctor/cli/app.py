@@ -69,7 +69,11 @@ ProfileSteps = Annotated[
 ]
 Timeout = Annotated[
     float | None,
-    typer.Option("--timeout", help=f"Seconds before the script is killed [{DEFAULTS.timeout:g}]."),
+    typer.Option(
+        "--timeout",
+        help=f"Seconds before the script is killed [{DEFAULTS.timeout:g}]; with --verify, the "
+        "limit of the whole command (the verification gets what the plain check left).",
+    ),
 ]
 FailOn = Annotated[
     str | None,
@@ -136,7 +140,8 @@ VerifyBudget = Annotated[
     float | None,
     typer.Option(
         "--verify-budget",
-        help="Seconds the --verify runs may take together [3x the plain check's wall time].",
+        help="Seconds the --verify runs may take together, the arms' starts included [3x the "
+        "plain check's wall time; at most what --timeout leaves].",
     ),
 ]
 

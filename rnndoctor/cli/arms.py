@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import select
 import shutil
@@ -25,6 +26,7 @@ import statistics
 import subprocess
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -36,6 +38,8 @@ from rnndoctor.verify import RunEnd
 
 WINDOW_STEPS = 5  # measured steps per A/B window (rnndoctor's choice: on the demo, 5 fixes x 5
 # pairs of 5-step windows fit the default budget, 3x the plain check, with the arms' starts)
+PARALLEL_ARMS = 2  # children warming up at once in prepare (rnndoctor's choice: two overlap
+# their starts; more share the cores and the accelerator with the others' tracing)
 _WAIT_S = 0.5  # how often a wait for a child's line checks that the child still lives
 
 
@@ -70,11 +74,14 @@ class WarmRunner:
         self.folder = folder
         self.arms: dict[Path, _Arm] = {}
         self.started = 0
+        self.deadline = math.inf  # time.monotonic() past which no arm is waited for (--timeout)
 
     def __call__(self, script: Path, out: Path, timeout_s: float) -> RunEnd:
         """One window of ``script``; ``out/facts.json`` holds it (see the module's doc)."""
         began = time.monotonic()
-        deadline = began + timeout_s
+        deadline = min(began + timeout_s, self.deadline)
+        if began >= self.deadline:  # --timeout is spent: no child is started or waited for
+            return RunEnd(None, timed_out=True, wall_s=0.0)
         try:
             for _attempt in range(2):
                 arm = self._arm(script)
@@ -96,13 +103,21 @@ class WarmRunner:
             return RunEnd(None, interrupted=True, wall_s=time.monotonic() - began)
 
     def prepare(self, scripts: list[Path], timeout_s: float) -> None:
-        """Starts the children of ``scripts`` together and waits until each has warmed up (or
-        ended): their starts overlap one another, before any window is measured, instead of
-        each adding its start to the schedule. A child that is not ready by ``timeout_s``
-        seconds is ended (its first window then starts a fresh one)."""
-        arms = [self._arm(script) for script in dict.fromkeys(s.resolve() for s in scripts)]
-        deadline = time.monotonic() + timeout_s
-        for arm in arms:
+        """Starts the children of ``scripts``, at most :data:`PARALLEL_ARMS` at a time, and
+        waits until each has warmed up (or ended): their starts overlap, before any window is
+        measured, instead of each adding its start to the schedule. Each child has its own
+        ``timeout_s`` seconds from its start (a slow one does not use up the others' time), and
+        none waits past ``self.deadline``; one not ready by then is ended (its first window then
+        starts a fresh one)."""
+        pending = list(dict.fromkeys(s.resolve() for s in scripts))
+        running: list[tuple[_Arm, float]] = []
+        while pending or running:
+            if time.monotonic() >= self.deadline:  # --timeout is spent: start no more
+                pending.clear()
+            while pending and len(running) < PARALLEL_ARMS:
+                deadline = min(time.monotonic() + timeout_s, self.deadline)
+                running.append((self._arm(pending.pop(0)), deadline))
+            arm, deadline = running.pop(0)
             try:
                 arm.ready = _read(arm, deadline) is not None
             except TimeoutError:
@@ -127,7 +142,7 @@ class WarmRunner:
             steps=min(self.options.steps, WINDOW_STEPS),
         )  # fmt: skip
         run_id = uuid.uuid4().hex
-        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+        env = arm_environment(os.environ)
         env[supervisor.RUN_ID_VAR] = run_id
         with open(folder / "script.log", "wb") as log:
             proc = subprocess.Popen(
@@ -184,6 +199,16 @@ class WarmRunner:
         """Ends every child."""
         for arm in self.arms.values():
             self._end(arm)
+
+
+def arm_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """A warm child's environment: ``base`` with unbuffered output and, unless the user set it,
+    ``TF_FORCE_GPU_ALLOW_GROWTH=true``, so the arms share a GPU: by default TensorFlow maps
+    nearly all of a GPU's memory in the first process that uses it, and the other arms then
+    fail to allocate (the TF guide "Use a GPU", section "Limiting GPU memory growth")."""
+    env = dict(base, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+    env.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+    return env
 
 
 def _read(arm: _Arm, deadline: float) -> dict[str, Any] | None:

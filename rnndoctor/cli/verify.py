@@ -8,8 +8,8 @@ stays the plain check's (Ctrl-C during the runs: :attr:`ExitCode.INTERRUPTED`).
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +31,32 @@ if TYPE_CHECKING:
 _MIN_RUN_TIMEOUT_S = 60.0  # a verification run's time limit is at least this
 _RUN_TIMEOUT_FACTOR = 3.0  # ... and this many times the plain check's wall time
 _RUN_OVERHEAD_S = 1.0  # a run's overhead beyond its steps: pipes, facts, process exit (seconds)
+_WRITE_RESERVE_S = 5.0  # of --timeout, kept for writing the reports after the runs (rnndoctor's
+# choice: the demo's verify.json, verify.md and reports take well under a second)
+
+
+def verify_limits(options: Options, plain_s: float) -> tuple[float, float, float | None]:
+    """The verification's budget, one run's time limit and the runner's deadline, all bounded
+    by what ``--timeout`` leaves after the plain check (so ``--timeout`` bounds the whole
+    command, the reports' writing included: ``_WRITE_RESERVE_S``).
+
+    Args:
+        options: the check's options (``timeout``, ``verify_budget``; seconds).
+        plain_s: the plain check's wall time (seconds).
+
+    Returns:
+        ``(budget_s, run_timeout_s, left_s)``: ``budget_s`` is ``--verify-budget`` (default 3x
+        ``plain_s``), ``run_timeout_s`` is ``max(60, 3x plain_s)``, each at most ``left_s``,
+        the seconds ``--timeout`` leaves (None: no ``--timeout``).
+    """
+    from rnndoctor.verify.run import default_budget
+
+    budget = options.verify_budget or default_budget(plain_s)
+    run_timeout = max(_MIN_RUN_TIMEOUT_S, _RUN_TIMEOUT_FACTOR * plain_s)
+    if options.timeout is None:
+        return budget, run_timeout, None
+    left = max(0.0, options.timeout - plain_s - _WRITE_RESERVE_S)
+    return min(budget, left), min(run_timeout, left), left
 
 
 def make_runner(script_args: list[str], options: Options, out: Path) -> WarmRunner:
@@ -93,15 +119,18 @@ def run_verify(
         exit code stands).
     """
     from rnndoctor.verify import Job, verify
-    from rnndoctor.verify.run import default_budget
 
-    budget = options.verify_budget or default_budget(plain_s)
-    limit = options.timeout if options.timeout is not None else math.inf
+    budget, run_timeout, left = verify_limits(options, plain_s)
+    estimate = run_estimate_s(facts, plain_s)
+    if left is not None and left < 2 * estimate:  # not even one A/B pair (two windows) fits
+        console.error(f"--verify skipped: --timeout leaves {left:.0f} s after the plain check")
+        return None
     runner = make_runner(script_args, options, out)
+    if left is not None:
+        runner.deadline = time.monotonic() + left  # no arm waits past --timeout
     job = Job(
-        script=script, out=out, runner=runner, budget_s=budget,
-        run_timeout_s=min(limit, max(_MIN_RUN_TIMEOUT_S, _RUN_TIMEOUT_FACTOR * plain_s)),
-        estimate_s=run_estimate_s(facts, plain_s),
+        script=script, out=out, runner=runner, budget_s=budget, run_timeout_s=run_timeout,
+        estimate_s=estimate,
     )  # fmt: skip
     console.say(f"rnndoctor: verifying the fixes A/B (budget {budget:.0f} s)", err=True)
     scrub = _scrubber(script, options)

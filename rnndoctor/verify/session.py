@@ -177,7 +177,7 @@ def verify(
     schedule_args = dict(clock=clock) if clock is not None else {}
     schedule = Schedule(job.script, job.runner, job.out / VERIFY_DIR / "runs", job.budget_s,
                         job.run_timeout_s, **schedule_args)  # fmt: skip
-    prepare = getattr(job.runner, "prepare", None)  # a warm runner starts its arms together
+    prepare = getattr(job.runner, "prepare", None)  # a warm runner starts its arms first
     if prepare is not None and candidates:
         prepare([job.script, *(c.script for c in candidates)], job.run_timeout_s)
     run_all(schedule, candidates, job.estimate_s)

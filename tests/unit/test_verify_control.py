@@ -45,3 +45,91 @@ def test_the_child_reports_and_waits_for_go_or_stop_through_its_pipes():
         assert control.wait() is True
         assert control.wait() is False
     assert control.wait() is False  # the parent closed its end: stop
+
+
+class _FakeControl:
+    """The parent's side: the lines sent, and the commands to answer with."""
+
+    def __init__(self, commands):
+        self.sent = []
+        self.commands = list(commands)
+
+    def send(self, message):
+        self.sent.append(message)
+
+    def wait(self):
+        return bool(self.commands) and self.commands.pop(0) == "go"
+
+
+def _steps(warmup=2, measured=3):
+    from rnndoctor.capture.step_window import StepWindow, WindowOptions
+
+    clock = iter(float(i) for i in range(1000))
+    return StepWindow(
+        WindowOptions(warmup_steps=warmup, measured_steps=measured, profile_steps=0),
+        clock=lambda: next(clock),
+    )
+
+
+def test_warm_windows_say_ready_after_the_warm_up_then_send_each_window_until_stop():
+    from rnndoctor.capture.control import WarmWindows
+
+    control = _FakeControl(["go", "go", "stop"])
+    warm, steps = WarmWindows(control), _steps()
+    answers = []
+    for _ in range(20):
+        steps.end_step()
+        answer = warm.after_step(steps, 12 if steps.step_ms else None, None)
+        answers.append(answer)
+        if answer is False:
+            break
+    assert answers[:2] == [None, True]  # warm-up steps, then ready and the first go
+    assert control.sent[0] == {"ready": True}
+    windows = control.sent[1:]
+    assert [w["window"] for w in windows] == [0, 1] and answers[-1] is False
+    assert all(w["steps"] == 3 and w["step_time_ms"] == [1000.0] * 3 for w in windows)
+    assert windows[0]["samples_per_s"] == pytest.approx(12 / 3.0)
+    assert answers.count(True) == 2 and len(answers) == 2 + 3 + 3
+
+
+def test_warm_windows_stop_at_once_when_the_parent_closes_before_any_window():
+    from rnndoctor.capture.control import WarmWindows
+
+    control = _FakeControl([])
+    warm, steps = WarmWindows(control), _steps(warmup=1)
+    steps.end_step()
+    assert warm.after_step(steps, None, None) is False
+    assert control.sent == [{"ready": True}]
+
+
+def test_a_custom_loop_serves_warm_windows_through_its_pipes():
+    """The custom-loop hook (not only fit's callback) says ready, sends a window per ``go`` and
+    finishes on ``stop`` (real pipes, a fake session and optimizer: no step runs)."""
+    from types import SimpleNamespace
+
+    from rnndoctor.capture.loop import CustomLoop
+    from rnndoctor.capture.step_window import WindowOptions
+
+    command_r, command_w = os.pipe()
+    result_r, result_w = os.pipe()
+    options = WindowOptions(warmup_steps=1, measured_steps=2, profile_steps=0, window_only=True,
+                            control=f"{command_r},{result_w}")  # fmt: skip
+    session = SimpleNamespace(loop_state=SimpleNamespace(functions={}), options=options,
+                              set_phase=lambda phase: None)  # fmt: skip
+    loop = CustomLoop(session, SimpleNamespace(name="adam"), eager=True, location=None)
+    finished = []
+    loop.finish = lambda stop_script, note=None: finished.append(stop_script)
+    with os.fdopen(command_w, "w") as commands:
+        commands.write("go\ngo\nstop\n")
+    for _ in range(20):
+        loop.step_end()
+        if finished:
+            break
+    loop.warm.control._results.close()  # the child's ends: the parent then reads to the end
+    loop.warm.control._commands.close()
+    with os.fdopen(result_r) as results:
+        lines = [json.loads(line) for line in results]
+    assert lines[0] == {"ready": True}
+    assert [line["window"] for line in lines[1:]] == [0, 1]
+    assert all(line["steps"] == 2 for line in lines[1:]) and finished == [True]
+    assert loop.window.steps_done == 1 + 2 + 2
