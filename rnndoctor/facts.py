@@ -480,6 +480,9 @@ class FitConfig:
     with the whole statement as ``call_source``; None when the argument is not a plain name.
     ``fit_in_loop`` (since 1.2, optional): the ``fit`` call is inside Python loops of the user's
     file (read from the source), or None.
+    ``y_kind`` (since 1.2, optional): what ``fit`` received as ``y``: ``array`` (one array or
+    tensor, with a ``shape``), ``list`` / ``tuple`` / ``dict`` (several targets), ``none``, or
+    the type's name; None when not recorded.
     """
 
     data_kind: str
@@ -499,6 +502,7 @@ class FitConfig:
     batch_size_location: SourceLocation | None = None
     x_location: SourceLocation | None = None
     fit_in_loop: FitLoop | None = None
+    y_kind: str | None = None
 
 
 @dataclass
