@@ -652,6 +652,12 @@ class DataFacts:
     structure's order; the first dimension is the batch, None when not fixed), read from the
     dataset's ``element_spec`` (its first component when elements are ``(x, y[, w])``) or from
     the arrays passed as ``x``.
+
+    tf.data only (optional, since 1.2): ``array_location``: where the one array the pipeline's
+    source was built from (``timeseries_dataset_from_array(x_train, ...)``,
+    ``from_tensor_slices(x)``: a plain name) was last assigned, with the whole statement as
+    ``call_source`` (``x_train = df[cols].values``); None when the source is not one such
+    call, or the name has no assignment in the file.
     """
 
     kind: str
@@ -678,6 +684,7 @@ class DataFacts:
     batch_bytes: int | None = None
     input_dtypes: list[str] = field(default_factory=list)
     input_shapes: list[list[int | None]] = field(default_factory=list)
+    array_location: SourceLocation | None = None
 
 
 @dataclass
