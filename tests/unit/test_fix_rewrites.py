@@ -148,6 +148,7 @@ def _rd501_on_arrays() -> Facts:
     call = ("model.fit(\n    x_train,\n    y_train,  # next ids\n    batch_size=64,\n"
             "    epochs=2,\n    shuffle=False,\n    callbacks=[stop],\n)")  # fmt: skip
     f.fit.location = SourceLocation("/w/train.py", 30, "history = model.fit(", call_source=call)
+    f.fit.y_kind = "array"  # one target array, as the capture records it
     return f
 
 
