@@ -483,6 +483,9 @@ class FitConfig:
     with the whole statement as ``call_source``; None when the argument is not a plain name.
     ``fit_in_loop`` (since 1.2, optional): the ``fit`` call is inside Python loops of the user's
     file (read from the source), or None.
+    ``y_kind`` (since 1.2, optional): what ``fit`` received as ``y``: ``array`` (one array or
+    tensor, with a ``shape``), ``list`` / ``tuple`` / ``dict`` (several targets), ``none``, or
+    the type's name; None when not recorded.
     """
 
     data_kind: str
@@ -502,6 +505,7 @@ class FitConfig:
     batch_size_location: SourceLocation | None = None
     x_location: SourceLocation | None = None
     fit_in_loop: FitLoop | None = None
+    y_kind: str | None = None
 
 
 @dataclass
@@ -651,6 +655,12 @@ class DataFacts:
     structure's order; the first dimension is the batch, None when not fixed), read from the
     dataset's ``element_spec`` (its first component when elements are ``(x, y[, w])``) or from
     the arrays passed as ``x``.
+
+    tf.data only (optional, since 1.2): ``array_location``: where the one array the pipeline's
+    source was built from (``timeseries_dataset_from_array(x_train, ...)``,
+    ``from_tensor_slices(x)``: a plain name) was last assigned, with the whole statement as
+    ``call_source`` (``x_train = df[cols].values``); None when the source is not one such
+    call, or the name has no assignment in the file.
     """
 
     kind: str
@@ -677,6 +687,7 @@ class DataFacts:
     batch_bytes: int | None = None
     input_dtypes: list[str] = field(default_factory=list)
     input_shapes: list[list[int | None]] = field(default_factory=list)
+    array_location: SourceLocation | None = None
 
 
 @dataclass

@@ -27,7 +27,9 @@ Use instead:
 
 Fix safety:
     safe: the model casts the input to float32 anyway, so casting once earlier gives the same
-    values to the model (the same rounding, done once).
+    values to the model (the same rounding, done once). Unsafe where the cast goes on the
+    assignment of the array a tf.data source is built from (``x_train = df[cols].values``,
+    ``DataFacts.array_location``): every later use of that array gets float32 too.
 
 References:
     keras/src/layers/layer.py (``Layer.__call__``: inputs cast to ``compute_dtype``);
@@ -76,10 +78,14 @@ def _assigned(code: str | None) -> str | None:
 
 
 def _fix(facts: Facts, dtype: str) -> tuple[Fix, SourceLocation | None]:
-    """The cast to add: a ``map`` after the dataset's line (tf.data), ``.astype`` on the array's
-    assignment (numpy), else a sketch."""
+    """The cast to add: ``.astype`` on the assignment of the array a tf.data source was built
+    from, else a ``map`` after the dataset's line (tf.data); ``.astype`` on the array's
+    assignment (numpy); else a sketch."""
     data = facts.data
     title = f"Cast the input to {dtype} once, where the data is built"
+    at_array = _cast_at_array(data.array_location, dtype) if len(data.input_dtypes) == 1 else None
+    if data.kind == "tf.data" and at_array is not None:
+        return at_array, data.array_location
     if data.kind == "tf.data":
         loc = data.location
         name = _assigned(loc.code if loc else None) or "ds"
@@ -102,6 +108,26 @@ def _fix(facts: Facts, dtype: str) -> tuple[Fix, SourceLocation | None]:
     return (
         Fix(title=title, code=f'x = x.astype("{dtype}")', safety=FixSafety.DISPLAY_ONLY),
         site,
+    )
+
+
+def _cast_at_array(site: SourceLocation | None, dtype: str) -> Fix | None:
+    """The cast on the assignment of the array a tf.data source was built from
+    (``DataFacts.array_location``: ``x_train = df[cols].values``), or None when that is not
+    one name assigned. Unsafe: every later use of the name gets ``dtype`` too."""
+    statement = site.call_source if site else None
+    name = rw.assigned_name(statement)
+    value = _value_source(statement)
+    if site is None or name is None or value is None:
+        return None
+    return Fix(
+        title=(
+            f"Cast the input to {dtype} once, where the array {name} is built, before the "
+            f"dataset (unsafe: every later use of {name} gets {dtype} too)"
+        ),
+        code=f'{name} = {_wrapped(value)}.astype("{dtype}")',
+        safety=FixSafety.UNSAFE,
+        before=statement,
     )
 
 

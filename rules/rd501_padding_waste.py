@@ -169,6 +169,8 @@ def fit_rewrite(facts: Facts, record: SequenceInput, result: bk.BucketPlan) -> F
     kind = fit.data_kind if fit else None
     if loc is None or not loc.call_source or kind not in (None, "numpy"):
         return None
+    if fit.y_kind != "array":  # several targets (a list or dict): y[:n] would slice the list
+        return None
     if not record.mask_used or record.input_rank != 2:
         return None
     given = rw.fit_data_arguments(loc.call_source)
@@ -215,13 +217,31 @@ def fit_rewrite(facts: Facts, record: SequenceInput, result: bk.BucketPlan) -> F
     return Fix(
         f"Bucket by length: {len(result.boundaries)} boundaries, padding "
         f"{result.padded_fraction_now:.0%} -> {result.padded_fraction_after:.0%}, fit on a "
-        "bucketed tf.data pipeline (unsafe: this changes the order of examples, each batch "
-        "holds similar lengths)",
+        f"bucketed tf.data pipeline ({_changes(len(result.boundaries) + 1, shuffle)})",
         "\n".join([*block, prefix + call]),
         FixSafety.UNSAFE,
         before=prefix + loc.call_source,
         location=fp.to_location(loc),
     )
+
+
+def _changes(buckets: int, shuffle: str) -> str:
+    """Every way the bucketed ``fit`` trains differently, for the fix's title: the order of
+    examples, the batches per epoch (``bucket_by_sequence_length`` keeps each bucket's last,
+    partial batch: ``tensorflow/python/data/experimental/ops/grouping.py``) and, where
+    ``shuffle`` may be ``"batch"`` (Keras then shuffles within batch-sized chunks:
+    ``keras/src/trainers/data_adapters/array_data_adapter.py``), a full shuffle."""
+    said = [
+        "the order of examples changes, each batch holds similar lengths",
+        f"more, smaller batches per epoch: up to {buckets} partial batches (one per bucket) "
+        "instead of one, so more steps",
+    ]
+    if shuffle.strip() not in ("True", "False"):
+        what = "it is" if shuffle.strip().strip("'\"") == "batch" else "if it is"
+        said.append(
+            f'shuffle={shuffle} becomes a full shuffle of the training set ({what} "batch")'
+        )
+    return "unsafe: " + "; ".join(said)
 
 
 def _no_mask_sentence(record: SequenceInput) -> str:

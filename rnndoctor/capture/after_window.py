@@ -13,7 +13,8 @@ Two things the diagnosis window alone cannot see (issue 12):
   (``Model.predict`` / ``evaluate`` / ``predict_on_batch`` / ``__call__``, the outermost call
   only) and the plain Python time around them. It stops (:func:`stop`, then
   ``CaptureSession.end_script`` as before) at the first of: the script's next ``fit`` call, its
-  end, its first write to a file or a child command (:mod:`rnndoctor.capture.neutralise` asks
+  end, its first write outside ``--out`` (a file, a neutralised save, a TensorFlow or h5py write)
+  or child command (:mod:`rnndoctor.capture.neutralise` asks
   :func:`stop_before_write` before the write happens, so the check still writes nothing a stopped
   script would not have written), or the budget (a timer raises ``StopScript`` in the main
   thread). What it saw goes to ``facts.outside_window``. On the second single-sample ``predict``

@@ -35,6 +35,7 @@ recorded from the dataset's options rather than guessed:
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib
 import inspect
@@ -431,6 +432,7 @@ def _describe_dataset(ds: Any, facts: DataFacts) -> None:
     summarise(facts, graph, output=output)
     recorded = site_of(ds)
     facts.location = recorded[1] if recorded else _last_location(facts)
+    facts.array_location = array_site(facts.nodes)
 
 
 def _read_options(ds: Any, facts: DataFacts) -> None:
@@ -709,6 +711,46 @@ def _attach_locations(ds: Any, graph: nx.DiGraph, output: str | None) -> None:
         if record is not None:
             graph.nodes[name]["node"].location = record[1]
             graph.nodes[name]["node"].attrs.setdefault("built_by", record[0])
+
+
+# The array argument of the user's calls that build a tf.data source from one array.
+_ARRAY_ARGUMENTS = {
+    "timeseries_dataset_from_array": "data",
+    "from_tensor_slices": "tensors",
+    "from_tensors": "tensors",
+}
+
+
+def array_site(nodes: list[DataNode]) -> SourceLocation | None:
+    """``DataFacts.array_location``: the assignment of the one array the pipeline's sources were
+    built from, or None (no such source, sources from several calls, an argument that is not a
+    plain name, or no assignment of it before the call in the file)."""
+    built = {
+        (n.location.file, n.location.line, n.location.call_source, n.attrs.get("built_by"))
+        for n in nodes
+        if n.kind == "source" and n.location is not None
+    }
+    if len(built) != 1:
+        return None
+    ((file, line, call_source, method),) = built
+    keyword = _ARRAY_ARGUMENTS.get(method or "")
+    if keyword is None or not call_source or not file or not line:
+        return None
+    try:
+        call = ast.parse(call_source.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(call, ast.Call):
+        return None
+    value = next((k.value for k in call.keywords if k.arg == keyword), None)
+    if value is None and call.args:
+        value = call.args[0]
+    if not isinstance(value, ast.Name):
+        return None
+    try:
+        return sites.assignment_site(file, value.id, line)
+    except Exception:  # a site is a nicety: never break the check
+        return None
 
 
 def _last_location(facts: DataFacts) -> SourceLocation | None:

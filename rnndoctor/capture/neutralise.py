@@ -24,7 +24,14 @@ of calls turned off. Plain file writes (``open(..., "w")``, ``os.mkdir``, ``os.r
 not blocked, since a script may need them to run, but an audit hook (``sys.addaudithook``, PEP
 578) records those made by the user's code outside ``--out`` (but not the files and folders that
 ``tempfile`` creates), and a note lists them, so the report says what the check may have
-changed.
+changed. TensorFlow's C++ file system and h5py raise no audit event, so their writes
+(``tf.io.gfile.makedirs`` / ``mkdir`` / ``rmtree`` / ``remove`` / ``rename`` / ``copy``,
+``tf.io.gfile.GFile`` opened for writing, ``tf.io.write_file``, ``tf.io.TFRecordWriter``,
+``tf.data.Dataset.save``, ``tf.data.experimental.save``, ``h5py.File`` in a mode but ``"r"``)
+are wrapped to be recorded the same way (:func:`_install_silent_writes`). Every one of these
+writes, like the neutralised saves and the child commands, first asks
+:func:`rnndoctor.capture.after_window.stop_before_write`: during the run-on after the window
+the script stops before it.
 
 Commands the script runs in child processes (``os.system``, ``subprocess.Popen``, which
 ``subprocess.run`` / ``call`` / ``check_call`` / ``check_output`` go through: the audit events
@@ -146,6 +153,7 @@ def install(session: CaptureSession) -> None:
         _install_keras(hooks)
         _install_tf_keras(hooks)
         _install_tensorflow(hooks)
+        _install_silent_writes(hooks)
         sys.addaudithook(hooks.audit)
         setattr(keras.Model, _HOOKS_ATTR, hooks)
     state = NeutraliseState(skip_dirs=_skip_dirs(session.facts_path))
@@ -429,6 +437,118 @@ def _install_tensorflow(hooks: _Hooks) -> None:
         return tf.summary.create_noop_writer()
 
     _rebind(original_writer, create_file_writer, prefixes)
+
+
+# -- writes that raise no audit event -------------------------------------------------------
+# h5py/_hl/files.py (make_fid) of h5py 3: every mode but "r" may create or change the file.
+_H5PY_WRITE_MODES = ("w", "w-", "x", "a", "r+")
+
+
+def _arg(index: int, *keywords: str) -> Callable[[tuple, dict], Any]:
+    """Picks argument ``index`` (``self`` included for a method) or the first of ``keywords``."""
+
+    def pick(args: tuple, kwargs: dict) -> Any:
+        for key in keywords:
+            if key in kwargs:
+                return kwargs[key]
+        return args[index] if len(args) > index else None
+
+    return pick
+
+
+def _silent_write(hooks: _Hooks, path: Any, what: str) -> None:
+    """A TensorFlow or h5py write of ``path`` by the user's code: recorded as a plain write
+    (:func:`_note_write`, which stops a run-on before it), or, for a remote path
+    (``gs://...``), only the run-on's stop."""
+    session = hooks.session
+    if session is None or path is None or getattr(_guard, "busy", False):
+        return
+    text = _where(path)
+    if text is not None and "://" in text:
+        if _writer_location(sys._getframe(2)) is not None:
+            after_window.stop_before_write(session, f"{what} {text}")
+        return
+    _note_write(session, path, what)
+
+
+def _stopping(
+    hooks: _Hooks,
+    original: Callable[..., Any],
+    what: str,
+    picks: tuple[Callable[[tuple, dict], Any], ...],
+    writes: Callable[[tuple, dict], bool] | None = None,
+) -> Callable[..., Any]:
+    """``original``, which first records the paths ``picks`` name as written (``writes``
+    says whether this call writes) and so stops a run-on before the write."""
+
+    @functools.wraps(original)
+    def guarded(*args, **kwargs):
+        if hooks.session is not None and (writes is None or writes(args, kwargs)):
+            for pick in picks:
+                try:
+                    path = pick(args, kwargs)
+                except Exception:
+                    path = None
+                _silent_write(hooks, path, what)
+        return original(*args, **kwargs)
+
+    guarded.__rnndoctor_original__ = original  # type: ignore[attr-defined]
+    return guarded
+
+
+def _mode_writes(index: int) -> Callable[[tuple, dict], bool]:
+    def writes(args: tuple, kwargs: dict) -> bool:
+        mode = _arg(index, "mode")(args, kwargs)
+        return isinstance(mode, str) and mode != "r" and mode != "rb"
+
+    return writes
+
+
+def _install_silent_writes(hooks: _Hooks) -> None:
+    """Records the writes of TensorFlow's C++ file system and of h5py, which raise no audit
+    event, as plain writes (never blocked before the run-on; a run-on stops before them):
+    ``tf.io.gfile.makedirs`` / ``mkdir`` / ``rmtree`` / ``remove`` / ``rename`` / ``copy``,
+    ``tf.io.write_file``, ``tf.data.experimental.save`` (rebound in ``tensorflow._api``, the
+    public ``tf.*`` modules), ``tf.data.Dataset.save``, ``tf.io.gfile.GFile`` opened for
+    writing (``tensorflow/python/platform/gfile.py``), ``tf.io.TFRecordWriter`` and
+    ``h5py.File`` in a mode other than ``"r"``."""
+    try:
+        import tensorflow as tf
+    except ImportError:
+        tf = None
+    if tf is not None:
+        gfile, src, dst = tf.io.gfile, _arg(0, "src"), _arg(1, "dst")
+        functions = {
+            gfile.makedirs: ("tf.io.gfile.makedirs", (_arg(0, "path"),)),
+            gfile.mkdir: ("tf.io.gfile.mkdir", (_arg(0, "path"),)),
+            gfile.rmtree: ("tf.io.gfile.rmtree", (_arg(0, "path"),)),
+            gfile.remove: ("tf.io.gfile.remove", (_arg(0, "path"),)),
+            gfile.rename: ("tf.io.gfile.rename", (src, dst)),
+            gfile.copy: ("tf.io.gfile.copy", (dst,)),
+            tf.io.write_file: ("tf.io.write_file", (_arg(0, "filename"),)),
+            tf.data.experimental.save: ("tf.data.experimental.save", (_arg(1, "path"),)),
+        }
+        for original, (what, picks) in functions.items():
+            _rebind(original, _stopping(hooks, original, what, picks), ("tensorflow._api",))
+        for cls, name, what, picks, writes in (
+            (tf.data.Dataset, "save", "tf.data.Dataset.save", (_arg(1, "path"),), None),
+            (gfile.GFile, "__init__", "tf.io.gfile.GFile", (_arg(1, "name"),), _mode_writes(2)),
+            (tf.io.TFRecordWriter, "__init__", "tf.io.TFRecordWriter", (_arg(1, "path"),), None),
+        ):
+            original = cls.__dict__.get(name) or getattr(cls, name)
+            if not hasattr(original, "__rnndoctor_original__"):
+                setattr(cls, name, _stopping(hooks, original, what, picks, writes))
+    try:
+        import h5py
+    except ImportError:
+        return
+
+    def h5_writes(args: tuple, kwargs: dict) -> bool:
+        return _arg(2, "mode")(args, kwargs) in _H5PY_WRITE_MODES
+
+    init = h5py.File.__init__
+    if not hasattr(init, "__rnndoctor_original__"):
+        h5py.File.__init__ = _stopping(hooks, init, "h5py.File", (_arg(1, "name"),), h5_writes)
 
 
 # -- records ---------------------------------------------------------------------------------

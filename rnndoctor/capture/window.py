@@ -250,7 +250,19 @@ def fit_config(model: Any, arguments: dict[str, Any], location: SourceLocation |
         compile_location=sites.lookup("compiles", model),
         batch_size_location=_name_site(location, "batch_size", None),
         x_location=_name_site(location, "x", 0),
+        y_kind=_y_kind(arguments.get("y")),
     )
+
+
+def _y_kind(y: Any) -> str:
+    """``FitConfig.y_kind``: ``array`` for one array or tensor (it has a ``shape``),
+    ``list`` / ``tuple`` / ``dict`` for a structure of targets, ``none``, else the type's name."""
+    if y is None:
+        return "none"
+    for kind in (dict, list, tuple):
+        if isinstance(y, kind):
+            return kind.__name__
+    return "array" if getattr(y, "shape", None) is not None else type(y).__name__
 
 
 def _name_site(

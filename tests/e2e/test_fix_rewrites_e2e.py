@@ -2,7 +2,8 @@
 
 - ``timeseries_float64.py``: a ``keras.utils.timeseries_dataset_from_array`` pipeline of float64
   windows, compiled with metrics. RD205 points at the util's line and caches the user's own
-  name; RD207 casts after that line; RD403 (where it fires) rewrites the compile call at its
+  name; RD207 casts the array the util was given at its assignment (unsafe: ``targets`` is
+  sliced from it, so it gets float32 too); RD403 (where it fires) rewrites the compile call at its
   line, keeping the metrics.
 - ``batch_size_name.py``: float64 arrays and ``fit(..., batch_size=batch_size)``. RD301 rewrites
   the ``batch_size = 4`` line; RD207 appends the cast to the array's assignment.
@@ -62,8 +63,11 @@ def test_timeseries_pipeline_findings_point_at_its_line_with_fitting_fixes(times
     compile_line = line_of("timeseries_float64.py", "# compile-line")
     assert facts["fit"]["compile_location"]["line"] == compile_line
     rd207 = found["RD207"]
-    assert rd207["location"]["line"] == line
-    assert rd207["fix"]["code"].startswith("dataset_train = dataset_train.map(")
+    series_line = line_of("timeseries_float64.py", "series-line")
+    assert facts["data"]["array_location"]["line"] == series_line
+    assert rd207["location"]["line"] == series_line
+    assert rd207["fix"]["code"] == 'series = rng.normal(size=(3000, 6)).astype("float32")'
+    assert rd207["fix"]["safety"] == "unsafe"
     for rule_id in ("RD201", "RD202", "RD205"):
         if rule_id in found:  # measured rules: they fire when this machine's timing says so
             assert found[rule_id]["location"]["line"] == line, rule_id

@@ -135,3 +135,15 @@ def test_the_single_fit_forecast_adds_what_runs_after_fit_once(once):
     assert forecast.outside_s >= 300 * predict.median_ms / 1000.0
     assert forecast.now_s == pytest.approx(training + forecast.outside_s)
     assert "after fit: extrapolated" in forecast.covers and "predict" in forecast.covers
+
+
+def test_the_run_on_stops_before_tensorflow_writes_and_the_tree_is_unchanged(tmp_path):
+    """tf.io.gfile.makedirs / tf.io.write_file raise no audit event: the wrappers stop the
+    run-on before them (one short check of a tiny script)."""
+    script = SCRIPTS / "fit_then_tf_writes.py"
+    doc = _check(script, tmp_path, 60)
+    ow = doc["facts"]["outside_window"]
+    assert ow["ended"] == "a write" and "tf.io.gfile.makedirs" in ow["detail"]
+    assert str(tmp_path / "exported" / "run1") in ow["detail"]
+    assert "WROTE" not in doc["script.log"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]  # nothing but --out in the cwd

@@ -53,6 +53,9 @@ def test_timeseries_pipeline_is_recorded_at_the_users_line_and_float64_is_read()
     assert facts.location is not None
     assert "timeseries_dataset_from_array" in (facts.location.code or "")
     assert facts.input_dtypes == ["float64"]
+    # the array the source was built from: its assignment, where RD207 casts it
+    assert facts.array_location is not None
+    assert facts.array_location.call_source.startswith("series = np.random.default_rng(0)")
     # RD205's and RD207's fixes for it run, and the cast halves the element's bytes
     dataset_train = dataset_train.cache()
     dataset_train = dataset_train.map(lambda x, y: (tf.cast(x, tf.float32), y))

@@ -6,7 +6,7 @@ import keras
 import numpy as np
 
 rng = np.random.default_rng(0)
-series = rng.normal(size=(3000, 6))  # float64, as pandas' .values gives it
+series = rng.normal(size=(3000, 6))  # float64, as pandas' .values gives it; series-line
 targets = series[:, 0]
 
 dataset_train = keras.utils.timeseries_dataset_from_array(  # ts-line

@@ -76,11 +76,15 @@ def _changes(before: str, after: str) -> set[str] | None:
     """What ``after`` changes in the call ``before`` (see INTENDED); None when ``after`` is not
     that call with only such changes."""
     old, new = rw.parse_call(before), rw.parse_call(after)
-    if old is None or new is None:
+    if new is None:
+        return None
+    if isinstance(new.func, ast.Attribute):  # a method appended to the user's expression
+        whole = ast.parse(before.strip(), mode="eval").body  # a call, or ``df[cols].values``
+        if ast.dump(new.func.value) == ast.dump(whole):
+            return {f".{new.func.attr}"}
+    if old is None:
         return None
     changed: set[str] = set()
-    if isinstance(new.func, ast.Attribute) and ast.dump(new.func.value) == ast.dump(old):
-        return {f".{new.func.attr}"}  # a method appended to the user's call, the call unchanged
     if ast.dump(old.func) != ast.dump(new.func):
         changed.add("func")
     for i in range(max(len(old.args), len(new.args))):
@@ -144,6 +148,7 @@ def _rd501_on_arrays() -> Facts:
     call = ("model.fit(\n    x_train,\n    y_train,  # next ids\n    batch_size=64,\n"
             "    epochs=2,\n    shuffle=False,\n    callbacks=[stop],\n)")  # fmt: skip
     f.fit.location = SourceLocation("/w/train.py", 30, "history = model.fit(", call_source=call)
+    f.fit.y_kind = "array"  # one target array, as the capture records it
     return f
 
 
@@ -457,6 +462,27 @@ def test_rd207_casts_a_float64_array_at_its_assignment():
     assert finding.fix.before == "x_train = rng.normal(size=(512, 10, 4))"
     assert finding.fix.code == 'x_train = rng.normal(size=(512, 10, 4)).astype("float32")'
     _assert_lossless(finding)
+
+
+def test_rd207_casts_the_array_a_float64_dataset_was_built_from_at_its_assignment():
+    data = timeseries_pipeline()
+    data.input_dtypes = ["float64"]
+    data.input_shapes = [[None, 24, 6]]
+    data.array_location = loc(9, "x_train = train_data[[i for i in range(7)]].values")
+    f = facts(data=data)
+    f.model = _model()
+    (finding,) = run(f, "RD207")[1]
+    assert finding.location.line == 9  # the array's line, not a map after the dataset's
+    assert finding.fix.before == "x_train = train_data[[i for i in range(7)]].values"
+    assert finding.fix.code == (
+        'x_train = train_data[[i for i in range(7)]].values.astype("float32")'
+    )
+    assert finding.fix.safety == "unsafe" and "every later use of x_train" in finding.fix.title
+    _assert_lossless(finding)
+    # several model inputs: the array's cast would reach them all, so the map stays
+    data.input_dtypes, data.input_shapes = ["float64", "int32"], [[None, 24, 6], [None, 24]]
+    (finding,) = run(facts(data=data), "RD207")[1]
+    assert finding.location.line == 12 and "tf.nest.map_structure" in finding.fix.code
 
 
 def test_rd207_casts_only_the_float64_inputs_of_a_multi_input_dataset():

@@ -197,12 +197,14 @@ def test_the_one_hot_pad_remap_snippet_runs_and_zeroes_only_the_padded_end(side)
                       else [True, True, False, False, False])  # fmt: skip
 
 
-def _fit_on_arrays(facts: Facts, call: str, prefix: str = "") -> Facts:
-    """The facts as if the user's own ``fit`` line (``call``, at line 40) had run them."""
+def _fit_on_arrays(facts: Facts, call: str, prefix: str = "", y_kind: str = "array") -> Facts:
+    """The facts as if the user's own ``fit`` line (``call``, at line 40) had run them, with
+    ``y`` of ``y_kind`` (``array``: one target array)."""
     from rnndoctor.facts import SourceLocation
 
     facts.fit.location = SourceLocation(file="/w/train.py", line=40, code=prefix + call,
                                         call_source=call)  # fmt: skip
+    facts.fit.y_kind = y_kind
     return facts
 
 
@@ -215,7 +217,10 @@ def test_rd501_rewrites_a_fit_on_masked_token_arrays_and_keeps_its_other_argumen
     facts = _fit_on_arrays(facts, call, prefix="history = ")
     (finding,) = _findings(facts, "RD501")
     fix = finding.fix
-    assert fix.safety == "unsafe" and "changes the order of examples" in fix.title
+    assert fix.safety == "unsafe" and "the order of examples changes" in fix.title
+    buckets = len(finding.bucket_plan.boundaries) + 1
+    assert f"up to {buckets} partial batches (one per bucket) instead of one" in fix.title
+    assert "shuffle" not in fix.title  # shuffle left at its default (True): a full shuffle
     assert fix.before == "history = " + call
     assert fix.location.line == 40 and finding.location.line != 40  # the finding: the padding
     tree = ast.parse(fix.code)
@@ -252,3 +257,36 @@ def test_rd501_keeps_the_sketch_where_the_fit_call_cannot_be_moved_losslessly(ca
     (finding,) = _findings(facts, "RD501")
     assert finding.fix.before is None and finding.fix.location is None
     assert "bucket_by_sequence_length(length, BOUNDARIES, BATCH_SIZES)" in finding.fix.code
+
+
+@pytest.mark.parametrize("y_kind", ["list", "dict", "tuple", None])
+def test_rd501_keeps_the_sketch_unless_the_facts_show_one_target_array(y_kind):
+    """``y[:rd501_split]`` on a list of target arrays would slice the list (None: facts from
+    before ``y_kind`` was recorded, so unknown)."""
+    lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, 64, 16)
+    facts = _fit_on_arrays(facts, "model.fit(x, y, validation_split=0.1)", y_kind=y_kind)
+    (finding,) = _findings(facts, "RD501")
+    assert finding.fix.before is None and finding.fix.location is None
+    assert "bucket_by_sequence_length(length, BOUNDARIES, BATCH_SIZES)" in finding.fix.code
+
+
+@pytest.mark.parametrize(
+    ("shuffle", "said"),
+    [
+        ('"batch"', 'shuffle="batch" becomes a full shuffle of the training set (it is "batch")'),
+        ("mode", 'shuffle=mode becomes a full shuffle of the training set (if it is "batch")'),
+        ("False", None),
+    ],
+)
+def test_rd501_fix_title_says_when_shuffle_batch_becomes_a_full_shuffle(shuffle, said):
+    lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, 64, 16)
+    facts = _fit_on_arrays(facts, f"model.fit(x, y, shuffle={shuffle})")
+    (finding,) = _findings(facts, "RD501")
+    assert finding.fix.before == f"model.fit(x, y, shuffle={shuffle})"
+    if said is None:
+        assert "full shuffle" not in finding.fix.title
+    else:
+        assert said in finding.fix.title
+    assert f"rd501_bucketed(x, y, {shuffle})" in finding.fix.code
