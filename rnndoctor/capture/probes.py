@@ -671,8 +671,9 @@ def _arrays_once(model: Any, kwargs: dict[str, Any] | None) -> dict[str, Any] | 
     keras/src/trainers/data_adapters/__init__.py; ``ArrayDataAdapter.get_tf_dataset`` converts
     the arrays to tensors), which took 2-3 s per burst of the bundled demo on a loaded machine
     and left it 1-2 pairs. The dataset built here is the one that adapter gives ``fit`` (same
-    batch size, sample and class weights, and, with ``shuffle``, a new permutation for each
-    iterator, i.e. each burst), so a burst times the same steps on the user's data. Keras 3
+    batch size, sample and class weights, and, with ``shuffle``, the adapter's shuffle: a new
+    permutation for each iterator, i.e. each burst, unless a global seed is set, when every
+    burst draws the same one), so a burst times the same steps on the user's data. Keras 3
     only; a Keras 2 (``tf_keras``) model, or an adapter that fails, keeps the arrays (and
     their per-fit adapter)."""
     if kwargs is None or "batch_size" not in kwargs:
