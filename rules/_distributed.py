@@ -16,6 +16,25 @@ NO_TRACE = (
 )
 
 
+def trained_without_strategy(facts: Facts) -> bool:
+    """True when the job trained without a ``tf.distribute`` strategy: its window measured steps
+    (``facts.steps``) and no strategy was seen (``facts.strategy`` is None). The RD7xx rules then
+    have nothing to check and pass. False when a strategy ran.
+
+    Raises:
+        NotEvaluated: no strategy was seen and the run ended before its window, so a job without
+            a strategy cannot be told from one whose strategy was never reached.
+    """
+    if facts.strategy is not None:
+        return False
+    if facts.steps is None:
+        raise NotEvaluated(
+            f"facts section 'strategy' was not gathered (the run ended with outcome "
+            f"'{facts.run.outcome}' during phase '{facts.run.phase}')"
+        )
+    return True
+
+
 def traced_workers(facts: Facts) -> list[WorkerFacts]:
     """The workers with trace figures, at least two.
 

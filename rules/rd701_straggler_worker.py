@@ -68,11 +68,13 @@ _MIN_RATIO = Option(
     "RD701",
     "straggler-worker",
     "one worker's time outside the collectives >= 1.2x the others' (they wait for it)",
-    needs=("strategy",),
+    needs=(),
     severity=Severity.WARNING,
     options=(_MIN_RATIO,),
 )
 def check(facts: Facts, options: OptionValues) -> list[Finding]:
+    if dist.trained_without_strategy(facts):
+        return []
     rows = dist.traced_workers(facts)
     slow = max(rows, key=lambda w: w.outside_collectives_ms)
     others = dist.others_median(rows, slow, "outside_collectives_ms")

@@ -43,6 +43,7 @@ from __future__ import annotations
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import NotEvaluated, Option, OptionValues, finding, rule
+from rnndoctor.rules import _distributed as dist
 from rnndoctor.rules import _fastpath as fp
 
 _EFFICIENT_SHARE = Option(
@@ -58,11 +59,13 @@ _EFFICIENT_SHARE = Option(
     "RD702",
     "small-per-replica-batch",
     "the per-replica batch is below the batch-size probe's efficient point",
-    needs=("strategy", "probes"),
+    needs=("probes",),
     severity=Severity.WARNING,
     options=(_EFFICIENT_SHARE,),
 )
 def check(facts: Facts, options: OptionValues) -> list[Finding]:
+    if dist.trained_without_strategy(facts):
+        return []
     st = facts.strategy
     if st.replicas <= 1 or not st.per_replica_batch_size or not st.global_batch_size:
         return []

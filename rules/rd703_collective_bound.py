@@ -80,11 +80,13 @@ _MIN_SHARE = Option(
     "RD703",
     "collective-bound",
     "all-reduce and other collectives >= 6% of the traced op time (xprof's 6%, of step time)",
-    needs=("strategy",),
+    needs=(),
     severity=Severity.WARNING,
     options=(_MIN_SHARE,),
 )
 def check(facts: Facts, options: OptionValues) -> list[Finding]:
+    if dist.trained_without_strategy(facts):
+        return []
     st = facts.strategy
     if st.collective_share is None:
         raise NotEvaluated(dist.NO_TRACE)

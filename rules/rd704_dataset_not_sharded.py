@@ -41,6 +41,7 @@ from __future__ import annotations
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import NotEvaluated, finding, rule
+from rnndoctor.rules import _distributed as dist
 from rnndoctor.rules import _fastpath as fp
 
 _FIX = {
@@ -55,10 +56,12 @@ _FIX = {
     "RD704",
     "dataset-not-sharded",
     "several workers, and auto-shard resolves to OFF, or to DATA over files",
-    needs=("strategy",),
+    needs=(),
     severity=Severity.WARNING,
 )
 def check(facts: Facts) -> list[Finding]:
+    if dist.trained_without_strategy(facts):
+        return []
     st = facts.strategy
     if st.workers <= 1:
         return []

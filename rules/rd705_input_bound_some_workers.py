@@ -84,11 +84,13 @@ _MIN_SPREAD = Option(
     "RD705",
     "input-bound-some-workers",
     "some workers input-bound (>= 20% of their op time), others not (>= 10 points lower)",
-    needs=("strategy",),
+    needs=(),
     severity=Severity.INFO,
     options=(_MIN_SHARE, _MIN_SPREAD),
 )
 def check(facts: Facts, options: OptionValues) -> list[Finding]:
+    if dist.trained_without_strategy(facts):
+        return []
     rows = [w for w in dist.traced_workers(facts) if w.input_bound_share is not None]
     bound = [w for w in rows if w.input_bound_share >= options.min_input_share]
     low = min((w.input_bound_share for w in rows), default=None)

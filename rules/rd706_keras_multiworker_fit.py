@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
+from rnndoctor.rules import _distributed as dist
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import finding, rule
 
@@ -80,10 +81,12 @@ for batch in dist_ds:
     "RD706",
     "keras-multiworker-fit",
     "Keras 3's fit fails under MultiWorkerMirroredStrategy before its first step",
-    needs=("strategy",),
+    needs=(),
     severity=Severity.ERROR,
 )
 def check(facts: Facts) -> list[Finding]:
+    if dist.trained_without_strategy(facts):
+        return []
     strategy = facts.strategy
     failure = strategy.fit_failure
     if failure is None:

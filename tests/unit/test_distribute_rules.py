@@ -225,3 +225,25 @@ def test_the_xprof_cut_offs_cite_their_constant_and_say_the_denominator_differs(
     assert "step time there" in opt.source
     bounds = rule.doc.split("Bounds:", 1)[1].split("\n\n", 1)[0]
     assert "denominator is not xprof's" in bounds and "step time" in bounds
+
+
+DISTRIBUTED_RULES = ("RD701", "RD702", "RD703", "RD704", "RD705", "RD706")
+
+
+def test_a_job_without_a_strategy_passes_every_distributed_rule():
+    """A plain fit (no tf.distribute strategy seen, its window measured): nothing to check, so
+    the RD7xx rules pass instead of reading "facts missing" on every ordinary check."""
+    path = Path(__file__).parents[1] / "data" / "host_hw" / "fit-run-eagerly.json"
+    facts = Facts.from_dict(json.loads(path.read_text()))
+    assert facts.strategy is None and facts.steps is not None
+    for rule_id in DISTRIBUTED_RULES:
+        assert outcome(facts, rule_id).status is Status.PASSED, rule_id
+
+
+def test_without_a_strategy_and_without_a_window_the_distributed_rules_are_not_evaluated():
+    path = Path(__file__).parents[1] / "data" / "host_hw" / "fit-run-eagerly.json"
+    facts = dataclasses.replace(Facts.from_dict(json.loads(path.read_text())), steps=None)
+    for rule_id in ("RD701", "RD703", "RD704", "RD705", "RD706"):
+        result = outcome(facts, rule_id)
+        assert result.status is Status.NOT_EVALUATED, rule_id
+        assert "facts section 'strategy' was not gathered" in result.reason, rule_id
