@@ -30,6 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rnndoctor.capture.step_window import read_back
+
 # Timed seconds per burst of an arm inside a round: with no per-burst set-up, a burst only has
 # to be long enough that the switch from one arm to the next (a different batch shape) is a
 # small part of it; for steps of 100 ms and more a burst is one execution. Source: rnndoctor's
@@ -144,12 +146,7 @@ def round_timer(clock: RoundClock, on_round: Callable[[Round], bool], deadline: 
 
     class RoundTimer(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
-            for value in (logs or {}).values():  # read back: the step's work has finished
-                try:
-                    float(value)
-                    break
-                except (TypeError, ValueError):
-                    continue
+            read_back(logs)  # the step's work has finished
             done = clock.feed(int(batch), time.perf_counter())
             if (done is not None and on_round(done)) or time.monotonic() >= deadline:
                 self.model.stop_training = True

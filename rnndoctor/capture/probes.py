@@ -48,6 +48,7 @@ from rnndoctor.capture import flavour, interleave, memory, pairs, sampling, site
 from rnndoctor.capture.budget import Budget, paired_left
 from rnndoctor.capture.pairs import Burst
 from rnndoctor.capture.sampling import Batches
+from rnndoctor.capture.step_window import read_back
 from rnndoctor.facts import CallbackTime, DataKind, Phase, ProbeFacts, ProbePoint, StepBreakdown
 
 if TYPE_CHECKING:
@@ -384,12 +385,7 @@ def _step_timer(
             self.timed_s = 0.0
 
         def on_train_batch_end(self, batch, logs=None):
-            for value in (logs or {}).values():  # read back: the step's work has finished
-                try:
-                    float(value)
-                    break
-                except (TypeError, ValueError):
-                    continue
+            read_back(logs)  # the step's work has finished
             now = time.perf_counter()
             # The first call (tracing) and the steps up to _POINT_WARMUP_STEPS are not timed.
             if self.ends and self.ends[-1][0] + 1 >= _POINT_WARMUP_STEPS:

@@ -104,6 +104,18 @@ class TFProfiler:
         return tf.profiler.experimental.Trace("train", step_num=step, _r=1)
 
 
+def read_back(logs: dict[str, Any] | None) -> None:
+    """Reads one value of a step's Keras ``logs`` back to the host (the first that converts to
+    a float), so that the step's device work has finished before its end is timed. Every step
+    timer's ``on_train_batch_end`` calls it first."""
+    for value in (logs or {}).values():
+        try:
+            float(value)
+            return
+        except (TypeError, ValueError):
+            continue
+
+
 def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:_ERROR_CHARS]
 

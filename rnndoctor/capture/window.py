@@ -33,7 +33,13 @@ from rnndoctor.capture import (
 )
 from rnndoctor.capture.control import Control, SampleCounter, WarmWindows
 from rnndoctor.capture.data import data_kind
-from rnndoctor.capture.step_window import FIT_PHASES, Profiler, StepWindow, WindowOptions
+from rnndoctor.capture.step_window import (
+    FIT_PHASES,
+    Profiler,
+    StepWindow,
+    WindowOptions,
+    read_back,
+)
 from rnndoctor.facts import DataKind, FitConfig, Phase, SourceLocation, StepTimes
 
 if TYPE_CHECKING:
@@ -101,12 +107,7 @@ class _WindowCallback:
         self.steps.begin_step()
 
     def on_train_batch_end(self, batch, logs=None):
-        for value in (logs or {}).values():  # read back one value: GPU work has finished
-            try:
-                float(value)
-                break
-            except (TypeError, ValueError):
-                continue
+        read_back(logs)  # GPU work has finished
         try:  # the training loss Keras logged for this step (its running mean over the epoch)
             self._last_loss = float((logs or {})["loss"])
         except (KeyError, TypeError, ValueError):
