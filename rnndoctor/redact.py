@@ -91,18 +91,25 @@ def make_scrubber(base_dir: str | None, cwd: str | None = None) -> Callable[[str
     return scrub
 
 
-def _walk(value: Any, scrub: Callable[[str], str]) -> Any:
+def scrub_strings(value: Any, scrub: Callable[[str], str]) -> Any:
+    """``value`` with ``scrub`` applied to every string in it, dict keys included: dataclasses
+    (copied with ``dataclasses.replace``), lists, tuples and dicts are walked; other values are
+    kept as they are."""
     if isinstance(value, str):
         return scrub(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        changes = {f.name: _walk(getattr(value, f.name), scrub) for f in dataclasses.fields(value)}
+        changes = {
+            f.name: scrub_strings(getattr(value, f.name), scrub) for f in dataclasses.fields(value)
+        }
         return dataclasses.replace(value, **changes)
     if isinstance(value, list):
-        return [_walk(v, scrub) for v in value]
+        return [scrub_strings(v, scrub) for v in value]
     if isinstance(value, tuple):
-        return tuple(_walk(v, scrub) for v in value)
+        return tuple(scrub_strings(v, scrub) for v in value)
     if isinstance(value, dict):
-        return {scrub(k) if isinstance(k, str) else k: _walk(v, scrub) for k, v in value.items()}
+        return {
+            scrub(k) if isinstance(k, str) else k: scrub_strings(v, scrub) for k, v in value.items()
+        }
     return value
 
 
@@ -114,21 +121,21 @@ def redact_report(report: Report) -> Report:
         os.path.dirname(script) if script and script.startswith("/") else None,
         report.facts.run.cwd or None,
     )
-    facts = _walk(report.facts, scrub)
+    facts = scrub_strings(report.facts, scrub)
     facts.run.notes.append("redacted: home path, user name, host name and secret values removed")
     outcomes = [
         RuleOutcome(
             rule=o.rule,
             status=o.status,
             reason=scrub(o.reason) if o.reason else o.reason,
-            findings=[_walk(f, scrub) for f in o.findings],
+            findings=[scrub_strings(f, scrub) for f in o.findings],
             needs_gpu=o.needs_gpu,
         )
         for o in report.outcomes
     ]
     verification = report.verification
     if verification is not None:
-        verification = verification.scrubbed(lambda doc: _walk(doc, scrub))
+        verification = verification.scrubbed(lambda doc: scrub_strings(doc, scrub))
     return Report(facts=facts, outcomes=outcomes, verification=verification)
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from rnndoctor.redact import scrub_strings
 from rnndoctor.verify.session import Verification
 from rnndoctor.verify.summary import VerifySummary
 
@@ -22,20 +22,9 @@ VERIFY_MD = "verify.md"
 Scrub = Callable[[str], str]
 
 
-def _scrubbed(value: Any, scrub: Scrub) -> Any:
-    """``value`` with ``scrub`` applied to every string in it (dicts and lists walked)."""
-    if isinstance(value, str):
-        return scrub(value)
-    if isinstance(value, dict):
-        return {k: _scrubbed(v, scrub) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_scrubbed(v, scrub) for v in value]
-    return value
-
-
 def summarise(verification: Verification, scrub: Scrub = str) -> VerifySummary:
     """The verification as the reports read it, every string but the statuses scrubbed."""
-    return VerifySummary.of(verification).scrubbed(lambda doc: _scrubbed(doc, scrub))
+    return VerifySummary.of(verification).scrubbed(lambda doc: scrub_strings(doc, scrub))
 
 
 def write_json(summary: VerifySummary, out: Path) -> Path:
