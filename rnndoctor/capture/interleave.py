@@ -39,6 +39,12 @@ from rnndoctor.capture.step_window import read_back
 # arm reaches the floor in about 10 rounds.
 BURST_S = 0.1
 MAX_STEPS = 100_000  # steps_per_epoch of the interleaved fit (the callback stops it)
+# The most rounds of one interleaved fit. pairs.MAX_ROUNDS (24) bounds the fit calls of rounds
+# run one fit per burst; here a round costs no set-up, only its steps, and the comparison's
+# time allowance (budget.PAIRED_WALL_S) bounds them. Bursts are planned from step times taken
+# elsewhere (the window's, a first burst's): when those were too long, bursts are short and an
+# arm needs more rounds to reach its 1 s. Source: rnndoctor's choice.
+MAX_ROUNDS = 200
 
 # A completed round: per arm, its burst's timed intervals as (ms per step, steps covered).
 Round = list[list[tuple[float, int]]]

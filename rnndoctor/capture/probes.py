@@ -698,17 +698,48 @@ def _burst_steps(per_step_ms: Sequence[float]) -> int:
     return 1 if per_step_ms and min(per_step_ms) >= _PAIR_BURST_S * 1000.0 else 2
 
 
+def _same_spec(a: Any, b: Any) -> bool:
+    """True when two datasets' element specs have the same structure, and every tensor the same
+    dtype and static shape (the traced train function takes both without a retrace)."""
+    import tensorflow as tf
+
+    try:
+        tf.nest.assert_same_structure(a, b)
+    except (TypeError, ValueError):
+        return False
+    for x, y in zip(tf.nest.flatten(a), tf.nest.flatten(b), strict=True):
+        if not (isinstance(x, tf.TensorSpec) and isinstance(y, tf.TensorSpec)):
+            if x != y:
+                return False
+        elif x.dtype != y.dtype or x.shape.rank != y.shape.rank:
+            return False
+        elif x.shape.rank is not None and x.shape.as_list() != y.shape.as_list():
+            return False
+    return True
+
+
 def _compute_only(
     session: CaptureSession,
     model: Any,
     probes: ProbeFacts,
     batches: Batches,
     real_kwargs: dict[str, Any] | None,
+    real_dataset: Any = None,
 ) -> None:
     """The compute-only step on cached batches. Where the user's data can be iterated again,
-    bursts of the same ``fit`` on that data (A) alternate with the cached bursts (B) through
-    :func:`rnndoctor.capture.pairs.alternate`, so that the input wait is the difference of two
-    steps timed side by side, under the same machine load (``probes.compute_paired``)."""
+    bursts of the same ``fit`` on that data (A) alternate with the cached bursts (B), so that
+    the input wait is the difference of two steps timed side by side, under the same machine
+    load (``probes.compute_paired``).
+
+    The bursts are one ``fit`` each (:func:`rnndoctor.capture.pairs.alternate`), except for
+    in-memory arrays made into one dataset (``real_dataset``, :func:`_arrays_once`) whose
+    element spec is the cached batches' own: then every round runs in one interleaved ``fit``
+    (:func:`_rounds_in_one_fit`), with no per-burst set-up or warm-up step. Interleaving lets
+    the arrays' pipeline (Keras' array adapter: a gather per batch, prefetched) fill its buffer
+    during the cached bursts; the most that can hide from the real arm is the time to produce
+    its batches, which the input-only probe times (``input_only_ms`` per batch, fractions of
+    a millisecond for arrays). A user's ``tf.data`` pipeline keeps one ``fit`` per burst: its
+    prefetch buffer would hide a real input wait."""
     if not batches.raw:
         probes.compute_only_not_measured = "no batch was sampled: " + (
             batches.not_measured or "unknown reason"
@@ -746,9 +777,32 @@ def _compute_only(
     real = pairs.ArmRecord("real step", real_burst)
     arms = [cached] if real_kwargs is None else [real, cached]
     left = paired_left(budget)
-    why = pairs.alternate(arms, lambda: 0.0 if slow else left())
+    if real_dataset is not None and _same_spec(real_dataset.element_spec, dataset.element_spec):
+        # bursts sized from the window's train function (its step without the callbacks'
+        # hooks, which the probe does not run), else its step
+        steps = session.facts.steps
+        step_ms = (
+            (steps.median_train_function_ms or steps.median_step_time_ms) if steps else None
+        ) or _PAIR_BURST_S * 1000.0
+        why = _rounds_in_one_fit(session, model, arms, [real_dataset.repeat(), dataset],
+                                 [step_ms, step_ms], left, budget)  # fmt: skip
+    else:
+        why = pairs.alternate(arms, lambda: 0.0 if slow else left())
     if slow and why is not None:
         why = f"a real-data burst's set-up took {slow[0]:.1f} s (buffers filling): {why}"
+    _record_compute(session, probes, arms, why, budget)
+
+
+def _record_compute(
+    session: CaptureSession,
+    probes: ProbeFacts,
+    arms: list[pairs.ArmRecord],
+    why: str | None,
+    budget: Budget,
+) -> None:
+    """The compute-only probe's arms (``[real, cached]``, or ``[cached]``) as its facts: the
+    compute-only step, and with a real-data arm the pairing and the real step."""
+    cached = arms[-1]
     if not cached.per_step_ms:
         probes.compute_only_not_measured = cached.failed or why or "no compute-only step timed"
         if "budget" in (probes.compute_only_not_measured or ""):
@@ -817,8 +871,10 @@ def _compute_stage(
     disagrees with it is measured once more; if it still disagrees, ``probes.inconsistent``
     says why (with both numbers) and the rules that rest on it are not evaluated. Arrays are
     made into a dataset once, for every burst (:func:`_arrays_once`)."""
-    real_kwargs = _arrays_once(model, real_kwargs)
-    _compute_only(session, model, probes, batches, real_kwargs)
+    once = _arrays_once(model, real_kwargs)
+    real_dataset = once["x"] if once is not real_kwargs and once is not None else None
+    real_kwargs = once
+    _compute_only(session, model, probes, batches, real_kwargs, real_dataset)
     _breakdown(session, probes)
     if inconsistency(session, probes) is None:
         return
@@ -826,7 +882,7 @@ def _compute_stage(
     for name in ("compute_only_ms", "real_step_ms", "compute_paired", "breakdown"):
         setattr(probes, name, None)
     probes.input_bound_share = None
-    _compute_only(session, model, probes, batches, real_kwargs)
+    _compute_only(session, model, probes, batches, real_kwargs, real_dataset)
     _breakdown(session, probes)
     probes.inconsistent = inconsistency(session, probes)
 
@@ -938,34 +994,34 @@ def _pair_points(
             point.paired = pairs.pair(first, arm, phase=phase, cut_short=why)
 
 
-def _pair_in_one_fit(
+def _rounds_in_one_fit(
     session: CaptureSession,
     model: Any,
-    arms: list[tuple[ProbePoint, pairs.ArmRecord]],
+    records: list[pairs.ArmRecord],
     datasets: list[Any],
+    step_ms: Sequence[float],
     left: Callable[[], float],
     budget: Budget,
-) -> None:
-    """The batch-size probe's paired rounds (the first round already ran, one ``fit`` per point)
-    in one more ``fit`` whose dataset alternates the points' cached batches
-    (:mod:`rnndoctor.capture.interleave`), until each point has its 10 steps and 1 s or the
-    allowance ``left()`` ends; then each point's median step and its pairing with the first
-    point (``point.paired``: A = the first point, B = this one), as :func:`_pair_points` does."""
-    if len(arms) < 2:
-        return
-    records = [arm for _, arm in arms]
+) -> str | None:
+    """Paired rounds of the arms ``records`` in one ``fit`` whose dataset alternates the arms'
+    ``datasets`` (:mod:`rnndoctor.capture.interleave`; bursts planned from ``step_ms``, each
+    arm's step time so far), until each arm has its 10 steps and 1 s or the allowance
+    ``left()`` ends. The rounds are added to ``records``; returns ``cut_short`` (None when
+    every arm got its steps and time, :func:`rnndoctor.capture.pairs.finish_reason`)."""
     spe = int(getattr(model, "steps_per_execution", 1) or 1)
-    round_plan = interleave.plan([statistics.median(r.per_step_ms) for r in records], spe)
+    round_plan = interleave.plan(step_ms, spe)
     clock = interleave.RoundClock(round_plan)
     state: dict[str, str | None] = {"why": None}
 
     def on_round(done: interleave.Round) -> bool:
         for record, intervals in zip(records, done, strict=True):
             record.add(intervals)
-        state["why"] = pairs.stop_reason(records, left(), clock.last_round_s)
+        state["why"] = pairs.stop_reason(
+            records, left(), clock.last_round_s, max_rounds=interleave.MAX_ROUNDS
+        )
         return state["why"] is not None
 
-    why = pairs.stop_reason(records, left(), 0.0)
+    why = pairs.stop_reason(records, left(), 0.0, max_rounds=interleave.MAX_ROUNDS)
     if why is None:
         data = interleave.dataset(datasets, round_plan)
         timer = interleave.round_timer(clock, on_round, budget.deadline)
@@ -979,7 +1035,26 @@ def _pair_in_one_fit(
             why = why[:200]
         finally:
             model.stop_training = False
-    why = pairs.finish_reason(why, records)
+    return pairs.finish_reason(why, records)
+
+
+def _pair_in_one_fit(
+    session: CaptureSession,
+    model: Any,
+    arms: list[tuple[ProbePoint, pairs.ArmRecord]],
+    datasets: list[Any],
+    left: Callable[[], float],
+    budget: Budget,
+) -> None:
+    """The batch-size probe's paired rounds (the first round already ran, one ``fit`` per point)
+    in one more ``fit`` (:func:`_rounds_in_one_fit`); then each point's median step and its
+    pairing with the first point (``point.paired``: A = the first point, B = this one), as
+    :func:`_pair_points` does."""
+    if len(arms) < 2:
+        return
+    records = [arm for _, arm in arms]
+    step_ms = [statistics.median(r.per_step_ms) for r in records]
+    why = _rounds_in_one_fit(session, model, records, datasets, step_ms, left, budget)
     first = records[0]
     for point, arm in arms:
         point.steps = sum(arm.steps)

@@ -151,7 +151,17 @@ def numpy_report():
     """Arrays at batch 4 with a per-batch callback that sleeps 3 ms."""
     model = tiny_model()
     sleepy = Sleepy()  # marker:sleepy
-    report = rnndoctor.diagnose(model, X, y=Y, batch_size=4, callbacks=[sleepy], **FAST)
+    one_fit = probes._rounds_in_one_fit
+    calls: list[list[str]] = []
+
+    def spy(session, model, records, *args, **kwargs):
+        calls.append([r.name for r in records])
+        return one_fit(session, model, records, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(probes, "_rounds_in_one_fit", spy)
+        report = rnndoctor.diagnose(model, X, y=Y, batch_size=4, callbacks=[sleepy], **FAST)
+    report.one_fit_calls = calls
     return report, model
 
 
@@ -162,6 +172,10 @@ def test_numpy_probes_give_a_consistent_breakdown(numpy_report):
     assert pr.input_only_ms > 0 and pr.input_only_batches == sampling.K_BATCHES
     assert pr.compute_only_ms > 0 and pr.compute_only_batches == sampling.K_BATCHES
     assert pr.real_step_ms is not None and pr.real_step_ms > 0  # the paired probe ran
+    # arrays made into one dataset: every round of the real step against the compute-only
+    # step ran in one interleaved fit, with no fit call (set-up, warm-up step) per burst
+    assert ["real step", "compute-only"] in report.one_fit_calls
+    assert pr.compute_paired.pairs >= 3 and pr.compute_paired.cut_short is None
     b = pr.breakdown
     assert b.step_ms == report.facts.steps.median_step_time_ms
     assert b.input_ms + b.compute_ms + b.host_ms + b.other_ms == pytest.approx(b.step_ms, abs=1e-3)
