@@ -48,7 +48,14 @@ Bounds:
     saving is a share of the compute-only step at 1 (``1 - 1 / r``, paired), and that step is
     part of the real step, so the share of the real step is at most ``1 - 1 / r``: a probe
     timed slower than the window (a tiny LSTM's probe at 3.3 ms against a 2.4 ms window step
-    under load) does not inflate it.
+    under load) does not inflate it. The compute-only step's share of the real step comes
+    from the compute-only probe's own pairs (real step / compute-only step, timed side by
+    side: ``probes.compute_paired``), not from the window's median: a window of 20 steps of
+    2.5 ms (50 ms in all) moved from 2.31 to 3.96 ms across three runs of
+    tests/scripts/tiny_lstm.py, and the share divided by it flipped the finding (issue 11).
+    Only where that probe has no real-data arm (a Python generator, a PyDataset) is the
+    share taken of the window's median step. The milliseconds saved are the share of the
+    window's median step.
 
 Example:
     ``model.compile(optimizer="adam", loss="mse")`` for a 16-unit LSTM
@@ -122,21 +129,32 @@ def _fix(facts: Facts, value: int) -> Fix:
     )
 
 
+def _real_scale(facts: Facts, compute_ms: float, step: float) -> tuple[float, float]:
+    """The compute-only step as a share of the real step, at most 1 (Bounds), and the widening
+    factor of the figures it rests on. From the compute-only probe's pairs where they exist
+    (``probes.compute_paired``: the real step over the compute-only step, timed side by side,
+    so 1 / ratio), widened for that probe's phase; else ``compute_ms`` (the steps_per_execution
+    probe's step) over the window's median ``step``, widened for the window's load and drift
+    (:func:`~rules._measured.window_widen`)."""
+    paired = facts.probes.compute_paired
+    if paired is not None and paired.ratio > 0:
+        return min(1.0, 1.0 / paired.ratio), m.phase_widen(facts, paired.phase)
+    return min(1.0, compute_ms / step), m.window_widen(facts)
+
+
 def _dispatch_share(facts: Facts, one: ProbePoint, many: ProbePoint, step: float) -> Interval:
-    """The share of the window's median step that ``many`` steps per call save, with its
-    interval: from the paired ratio ``r`` = step at 1 / step at N (A = 1, B = N), the saving
-    per step is ``one x (1 - 1 / r)`` (increasing in ``r``), over the window's step, with
-    ``one`` at most that step; widened for the probe's machine load and the window's
-    (:func:`~rules._measured.window_widen`).
+    """The share of the real step that ``many`` steps per call save, with its interval: from
+    the paired ratio ``r`` = step at 1 / step at N (A = 1, B = N), ``1 - 1 / r`` of the
+    compute-only step at 1 (increasing in ``r``), times that step's share of the real step
+    (:func:`_real_scale`), widened for the probes' machine load.
     Facts without a pairing (before schema 1.2) give the medians' share only."""
     paired = many.paired
     if paired is None:
         return m.point_interval((one.step_time_ms - many.step_time_ms) / step)
-    i = m.ratio_interval(facts, paired, extra=m.window_widen(facts))
-    # The compute-only step at 1 over the window's step, at most 1: the compute-only step is
-    # part of the real step (Bounds), so a probe that ran slower than the window does not
-    # inflate the share past the paired saving 1 - 1 / r.
-    scale = min(1.0, paired.median_a_ms / step)
+    # The compute-only step is part of the real step (Bounds): a probe that ran slower than the
+    # window does not inflate the share past the paired saving 1 - 1 / r.
+    scale, widen = _real_scale(facts, paired.median_a_ms, step)
+    i = m.ratio_interval(facts, paired, extra=widen)
 
     def of(r: float) -> float:
         return scale * (1.0 - 1.0 / r) if r > 0 else 0.0
@@ -145,18 +163,18 @@ def _dispatch_share(facts: Facts, one: ProbePoint, many: ProbePoint, step: float
 
 
 def _left_share(facts: Facts, one: ProbePoint, user: ProbePoint, step: float) -> Interval:
-    """The share of the window's median step still spent on per-call dispatch at the user's
+    """The share of the real step still spent on per-call dispatch at the user's
     ``N = user.value > 1`` (Bounds): ``(r - 1) / (N - 1)`` of the compute-only step at N, from
-    the paired ratio ``r`` = step at 1 / step at N, with that step at most the window's (a
-    probe timed slower than the window does not inflate it), clamped at 0 below (``r < 1``:
-    one step per call was not slower). Widened as :func:`_dispatch_share`. Without a pairing,
-    the medians' share."""
+    the paired ratio ``r`` = step at 1 / step at N, times that step's share of the real step
+    (:func:`_real_scale`: a probe timed slower than the window does not inflate it), clamped at
+    0 below (``r < 1``: one step per call was not slower). Widened as :func:`_dispatch_share`.
+    Without a pairing, the medians' share."""
     n = user.value
     paired = user.paired
     if paired is None:
         return m.point_interval(max(0.0, one.step_time_ms - user.step_time_ms) / (n - 1) / step)
-    i = m.ratio_interval(facts, paired, extra=m.window_widen(facts))
-    scale = min(1.0, paired.median_b_ms / step)
+    scale, widen = _real_scale(facts, paired.median_b_ms, step)
+    i = m.ratio_interval(facts, paired, extra=widen)
 
     def of(r: float) -> float:
         return scale * max(0.0, r - 1.0) / (n - 1)

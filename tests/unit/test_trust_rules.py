@@ -98,6 +98,30 @@ def test_rd403_decides_on_the_paired_dispatch_share():
     assert finding.severity is Severity.INFO and "inconclusive: " in finding.message
 
 
+def test_rd403_share_rests_on_the_probes_pairs_not_on_the_windows_median():
+    """From three runs of tests/scripts/tiny_lstm.py (issue 11): the window's median step moved
+    from 2.31 to 3.96 ms (20 steps of about 2.5 ms) while the paired 1 vs 16 ratio held at
+    1.30-1.44x. Divided by the window, the share fell below the cut-off in the slow window's run;
+    taken of the real step the compute-only probe timed side by side, it does not move."""
+    spe = paired(1.37, 1.32, 1.42, 2.6, 1.9, "steps_per_execution probe")
+    same_step = paired(1.0, 0.97, 1.04, 2.6, 2.6, "compute-only probe")  # arrays: no input wait
+    shares = []
+    for window_ms in (2.31, 2.71, 3.96):
+        f = facts(step=window_ms, compute=2.6)
+        f.probes.compute_paired = same_step
+        f.probes.spe_probe = [ProbePoint(1, 2.6), ProbePoint(16, 1.9, paired=spe)]
+        _, (finding,) = run(f, "RD403")
+        assert finding.severity is Severity.WARNING, window_ms
+        shares.append(finding.message.split(", ")[1].split(" (")[0])
+    assert len(set(shares)) == 1  # "27%": 1 - 1 / 1.37, whatever the window said
+    # An input-bound job: the real step is twice the compute-only step (paired), so the same
+    # dispatch saving is half the share of the real step, below the 20% cut-off.
+    f = facts(step=2.6, compute=2.6)
+    f.probes.compute_paired = paired(2.0, 1.9, 2.1, 5.2, 2.6, "compute-only probe")
+    f.probes.spe_probe = [ProbePoint(1, 2.6), ProbePoint(16, 1.9, paired=spe)]
+    assert run(f, "RD403")[1] == []
+
+
 def load(name: str) -> Facts:
     return Facts.from_dict(json.loads((DATA / name).read_text()))
 
