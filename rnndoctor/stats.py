@@ -30,6 +30,7 @@ not modelled.
 
 from __future__ import annotations
 
+import itertools
 import random
 import statistics
 from collections import Counter
@@ -297,6 +298,50 @@ def plan_buckets(
         padded_fraction_after=padded_fraction(valid, after),
         speedup=padded_steps_now / after,
     )
+
+
+def padding_speedup_interval(
+    dist: LengthDistribution,
+    boundaries: Sequence[int],
+    batch_size: int,
+    padded_lengths: Sequence[int],
+    batch_sizes: Sequence[int],
+    level: float = 0.90,
+    resamples: int = 200,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """A bootstrap percentile interval of the padding speedup ``padded steps now / expected
+    padded steps at boundaries`` (RD501, RD502; ``boundaries`` empty: per-batch padding), over
+    the sampling of the batches and sequences it was estimated from.
+
+    Each resample draws the sampled batches with replacement (the padded timesteps now, per
+    row) and as many sequences from the sampled length distribution (the expected padded
+    timesteps after, per sequence), with ``random.Random(seed)``. The interval is of the
+    estimate under its linear cost model; the model's own error (per-step costs that do not
+    scale with length) is not in it.
+
+    Raises:
+        ValueError: ``batch_sizes`` and ``padded_lengths`` differ in length or are empty; see
+            :func:`expected_padded_steps`.
+    """
+    _check_bootstrap(level, resamples)
+    if not padded_lengths or len(padded_lengths) != len(batch_sizes):
+        raise ValueError("need one padded length per sampled batch")
+    rng = random.Random(seed)
+    total = sum(dist.counts)
+    cumulative = list(itertools.accumulate(dist.counts))
+    batches = list(zip(padded_lengths, batch_sizes, strict=True))
+    estimates = []
+    for _ in range(resamples):
+        drawn = rng.choices(batches, k=len(batches))
+        rows = sum(b for _, b in drawn)
+        now = sum(t * b for t, b in drawn) / rows
+        counts = Counter(rng.choices(dist.values, cum_weights=cumulative, k=total))
+        values = tuple(sorted(counts))
+        resampled = LengthDistribution(values, tuple(counts[v] for v in values))
+        after = expected_padded_steps(resampled, boundaries, batch_size) / total
+        estimates.append(now / after)
+    return _percentile_bounds(estimates, level)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from rnndoctor import stats as bk
 from rnndoctor.facts import Facts, RNNLayer, SequenceInput
 from rnndoctor.findings import Evidence, Location
 from rnndoctor.rules import Option
@@ -165,6 +166,21 @@ def common_evidence(record: SequenceInput) -> list[Evidence]:
             source="sampled batches",
         ),
     ]  # fmt: skip
+
+
+def speedup_interval_text(record: SequenceInput, boundaries: tuple[int, ...] = ()) -> str:
+    """`` (90% interval 2.10–2.25x over the sampled batches and sequences)``: the bootstrap
+    interval of a padding speedup estimate (:func:`rnndoctor.stats.padding_speedup_interval`:
+    bucketed at ``boundaries``, or per-batch padding when empty), or "" where it cannot be
+    formed (no per-batch figures)."""
+    try:
+        dist = bk.LengthDistribution(tuple(record.length_values), tuple(record.length_counts))
+        low, high = bk.padding_speedup_interval(
+            dist, boundaries, batch_size(record), record.padded_lengths, record.batch_sizes
+        )
+    except (ValueError, ZeroDivisionError):
+        return ""
+    return f" (90% interval {low:.2f}\u2013{high:.2f}x over the sampled batches and sequences)"
 
 
 def median(values: list[int]) -> float:

@@ -25,7 +25,10 @@ Evidence:
     ``sequences.inputs[].padded_fraction``, ``length_values`` / ``length_counts``,
     ``padded_lengths`` / ``batch_sizes``, ``quantiles``, ``padding_location``,
     ``targets_per_step``, ``input_rank``, ``mask_used`` / ``pad_value`` / ``pad_index``;
-    ``fit.location`` (the data's names).
+    ``fit.location`` (the data's names). The estimate's 90% interval is a bootstrap over the
+    sampled batches and sequences (``rnndoctor.stats.padding_speedup_interval``, 200
+    resamples, fixed seed): the estimate's sampling error under its linear cost model, not the
+    model's own error.
 
 Example:
     Text lines of 4 to 80 characters, all padded to ``maxlen=80`` with ``pad_sequences``.
@@ -336,7 +339,9 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 evidence=tuple(evidence),
                 fix=fix,
                 gain=(
-                    f"{result.speedup:.2f}x from padded timesteps {result.padded_steps_now} -> "
+                    f"{result.speedup:.2f}x"
+                    f"{sq.speedup_interval_text(record, tuple(result.boundaries))} "
+                    f"from padded timesteps {result.padded_steps_now} -> "
                     f"{result.padded_steps_after:.0f} on the sampled sequences; model: a "
                     "step's compute grows linearly with batch x padded length (each batch "
                     "padded to its own longest sequence, lengths drawn from the sampled "

@@ -21,7 +21,8 @@ Why it slows training:
 Evidence:
     ``sequences.inputs[].global_max_padding``, ``padded_lengths``, ``batch_sizes``,
     ``length_values`` / ``length_counts``, ``per_batch_padded_fraction``,
-    ``padding_location``.
+    ``padding_location``. The estimate's 90% interval is a bootstrap over the sampled batches
+    and sequences (``rnndoctor.stats.padding_speedup_interval``), as RD501's.
 
 Example:
     ``x = pad_sequences(seqs, maxlen=200)`` where most batches' longest sequence has 120 steps.
@@ -159,7 +160,8 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 ),  # fmt: skip
                 fix=Fix("Pad each batch to its own longest sequence (padded_batch)", code, safety),
                 gain=(
-                    f"{speedup:.2f}x from padded timesteps {now} -> {after:.0f} on the sampled "
+                    f"{speedup:.2f}x{sq.speedup_interval_text(record)} "
+                    f"from padded timesteps {now} -> {after:.0f} on the sampled "
                     "sequences; model: a step's compute grows linearly with batch x padded "
                     "length; bucketing (RD501) saves more"
                 ),

@@ -131,3 +131,32 @@ def test_bad_inputs_raise():
         bk.padded_fraction(10, 5)
     with pytest.raises(ValueError):
         bk.optimal_boundaries(bk.LengthDistribution.of([1, 2]), 0, 1)
+
+
+def test_padding_speedup_interval_covers_the_estimate_and_narrows_with_more_samples():
+    """The bootstrap interval of RD501/RD502's estimate: around the point estimate, repeatable
+    (fixed seed), a single point when nothing varies, and narrower from 16x the sample."""
+    rng = random.Random(3)
+
+    def sample(batches: int, batch: int = 32) -> tuple[bk.LengthDistribution, list, list]:
+        lengths = [rng.randint(5, 80) for _ in range(batches * batch)]
+        values = sorted(set(lengths))
+        dist = bk.LengthDistribution(tuple(values), tuple(lengths.count(v) for v in values))
+        return dist, [80] * batches, [batch] * batches  # padded to the global maximum
+
+    dist, padded, sizes = sample(8)
+    point = bk.padded_steps(padded, sizes) / bk.expected_padded_steps(dist, (), 32)
+    low, high = bk.padding_speedup_interval(dist, (), 32, padded, sizes)
+    assert low < point < high
+    assert (low, high) == bk.padding_speedup_interval(dist, (), 32, padded, sizes)
+    wide = high - low
+    dist, padded, sizes = sample(128)
+    low, high = bk.padding_speedup_interval(dist, (), 32, padded, sizes)
+    point = bk.padded_steps(padded, sizes) / bk.expected_padded_steps(dist, (), 32)
+    assert low < point < high and high - low < wide / 2
+    low, high = bk.padding_speedup_interval(dist, (40,), 32, padded, sizes)
+    assert low < bk.padded_steps(padded, sizes) / bk.expected_padded_steps(dist, (40,), 32) < high
+    same = bk.LengthDistribution((80,), (64,))
+    assert bk.padding_speedup_interval(same, (), 32, [80, 80], [32, 32]) == (1.0, 1.0)
+    with pytest.raises(ValueError):
+        bk.padding_speedup_interval(same, (), 32, [], [])

@@ -129,6 +129,11 @@ def test_rd501_threshold_evidence_and_code_follow_the_bucketing_plan():
     assert evidence["suggested bucket boundaries"] == list(plan.boundaries)
     assert evidence["padded fraction now"] == round(1 - sum(lengths) / (64 * 64), 4)
     assert finding.speedup == round(plan.speedup, 3)
+    low, high = bk.padding_speedup_interval(
+        bk.LengthDistribution.of(lengths), plan.boundaries, 16, [64] * 4, [16] * 4
+    )
+    assert low <= plan.speedup <= high
+    assert f"(90% interval {low:.2f}\u2013{high:.2f}x over the sampled" in finding.gain
     assert finding.severity is (Severity.ERROR if plan.speedup >= 2 else Severity.WARNING)
     assert f"BOUNDARIES = {list(plan.boundaries)}" in finding.fix.code
     assert "bucket_by_sequence_length(length, BOUNDARIES, BATCH_SIZES)" in finding.fix.code
