@@ -1147,6 +1147,14 @@ class _PointFunctions:
         self.functions = traced  # kept by the caller: a re-measurement traces nothing again
         self.functions.setdefault(base, getattr(model, "train_function", None))
 
+    @property
+    def first_burst_steps(self) -> int:
+        """Timed steps of a point's first burst: where every point shares the window's function
+        the rounds after it run in one interleaved fit (:func:`_pair_in_one_fit`), and the first
+        burst only gives the plan a step time and the memory meter its growth: one step after
+        its warm-up. Else 2, as every later burst of :func:`_pair_points`."""
+        return 2 if self.static else 1
+
     def spec(self, size: int) -> Any:
         if self.base_spec is None:
             return None
@@ -1194,8 +1202,7 @@ def _batch_probe(
     batch_mib = sum(sampling.nbytes_tf(item) for item in full) / 2**20
     budget = session.budget("batch-size probe")
     left = paired_left(budget)  # from the probe's start: its first round counts
-    meter_gpu = memory.MemoryMeter(session).gpu
-    previous = base
+    meter_gpu, previous = memory.MemoryMeter(session).gpu, base
     functions = _PointFunctions(model, batches.element_spec, base, traced)
     arms: list[tuple[ProbePoint, pairs.ArmRecord]] = []
     datasets: list[Any] = []
@@ -1230,7 +1237,8 @@ def _batch_probe(
             )[:300]
             break
         functions.set_up(point)
-        arm = _time_point(session, model, point, dataset, budget, f"batch size {size}")
+        arm = _time_point(session, model, point, dataset, budget, f"batch size {size}",
+                          functions.first_burst_steps)  # fmt: skip
         functions.keep(point)
         if arm is None:
             break
