@@ -50,11 +50,11 @@ SHARES: dict[str, float] = {
 # Source: the phase times
 # of the bundled demo on the 2-core development machine before issue 11 (compute-only probe
 # 8.3 s, batch-size probe 9.6 s; steps_per_execution probe: two points of 0.3 s plus a retrace).
-# The steps_per_execution probe's 8 s: its points need a train function each, so every burst
-# is one fit (about 1 s a pair for tests/scripts/tiny_lstm.py, 5 pairs in 5 s, a dispatch share
-# interval of 25-46% around a 20% cut-off); the compute-only probe of arrays, whose rounds now
-# run in one fit (probes._rounds_in_one_fit), gave back 5.6 s of that script's check (8.0 ->
-# 2.4 s, 19 -> 11 pairs), so the check is still shorter than before.
+# The steps_per_execution probe's 8 s: its rounds go on past the floor until the interval is
+# tight (pairs.PRECISE_WIDTH), and every burst is one fit (its points need a train function
+# each: about 1 s a pair for tests/scripts/tiny_lstm.py); the compute-only probe of arrays,
+# whose rounds now run in one fit (probes._rounds_in_one_fit), gave back 5.6 s of that
+# script's check (8.0 -> 2.4 s), so the check is still no longer than before.
 PAIRED_WALL_S: dict[str, float] = {
     "compute-only probe": 8.0,
     "batch-size probe": 9.0,

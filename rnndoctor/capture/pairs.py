@@ -32,6 +32,14 @@ from rnndoctor.stats import PairedResult
 # shrinks as 1/sqrt(pairs)), and every burst is one more fit call.
 MAX_ROUNDS = 24
 
+# A comparison asked for a precise ratio goes on past the floor while the 90% interval of any
+# arm's ratio to the first is wider than this share of the ratio (and time and rounds allow):
+# +-10%, the sequential "fixed-width confidence interval" stopping rule (Chow and Robbins,
+# Ann. Math. Statist. 36(2), 1965). Source: rnndoctor's choice; the steps_per_execution probe's
+# 5 pairs at the floor gave RD403 intervals of 18-41% and 21-30% on the same script
+# (tests/scripts/input_fast_pipeline.py, issue 11) around its 20% cut-off.
+PRECISE_WIDTH = 0.20
+
 # A burst: run one burst of the arm and return its timed intervals, each as (ms per step, steps
 # it covered: steps_per_execution), empty when it timed none; or raise.
 Burst = Callable[[], Sequence[tuple[float, int]]]
@@ -71,12 +79,15 @@ def alternate(
     min_seconds: float = MIN_SECONDS,
     max_rounds: int = MAX_ROUNDS,
     clock: Callable[[], float] = time.monotonic,
+    precise: bool = False,
 ) -> str | None:
     """Run rounds of bursts, one per arm in order, until each arm has ``min_steps`` timed steps
-    and ``min_seconds`` of timed time. Arms may already hold bursts (a first round run by the
-    caller). A round starts only when the seconds ``left()`` exceed the last round's wall time
-    (so a round of long steps does not overrun the allowance). An arm whose burst raises or
-    times nothing is marked ``failed`` and stops the rounds (the pairs so far still count).
+    and ``min_seconds`` of timed time (and, with ``precise``, until every arm's ratio to the
+    first has a 90% interval within :data:`PRECISE_WIDTH` of it: :func:`imprecise`). Arms may
+    already hold bursts (a first round run by the caller). A round starts only when the seconds
+    ``left()`` exceed the last round's wall time (so a round of long steps does not overrun the
+    allowance). An arm whose burst raises or times nothing is marked ``failed`` and stops the
+    rounds (the pairs so far still count).
 
     Returns:
         None when every arm has its steps and time; else why it stopped (the budget, the round
@@ -85,6 +96,11 @@ def alternate(
     last_round_s = 0.0
     while True:
         reason = stop_reason(arms, left(), last_round_s, min_steps, min_seconds, max_rounds)
+        if reason == _DONE and precise and imprecise(arms):
+            # the floor is met and the interval is still wide: one more round while the rounds
+            # and the time allow (when they do not, the floor was met: done, not cut short)
+            beyond = stop_reason(arms, left(), last_round_s, 2**31, float("inf"), max_rounds)
+            reason = None if beyond is None else _DONE
         if reason is not None:
             break
         started = clock()
@@ -102,6 +118,21 @@ def alternate(
 
 
 _DONE = "done"
+
+
+def imprecise(arms: Sequence[ArmRecord], width: float = PRECISE_WIDTH) -> bool:
+    """True when some arm's paired ratio to the first arm has a 90% bootstrap interval wider
+    than ``width`` times the ratio (fewer than 3 pairs: True)."""
+    first = arms[0]
+    for arm in arms[1:]:
+        n = min(len(first.per_step_ms), len(arm.per_step_ms))
+        if n < 3:
+            return True
+        # the interval pair() records (same resamples and seed): the one the rules read
+        result = paired_from_samples(first.per_step_ms[:n], arm.per_step_ms[:n])
+        if result.high - result.low > width * result.ratio:
+            return True
+    return False
 
 
 def stop_reason(

@@ -968,11 +968,13 @@ def _pair_points(
     left: Callable[[], float],
     phase: Phase,
     before_burst: Callable[[ProbePoint], None] = lambda point: None,
+    precise: bool = False,
 ) -> None:
     """Alternates bursts of a probe's points (the first round already ran) until each has its
-    10 steps and 1 s, then records each point's median step and its pairing with the first
-    point (``point.paired``: A = the first point, B = this one). ``before_burst`` sets the model
-    up for a point (its ``steps_per_execution``)."""
+    10 steps and 1 s (and, with ``precise``, a tight interval: ``pairs.alternate``), then
+    records each point's median step and its pairing with the first point (``point.paired``:
+    A = the first point, B = this one). ``before_burst`` sets the model up for a point (its
+    ``steps_per_execution``)."""
     if len(arms) < 2:
         return
     records = []
@@ -985,7 +987,7 @@ def _pair_points(
 
         arm.burst = burst
         records.append(arm)
-    why = pairs.alternate(records, left)
+    why = pairs.alternate(records, left, precise=precise)
     first = records[0]
     for point, arm in arms:
         point.steps = sum(arm.steps)
@@ -1354,7 +1356,10 @@ def _spe_probe(
             functions[value] = model.train_function  # built once, swapped in for each burst
             arms.append((point, arm))
         # The allowance counts from here: the first round holds the new function's tracing.
-        _pair_points(arms, paired_left(budget), Phase.SPE_PROBE, before_burst=set_up)
+        # RD403's share rests on this ratio alone, near its cut-off for small models: its
+        # rounds go on past the floor until the interval is tight (pairs.PRECISE_WIDTH).
+        _pair_points(arms, paired_left(budget), Phase.SPE_PROBE, before_burst=set_up,
+                     precise=True)  # fmt: skip
     finally:
         model.steps_per_execution = saved["steps_per_execution"]
         model.train_function = saved["train_function"]

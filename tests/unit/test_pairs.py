@@ -45,3 +45,33 @@ def test_a_round_that_would_overrun_the_allowance_does_not_start():
     a, b = pairs.ArmRecord("A", slow_burst), pairs.ArmRecord("B", slow_burst)
     why = pairs.alternate([a, b], lambda: 10.0 - now[0], clock=lambda: now[0])
     assert len(a.steps) == 1 and "allowance" in why  # after 6 s, 4 s left < a 6 s round
+
+
+def noisy_arm(name: str, values: list[float]) -> pairs.ArmRecord:
+    """An arm whose bursts cycle through ``values`` (ms per step), one 1 s burst each."""
+    it = iter(values * 100)
+    return pairs.ArmRecord(name, lambda: [(next(it), int(1000 / values[0]))])
+
+
+def test_a_precise_comparison_goes_on_past_the_floor_until_its_interval_is_tight():
+    # B's bursts scatter by +-15%: at the floor (1 s of bursts each, one round) the interval of
+    # A / B cannot be formed; asked for precision, the rounds go on until it is within 20%
+    a, b = noisy_arm("A", [2.0]), noisy_arm("B", [1.0, 1.15, 0.85, 1.05, 0.95])
+    assert pairs.alternate([a, b], lambda: 60.0) is None
+    assert len(a.steps) == 1  # the floor: one round
+    a, b = noisy_arm("A", [2.0]), noisy_arm("B", [1.0, 1.15, 0.85, 1.05, 0.95])
+    assert pairs.alternate([a, b], lambda: 60.0, precise=True) is None  # done, not cut short
+    assert len(a.steps) > 3 and not pairs.imprecise([a, b])
+    ratio = pairs.pair(a, b, phase=None)
+    assert ratio.high - ratio.low <= pairs.PRECISE_WIDTH * ratio.ratio
+    # steady arms stop at the floor even when precision is asked for
+    a, b = arm("A", 100.0), arm("B", 50.0)
+    pairs.alternate([a, b], lambda: 60.0)
+    floor = len(a.steps)
+    a, b = arm("A", 100.0), arm("B", 50.0)
+    pairs.alternate([a, b], lambda: 60.0, precise=True)
+    assert len(a.steps) == floor
+    # out of rounds after the floor: the floor was met, so it is done, not cut short
+    a, b = noisy_arm("A", [2.0]), noisy_arm("B", [1.0, 2.0, 0.5])
+    assert pairs.alternate([a, b], lambda: 60.0, precise=True, max_rounds=4) is None
+    assert len(a.steps) == 4
