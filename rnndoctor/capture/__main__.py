@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, NoReturn
 from rnndoctor import __version__
 from rnndoctor.capture.step_window import WindowOptions
 from rnndoctor.facts import Facts, Outcome, Phase, RunInfo, SourceLocation
-from rnndoctor.options import ExitCode, Options, parse_child_args
+from rnndoctor.options import DEFAULTS, ExitCode, Options, parse_child_args
+from rnndoctor.paired import MIN_SECONDS
 
 if TYPE_CHECKING:
     from rnndoctor.capture.session import CaptureSession
@@ -267,6 +268,9 @@ def _window_options(options: Options) -> WindowOptions:
     return WindowOptions(
         warmup_steps=options.warmup,
         measured_steps=options.steps,
+        # the default window (20 steps) also times at least 1 s, as each arm of a probe does;
+        # a --steps the user sets is measured as asked
+        min_measured_s=MIN_SECONDS if options.steps == DEFAULTS.steps else 0.0,
         profile_steps=options.profile_steps,
         profile_dir=default_profile_dir(options.out),
         probe_fast_path=options.probe_fast_path,

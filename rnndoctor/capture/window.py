@@ -99,6 +99,16 @@ class _WindowCallback:
     def profile_error(self) -> str | None:
         return self.steps.profile_error
 
+    def on_train_begin(self, logs=None):
+        """The fit's steps in all (``params``: epochs x steps per epoch, when Keras knows them),
+        so that a window of tiny steps measures past ``measured_steps`` only while the fit has
+        steps left (``StepWindow.steps_available``). A warm ``--verify`` arm measures its own
+        windows (``control``) and never goes past them."""
+        params = self.params or {}
+        steps, epochs = params.get("steps"), params.get("epochs")
+        if self.control is None and steps and epochs:
+            self.steps.steps_available = int(steps) * int(epochs)
+
     def on_epoch_begin(self, epoch, logs=None):
         self.steps.epoch_begin()  # the first step of an epoch also starts the iterator
 

@@ -204,3 +204,37 @@ def test_step_window_needs_no_tensorflow():
         "sys.exit(1 if 'tensorflow' in sys.modules or 'keras' in sys.modules else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_a_window_of_tiny_steps_measures_on_to_its_floor_while_the_fit_has_steps():
+    """The default window also times 1 s (min_measured_s): 20 steps of 2.5 ms are 50 ms, too few
+    for the median every probe is checked against (issue 11). It stops at the floor, and never
+    eats the steps the fit needs for its profiled steps."""
+
+    def window_of(available: int | None, floor: float = 1.0) -> StepWindow:
+        options = WindowOptions(warmup_steps=1, measured_steps=3, profile_steps=2,
+                                profile_dir="/tmp/prof", min_measured_s=floor)  # fmt: skip
+        window = StepWindow(options, FIT_PHASES, None, clock, FakeProfiler())
+        window.steps_available = available
+        window.epoch_begin()
+        return window
+
+    clock = FakeClock()
+    window = window_of(10_000)
+    while not fit_step(window, clock, 0.0, 10.0):
+        pass
+    assert len(window.step_ms) == 100 and window.measured_s == pytest.approx(1.0)
+    assert window.profiled == 2  # the profiled steps still ran after the longer window
+    window = window_of(40)  # the fit runs 40 steps: 1 warm-up, measured, 2 profiled, 1 spare
+    while not fit_step(window, clock, 0.0, 10.0):
+        pass
+    assert len(window.step_ms) == 36 and window.profiled == 2 and window.steps_done == 39
+    for available, floor in ((None, 1.0), (10_000, 0.0)):  # steps unknown; --steps as asked
+        window = window_of(available, floor)
+        while not fit_step(window, clock, 0.0, 10.0):
+            pass
+        assert len(window.step_ms) == 3
+    window = window_of(10_000)
+    while not fit_step(window, clock, 0.0, 160.0, steps=16):  # 160 ms a call of 16 steps
+        pass
+    assert len(window.step_ms) == 7  # 7 calls: 1.12 s of timed steps
