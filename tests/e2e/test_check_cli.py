@@ -117,9 +117,9 @@ def test_html_escapes_the_hostile_script_path_and_source_line(tiny):
 
 def test_fail_on_error_exits_0_for_warnings_only(tmp_path):
     shutil.copy(SCRIPTS / "tiny_lstm.py", tmp_path)
-    result = rnndoctor(
-        "check", "tiny_lstm.py", "--out", "r", "--format", "json", *FAST, "--", "2", cwd=tmp_path
-    )
+    # no probes: a measured finding at error (RD403 near its 50%) would decide the exit code
+    result = rnndoctor("check", "tiny_lstm.py", "--out", "r", "--format", "json", "--no-probes",
+                       *FAST, "--", "2", cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "r" / "report.json").is_file()
     assert not (tmp_path / "r" / "report.html").exists()

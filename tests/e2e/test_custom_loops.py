@@ -22,13 +22,13 @@ FAIL_ON = ["--fail-on", "error"]
 
 
 def check(
-    tmp_path_factory, script: str, mode: str
+    tmp_path_factory, script: str, mode: str, *options: str
 ) -> tuple[Path, dict, subprocess.CompletedProcess]:
     work = tmp_path_factory.mktemp(mode)
     out = work / "report"
     result = subprocess.run(
         [sys.executable, "-m", "rnndoctor", "check", str(SCRIPTS / script), "--out", str(out),
-         *FAST, *FAIL_ON, "--", mode],
+         *FAST, *FAIL_ON, *options, "--", mode],
         cwd=work, capture_output=True, text=True, timeout=300,
         env=dict(os.environ, COLUMNS="200"),
     )  # fmt: skip
@@ -68,7 +68,9 @@ def retrace(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def eager_fit(tmp_path_factory):
-    return check(tmp_path_factory, "run_eagerly_fit.py", "compile")
+    # RD401 rests on the compile flag alone (rules/rd401_run_eagerly.py needs the environment):
+    # no probes, whose eager steps cost about 15 s here and decide nothing this test reads
+    return check(tmp_path_factory, "run_eagerly_fit.py", "compile", "--no-probes")
 
 
 def test_eager_loop_gives_rd402_at_the_step_function(eager):

@@ -180,7 +180,8 @@ def test_pyproject_defaults_apply_to_check(tmp_path):
         '[tool.rnndoctor]\nsteps = 4\nwarmup = 1\nprofile-steps = 0\nfail-on = "warning"\n'
         'format = ["json", "sarif"]\n'
     )
-    result = rnndoctor("check", "train.py", "--out", "r", cwd=tmp_path)
+    # --no-probes (not a [tool.rnndoctor] key): the exit code rests on RD101, a model rule
+    result = rnndoctor("check", "train.py", "--out", "r", "--no-probes", cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     assert "options from" in result.stderr
     assert {p.name for p in (tmp_path / "r").glob("report.*")} == {"report.json", "report.sarif"}
