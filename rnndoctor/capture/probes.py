@@ -788,6 +788,7 @@ def _compute_only(
     real = pairs.ArmRecord("real step", real_burst)
     arms = [cached] if real_kwargs is None else [real, cached]
     left = paired_left(budget)
+    why = None
     if real_dataset is not None and _same_spec(real_dataset.element_spec, dataset.element_spec):
         # bursts sized from the window's train function (its step without the callbacks'
         # hooks, which the probe does not run), else its step
@@ -797,7 +798,7 @@ def _compute_only(
         ) or _PAIR_BURST_S * 1000.0
         why = _rounds_in_one_fit(session, model, arms, [real_dataset.repeat(), dataset],
                                  [step_ms, step_ms], left, budget)  # fmt: skip
-    else:
+    if not cached.per_step_ms:  # not interleaved, or the interleaved fit failed: one per burst
         why = pairs.alternate(arms, lambda: 0.0 if slow else left())
     if slow and why is not None:
         why = f"a real-data burst's set-up took {slow[0]:.1f} s (buffers filling): {why}"

@@ -55,7 +55,11 @@ Out = Annotated[
 ]
 Steps = Annotated[
     int | None,
-    typer.Option("--steps", help=f"Measured training steps, after the warm-up [{DEFAULTS.steps}]."),
+    typer.Option(
+        "--steps",
+        help="Measured training steps, after the warm-up; at the default, at least 1 s of them "
+        f"where fit has the steps [{DEFAULTS.steps}].",
+    ),
 ]
 Warmup = Annotated[
     int | None,
