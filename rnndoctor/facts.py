@@ -693,7 +693,8 @@ class DataFacts:
 @dataclass
 class PairedRatio:
     """A paired comparison of two arms (since 1.2; ``rnndoctor.paired``): interleaved bursts A B
-    A B ..., each arm after its own warm-up.
+    A B ..., each arm after its own warm-up (or, where the arms share a train function, all
+    rounds in one interleaved ``fit`` after one warm-up: ``capture/interleave.py``).
 
     ``ratio``: the median over pairs of ``a / b`` per-step times (> 1: B takes less time per
     step); ``low`` / ``high``: its bootstrap interval at ``level`` (0.90), as measured (rules

@@ -25,8 +25,10 @@ Why it slows training:
 Evidence:
     ``probes.spe_probe`` (compute-only step time at 1 and 16, or at 1 and the user's N),
     ``fit.steps_per_execution``,
-    ``steps.median_step_time_ms``; ``fit.compile_location`` (the user's ``compile`` call, where
-    the finding points and which the fix rewrites, keeping every other argument as written).
+    ``steps.median_step_time_ms``; ``probes.compute_paired`` and ``probes.callback_ms`` (the
+    compute-only step's share of the real step, Bounds); ``fit.compile_location`` (the user's
+    ``compile`` call, where the finding points and which the fix rewrites, keeping every other
+    argument as written).
     The two settings are timed in interleaved bursts
     (``spe_probe[1].paired``); the dispatch share's 90% interval comes from those pairs,
     widened on a noisy machine or a drifting window. The rule warns (or errors) only when the
@@ -129,17 +131,39 @@ def _fix(facts: Facts, value: int) -> Fix:
     )
 
 
+def _uses_pairs(facts: Facts) -> bool:
+    """Whether the compute-only probe's pairs give the compute-only step's share of the real
+    step: they exist, number at least ``_measured.MIN_PAIRS`` and agree with the window."""
+    probes = facts.probes
+    paired = probes.compute_paired
+    return (paired is not None and paired.ratio > 0 and paired.pairs >= m.MIN_PAIRS
+            and probes.inconsistent is None)  # fmt: skip
+
+
 def _real_scale(facts: Facts, compute_ms: float, step: float) -> tuple[float, float]:
-    """The compute-only step as a share of the real step, at most 1 (Bounds), and the widening
-    factor of the figures it rests on. From the compute-only probe's pairs where they exist
-    (``probes.compute_paired``: the real step over the compute-only step, timed side by side,
-    so 1 / ratio), widened for that probe's phase; else ``compute_ms`` (the steps_per_execution
-    probe's step) over the window's median ``step``, widened for the window's load and drift
+    """The compute-only step as a share of the real step (the window's step: input wait and
+    the callbacks' hooks included), at most 1 (Bounds), and the widening factor of the figures
+    it rests on. From the compute-only probe's pairs where :func:`_uses_pairs`
+    (``probes.compute_paired``: A = the real step without callbacks over B = the compute-only
+    step, timed side by side): ``1 / ratio`` times ``A / (A + callbacks)``, widened for that
+    probe's phase; else ``compute_ms`` (the steps_per_execution probe's step) over the window's
+    median ``step``, widened for the window's load and drift
     (:func:`~rules._measured.window_widen`)."""
-    paired = facts.probes.compute_paired
-    if paired is not None and paired.ratio > 0:
-        return min(1.0, 1.0 / paired.ratio), m.phase_widen(facts, paired.phase)
+    if _uses_pairs(facts):
+        paired = facts.probes.compute_paired
+        real, host = paired.median_a_ms, facts.probes.callback_ms or 0.0
+        with_host = real / (real + host) if real > 0 else 1.0
+        return min(1.0, with_host / paired.ratio), m.phase_widen(facts, paired.phase)
     return min(1.0, compute_ms / step), m.window_widen(facts)
+
+
+def _scale_text(facts: Facts, compute_ms: float, step: float) -> str:
+    """The compute-only step's share of the real step, and where it comes from (evidence)."""
+    scale, _ = _real_scale(facts, compute_ms, step)
+    if _uses_pairs(facts):
+        pairs = facts.probes.compute_paired.pairs
+        return f"{scale:.0%} (compute-only probe: {pairs} pairs with the real step, plus callbacks)"
+    return f"{scale:.0%} (the steps_per_execution probe's step over the window's median step)"
 
 
 def _dispatch_share(facts: Facts, one: ProbePoint, many: ProbePoint, step: float) -> Interval:
@@ -224,6 +248,10 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         kept = 0.75  # 4 N saves 3/4 of the cost left at N (Bounds)
     else:
         return []
+    # the compute-only step the share scales (at 1, or at the user's N)
+    at_ms = many.step_time_ms if spe > 1 else one.step_time_ms
+    if many.paired is not None:
+        at_ms = many.paired.median_b_ms if spe > 1 else many.paired.median_a_ms
     decision = decide(share, options.min_dispatch_share, higher_is_worse=True)
     if decision is Decision.BELOW:
         return []
@@ -258,6 +286,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                     "ms",
                 ),
                 Evidence("median step time", step, "ms", "fit (diagnosis window)"),
+                Evidence("compute-only step / real step", _scale_text(facts, at_ms, step)),
                 Evidence("dispatch share of the step", quoted, "", _basis(many)),
                 *m.noisy_evidence(facts),
             ),

@@ -269,8 +269,14 @@ def _window_options(options: Options) -> WindowOptions:
         warmup_steps=options.warmup,
         measured_steps=options.steps,
         # the default window (20 steps) also times at least 1 s, as each arm of a probe does;
-        # a --steps the user sets is measured as asked
-        min_measured_s=MIN_SECONDS if options.steps == DEFAULTS.steps else 0.0,
+        # a --steps other than 20 is measured as asked, and so is every worker of a
+        # multi-worker job (TF_CONFIG): all of them must end fit at the same step, or those
+        # still training wait in a collective (capture/distribute.py, window_ended)
+        min_measured_s=(
+            MIN_SECONDS
+            if options.steps == DEFAULTS.steps and "TF_CONFIG" not in os.environ
+            else 0.0
+        ),
         profile_steps=options.profile_steps,
         profile_dir=default_profile_dir(options.out),
         probe_fast_path=options.probe_fast_path,

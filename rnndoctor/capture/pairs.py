@@ -104,6 +104,7 @@ def alternate(
         if reason is not None:
             break
         started = clock()
+        floor_met = all(arm.done(min_steps, min_seconds) for arm in arms)
         for arm in arms:
             try:
                 timed = arm.add(arm.burst())
@@ -112,6 +113,8 @@ def alternate(
                 timed = False
             if not timed:
                 arm.failed = arm.failed or "a burst timed no step"
+                if floor_met:  # a round for precision only: the floor's pairs stand
+                    return None
                 return f"arm {arm.name} failed: {arm.failed}; " + _shortfall(arms)
         last_round_s = clock() - started
     return finish_reason(reason, arms, min_steps, min_seconds)

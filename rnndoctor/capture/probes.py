@@ -84,6 +84,10 @@ _PAIR_SLOW_START_S = 2.0
 # that a tight window does not turn ordinary probe jitter into "inconsistent".
 _CONSISTENCY_FLOOR = 0.05
 _PAIR_MAX_ARRAY_BYTES = 256 * 2**20  # arrays above this are not re-adapted by a second fit
+# The compute-only probe interleaves the real and the cached step in one fit only where the
+# input-only probe produced a batch in at most this share of the window's step (see
+# _compute_only). Source: rnndoctor's choice: a producer twice as fast as its consumer.
+_ONE_FIT_INPUT_SHARE = 0.5
 _BATCH_FACTORS = (2, 4)  # the batch-size probe's points, times the user's batch size
 _SPE_PROBE = 16  # steps_per_execution compared with 1
 # The steps_per_execution probe retraces the train step inside a tf.while_loop (seconds for an
@@ -744,13 +748,14 @@ def _compute_only(
 
     The bursts are one ``fit`` each (:func:`rnndoctor.capture.pairs.alternate`), except for
     in-memory arrays made into one dataset (``real_dataset``, :func:`_arrays_once`) whose
-    element spec is the cached batches' own: then every round runs in one interleaved ``fit``
-    (:func:`_rounds_in_one_fit`), with no per-burst set-up or warm-up step. Interleaving lets
-    the arrays' pipeline (Keras' array adapter: a gather per batch, prefetched) fill its buffer
-    during the cached bursts; the most that can hide from the real arm is the time to produce
-    its batches, which the input-only probe times (``input_only_ms`` per batch, fractions of
-    a millisecond for arrays). A user's ``tf.data`` pipeline keeps one ``fit`` per burst: its
-    prefetch buffer would hide a real input wait."""
+    element spec is the cached batches' own and whose batch the input-only probe produced in
+    at most half the window's step (:data:`_ONE_FIT_INPUT_SHARE`): then every round runs in one
+    interleaved ``fit`` (:func:`_rounds_in_one_fit`), with no per-burst set-up or warm-up step.
+    Interleaving lets the arrays' pipeline (Keras' array adapter: a parallel gather per batch,
+    prefetched) fill its buffer during the cached bursts. A producer at least twice as fast as
+    the step (timed serially, with no parallelism) keeps that buffer full in the window's own
+    steady state too, so interleaving hides no wait the window would show. A user's
+    ``tf.data`` pipeline, and slower arrays, keep one ``fit`` per burst."""
     if not batches.raw:
         probes.compute_only_not_measured = "no batch was sampled: " + (
             batches.not_measured or "unknown reason"
@@ -789,13 +794,16 @@ def _compute_only(
     arms = [cached] if real_kwargs is None else [real, cached]
     left = paired_left(budget)
     why = None
-    if real_dataset is not None and _same_spec(real_dataset.element_spec, dataset.element_spec):
-        # bursts sized from the window's train function (its step without the callbacks'
-        # hooks, which the probe does not run), else its step
-        steps = session.facts.steps
-        step_ms = (
-            (steps.median_train_function_ms or steps.median_step_time_ms) if steps else None
-        ) or _PAIR_BURST_S * 1000.0
+    # bursts sized from the window's train function (its step without the callbacks' hooks,
+    # which the probe does not run), else its step
+    steps = session.facts.steps
+    step_ms = (
+        (steps.median_train_function_ms or steps.median_step_time_ms) if steps else None
+    ) or _PAIR_BURST_S * 1000.0
+    produced = probes.input_only_ms
+    if (real_dataset is not None and produced is not None
+            and produced <= _ONE_FIT_INPUT_SHARE * step_ms
+            and _same_spec(real_dataset.element_spec, dataset.element_spec)):  # fmt: skip
         why = _rounds_in_one_fit(session, model, arms, [real_dataset.repeat(), dataset],
                                  [step_ms, step_ms], left, budget)  # fmt: skip
     if not cached.per_step_ms:  # not interleaved, or the interleaved fit failed: one per burst
@@ -1037,10 +1045,10 @@ def _rounds_in_one_fit(
 
     why = pairs.stop_reason(records, left(), 0.0, max_rounds=interleave.MAX_ROUNDS)
     if why is None:
-        data = interleave.dataset(datasets, round_plan)
         timer = interleave.round_timer(clock, on_round, budget.deadline)
         fit = session.original_fit()
         try:
+            data = interleave.dataset(datasets, round_plan)
             fit(model, x=data, epochs=1, verbose=0, callbacks=[timer], shuffle=False,
                 steps_per_epoch=interleave.MAX_STEPS)  # fmt: skip
             why = state["why"] or "out of its time budget"

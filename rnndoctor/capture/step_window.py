@@ -15,6 +15,7 @@ TensorFlow: :class:`TFProfiler` imports it when it first starts.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from rnndoctor.machine import drift
 from rnndoctor.options import DEFAULTS
 from rnndoctor.stats import percentile
 
-# The most steps a window measures to reach WindowOptions.min_measured_s (tiny steps of 0.5 ms).
+# The most step times (executions) a window records to reach WindowOptions.min_measured_s.
 MAX_MEASURED_STEPS = 2000
 FIT_PHASES = (Phase.WARMUP, Phase.MEASURED, Phase.PROFILED)
 LOOP_PHASES = (Phase.LOOP_WARMUP, Phase.LOOP_MEASURED, Phase.LOOP_PROFILED)
@@ -167,6 +168,7 @@ class StepWindow:
         # ``measured_steps``
         self.steps_available: int | None = None
         self.measured_s = 0.0  # the timed seconds of the measured steps
+        self._covered = 1  # steps the last execution covered (steps_per_execution)
         self.step_ms: list[float] = []
         self.train_function_ms: list[float] = []
         self.profiled = 0
@@ -201,7 +203,11 @@ class StepWindow:
             return False
         if len(self.step_ms) >= MAX_MEASURED_STEPS:
             return False
-        return self.steps_available - self.steps_done > self.options.profile_steps + 1
+        # after one more measured execution of N steps, the profiled steps (whole executions)
+        # and one spare execution must still fit in what the fit runs
+        n, profile = self._covered, self.options.profile_steps
+        left = self.steps_available - self.steps_done - n
+        return left >= (math.ceil(profile / n) + 1) * n
 
     def profile_wanted(self) -> bool:
         """Whether profiled steps remain (a profile asked for, and no profiler error)."""
@@ -248,6 +254,7 @@ class StepWindow:
             steps: training steps the interval covered (``steps_per_execution``), at least 1.
         """
         now = self.clock()
+        self._covered = max(1, steps)
         if self.measuring() and self._last_end is not None:
             self.measured_s += now - self._last_end
             self.step_ms.append((now - self._last_end) * 1000.0 / steps)

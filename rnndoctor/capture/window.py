@@ -84,6 +84,7 @@ class _WindowCallback:
         self.control: WarmWindows | None = None  # a warm --verify arm's (set by run_window)
         self.counter: SampleCounter | None = None  # samples per step of a tf.data input
         self.batch_size: int | None = None  # fit's constant batch size, when it has one
+        self.initial_epoch = 0  # fit's initial_epoch (set by run_window)
         self._samples = 0.0  # samples of the measured steps of the current window (per step)
         self._count_at: int | None = None
 
@@ -107,7 +108,8 @@ class _WindowCallback:
         params = self.params or {}
         steps, epochs = params.get("steps"), params.get("epochs")
         if self.control is None and steps and epochs:
-            self.steps.steps_available = int(steps) * int(epochs)
+            # fit runs epochs initial_epoch .. epochs - 1 (Keras 3 trainer.py and tf_keras)
+            self.steps.steps_available = int(steps) * max(0, int(epochs) - self.initial_epoch)
 
     def on_epoch_begin(self, epoch, logs=None):
         self.steps.epoch_begin()  # the first step of an epoch also starts the iterator
@@ -387,6 +389,7 @@ def run_window(
     session.facts.fit.fit_in_loop = after_window.fit_loop(location)
     probes.prepare_fit_data(session, arguments)  # tee a Python generator's batches, say
     window = make_window(model, session.options, on_phase=session.set_phase)
+    window.initial_epoch = int(with_defaults.get("initial_epoch") or 0)
     session.window = window
     window.before_done = functools.partial(distribute.window_ended, session)
     user_callbacks = neutralise.filter_callbacks(session, list(arguments.get("callbacks") or []))

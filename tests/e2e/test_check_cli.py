@@ -125,6 +125,9 @@ def test_fail_on_error_exits_0_for_warnings_only(tmp_path):
     assert not (tmp_path / "r" / "report.html").exists()
     facts = json.loads((tmp_path / "r" / "facts.json").read_text())
     assert facts["run"]["argv"][1:] == ["2"] and facts["fit"]["epochs"] == 2
+    findings = json.loads((tmp_path / "r" / "report.json").read_text())["findings"]
+    assert "warning" in {f["severity"] for f in findings if f["rule_id"] == "RD101"}
+    assert "RD101 warning" in result.stdout  # a warning, and still exit 0 at --fail-on error
 
 
 def test_script_that_raises_before_fit_exits_3_with_a_partial_report(tmp_path):

@@ -155,8 +155,9 @@ def numpy_report():
     calls: list[list[str]] = []
 
     def spy(session, model, records, *args, **kwargs):
-        calls.append([r.name for r in records])
-        return one_fit(session, model, records, *args, **kwargs)
+        why = one_fit(session, model, records, *args, **kwargs)
+        calls.append([f"{r.name}: {len(r.per_step_ms)} rounds" for r in records])
+        return why
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(probes, "_rounds_in_one_fit", spy)
@@ -174,7 +175,9 @@ def test_numpy_probes_give_a_consistent_breakdown(numpy_report):
     assert pr.real_step_ms is not None and pr.real_step_ms > 0  # the paired probe ran
     # arrays made into one dataset: every round of the real step against the compute-only
     # step ran in one interleaved fit, with no fit call (set-up, warm-up step) per burst
-    assert ["real step", "compute-only"] in report.one_fit_calls
+    rounds = [c for c in report.one_fit_calls if c[0].startswith("real step")]
+    assert rounds and rounds[0][0] == f"real step: {pr.compute_paired.pairs} rounds"
+    assert rounds[0][1] == f"compute-only: {pr.compute_paired.pairs} rounds"
     assert pr.compute_paired.pairs >= 3 and pr.compute_paired.cut_short is None
     b = pr.breakdown
     assert b.step_ms == report.facts.steps.median_step_time_ms

@@ -238,3 +238,9 @@ def test_a_window_of_tiny_steps_measures_on_to_its_floor_while_the_fit_has_steps
     while not fit_step(window, clock, 0.0, 160.0, steps=16):  # 160 ms a call of 16 steps
         pass
     assert len(window.step_ms) == 7  # 7 calls: 1.12 s of timed steps
+    # near the fit's end with 16 steps a call: the profiled steps still get whole calls
+    window = window_of(9 * 16)  # 9 calls in all: 1 warm-up, 3 requested, then the floor's
+    calls = 0
+    while not fit_step(window, clock, 0.0, 10.0, steps=16) and calls < 9:
+        calls += 1
+    assert window.profiled >= 2 and window.steps_done <= 9 * 16

@@ -122,6 +122,32 @@ def test_rd403_share_rests_on_the_probes_pairs_not_on_the_windows_median():
     assert run(f, "RD403")[1] == []
 
 
+def test_rd403_share_counts_the_callbacks_in_the_real_step_and_needs_a_consistent_probe():
+    """The window's step holds the callbacks' hooks, the probe's real arm does not: a sleeping
+    4 ms callback on a 2.6 ms compute step (tests/scripts/small_batch_slow_callback.py) makes
+    the same dispatch saving a third of the share. An inconsistent compute-only probe (or one
+    of 1-2 pairs) is not used: the share falls back to the window's step."""
+    spe = paired(1.37, 1.32, 1.42, 2.6, 1.9, "steps_per_execution probe")
+
+    def with_probes(callbacks: float, inconsistent: str | None = None) -> Facts:
+        f = facts(step=2.6 + callbacks, compute=2.6, callbacks=callbacks)
+        f.probes.compute_paired = paired(1.0, 0.97, 1.04, 2.6, 2.6, "compute-only probe")
+        f.probes.inconsistent = inconsistent
+        f.probes.spe_probe = [ProbePoint(1, 2.6), ProbePoint(16, 1.9, paired=spe)]
+        return f
+
+    _, (finding,) = run(with_probes(0.0), "RD403")
+    evidence = {e.label: e.value for e in finding.evidence}
+    assert evidence["compute-only step / real step"].startswith("100% (compute-only probe")
+    assert run(with_probes(4.0), "RD403")[1] == []  # 27% x 2.6 / 6.6: 11%, below 20%
+    f = with_probes(0.0, inconsistent="compute-only 4 ms > step 3 ms")
+    f.steps.median_step_time_ms = 3.3  # the share is the window's again: 2.6 / 3.3 of 27%
+    _, (finding,) = run(f, "RD403")
+    evidence = {e.label: e.value for e in finding.evidence}
+    assert "the window's median step" in evidence["compute-only step / real step"]
+    assert finding.severity is Severity.INFO  # 21% (19-23%): inconclusive
+
+
 def load(name: str) -> Facts:
     return Facts.from_dict(json.loads((DATA / name).read_text()))
 
