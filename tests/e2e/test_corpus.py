@@ -198,10 +198,17 @@ def _marked(mark: str) -> list[tuple[int, str]]:
 def _interrupt(
     command: list[str], work: Path, env: dict[str, str], facts: Path, phase: str
 ) -> subprocess.CompletedProcess:
-    """Runs the CLI and sends it SIGINT (what Ctrl-C sends) once the child reaches ``phase``."""
+    """Runs the CLI and sends it SIGINT (what Ctrl-C sends) once the child reaches ``phase``.
+
+    The CLI starts with SIGINT at its default, as a command in a terminal's foreground does: a
+    pytest started in the background by a non-interactive shell (``.ci/run &``) ignores SIGINT,
+    its children inherit that, and a Python started with SIGINT ignored raises no
+    KeyboardInterrupt (what rnndoctor's Ctrl-C handling rests on, and rightly honours)."""
+    foreground = [sys.executable, "-c", "import os, signal, sys; signal.signal(signal.SIGINT, "
+                  "signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"]  # fmt: skip
     proc = subprocess.Popen(
-        command, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
+        [*foreground, *command], cwd=work, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
