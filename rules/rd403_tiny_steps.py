@@ -55,9 +55,12 @@ Bounds:
     side: ``probes.compute_paired``), not from the window's median: a window of 20 steps of
     2.5 ms (50 ms in all) moved from 2.31 to 3.96 ms across three runs of
     tests/scripts/tiny_lstm.py, and the share divided by it flipped the finding (issue 11).
-    Only where that probe has no real-data arm (a Python generator, a PyDataset) is the
-    share taken of the window's median step. The milliseconds saved are the share of the
-    window's median step.
+    The real step is the window's: the callbacks' hooks are in it, and not in the probe's real
+    arm, so the factor is ``compute-only / (real + callbacks)``. Where that probe has no
+    real-data arm (a Python generator, a PyDataset), fewer than 3 pairs, or disagrees with the
+    window (``probes.inconsistent``), the share is taken of the window's median step instead;
+    the evidence row "compute-only step / real step" says which. The milliseconds saved are
+    the share of the window's median step.
 
 Example:
     ``model.compile(optimizer="adam", loss="mse")`` for a 16-unit LSTM
