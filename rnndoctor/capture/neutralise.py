@@ -264,17 +264,22 @@ def _fit_location(session: CaptureSession) -> SourceLocation | None:
 _PATH_KEYWORDS = ("filepath", "file_prefix", "export_dir", "logdir")
 
 
-def _path_arg(index: int) -> Callable[[tuple, dict], Any]:
-    """Picks the path argument of a saving call: positional ``index`` (``self`` included for a
-    method) or a path keyword."""
+def _arg(index: int, *keywords: str) -> Callable[[tuple, dict], Any]:
+    """Picks argument ``index`` (``self`` included for a method) or the first of ``keywords``."""
 
     def pick(args: tuple, kwargs: dict) -> Any:
-        for key in _PATH_KEYWORDS:
+        for key in keywords:
             if key in kwargs:
                 return kwargs[key]
         return args[index] if len(args) > index else None
 
     return pick
+
+
+def _path_arg(index: int) -> Callable[[tuple, dict], Any]:
+    """Picks the path argument of a saving call: positional ``index`` (``self`` included for a
+    method) or a path keyword (:func:`_arg`)."""
+    return _arg(index, *_PATH_KEYWORDS)
 
 
 def _where(path: Any) -> str | None:
@@ -442,18 +447,6 @@ def _install_tensorflow(hooks: _Hooks) -> None:
 # -- writes that raise no audit event -------------------------------------------------------
 # h5py/_hl/files.py (make_fid) of h5py 3: every mode but "r" may create or change the file.
 _H5PY_WRITE_MODES = ("w", "w-", "x", "a", "r+")
-
-
-def _arg(index: int, *keywords: str) -> Callable[[tuple, dict], Any]:
-    """Picks argument ``index`` (``self`` included for a method) or the first of ``keywords``."""
-
-    def pick(args: tuple, kwargs: dict) -> Any:
-        for key in keywords:
-            if key in kwargs:
-                return kwargs[key]
-        return args[index] if len(args) > index else None
-
-    return pick
 
 
 def _silent_write(hooks: _Hooks, path: Any, what: str) -> None:
