@@ -1008,7 +1008,15 @@ def _pair_points(
         arm.burst = burst
         records.append(arm)
     why = pairs.alternate(records, left, precise=precise)
-    first = records[0]
+    _record_points(arms, phase, why)
+
+
+def _record_points(
+    arms: list[tuple[ProbePoint, pairs.ArmRecord]], phase: Phase, why: str | None
+) -> None:
+    """Each point's steps and median step from its arm's bursts, and its pairing with the first
+    point (``point.paired``: A = the first point, B = this one; ``why``: its ``cut_short``)."""
+    first = arms[0][1]
     for point, arm in arms:
         point.steps = sum(arm.steps)
         point.step_time_ms = round(statistics.median(arm.per_step_ms), 4)
@@ -1077,12 +1085,7 @@ def _pair_in_one_fit(
     records = [arm for _, arm in arms]
     step_ms = [statistics.median(r.per_step_ms) for r in records]
     why = _rounds_in_one_fit(session, model, records, datasets, step_ms, left, budget)
-    first = records[0]
-    for point, arm in arms:
-        point.steps = sum(arm.steps)
-        point.step_time_ms = round(statistics.median(arm.per_step_ms), 4)
-        if arm is not first:
-            point.paired = pairs.pair(first, arm, phase=Phase.BATCH_PROBE, cut_short=why)
+    _record_points(arms, Phase.BATCH_PROBE, why)
 
 
 def _batch_inconsistency(session: CaptureSession, probes: ProbeFacts) -> str | None:
