@@ -39,6 +39,14 @@ NOISY_FOREIGN_CORES = 0.25
 # model: contention noise grows with the run-queue competition, and past 3x every finding that
 # rests on the phase is inconclusive anyway.
 MAX_WIDEN_FACTOR = 3.0
+# The counters' resolution: /proc/stat and /proc/PID/stat count CPU time in clock ticks
+# (``os.sysconf("SC_CLK_TCK")``, USER_HZ: 100 per second on Linux, so 10 ms), and each of the
+# two differences a load is made of is off by up to a tick per counter read: the system-wide
+# busy time sums one count per CPU, the process tree's time one for the process and one for its
+# children. A phase is judged only where that rounding is at most half of the noisy cut-off
+# (``RESOLUTION_SHARE``): over 0.3 s or more on 2 CPUs. Below it, 2 ticks in a 6 ms phase read
+# as 1.5 busy cores (the demo's "data pipeline inspection", issue 11), which is no load at all.
+RESOLUTION_SHARE = 0.5
 
 # Drift: the halves of a series differ when the interval of median(second) / median(first)
 # excludes 1 by more than this margin. 5%: half the smallest cut-off of the timed rules (RD404,
@@ -121,6 +129,7 @@ class MachineLoad:
             runnable threads too: shown, not used to decide).
         cpus: logical CPUs that ``/proc/stat`` sums over.
         wall_s: the phase's wall time.
+        tick_s: the CPU counters' tick (``1 / SC_CLK_TCK``, 0.01 s on Linux).
     """
 
     foreign_cpu_share: float
@@ -129,6 +138,19 @@ class MachineLoad:
     load_avg_1m: float
     cpus: int
     wall_s: float
+    tick_s: float = 0.01
+
+    @property
+    def resolution_s(self) -> float:
+        """How far the foreign CPU seconds can be off from the counters' rounding: a tick per
+        counter read, ``cpus + 2`` of them."""
+        return self.tick_s * (self.cpus + 2)
+
+    @property
+    def judged(self) -> bool:
+        """The phase is long enough for the counters: their rounding is at most
+        :data:`RESOLUTION_SHARE` of the noisy cut-off's CPU seconds over the phase."""
+        return self.resolution_s <= RESOLUTION_SHARE * NOISY_FOREIGN_CORES * self.wall_s
 
     @property
     def foreign_cores(self) -> float:
@@ -137,8 +159,9 @@ class MachineLoad:
 
     @property
     def noisy(self) -> bool:
-        """Other processes took >= :data:`NOISY_FOREIGN_CORES` of a core on average."""
-        return self.foreign_cores >= NOISY_FOREIGN_CORES
+        """Other processes took >= :data:`NOISY_FOREIGN_CORES` of a core on average, over a
+        phase long enough to tell (:attr:`judged`)."""
+        return self.judged and self.foreign_cores >= NOISY_FOREIGN_CORES
 
     @property
     def widen_factor(self) -> float:
@@ -151,6 +174,11 @@ class MachineLoad:
     def describe(self) -> str:
         """One line: ``noisy machine: other processes used 0.9 of 2 CPUs (45%) over 12.0 s;
         load average 2.4`` (``quiet machine: ...`` below the cut-off)."""
+        if not self.judged:
+            return (
+                f"not judged: {self.wall_s:.3f} s is too short for the CPU counters "
+                f"({self.tick_s * 1000.0:.0f} ms ticks); load average {self.load_avg_1m:.1f}"
+            )
         state = "noisy machine" if self.noisy else "quiet machine"
         return (
             f"{state}: other processes used {self.foreign_cores:.1f} of {self.cpus} CPUs "
@@ -159,8 +187,21 @@ class MachineLoad:
         )
 
 
+def clock_tick_s() -> float:
+    """The CPU counters' tick in seconds (``1 / SC_CLK_TCK``; 0.01 where it cannot be read)."""
+    try:
+        return 1.0 / float(os.sysconf("SC_CLK_TCK"))
+    except (ValueError, OSError, AttributeError, ZeroDivisionError):
+        return 0.01
+
+
 def machine_load(
-    before: CpuCounters, after: CpuCounters, *, cpus: int, load_avg_1m: float
+    before: CpuCounters,
+    after: CpuCounters,
+    *,
+    cpus: int,
+    load_avg_1m: float,
+    tick_s: float = 0.01,
 ) -> MachineLoad:
     """The load between two readings of the counters.
 
@@ -179,7 +220,7 @@ def machine_load(
     own_s = max(0.0, after.own_s - before.own_s)
     foreign_s = max(0.0, (after.busy_s - before.busy_s) - own_s)
     share = min(1.0, foreign_s / (wall_s * cpus))
-    return MachineLoad(share, foreign_s, own_s, load_avg_1m, cpus, wall_s)
+    return MachineLoad(share, foreign_s, own_s, load_avg_1m, cpus, wall_s, tick_s)
 
 
 class LoadSampler:
@@ -226,8 +267,9 @@ class LoadSampler:
         after = read_counters(*self._readers)
         cpus = self._cpu_count() or 1
         self.result = machine_load(
-            self._before, after, cpus=cpus, load_avg_1m=float(self._loadavg()[0])
-        )
+            self._before, after, cpus=cpus, load_avg_1m=float(self._loadavg()[0]),
+            tick_s=clock_tick_s(),
+        )  # fmt: skip
         self._before = None
         return self.result
 

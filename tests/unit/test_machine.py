@@ -48,6 +48,21 @@ def test_noisy_cut_off_is_a_quarter_core():
     assert not _load(0.49).noisy
 
 
+def test_a_phase_shorter_than_the_counters_can_tell_is_not_judged():
+    # the demo's "data pipeline inspection": 6 ms, in which 2 ticks of 10 ms of other CPU time
+    # read as 1.5 of 2 cores busy and widened every interval resting on it 2.5x
+    short = _load(0.0092, wall_s=0.006)
+    assert short.foreign_cores == pytest.approx(1.533, abs=1e-3)
+    assert not short.judged and not short.noisy and short.widen_factor == 1.0
+    assert short.describe() == (
+        "not judged: 0.006 s is too short for the CPU counters (10 ms ticks); load average 1.5"
+    )
+    # 4 ticks of rounding on 2 CPUs: judged from 0.32 s, where it is half the quarter-core cut
+    assert not _load(0.3, wall_s=0.31).judged
+    long = _load(0.3, wall_s=0.33)
+    assert long.judged and long.noisy
+
+
 def test_counters_are_clamped():
     assert _load(-0.2).foreign_cpu_s == 0.0  # rounding between two counters, not load
     full = _load(100.0, cpus=2)
