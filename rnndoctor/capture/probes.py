@@ -507,8 +507,10 @@ def _prefetched(dataset: Any) -> Any:
     keras/src/trainers/data_adapters/array_data_adapter.py). Without it every step pulled its
     batch through the chain of 16 ``concatenate`` and a ``map`` inside the train function: a
     tiny LSTM's compute-only step (tests/scripts/tiny_lstm.py) timed 3.4 ms against the
-    window's 2.6 ms, and the batch-size probe was "inconsistent with the window"."""
-    return dataset.prefetch(2)
+    window's 2.6 ms, and the batch-size probe was "inconsistent with the window". Autotuning
+    is off (:func:`rnndoctor.capture.interleave.without_autotune`): a fixed buffer of cached
+    batches has nothing to tune, and the autotuner's thread made each iterator's end wait."""
+    return interleave.without_autotune(dataset.prefetch(2))
 
 
 def _tile(item: Any, factor: int, batch: int) -> Any:
