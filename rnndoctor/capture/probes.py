@@ -11,7 +11,9 @@ model, after the diagnosis window (the README's "What happens during a check"):
   with the element spec ``fit`` saw (so the traced train function is reused): Keras' own
   ``fit`` loop (``session.original_fit()``) runs them with a timing callback and no user
   callbacks. Where the data can be iterated again, short bursts of the same ``fit`` on the
-  user's real data alternate with the cached bursts (``real_step_ms``).
+  user's real data alternate with the cached bursts (``real_step_ms``). It is not run where
+  the input-only probe already bounds the input wait under 1% of a step too long for the
+  steps_per_execution probe (:func:`_compute_skip`): then no finding could rest on it.
 - **input-bound share**: ``(real_step - compute_only) / (real_step + callbacks)`` from the
   paired bursts, else ``(step - compute_only - callbacks) / step`` from the window's median
   step; cross-checked with ``input_only / step``. The :class:`~rnndoctor.facts.StepBreakdown`
@@ -99,6 +101,16 @@ _SPE_PROBE_MAX_STEP_MS = 25.0
 # at most this long. Source: the issue's floor of 1 s timed per arm (rnndoctor.paired
 # .MIN_SECONDS): up to it, one timed call per burst reaches the floor in one or two bursts.
 _SPE_MAX_CALL_S = 1.0
+# The compute-only probe is not run where the input-only probe bounds the input wait below this
+# share of the window's step (a fresh iterator produced a batch in at most 1% of the step, and
+# the input rules count the input share only up to that bound: rules/_measured.py,
+# corroborated_share), and where the window's train step is over twice _SPE_PROBE_MAX_STEP_MS
+# at one step per call (the steps_per_execution probe, which needs the compute-only step, would
+# not run either). Source: rnndoctor's choice, a fifth of the lowest cut-off of the input rules
+# (RD201's min_input_share, 5%: xprof's kModeratelyInfeedBoundThresholdInPercent), so that no
+# input finding can rest on what the probe would have measured.
+_INPUT_BOUND_SKIP_SHARE = 0.01
+_BOUND_SKIP = "not run: the input-only probe "  # how compute_only_not_measured then begins
 
 
 # on keras.callbacks.Callback (and tf_keras.callbacks.Callback), once hooked
@@ -893,6 +905,10 @@ def _compute_stage(
     disagrees with it is measured once more; if it still disagrees, ``probes.inconsistent``
     says why (with both numbers) and the rules that rest on it are not evaluated. Arrays are
     made into a dataset once, for every burst (:func:`_arrays_once`)."""
+    skip = _compute_skip(session, model, probes)
+    if skip is not None:
+        probes.compute_only_not_measured = skip
+        return
     once = _arrays_once(model, real_kwargs)
     real_dataset = once["x"] if once is not real_kwargs and once is not None else None
     real_kwargs = once
@@ -907,6 +923,40 @@ def _compute_stage(
     _compute_only(session, model, probes, batches, real_kwargs, real_dataset)
     _breakdown(session, probes)
     probes.inconsistent = inconsistency(session, probes)
+
+
+def _compute_skip(session: CaptureSession, model: Any, probes: ProbeFacts) -> str | None:
+    """Why the compute-only probe need not run, or None: the input-only probe bounds the input
+    wait under :data:`_INPUT_BOUND_SKIP_SHARE` of the window's step, the model runs one step
+    per call with a train step over twice :data:`_SPE_PROBE_MAX_STEP_MS`, and the job is a
+    single process on a single replica (RD705 compares the workers' measured shares)."""
+    steps = session.facts.steps
+    step = steps.median_step_time_ms if steps else None
+    produced = probes.input_only_ms
+    if not step or produced is None or produced > _INPUT_BOUND_SKIP_SHARE * step:
+        return None
+    strategy = session.facts.strategy
+    if strategy is not None and (strategy.replicas > 1 or strategy.workers > 1):
+        return None
+    train_ms = (steps.median_train_function_ms or step) - produced
+    if int(getattr(model, "steps_per_execution", 1) or 1) > 1:
+        return None
+    if train_ms < 2.0 * _SPE_PROBE_MAX_STEP_MS:
+        return None
+    return (
+        f"{_BOUND_SKIP}produced a batch in {produced:.2f} ms, "
+        f"{produced / step:.2%} of the {step:.1f} ms step, so the input wait is at most that "
+        f"(under {_INPUT_BOUND_SKIP_SHARE:.0%}; the input rules report from 5%), and a "
+        f"{train_ms:.0f} ms step has no per-step dispatch for the steps_per_execution probe "
+        "to measure: the compute-only step would change no finding"
+    )
+
+
+def _skipped_by_bound(probes: ProbeFacts) -> bool:
+    """The compute-only probe was not run because the input-only probe bounds the input wait
+    (:func:`_compute_skip`); the cached batches work, and the probes that run on them still
+    run."""
+    return (probes.compute_only_not_measured or "").startswith(_BOUND_SKIP)
 
 
 def _breakdown(session: CaptureSession, probes: ProbeFacts) -> None:
@@ -1204,7 +1254,7 @@ def _batch_probe(
     state: ProbeState,
     traced: dict[int, Any],
 ) -> None:
-    if probes.compute_only_ms is None:
+    if probes.compute_only_ms is None and not _skipped_by_bound(probes):
         probes.batch_probe_not_measured = "the compute-only probe did not run: " + (
             probes.compute_only_not_measured or ""
         )
@@ -1322,7 +1372,10 @@ def _spe_skip(probes: ProbeFacts, current: int) -> str | None:
     :data:`_SPE_MAX_CALL_S`: its pair reuses the window's function and traces only a plain one
     at 1, so its cost is the timed bursts, each one call after a warm-up call."""
     if probes.compute_only_ms is None:
-        return "the compute-only probe did not run: " + (probes.compute_only_not_measured or "")
+        why = probes.compute_only_not_measured or ""
+        if _skipped_by_bound(probes):  # a long step: no dispatch to measure
+            return why
+        return "the compute-only probe did not run: " + why
     call_s = current * probes.compute_only_ms / 1000.0
     if current > 1 and call_s > _SPE_MAX_CALL_S:
         return (

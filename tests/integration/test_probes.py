@@ -317,3 +317,36 @@ def test_a_hanging_pipeline_is_cut_short_within_the_budget():
     assert len(batches.items) == 3 and batches.method == "fresh iterator"
     (cut,) = facts.run.cut_short
     assert cut.phase == "input-only probe" and "3 batches" in cut.reason
+
+
+def test_the_compute_only_probe_is_skipped_only_where_the_input_only_bound_decides():
+    """The demo's case: a batch produced in 0.36 ms against a 280 ms step bounds the input wait
+    at 0.13%; the compute-only probe would change no finding and is not run. Any other case
+    (a slower producer, a short step, several steps per call, several replicas) still runs
+    it."""
+    from types import SimpleNamespace
+
+    from rnndoctor.facts import ProbeFacts, StepTimes, StrategyFacts
+
+    def skip(produced=0.36, step=280.0, spe=1, replicas=1):
+        facts = Facts(run=RunInfo(script="x.py", argv=[], cwd="."))
+        facts.steps = StepTimes(warmup_steps=2, measured_steps=20, median_step_time_ms=step,
+                                median_train_function_ms=step - 1.0)  # fmt: skip
+        facts.strategy = (
+            StrategyFacts("MirroredStrategy", replicas=replicas) if replicas > 1 else None
+        )
+        session = CaptureSession(facts, WindowOptions(), None)
+        pr = ProbeFacts(input_only_ms=produced)
+        reason = probes._compute_skip(session, SimpleNamespace(steps_per_execution=spe), pr)
+        pr.compute_only_not_measured = reason
+        return reason, pr
+
+    reason, pr = skip()
+    assert reason.startswith("not run: the input-only probe produced a batch in 0.36 ms, 0.13%")
+    assert probes._skipped_by_bound(pr)
+    assert probes._spe_skip(pr, 1) == reason  # a 279 ms step: no dispatch share to measure
+    assert skip(produced=2.9)[0] is None  # over 1% of the step
+    assert skip(produced=0.2, step=40.0)[0] is None  # the steps_per_execution probe may run
+    assert skip(spe=8)[0] is None
+    assert skip(replicas=2)[0] is None  # RD705 compares the replicas' workers' shares
+    assert skip(produced=None)[0] is None
