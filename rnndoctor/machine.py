@@ -40,12 +40,15 @@ NOISY_FOREIGN_CORES = 0.25
 # rests on the phase is inconclusive anyway.
 MAX_WIDEN_FACTOR = 3.0
 # The counters' resolution: /proc/stat and /proc/PID/stat count CPU time in clock ticks
-# (``os.sysconf("SC_CLK_TCK")``, USER_HZ: 100 per second on Linux, so 10 ms), and each of the
-# two differences a load is made of is off by up to a tick per counter read: the system-wide
-# busy time sums one count per CPU, the process tree's time one for the process and one for its
-# children. A phase is judged only where that rounding is at most half of the noisy cut-off
-# (``RESOLUTION_SHARE``): over 0.3 s or more on 2 CPUs. Below it, 2 ticks in a 6 ms phase read
-# as 1.5 busy cores (the demo's "data pipeline inspection", issue 11), which is no load at all.
+# (``os.sysconf("SC_CLK_TCK")``, USER_HZ: 100 per second on Linux, so 10 ms), each field rounded
+# once (fs/proc/stat.c sums the CPUs' nanoseconds before converting), so the difference of two
+# readings of a field is off by less than a tick. Foreign CPU time is made of 10 such fields:
+# the 6 busy fields of the system-wide line (user, nice, system, irq, softirq, steal) and the
+# process's own 4 (utime, stime, cutime, cstime); each live child adds 2 more, not counted here.
+# A phase is judged only where that rounding is at most half of the noisy cut-off
+# (``RESOLUTION_SHARE``): from 0.8 s, whatever the number of CPUs. Below it, 2 ticks in a 6 ms
+# phase read as 1.5 busy cores (the demo's "data pipeline inspection", issue 11): no load at all.
+RESOLUTION_FIELDS = 10
 RESOLUTION_SHARE = 0.5
 
 # Drift: the halves of a series differ when the interval of median(second) / median(first)
@@ -142,9 +145,9 @@ class MachineLoad:
 
     @property
     def resolution_s(self) -> float:
-        """How far the foreign CPU seconds can be off from the counters' rounding: a tick per
-        counter read, ``cpus + 2`` of them."""
-        return self.tick_s * (self.cpus + 2)
+        """How far the foreign CPU seconds can be off from the counters' rounding: under a tick
+        for each of :data:`RESOLUTION_FIELDS` fields."""
+        return self.tick_s * RESOLUTION_FIELDS
 
     @property
     def judged(self) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rnndoctor.capture import distribute, heap, probes, sequences, traces
+from rnndoctor.capture.budget import Overrun, run_bounded
 from rnndoctor.capture.model import collect_model
 from rnndoctor.capture.profile import summarize_profile
 from rnndoctor.facts import Outcome, Phase
@@ -64,16 +65,25 @@ def finish(
 
 
 def convert_profile(session: CaptureSession, profiled_steps: int, error: str | None) -> None:
-    """The xprof conversion of the profiled steps into ``session.facts.profile``, before the
-    probes: the memory it frees goes back to the system (:func:`heap.release_freed`) before the
-    batch-size probe's largest point grows the process (the demo's capture grew 1374 -> 1535 MiB
-    in the conversion when it ran after the probes, on top of their peak)."""
+    """The xprof conversion of the profiled steps into ``session.facts.profile``, within its
+    own budget (``capture/budget.py: SHARES``), before the probes: the memory it frees goes
+    back to the system (:func:`heap.release_freed`) before the batch-size probe's largest point
+    grows the process (the demo's capture grew 1374 -> 1535 MiB in the conversion when it ran
+    after the probes, on top of their peak)."""
+    session.save()  # the window's facts are on disk before xprof runs in this process
     session.set_phase(Phase.PROFILE)
     if error:
         session.facts.run.notes.append(f"profiler not captured: {error}")
     environment = session.facts.environment
     gpus = environment.gpu_count if environment else 0
-    session.facts.profile = summarize_profile(session.options.profile_dir, profiled_steps, gpus)
+    budget = session.budget("profile conversion")
+    try:
+        session.facts.profile = run_bounded(
+            lambda: summarize_profile(session.options.profile_dir, profiled_steps, gpus), budget
+        )
+    except Overrun as exc:  # the thread is left behind; the probes still run
+        session.facts.run.notes.append(f"profile not converted: {exc}")
+        session.cut_short(budget, "the xprof conversion did not finish")
     heap.release_freed()
 
 

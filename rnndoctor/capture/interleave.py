@@ -141,12 +141,13 @@ def dataset(arms: Sequence[Any], round_plan: RoundPlan) -> Any:
 
     warm = tf.data.Dataset.from_tensor_slices(tf.zeros([round_plan.warmup], tf.int64))
     rounds = tf.data.Dataset.from_tensor_slices(tf.constant(round_plan.choices(), tf.int64))
-    chosen = tf.data.Dataset.choose_from_datasets(list(arms), warm.concatenate(rounds.repeat()))
-    return without_autotune(chosen)
+    return tf.data.Dataset.choose_from_datasets(list(arms), warm.concatenate(rounds.repeat()))
 
 
 def without_autotune(dataset: Any) -> Any:
-    """``dataset`` with tf.data's autotuning off (``tf.data.Options().autotune.enabled``).
+    """``dataset`` with tf.data's autotuning off (``tf.data.Options().autotune.enabled``), for
+    a probe's own datasets only: tf.data merges the options of a dataset's inputs, so a
+    pipeline built on this one (:func:`dataset` over its arms) has it off too.
 
     A probe's datasets hold batches cached in memory, prefetched by a fixed buffer: nothing to
     tune. With autotuning on, the iterator's root owns a background thread

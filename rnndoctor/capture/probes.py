@@ -12,8 +12,9 @@ model, after the diagnosis window (the README's "What happens during a check"):
   ``fit`` loop (``session.original_fit()``) runs them with a timing callback and no user
   callbacks. Where the data can be iterated again, short bursts of the same ``fit`` on the
   user's real data alternate with the cached bursts (``real_step_ms``). It is not run where
-  the input-only probe already bounds the input wait under 1% of a step too long for the
-  steps_per_execution probe (:func:`_compute_skip`): then no finding could rest on it.
+  the input-only probe of data held in memory already bounds the input wait under 1% of a
+  step too long for the steps_per_execution probe, on one replica (:func:`_compute_skip`):
+  then no finding could rest on it.
 - **input-bound share**: ``(real_step - compute_only) / (real_step + callbacks)`` from the
   paired bursts, else ``(step - compute_only - callbacks) / step`` from the window's median
   step; cross-checked with ``input_only / step``. The :class:`~rnndoctor.facts.StepBreakdown`
@@ -39,12 +40,15 @@ from __future__ import annotations
 
 import gc
 import inspect
+import json
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rnndoctor import cluster
 from rnndoctor.capture import data as data_mod
 from rnndoctor.capture import flavour, interleave, memory, pairs, sampling, sites
 from rnndoctor.capture.budget import Budget, paired_left
@@ -482,10 +486,10 @@ def _any_batch_size(spec: Any) -> Any:
     return tf.nest.map_structure(relax, spec)
 
 
-def _cached_dataset(raw: list[Any], spec: Any) -> Any:
+def _cached_dataset(raw: list[Any], spec: Any, tuned: bool = False) -> Any:
     """An in-memory dataset cycling through ``raw`` batches, with element spec ``spec`` where the
     components allow it (``PlaceholderWithDefault`` only relaxes the static shape), prefetched
-    (:func:`_prefetched`)."""
+    (:func:`_prefetched`; ``tuned``: with tf.data's autotuning left on)."""
     import tensorflow as tf
 
     dataset = None
@@ -494,7 +498,7 @@ def _cached_dataset(raw: list[Any], spec: Any) -> Any:
         dataset = one if dataset is None else dataset.concatenate(one)
     dataset = dataset.repeat()
     if spec is None:
-        return _prefetched(dataset)
+        return _prefetched(dataset, tuned)
 
     def shape(element: Any) -> Any:
         def one(t: Any, s: Any) -> Any:
@@ -507,13 +511,13 @@ def _cached_dataset(raw: list[Any], spec: Any) -> Any:
 
     try:
         if isinstance(dataset.element_spec, tuple):  # tf.data unpacks tuple elements
-            return _prefetched(dataset.map(lambda *args: shape(tuple(args))))
-        return _prefetched(dataset.map(shape))
+            return _prefetched(dataset.map(lambda *args: shape(tuple(args))), tuned)
+        return _prefetched(dataset.map(shape), tuned)
     except (TypeError, ValueError):  # structures differ (list vs tuple, say): keep as is
-        return _prefetched(dataset)
+        return _prefetched(dataset, tuned)
 
 
-def _prefetched(dataset: Any) -> Any:
+def _prefetched(dataset: Any, tuned: bool = False) -> Any:
     """``dataset`` with a prefetch buffer of 2 batches, so that the compute-only step finds its
     batch ready, as the window's step does with Keras' adapters (``prefetch(AUTOTUNE)`` in
     keras/src/trainers/data_adapters/array_data_adapter.py). Without it every step pulled its
@@ -521,7 +525,12 @@ def _prefetched(dataset: Any) -> Any:
     tiny LSTM's compute-only step (tests/scripts/tiny_lstm.py) timed 3.4 ms against the
     window's 2.6 ms, and the batch-size probe was "inconsistent with the window". Autotuning
     is off (:func:`rnndoctor.capture.interleave.without_autotune`): a fixed buffer of cached
-    batches has nothing to tune, and the autotuner's thread made each iterator's end wait."""
+    batches has nothing to tune, and the autotuner's thread made each iterator's end wait;
+    ``tuned`` leaves it on, for an interleaved ``fit`` with the user's own pipeline, whose
+    options the cached arm's would otherwise turn off too (tf.data merges the options of a
+    dataset's inputs)."""
+    if tuned:
+        return dataset.prefetch(2)
     return interleave.without_autotune(dataset.prefetch(2))
 
 
@@ -818,7 +827,9 @@ def _compute_only(
     if (real_dataset is not None and produced is not None
             and produced <= _ONE_FIT_INPUT_SHARE * step_ms
             and _same_spec(real_dataset.element_spec, dataset.element_spec)):  # fmt: skip
-        why = _rounds_in_one_fit(session, model, arms, [real_dataset.repeat(), dataset],
+        # the cached arm keeps tf.data's autotuning: it would turn it off for the user's arm
+        tuned = _cached_dataset(batches.raw, batches.element_spec, tuned=True)
+        why = _rounds_in_one_fit(session, model, arms, [real_dataset.repeat(), tuned],
                                  [step_ms, step_ms], left, budget)  # fmt: skip
     if not cached.per_step_ms:  # not interleaved, or the interleaved fit failed: one per burst
         why = pairs.alternate(arms, lambda: 0.0 if slow else left())
@@ -926,17 +937,25 @@ def _compute_stage(
 
 
 def _compute_skip(session: CaptureSession, model: Any, probes: ProbeFacts) -> str | None:
-    """Why the compute-only probe need not run, or None: the input-only probe bounds the input
-    wait under :data:`_INPUT_BOUND_SKIP_SHARE` of the window's step, the model runs one step
-    per call with a train step over twice :data:`_SPE_PROBE_MAX_STEP_MS`, and the job is a
-    single process on a single replica (RD705 compares the workers' measured shares)."""
+    """Why the compute-only probe need not run, or None. All of:
+
+    - the data is held in memory: arrays, or a tf.data pipeline whose sources are tensors or a
+      range and that runs no Python (``facts.data``). Only there is the input-only time (a
+      fresh iterator, no model) a bound on the window's input wait: a PyDataset's workers and
+      queue, a generator's conversion and its contention for the GIL, and files read from a
+      warm page cache all cost the window more than the probe sees;
+    - it bounds the input wait under :data:`_INPUT_BOUND_SKIP_SHARE` of the window's step;
+    - the model runs one step per call with a train step over twice
+      :data:`_SPE_PROBE_MAX_STEP_MS` (the compute-only step is at least the train step less
+      the input wait), so the steps_per_execution probe would not run either;
+    - one process on one replica, read from the live strategy (RD701 and RD705 compare the
+      workers' breakdowns; ``facts.strategy`` is filled only after the probes)."""
     steps = session.facts.steps
     step = steps.median_step_time_ms if steps else None
     produced = probes.input_only_ms
     if not step or produced is None or produced > _INPUT_BOUND_SKIP_SHARE * step:
         return None
-    strategy = session.facts.strategy
-    if strategy is not None and (strategy.replicas > 1 or strategy.workers > 1):
+    if not _in_memory(session.facts.data) or _distributed(session, model):
         return None
     train_ms = (steps.median_train_function_ms or step) - produced
     if int(getattr(model, "steps_per_execution", 1) or 1) > 1:
@@ -946,16 +965,51 @@ def _compute_skip(session: CaptureSession, model: Any, probes: ProbeFacts) -> st
     return (
         f"{_BOUND_SKIP}produced a batch in {produced:.2f} ms, "
         f"{produced / step:.2%} of the {step:.1f} ms step, so the input wait is at most that "
-        f"(under {_INPUT_BOUND_SKIP_SHARE:.0%}; the input rules report from 5%), and a "
+        f"(under {_INPUT_BOUND_SKIP_SHARE:.0%}, below RD201's default cut-off of 5%), and a "
         f"{train_ms:.0f} ms step has no per-step dispatch for the steps_per_execution probe "
         "to measure: the compute-only step would change no finding"
     )
 
 
+def _in_memory(data: Any) -> bool:
+    """``facts.data`` describes data held in memory: arrays, or tf.data from tensors or a range
+    that runs no Python (no files, generator or ``py_function``)."""
+    if data is None:
+        return False
+    if DataKind.is_array(data.kind):
+        return True
+    return (
+        data.kind == DataKind.TF_DATA
+        and bool(data.source_kinds)
+        and set(data.source_kinds) <= {"tensor_slices", "tensors", "range"}
+        and not data.python_ops
+    )
+
+
+def _distributed(session: CaptureSession, model: Any) -> bool:
+    """The training runs on several replicas or workers (the live strategy, or a TF_CONFIG
+    cluster of more than one task)."""
+    from rnndoctor.capture import distribute
+
+    try:
+        strategy = distribute.strategy_of(session, model)
+    except Exception:
+        return True  # cannot tell: keep the probe
+    if strategy is not None and int(getattr(strategy, "num_replicas_in_sync", 1) or 1) > 1:
+        return True
+    if os.environ.get(cluster.TRACE_DONE_VAR):  # a worker of --workers or of a launched job
+        return True
+    try:
+        tasks = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster", {})
+        return sum(len(v) for v in tasks.values() if isinstance(v, list)) > 1
+    except (ValueError, AttributeError):
+        return True  # an unreadable TF_CONFIG: keep the probe
+
+
 def _skipped_by_bound(probes: ProbeFacts) -> bool:
     """The compute-only probe was not run because the input-only probe bounds the input wait
-    (:func:`_compute_skip`); the cached batches work, and the probes that run on them still
-    run."""
+    (:func:`_compute_skip`), not because it failed: the probes that run on the cached batches
+    (the batch-size probe) still run."""
     return (probes.compute_only_not_measured or "").startswith(_BOUND_SKIP)
 
 

@@ -319,34 +319,54 @@ def test_a_hanging_pipeline_is_cut_short_within_the_budget():
     assert cut.phase == "input-only probe" and "3 batches" in cut.reason
 
 
-def test_the_compute_only_probe_is_skipped_only_where_the_input_only_bound_decides():
-    """The demo's case: a batch produced in 0.36 ms against a 280 ms step bounds the input wait
-    at 0.13%; the compute-only probe would change no finding and is not run. Any other case
-    (a slower producer, a short step, several steps per call, several replicas) still runs
-    it."""
+def test_the_compute_only_probe_is_skipped_only_where_the_input_only_bound_decides(monkeypatch):
+    """The demo's case: arrays, a batch produced in 0.36 ms against a 280 ms step: the input
+    wait is bounded at 0.13% and the compute-only probe would change no finding, so it is not
+    run. Any other case (a slower producer, data not held in memory, a short step, several
+    steps per call, several workers) still runs it."""
+    import json
     from types import SimpleNamespace
 
-    from rnndoctor.facts import ProbeFacts, StepTimes, StrategyFacts
+    from rnndoctor import cluster
+    from rnndoctor.facts import DataFacts, ProbeFacts, StepTimes
 
-    def skip(produced=0.36, step=280.0, spe=1, replicas=1):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    monkeypatch.delenv(cluster.TRACE_DONE_VAR, raising=False)
+
+    def skip(produced=0.36, step=280.0, spe=1, data=None):
         facts = Facts(run=RunInfo(script="x.py", argv=[], cwd="."))
         facts.steps = StepTimes(warmup_steps=2, measured_steps=20, median_step_time_ms=step,
                                 median_train_function_ms=step - 1.0)  # fmt: skip
-        facts.strategy = (
-            StrategyFacts("MirroredStrategy", replicas=replicas) if replicas > 1 else None
-        )
+        facts.data = data or DataFacts(kind="numpy")
         session = CaptureSession(facts, WindowOptions(), None)
         pr = ProbeFacts(input_only_ms=produced)
-        reason = probes._compute_skip(session, SimpleNamespace(steps_per_execution=spe), pr)
-        pr.compute_only_not_measured = reason
-        return reason, pr
+        model = SimpleNamespace(steps_per_execution=spe)
+        pr.compute_only_not_measured = probes._compute_skip(session, model, pr)
+        return pr.compute_only_not_measured, pr
 
     reason, pr = skip()
     assert reason.startswith("not run: the input-only probe produced a batch in 0.36 ms, 0.13%")
     assert probes._skipped_by_bound(pr)
     assert probes._spe_skip(pr, 1) == reason  # a 279 ms step: no dispatch share to measure
+    in_memory = DataFacts(kind="tf.data", source_kinds=["tensor_slices"])
+    assert skip(data=in_memory)[0] == reason
     assert skip(produced=2.9)[0] is None  # over 1% of the step
     assert skip(produced=0.2, step=40.0)[0] is None  # the steps_per_execution probe may run
     assert skip(spe=8)[0] is None
-    assert skip(replicas=2)[0] is None  # RD705 compares the replicas' workers' shares
     assert skip(produced=None)[0] is None
+    # the input-only time bounds the window's wait only for data held in memory
+    python = DataFacts(kind="tf.data", source_kinds=["tensor_slices"], python_ops=["map"])
+    files = DataFacts(kind="tf.data", source_kinds=["files"])
+    for data in (
+        files,
+        python,
+        DataFacts(kind="python_generator"),
+        DataFacts(kind="keras.PyDataset"),
+    ):
+        assert skip(data=data)[0] is None, data
+    # a worker of a multi-worker job (RD701 and RD705 compare the workers' breakdowns)
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"worker": ["a:1", "b:2"]}}))
+    assert skip()[0] is None
+    monkeypatch.delenv("TF_CONFIG")
+    monkeypatch.setenv(cluster.TRACE_DONE_VAR, "/tmp/done")
+    assert skip()[0] is None

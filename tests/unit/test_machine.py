@@ -57,10 +57,11 @@ def test_a_phase_shorter_than_the_counters_can_tell_is_not_judged():
     assert short.describe() == (
         "not judged: 0.006 s is too short for the CPU counters (10 ms ticks); load average 1.5"
     )
-    # 4 ticks of rounding on 2 CPUs: judged from 0.32 s, where it is half the quarter-core cut
-    assert not _load(0.3, wall_s=0.31).judged
-    long = _load(0.3, wall_s=0.33)
-    assert long.judged and long.noisy
+    # 10 fields of rounding, under a tick each: judged from 0.8 s, where 0.1 s is half the
+    # quarter-core cut, on 2 CPUs as on 64
+    assert not _load(0.3, wall_s=0.79).judged and not _load(0.3, wall_s=0.79, cpus=64).judged
+    long = _load(0.3, wall_s=0.81)
+    assert long.judged and long.noisy and _load(0.3, wall_s=0.81, cpus=64).judged
 
 
 def test_counters_are_clamped():
