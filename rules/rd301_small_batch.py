@@ -224,8 +224,9 @@ def _measured_finding(
         finding(
             severity=severity,
             message=(
-                f"Batch size {base.value} leaves throughput on the table: the compute-only "
-                f"probe trains {best.samples_per_s:,.0f} samples/s at batch {best.value} "
+                f"Batch size {base.value} leaves throughput on the table: the batch-size probe "
+                f"(on batches cached in memory) trains {best.samples_per_s:,.0f} samples/s at "
+                f"batch {best.value} "
                 f"against {base.samples_per_s:,.0f} at {base.value} ({quoted} samples/s)."
             ),
             location=location,
