@@ -15,7 +15,8 @@ Why it slows training:
 
 Evidence:
     ``profile.device_self_time_us``, ``profile.profiled_steps``, ``steps.median_step_time_ms``,
-    ``steps.batch_size``, ``probes.input_bound_share`` (where measured), ``environment.gpu_count``.
+    ``steps.batch_size``, the input share (``probes.input_bound_share`` where measured, else
+    the input-only bound: ``rules/_measured.py: input_share``), ``environment.gpu_count``.
 
 Example:
     ``LSTM(16)`` trained with ``batch_size=8`` on a GPU.
@@ -97,7 +98,8 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     share = min(1.0, busy_ms / steps.median_step_time_ms)
     if share >= options.min_busy_share:
         return []
-    input_share = facts.probes.input_bound_share if facts.probes else None
+    # the measured share, or the input-only bound where the compute-only probe did not run
+    input_share, input_source = m.input_share(facts)
     if input_share is not None and input_share >= options.input_bound_share:
         return []  # the device waits for the input pipeline: RD201's finding
     evidence = [
@@ -107,7 +109,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         Evidence("device busy share of the step", round(share, 3), "",
                  f"threshold {options.min_busy_share} (xprof duty-cycle cut-off)"),
         Evidence("input-bound share", input_share if input_share is not None else
-                 "not measured", "", "probes.input_bound_share"),
+                 "not measured", "", input_source),
     ]  # fmt: skip
     if steps.batch_size:
         evidence.append(Evidence("batch size", steps.batch_size, "samples", "steps.batch_size"))

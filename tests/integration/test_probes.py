@@ -17,7 +17,7 @@ from rnndoctor.capture import data as data_mod  # noqa: E402
 from rnndoctor.capture import memory, probes, sampling  # noqa: E402
 from rnndoctor.capture.session import CaptureSession  # noqa: E402
 from rnndoctor.capture.step_window import WindowOptions  # noqa: E402
-from rnndoctor.facts import Facts, RunInfo  # noqa: E402
+from rnndoctor.facts import Facts, ProbePoint, RunInfo  # noqa: E402
 
 rnndoctor.record_construction_sites()
 probes.install()  # dataset, PyDataset and callback construction sites
@@ -370,3 +370,47 @@ def test_the_compute_only_probe_is_skipped_only_where_the_input_only_bound_decid
     monkeypatch.delenv("TF_CONFIG")
     monkeypatch.setenv(cluster.TRACE_DONE_VAR, "/tmp/done")
     assert skip()[0] is None
+
+
+def test_the_batch_probe_is_checked_against_the_real_step_timed_beside_it_too():
+    """The demo in a stability run: its window's median step 358 ms (p90 389 ms), its batch-64
+    point in the probe 430 ms, with nothing else running: the machine got slower after the
+    window. The real step timed side by side with the cached one is the referee."""
+    from rnndoctor.facts import ProbeFacts, StepTimes
+
+    facts = Facts(run=RunInfo(script="x.py", argv=[], cwd="."))
+    facts.steps = StepTimes(warmup_steps=3, measured_steps=20, median_step_time_ms=357.8,
+                            p90_step_time_ms=388.9)  # fmt: skip
+    session = CaptureSession(facts, WindowOptions(), None)
+    pr = ProbeFacts(batch_probe=[ProbePoint(value=64, step_time_ms=429.9)])
+    assert probes._batch_inconsistency(session, pr) == (
+        "batch 64: compute-only 430 ms > step 358 ms (beyond the window's noise: p90 / median "
+        "= 1.09)"
+    )
+    pr.real_step_ms = 421.0  # the machine's pace now: the point represents the user's step
+    assert probes._batch_inconsistency(session, pr) is None
+    pr.real_step_ms = 360.0  # the real step kept the window's pace: the point does not
+    assert probes._batch_inconsistency(session, pr) == (
+        "batch 64: compute-only 430 ms > step 358 ms and > the real step 360 ms timed beside it "
+        "(beyond the window's noise: p90 / median = 1.09)"
+    )
+
+
+def test_a_batch_probe_at_odds_with_the_window_runs_the_skipped_compute_probe_as_referee(
+    monkeypatch,
+):
+    """The compute-only probe was skipped by the input-only bound, and the batch-size probe's
+    first point disagrees with the window (made to here by a window of 0.01 ms): the paired
+    compute-only probe then runs, inside the batch-size probe's phase, for its real step."""
+    monkeypatch.setattr(probes, "_compute_skip", lambda *a: probes._BOUND_SKIP + "(a test)")
+    monkeypatch.setattr(probes, "_window_noise", lambda session: (0.01, 1.05))
+    model = tiny_model()
+    report = rnndoctor.diagnose(model, X, y=Y, batch_size=16, **FAST)
+    pr = report.facts.probes
+    assert pr.compute_only_not_measured is None and pr.compute_paired is not None
+    assert pr.real_step_ms > 0 and pr.compute_only_ms > 0
+    why = pr.batch_probe_inconsistent
+    assert why is None or "timed beside it" in why, why
+    assert [p.value for p in pr.batch_probe] == [16, 32, 64]
+    names = [p.name for p in report.facts.run.phases]
+    assert names.count("compute-only probe") == 2  # skipped, then run as the referee
