@@ -15,8 +15,8 @@ Why it slows training:
 
 Evidence:
     ``profile.device_self_time_us``, ``profile.profiled_steps``, ``steps.median_step_time_ms``,
-    ``steps.batch_size``, the input share (``probes.input_bound_share`` where measured, else
-    the input-only bound: ``rules/_measured.py: input_share``), ``environment.gpu_count``.
+    ``steps.batch_size``, ``probes.input_bound_share`` (where measured; else the input-only
+    bound, ``rules/_measured.py: input_share``), ``environment.gpu_count``.
 
 Example:
     ``LSTM(16)`` trained with ``batch_size=8`` on a GPU.
@@ -99,7 +99,12 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     if share >= options.min_busy_share:
         return []
     # the measured share, or the input-only bound where the compute-only probe did not run
-    input_share, input_source = m.input_share(facts)
+    probes = facts.probes
+    input_share, input_source = (
+        (probes.input_bound_share, "probes.input_bound_share")
+        if probes is not None and probes.input_bound_share is not None
+        else m.input_share(facts)
+    )
     if input_share is not None and input_share >= options.input_bound_share:
         return []  # the device waits for the input pipeline: RD201's finding
     evidence = [
