@@ -882,12 +882,30 @@ def inconsistency(session: CaptureSession, probes: ProbeFacts) -> str | None:
     step times its noise allowance (:func:`_window_noise`: the window's p90 / median); and the
     parts of the breakdown (input wait + compute + callbacks) may not add up to more than the
     step by more than that allowance.
+
+    A paired probe (``probes.compute_paired``: the real step timed in bursts beside the
+    compute-only one) is checked against its own real step instead where the window's differs:
+    the compute-only step may not exceed the real step beyond the window's noise. Its parts are
+    the pair's, each timed side by side; they exceed the window's step when the machine's pace
+    moved after the window (keras2_slow_generator.py in a CI run: RD201 at error "not
+    evaluated" once, on a share the pair measured at 70%), which moves both arms and not
+    their ratio. The input share stays counted up to the input-only bound
+    (``rules/_measured.py: corroborated_share``), so a slow real arm cannot inflate it.
     """
     step, allowance = _window_noise(session)
     compute = probes.compute_only_ms
     if step is None or compute is None:
         return None
     limit = step * allowance
+    real = probes.real_step_ms if probes.compute_paired is not None else None
+    if real is not None:  # paired: checked against the real step timed beside it too
+        if compute <= max(limit, real * allowance):
+            return None
+        return (
+            f"compute-only {compute:.0f} ms > step {step:.0f} ms and > the real step "
+            f"{real:.0f} ms timed beside it (beyond the window's noise: p90 / median = "
+            f"{allowance:.2f})"
+        )
     if compute > limit:
         return (
             f"compute-only {compute:.0f} ms > step {step:.0f} ms "

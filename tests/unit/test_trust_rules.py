@@ -222,6 +222,27 @@ def test_the_capture_flags_the_imdb_probe_and_its_breakdown_as_inconsistent():
     assert inconsistency(session, f.probes) is None
 
 
+def test_a_paired_probe_is_checked_against_the_real_step_timed_beside_it():
+    """keras2_slow_generator.py in a CI run: the pair measured a 70% input share while the
+    machine ran slower than in the window; RD201 (error) went "not evaluated". A pair that
+    agrees with itself is consistent; a compute-only step beyond its own real step is not."""
+    from types import SimpleNamespace
+
+    from rnndoctor.capture.probes import inconsistency
+
+    f = load("bidirectional_lstm_imdb.json")  # window: 253 ms, p90 / median 1.05 at least
+    session = SimpleNamespace(facts=f)
+    f.probes.compute_only_ms, f.probes.real_step_ms = 300.0, 420.0  # both slower than 253
+    f.probes.compute_paired = paired(1.4, 1.3, 1.5, 420.0, 300.0, "compute-only probe")
+    f.probes.breakdown.compute_ms, f.probes.breakdown.input_ms = 300.0, 120.0
+    assert inconsistency(session, f.probes) is None
+    f.probes.real_step_ms = 260.0  # the compute-only step beyond the real step beside it
+    f.probes.compute_paired = paired(0.87, 0.8, 0.9, 260.0, 300.0, "compute-only probe")
+    assert inconsistency(session, f.probes).startswith(
+        "compute-only 300 ms > step 253 ms and > the real step 260 ms timed beside it"
+    )
+
+
 def test_rd403_share_is_bounded_by_the_paired_saving_when_the_probe_ran_slower():
     # tests/scripts/tiny_lstm.py under load (issue 11): the probe's step at 1 (3.25 ms) was
     # slower than the window's median step (2.44 ms); 1 - 1 / 1.82 = 45% is the most the
