@@ -1266,7 +1266,10 @@ def _batch_stage(
             model.train_function = window_function
             probes.compute_only_not_measured = None
             session.set_phase(Phase.COMPUTE_PROBE)
-            _compute_stage(session, model, probes, batches, real_kwargs, may_skip=False)
+            try:
+                _compute_stage(session, model, probes, batches, real_kwargs, may_skip=False)
+            except Exception as exc:  # the referee failed: the batch-size points still stand
+                probes.compute_only_not_measured = f"failed: {type(exc).__name__}: {exc}"[:300]
             session.set_phase(Phase.BATCH_PROBE)
             if _batch_inconsistency(session, probes) is None:
                 return
