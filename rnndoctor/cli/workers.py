@@ -15,6 +15,11 @@ them are killed (:func:`rnndoctor.cli.supervisor.end_process_tree`) when the run
 success, on a worker's failure (the others are given ``_PEER_GRACE_S`` to end on their own, then
 killed: they would wait in a collective for the failed one), on ``--timeout`` and on Ctrl-C.
 
+A worker that a crash in native code ends (:func:`native_crash`: TensorFlow's profiler has
+aborted one when the chief's trace ended) makes the workers run once more, when the time left
+under ``--timeout`` allows 1.5 times the first attempt; that attempt's logs stay in
+``<out>/workers-attempt-1/`` and the report's notes say so.
+
 Then each worker's facts are settled as a plain check settles them, saved as
 ``<out>/facts-worker-<i>.json``, merged (:func:`rnndoctor.cluster.merge`) into
 ``<out>/facts.json`` and rendered as one report.
@@ -24,6 +29,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
+import signal
 import subprocess
 import time
 import uuid
@@ -40,6 +47,9 @@ from rnndoctor.options import ExitCode, Options
 _PEER_GRACE_S = 15.0  # after one worker failed, how long the others may take to end
 _POLL_S = 0.2
 TRACE_MS = 1500  # the chief's trace of all workers, ms (the steps run, then they wait for it)
+# the signals of a crash in native code (a negative exit status; faulthandler re-raises them)
+_NATIVE_CRASH = (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGFPE)
+_FIRST_ATTEMPT = "workers-attempt-1"  # under --out: the logs of an attempt a crash ended
 
 
 @dataclasses.dataclass
@@ -213,22 +223,84 @@ def run_workers(
         err=True,
     )
     timeout = options.timeout if options.timeout is not None else float("inf")
-    try:
-        workers = start_workers(script, script_args, options, out, run_id)
-    except OSError as exc:
-        console.error(f"cannot start the workers: {exc}")
+    begin = time.monotonic()
+    workers = _attempt(script, script_args, options, out, run_id, timeout, console)
+    if workers is None:
         return ExitCode.INTERNAL
-    wait_workers(workers, timeout)
+    crashed = native_crash(workers)
+    retry_note = None
+    spent = time.monotonic() - begin
+    if crashed is not None and timeout - spent >= 1.5 * spent:
+        crash = _keep_first_attempt(crashed, out)
+        console.say(f"rnndoctor: {crash}; running the workers once more", err=True)
+        retry_note = f"{crash}; the workers ran once more"
+        workers = _attempt(script, script_args, options, out, run_id, timeout - spent, console)
+        if workers is None:
+            return ExitCode.INTERNAL
+        again = native_crash(workers)
+        retry_note += (
+            "; the second attempt ended the same way" if again else "; this report is the second's"
+        )
     loaded, files = _collect(workers, options, out)
     facts = cluster.merge(loaded, files)
     if facts is None:
         console.error(f"no worker saved its facts; see {out / 'workers'}/worker-*/script.log")
         return ExitCode.INTERNAL
+    if retry_note:
+        facts.run.notes.append(retry_note)
     facts.save(paths.facts)
     report = render_and_summarise(facts, options, paths, console)
-    chief = next(w for w in workers if loaded[w.index] is facts)
-    log_paths = dataclasses.replace(paths, out=chief.out)  # the failing worker's log tail
+    failed = next((w for w in workers if w.run.status), None)  # the first that ended badly
+    shown = failed or next(w for w in workers if loaded[w.index] is facts)
+    log_paths = dataclasses.replace(paths, out=shown.out)  # the failing worker's log tail
     return exit_code(facts, _merged_run(workers), report, options, log_paths, console)
+
+
+def _attempt(
+    script: Path,
+    script_args: list[str],
+    options: Options,
+    out: Path,
+    run_id: str,
+    timeout_s: float,
+    console: Console,
+) -> list[Worker] | None:
+    """Starts the workers and waits for them (:func:`wait_workers`); None when they cannot
+    be started (said on the console)."""
+    try:
+        workers = start_workers(script, script_args, options, out, run_id)
+    except OSError as exc:
+        console.error(f"cannot start the workers: {exc}")
+        return None
+    wait_workers(workers, timeout_s)
+    return workers
+
+
+def native_crash(workers: list[Worker]) -> Worker | None:
+    """The first worker that a signal of a native crash ended (``_NATIVE_CRASH``: its exit
+    status is minus the signal), not rnndoctor: the workers it kills have no status.
+
+    One such crash is TensorFlow's own, and rare: TF 2.21's profiler server, stopping the
+    chief's trace of the workers (``tf.profiler.experimental.client.trace``), aborted a worker
+    in ``TraceMeRecorder::Consume`` (``SplitEventTracker::FindStartAndMerge``: ``free():
+    invalid pointer``). Seen in 2 of 12 runs of ``tests/scripts/mwms_fit.py`` on a loaded
+    2-core machine (gdb on the core file); :func:`run_workers` runs the workers once more."""
+    crashes = {-int(s) for s in _NATIVE_CRASH}
+    return next((w for w in workers if w.run.status in crashes), None)
+
+
+def _keep_first_attempt(crashed: Worker, out: Path) -> str:
+    """Moves the crashed attempt's ``<out>/workers`` to ``<out>/workers-attempt-1`` and drops
+    its partial ``<out>/profile``; returns what happened, for the report's note."""
+    kept = out / _FIRST_ATTEMPT
+    shutil.rmtree(kept, ignore_errors=True)
+    os.replace(out / "workers", kept)
+    shutil.rmtree(out / "profile", ignore_errors=True)
+    name = signal.Signals(-(crashed.run.status or 0)).name
+    return (
+        f"worker {crashed.index} was ended by {name} (a crash in native code) in the first "
+        f"attempt (its log: {kept / f'worker-{crashed.index}' / 'script.log'})"
+    )
 
 
 def _merged_run(workers: list[Worker]) -> supervisor.ChildRun:

@@ -255,3 +255,28 @@ def test_workers_of_the_users_launcher_one_merged_report_and_one_trace(launched)
     (rd701,) = [f for f in doc["findings"] if f["rule_id"] == "RD701"]
     assert "worker 1 (worker:1) is a straggler" in rd701["message"]
     assert left == []
+
+
+def test_a_worker_crashing_in_native_code_runs_the_workers_once_more(tmp_path):
+    """A worker ended by SIGABRT (TF's profiler has done that when the chief's trace of the
+    workers ended): the workers run again, the crashed attempt's logs are kept, the report says
+    so and is the second attempt's."""
+    out, marker = tmp_path / "r", tmp_path / "crashed-once"
+    result = subprocess.run(
+        [sys.executable, "-m", "rnndoctor", "check", str(SCRIPTS / "crash_once.py"),
+         "--workers", "2", "--out", str(out), "--format", "json", "--fail-on", "never", *FAST],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, COLUMNS="200", CRASH_MARKER=str(marker)),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert marker.is_file()  # worker 1 did abort once
+    first = out / "workers-attempt-1" / "worker-1" / "script.log"
+    assert "Fatal Python error: Aborted" in first.read_text()
+    assert "worker 1 was ended by SIGABRT" in result.stderr
+    assert "running the workers once more" in result.stderr
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["facts"]["run"]["outcome"] == "completed"
+    (note,) = [n for n in doc["facts"]["run"]["notes"] if "ended by SIGABRT" in n]
+    assert str(first) in note and note.endswith("this report is the second's")
+    rows = doc["facts"]["strategy"]["per_worker"]
+    assert [r["outcome"] for r in rows] == ["completed", "completed"]
