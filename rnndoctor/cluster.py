@@ -151,6 +151,24 @@ def launched_task(environ: Mapping[str, str]) -> LaunchedTask | None:
     return LaunchedTask(index=index, hosts=tuple(hosts), ports=tuple(ports))
 
 
+def in_multi_worker_job(environ: Mapping[str, str]) -> bool:
+    """This process is one task of several: a worker of ``--workers`` or of a launched job
+    (``TRACE_DONE_VAR``, which the CLI sets for each), or a ``TF_CONFIG`` whose cluster has more
+    than one task of any kind. An unreadable ``TF_CONFIG`` counts as one: nothing rules a
+    cluster out. Read by the probes (``rnndoctor/capture/probes.py``: no probe is skipped for a
+    cluster) and the run-on after the window (``rnndoctor/capture/after_window.py``)."""
+    if environ.get(TRACE_DONE_VAR):
+        return True
+    text = environ.get("TF_CONFIG")
+    if not text:
+        return False
+    try:
+        spec = json.loads(text).get("cluster") or {}
+        return sum(len(v) for v in spec.values() if isinstance(v, list)) > 1
+    except (ValueError, AttributeError):
+        return True
+
+
 def job_id(task: LaunchedTask, token: str) -> str:
     """The id of one run of a launched job: its cluster (every task's ``host:port``, in index
     order, as each worker reads it from ``TF_CONFIG``) and the chief's per-run ``token`` (a

@@ -215,11 +215,11 @@ def multi_worker_reason(strategy: StrategyFacts | None, environ: Mapping[str, st
 
     Args:
         strategy: the strategy facts of the window (``workers``: the cluster's worker tasks).
-        environ: the process environment (``rnndoctor.cluster.TRACE_DONE_VAR``, which the CLI
-            sets for every worker of ``--workers`` and of a launched job).
+        environ: the process environment (``rnndoctor.cluster.in_multi_worker_job``: a worker
+            of ``--workers`` or of a launched job, or a ``TF_CONFIG`` of several tasks).
     """
     workers = strategy.workers if strategy is not None else 1
-    if workers <= 1 and not environ.get(cluster.TRACE_DONE_VAR):
+    if workers <= 1 and not cluster.in_multi_worker_job(environ):
         return None
     count = f"{workers} workers" if workers > 1 else "a multi-worker job"
     return (

@@ -302,3 +302,22 @@ def test_a_single_process_strategy_is_not_a_multi_worker_job():
     assert "3 workers" in after_window.multi_worker_reason(
         StrategyFacts(strategy="MultiWorkerMirroredStrategy", workers=3), {}
     )
+
+
+def test_a_tf_config_of_several_tasks_is_a_multi_worker_job():
+    import json
+
+    from rnndoctor import cluster
+
+    two = json.dumps(
+        {"cluster": {"worker": ["h:1", "h:2"]}, "task": {"type": "worker", "index": 0}}
+    )
+    one = json.dumps({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}})
+    ps = json.dumps({"cluster": {"chief": ["h:1"], "ps": ["h:2"]}, "task": {"type": "chief"}})
+    assert cluster.in_multi_worker_job({"TF_CONFIG": two})
+    assert cluster.in_multi_worker_job({"TF_CONFIG": ps})  # a parameter server is a task too
+    assert not cluster.in_multi_worker_job({"TF_CONFIG": one})
+    assert not cluster.in_multi_worker_job({})
+    assert cluster.in_multi_worker_job({"TF_CONFIG": "{not json"})  # cannot rule a cluster out
+    assert cluster.in_multi_worker_job({cluster.TRACE_DONE_VAR: "/tmp/trace.done"})
+    assert "a multi-worker job" in after_window.multi_worker_reason(None, {"TF_CONFIG": two})
