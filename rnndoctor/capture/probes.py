@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import gc
 import inspect
-import json
 import os
 import statistics
 import time
@@ -114,7 +113,6 @@ _SPE_MAX_CALL_S = 1.0
 # (RD201's min_input_share, 5%: xprof's kModeratelyInfeedBoundThresholdInPercent), so that no
 # input finding can rest on what the probe would have measured.
 _INPUT_BOUND_SKIP_SHARE = 0.01
-_BOUND_SKIP = "not run: the input-only probe "  # how compute_only_not_measured then begins
 
 
 # on keras.callbacks.Callback (and tf_keras.callbacks.Callback), once hooked
@@ -590,12 +588,12 @@ def run_probes(
     real_kwargs = _real_fit_kwargs(state, arguments)
     stages = (
         _Stage(Phase.COMPUTE_PROBE, "compute_only_not_measured",
-               lambda: _compute_stage(session, model, probes, batches, real_kwargs),
+               lambda: _compute_stage(session, model, probes, batches, state, real_kwargs),
                after=lambda: probes.breakdown is None and _breakdown(session, probes)),
         _Stage(Phase.BATCH_PROBE, "batch_probe_not_measured",
                lambda: _batch_stage(session, model, probes, batches, state, real_kwargs)),
         _Stage(Phase.SPE_PROBE, "spe_probe_not_measured",
-               lambda: _spe_probe(session, model, probes, batches, saved)),
+               lambda: _spe_probe(session, model, probes, batches, state, saved)),
     )  # fmt: skip
     # The probes' fits leave cyclic garbage (epoch iterators, datasets, traced functions): it is
     # collected after each probe, in the probe's own phase, so that the phase times say what
@@ -898,19 +896,9 @@ def inconsistency(session: CaptureSession, probes: ProbeFacts) -> str | None:
         return None
     limit = step * allowance
     real = probes.real_step_ms if probes.compute_paired is not None else None
-    if real is not None:  # paired: checked against the real step timed beside it too
-        if compute <= max(limit, real * allowance):
-            return None
-        return (
-            f"compute-only {compute:.0f} ms > step {step:.0f} ms and > the real step "
-            f"{real:.0f} ms timed beside it (beyond the window's noise: p90 / median = "
-            f"{allowance:.2f})"
-        )
-    if compute > limit:
-        return (
-            f"compute-only {compute:.0f} ms > step {step:.0f} ms "
-            f"(beyond the window's noise: p90 / median = {allowance:.2f})"
-        )
+    over = _over_the_step("compute-only", compute, step, allowance, real)
+    if over is not None or real is not None:  # paired: the parts are the pair's (above)
+        return over
     parts = probes.breakdown
     if parts is not None:
         total = parts.input_ms + parts.compute_ms + parts.host_ms
@@ -928,6 +916,7 @@ def _compute_stage(
     model: Any,
     probes: ProbeFacts,
     batches: Batches,
+    state: ProbeState,
     real_kwargs: dict[str, Any] | None,
     may_skip: bool = True,
 ) -> None:
@@ -935,8 +924,10 @@ def _compute_stage(
     disagrees with it is measured once more; if it still disagrees, ``probes.inconsistent``
     says why (with both numbers) and the rules that rest on it are not evaluated. Arrays are
     made into a dataset once, for every burst (:func:`_arrays_once`). With ``may_skip``, not
-    run where :func:`_compute_skip` says no finding could rest on it."""
+    run where :func:`_compute_skip` says no finding could rest on it
+    (``state.compute_skipped``)."""
     skip = _compute_skip(session, model, probes) if may_skip else None
+    state.compute_skipped = skip is not None
     if skip is not None:
         probes.compute_only_not_measured = skip
         return
@@ -983,7 +974,7 @@ def _compute_skip(session: CaptureSession, model: Any, probes: ProbeFacts) -> st
     if train_ms < 2.0 * _SPE_PROBE_MAX_STEP_MS:
         return None
     return (
-        f"{_BOUND_SKIP}produced a batch in {produced:.2f} ms, "
+        f"not run: the input-only probe produced a batch in {produced:.2f} ms, "
         f"{produced / step:.2%} of the {step:.1f} ms step, so the input wait is at most that "
         f"(under {_INPUT_BOUND_SKIP_SHARE:.0%}, below RD201's default cut-off of 5%), and a "
         f"{train_ms:.0f} ms step has no per-step dispatch for the steps_per_execution probe "
@@ -1017,20 +1008,7 @@ def _distributed(session: CaptureSession, model: Any) -> bool:
         return True  # cannot tell: keep the probe
     if strategy is not None and int(getattr(strategy, "num_replicas_in_sync", 1) or 1) > 1:
         return True
-    if os.environ.get(cluster.TRACE_DONE_VAR):  # a worker of --workers or of a launched job
-        return True
-    try:
-        tasks = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster", {})
-        return sum(len(v) for v in tasks.values() if isinstance(v, list)) > 1
-    except (ValueError, AttributeError):
-        return True  # an unreadable TF_CONFIG: keep the probe
-
-
-def _skipped_by_bound(probes: ProbeFacts) -> bool:
-    """The compute-only probe was not run because the input-only probe bounds the input wait
-    (:func:`_compute_skip`), not because it failed: the probes that run on the cached batches
-    (the batch-size probe) still run."""
-    return (probes.compute_only_not_measured or "").startswith(_BOUND_SKIP)
+    return cluster.in_multi_worker_job(os.environ)
 
 
 def _breakdown(session: CaptureSession, probes: ProbeFacts) -> None:
@@ -1230,15 +1208,25 @@ def _batch_inconsistency(session: CaptureSession, probes: ProbeFacts) -> str | N
     first = probes.batch_probe[0] if probes.batch_probe else None
     if step is None or first is None or first.step_time_ms is None:
         return None
-    if first.step_time_ms <= step * allowance:
+    what = f"batch {first.value}: compute-only"
+    return _over_the_step(what, first.step_time_ms, step, allowance, probes.real_step_ms)
+
+
+def _over_the_step(
+    what: str, value_ms: float, step_ms: float, allowance: float, real_ms: float | None
+) -> str | None:
+    """Why a probe's step (``value_ms``, ms) is longer than the window's median step
+    (``step_ms``) and than the real step timed beside it (``real_ms``; None: none was), each
+    beyond the window's noise (``allowance``: its p90 / median); None when it is not longer
+    than one of them. ``what`` names the probe's step in the text."""
+    if value_ms <= step_ms * allowance:
         return None
-    real = probes.real_step_ms
-    if real is not None and first.step_time_ms <= real * allowance:
+    if real_ms is not None and value_ms <= real_ms * allowance:
         return None
-    beside = f" and > the real step {real:.0f} ms timed beside it" if real is not None else ""
+    beside = "" if real_ms is None else f" and > the real step {real_ms:.0f} ms timed beside it"
     return (
-        f"batch {first.value}: compute-only {first.step_time_ms:.0f} ms > step {step:.0f} ms"
-        f"{beside} (beyond the window's noise: p90 / median = {allowance:.2f})"
+        f"{what} {value_ms:.0f} ms > step {step_ms:.0f} ms{beside} "
+        f"(beyond the window's noise: p90 / median = {allowance:.2f})"
     )
 
 
@@ -1251,7 +1239,7 @@ def _batch_stage(
     real_kwargs: dict[str, Any] | None,
 ) -> None:
     """The batch-size probe, checked against the window (:func:`_batch_inconsistency`). When
-    it disagrees and the compute-only probe was not run (:func:`_skipped_by_bound`), that probe
+    it disagrees and the compute-only probe was not run (``state.compute_skipped``), that probe
     runs now, for its real step timed beside the cached one, and the check is made again;
     when it still disagrees, the probe is measured once more, and
     ``probes.batch_probe_inconsistent`` says why when it still does. The model's train
@@ -1262,12 +1250,12 @@ def _batch_stage(
         _batch_probe(session, model, probes, batches, state, traced)
         if _batch_inconsistency(session, probes) is None:
             return
-        if _skipped_by_bound(probes):
+        if state.compute_skipped:
             model.train_function = window_function
             probes.compute_only_not_measured = None
             session.set_phase(Phase.COMPUTE_PROBE)
             try:
-                _compute_stage(session, model, probes, batches, real_kwargs, may_skip=False)
+                _compute_stage(session, model, probes, batches, state, real_kwargs, may_skip=False)
             except Exception as exc:  # the referee failed: the batch-size points still stand
                 probes.compute_only_not_measured = f"failed: {type(exc).__name__}: {exc}"[:300]
             session.set_phase(Phase.BATCH_PROBE)
@@ -1360,7 +1348,7 @@ def _batch_probe(
     state: ProbeState,
     traced: dict[int, Any],
 ) -> None:
-    if probes.compute_only_ms is None and not _skipped_by_bound(probes):
+    if probes.compute_only_ms is None and not state.compute_skipped:
         probes.batch_probe_not_measured = "the compute-only probe did not run: " + (
             probes.compute_only_not_measured or ""
         )
@@ -1470,7 +1458,7 @@ def _spe_values(current: int) -> tuple[int, int]:
     return (1, _SPE_PROBE) if current <= 1 else (1, current)
 
 
-def _spe_skip(probes: ProbeFacts, current: int) -> str | None:
+def _spe_skip(probes: ProbeFacts, current: int, compute_skipped: bool) -> str | None:
     """Why the steps_per_execution probe does not run, or None. A model at 1 step per call with a
     compute-only step over :data:`_SPE_PROBE_MAX_STEP_MS` is not probed (the 16-step function's
     tracing would be spent on a saving that cannot reach RD403's cut-off). A model that already
@@ -1479,7 +1467,7 @@ def _spe_skip(probes: ProbeFacts, current: int) -> str | None:
     at 1, so its cost is the timed bursts, each one call after a warm-up call."""
     if probes.compute_only_ms is None:
         why = probes.compute_only_not_measured or ""
-        if _skipped_by_bound(probes):  # a long step: no dispatch to measure
+        if compute_skipped:  # a long step: no dispatch to measure (_compute_skip)
             return why
         return "the compute-only probe did not run: " + why
     call_s = current * probes.compute_only_ms / 1000.0
@@ -1499,14 +1487,19 @@ def _spe_skip(probes: ProbeFacts, current: int) -> str | None:
 
 
 def _spe_probe(
-    session: CaptureSession, model: Any, probes: ProbeFacts, batches: Batches, saved: dict[str, Any]
+    session: CaptureSession,
+    model: Any,
+    probes: ProbeFacts,
+    batches: Batches,
+    state: ProbeState,
+    saved: dict[str, Any],
 ) -> None:
     """Compute-only at the two values of :func:`_spe_values` (1 and 16, or 1 and the user's
     setting), in interleaved bursts: ``probes.spe_probe[1].paired`` is A = 1 over B = the other.
     Keras builds the train function of the value the model was not compiled with; the model's
     own is restored afterwards."""
     current = int(saved["steps_per_execution"] or 1)
-    skip = _spe_skip(probes, current)
+    skip = _spe_skip(probes, current, state.compute_skipped)
     if skip is not None:
         probes.spe_probe_not_measured = skip
         return

@@ -71,12 +71,16 @@ class ProbeState:
         tee: the ``sampling.Tee`` around a Python generator passed to ``fit``, or None.
         timers: the ``probes._CallbackTimer`` of each user callback with per-batch hooks.
         rss_before_fit_mib: the process's resident memory before ``fit``, MiB.
+        compute_skipped: the compute-only probe was not run because the input-only probe
+            bounds the input wait (``probes._compute_skip``), not because it failed: the probes
+            on the cached batches still run, and the batch-size probe may run it as referee.
     """
 
     original_x: Any = None
     tee: Any = None
     timers: list[Any] = field(default_factory=list)
     rss_before_fit_mib: float | None = None
+    compute_skipped: bool = False
 
 
 @dataclass

@@ -346,8 +346,10 @@ def test_the_compute_only_probe_is_skipped_only_where_the_input_only_bound_decid
 
     reason, pr = skip()
     assert reason.startswith("not run: the input-only probe produced a batch in 0.36 ms, 0.13%")
-    assert probes._skipped_by_bound(pr)
-    assert probes._spe_skip(pr, 1) == reason  # a 279 ms step: no dispatch share to measure
+    assert probes._spe_skip(pr, 1, True) == reason  # a 279 ms step: no dispatch to measure
+    assert probes._spe_skip(ProbeFacts(compute_only_not_measured="failed: x"), 1, False) == (
+        "the compute-only probe did not run: failed: x"
+    )
     in_memory = DataFacts(kind="tf.data", source_kinds=["tensor_slices"])
     assert skip(data=in_memory)[0] == reason
     assert skip(produced=2.9)[0] is None  # over 1% of the step
@@ -402,7 +404,7 @@ def test_a_batch_probe_at_odds_with_the_window_runs_the_skipped_compute_probe_as
     """The compute-only probe was skipped by the input-only bound, and the batch-size probe's
     first point disagrees with the window (made to here by a window of 0.01 ms): the paired
     compute-only probe then runs, inside the batch-size probe's phase, for its real step."""
-    monkeypatch.setattr(probes, "_compute_skip", lambda *a: probes._BOUND_SKIP + "(a test)")
+    monkeypatch.setattr(probes, "_compute_skip", lambda *a: "not run: (a test)")
     monkeypatch.setattr(probes, "_window_noise", lambda session: (0.01, 1.05))
     model = tiny_model()
     report = rnndoctor.diagnose(model, X, y=Y, batch_size=16, **FAST)
