@@ -279,6 +279,39 @@ def _matches(rule: Rule, keys: Iterable[str]) -> bool:
     return rule.id.lower() in keys or rule.name in keys
 
 
+# The rules that read each probe that runs only for them (``rnndoctor.options
+# .SKIPPABLE_PROBES``): ``facts.probes.batch_probe`` and ``facts.probes.spe_probe``, as the rule
+# modules read them (tests/unit/test_unread_probes.py checks this against their source).
+PROBE_READERS: Mapping[str, tuple[str, ...]] = {
+    "batch-size": ("RD301", "RD702"),
+    "steps-per-execution": ("RD403",),
+}
+
+
+def unread_probes(
+    select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
+) -> tuple[str, ...]:
+    """The probes of :data:`PROBE_READERS` that no rule ``evaluate`` would run reads: with
+    ``--select RD101`` neither the batch-size probe nor the steps_per_execution probe runs (they
+    take most of a check's probes' time), and with ``--ignore RD403`` the second does not.
+
+    Args:
+        select: rule IDs or names to run, as :func:`evaluate` takes them; None or empty: all.
+        ignore: rule IDs or names to skip.
+
+    Returns:
+        the probes' names, in :data:`PROBE_READERS`' order (empty when every probe is read).
+    """
+    select, ignore = list(select or []), list(ignore or [])
+    rules = {rule.id: rule for rule in all_rules()}
+
+    def runs(rule_id: str) -> bool:
+        rule = rules[rule_id]
+        return (not select or _matches(rule, select)) and not (ignore and _matches(rule, ignore))
+
+    return tuple(probe for probe, readers in PROBE_READERS.items() if not any(map(runs, readers)))
+
+
 def evaluate(
     facts: Facts,
     select: Iterable[str] | None = None,

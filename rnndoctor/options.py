@@ -48,6 +48,8 @@ class ExitCode(enum.IntEnum):
 FORMATS = ("html", "json", "md", "sarif")
 FAIL_ON = ("error", "warning", "info", "never")
 _IN_FILE = {"in_file": True}  # field metadata: the option may be set in [tool.rnndoctor]
+# the probes that run only when a rule that reads them runs (rnndoctor.engine.unread_probes)
+SKIPPABLE_PROBES = ("batch-size", "steps-per-execution")
 _RULES_KEY = "rules"  # [tool.rnndoctor.rules.<RULE>]: Options.rule_options
 
 
@@ -73,6 +75,9 @@ class Options:
         redact: remove home paths, user and host names and secret values from every output.
         no_probes: skip the input / compute / batch-size / steps_per_execution probes and the
             sequence sampling.
+        skip_probes: probes of ``SKIPPABLE_PROBES`` not to run because no rule that reads
+            them runs (``rnndoctor.engine.unread_probes`` of ``select`` / ``ignore``; set by the
+            CLI for its capture child, never read from a file).
         probe_fast_path: run the cuDNN fast-path probe on each LSTM/GRU layer.
         debug: show tracebacks after a failure.
         verify: after the check, apply each fix that is a source rewrite to a copy of the
@@ -104,6 +109,7 @@ class Options:
     ignore: list[str] = field(default_factory=list, metadata=_IN_FILE)
     redact: bool = field(default=False, metadata=_IN_FILE)
     no_probes: bool = False
+    skip_probes: tuple[str, ...] = ()
     probe_fast_path: bool = True
     debug: bool = False
     verify: bool = False
@@ -122,6 +128,7 @@ class Options:
             "--profile-steps", str(self.profile_steps),
             *([] if self.timeout is None else ["--timeout", str(self.timeout)]),
             *(["--no-probes"] if self.no_probes else []),
+            *[arg for name in self.skip_probes for arg in ("--skip-probe", name)],
             *([] if self.probe_fast_path else ["--no-probe"]),
             *(["--window-only"] if self.window_only else []),
             *([] if self.control is None else ["--control", self.control]),
@@ -353,6 +360,7 @@ def parse_child_args(argv: list[str]) -> tuple[Options, str, list[str]]:
     parser.add_argument("--no-probe", action="store_true", help="skip the cuDNN fast-path probe")
     parser.add_argument("--timeout", type=float, default=None)
     parser.add_argument("--no-probes", action="store_true", help="skip the input/compute probes")
+    parser.add_argument("--skip-probe", action="append", default=[], choices=SKIPPABLE_PROBES)
     parser.add_argument("--window-only", action="store_true", help="measure the window only")
     parser.add_argument("--control", default=None, help="R,W: the parent's pipes (--verify)")
     parser.add_argument("script")
@@ -365,6 +373,7 @@ def parse_child_args(argv: list[str]) -> tuple[Options, str, list[str]]:
         profile_steps=args.profile_steps,
         timeout=args.timeout,  # None: no overall limit (the child run by hand)
         no_probes=args.no_probes,
+        skip_probes=tuple(args.skip_probe),
         probe_fast_path=not args.no_probe,
         window_only=args.window_only,
         control=args.control,

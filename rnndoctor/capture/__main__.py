@@ -282,6 +282,7 @@ def _window_options(options: Options) -> WindowOptions:
         probe_fast_path=options.probe_fast_path,
         timeout_s=options.timeout,
         run_probes=not options.no_probes and not options.window_only,
+        skip_probes=options.skip_probes,
         window_only=options.window_only,
         control=options.control,
     )

@@ -566,6 +566,11 @@ class _Stage:
     not_measured: str
     run: Callable[[], None]
     after: Callable[[], Any] = lambda: None
+    name: str | None = None  # its name in ``WindowOptions.skip_probes`` (None: always runs)
+
+
+# why a probe of WindowOptions.skip_probes did not run (rnndoctor.engine.unread_probes)
+_UNREAD = "not run: every rule that reads it is left out (--select / --ignore)"
 
 
 def run_probes(
@@ -573,7 +578,8 @@ def run_probes(
 ) -> None:
     """Fills ``session.facts.probes``: input-only, callbacks, compute-only, the breakdown, and
     the batch-size and steps_per_execution probes. Never raises for a probe that fails: its
-    ``*_not_measured`` says why.
+    ``*_not_measured`` says why. A probe named in ``session.options.skip_probes`` does not run
+    (``_UNREAD``).
     """
     state = session.probe_state
     probes = ProbeFacts()
@@ -591,9 +597,11 @@ def run_probes(
                lambda: _compute_stage(session, model, probes, batches, state, real_kwargs),
                after=lambda: probes.breakdown is None and _breakdown(session, probes)),
         _Stage(Phase.BATCH_PROBE, "batch_probe_not_measured",
-               lambda: _batch_stage(session, model, probes, batches, state, real_kwargs)),
+               lambda: _batch_stage(session, model, probes, batches, state, real_kwargs),
+               name="batch-size"),
         _Stage(Phase.SPE_PROBE, "spe_probe_not_measured",
-               lambda: _spe_probe(session, model, probes, batches, state, saved)),
+               lambda: _spe_probe(session, model, probes, batches, state, saved),
+               name="steps-per-execution"),
     )  # fmt: skip
     # The probes' fits leave cyclic garbage (epoch iterators, datasets, traced functions): it is
     # collected after each probe, in the probe's own phase, so that the phase times say what
@@ -605,6 +613,9 @@ def run_probes(
     gc.freeze()
     try:
         for stage in stages:
+            if stage.name in session.options.skip_probes:
+                setattr(probes, stage.not_measured, _UNREAD)
+                continue
             session.set_phase(stage.phase)
             try:
                 stage.run()

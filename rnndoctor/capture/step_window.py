@@ -53,6 +53,8 @@ class WindowOptions:
             from it (:mod:`rnndoctor.capture.budget`). None: no overall limit.
         run_probes: run the input / compute / batch-size / steps_per_execution probes and the
             sequence sampling after the window.
+        skip_probes: of those, the ones not to run (``Options.skip_probes``: no rule that
+            reads them runs).
         window_only: measure the window and nothing after it (``Options.window_only``).
         control: the parent's pipes, ``"R,W"`` (``Options.control``; None: one window).
     """
@@ -65,6 +67,7 @@ class WindowOptions:
     probe_fast_path: bool = DEFAULTS.probe_fast_path
     timeout_s: float | None = None
     run_probes: bool = not DEFAULTS.no_probes
+    skip_probes: tuple[str, ...] = ()
     window_only: bool = DEFAULTS.window_only
     control: str | None = DEFAULTS.control
 

@@ -416,3 +416,18 @@ def test_a_batch_probe_at_odds_with_the_window_runs_the_skipped_compute_probe_as
     assert [p.value for p in pr.batch_probe] == [16, 32, 64]
     names = [p.name for p in report.facts.run.phases]
     assert names.count("compute-only probe") == 2  # skipped, then run as the referee
+
+
+def test_a_selection_that_does_not_read_the_batch_size_probe_does_not_run_it():
+    """``--select RD403`` (here ``select=``): no selected rule reads the batch-size probe, so
+    it does not run and says why; the steps_per_execution probe, which RD403 reads, runs."""
+    from rnndoctor.capture.probes import _UNREAD
+
+    report = rnndoctor.diagnose(tiny_model(), X, y=Y, batch_size=16, select=["RD403"], **FAST)
+    pr = report.facts.probes
+    assert pr.batch_probe == [] and pr.batch_probe_not_measured == _UNREAD
+    assert _UNREAD.startswith("not run: ")
+    names = [p.name for p in report.facts.run.phases]
+    assert "batch-size probe" not in names and "steps_per_execution probe" in names
+    assert pr.spe_probe_not_measured != _UNREAD
+    assert pr.input_only_ms is not None and pr.compute_only_ms is not None

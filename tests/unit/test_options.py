@@ -157,10 +157,12 @@ def test_report_and_compare_pass_the_rule_options_to_the_engine(tmp_path, monkey
 
 
 def test_the_child_reads_back_the_window_options():
-    options = Options(out="/o", steps=7, warmup=0, profile_steps=1, timeout=12.5, no_probes=True)
+    options = Options(out="/o", steps=7, warmup=0, profile_steps=1, timeout=12.5, no_probes=True,
+                      skip_probes=("batch-size", "steps-per-execution"))  # fmt: skip
     parsed, script, args = parse_child_args([*options.child_argv(), "train.py", "--lr", "1"])
     assert (script, args) == ("train.py", ["--lr", "1"])
-    window = ("out", "steps", "warmup", "profile_steps", "timeout", "no_probes", "probe_fast_path")
+    window = ("out", "steps", "warmup", "profile_steps", "timeout", "no_probes", "probe_fast_path",
+              "skip_probes")  # fmt: skip
     assert [getattr(parsed, k) for k in window] == [getattr(options, k) for k in window]
     assert parse_child_args(["--out", "/o", "t.py"])[0].steps == DEFAULTS.steps
     assert "--timeout" not in Options(timeout=None).child_argv()

@@ -1,0 +1,41 @@
+"""`rnndoctor.engine.unread_probes`: the batch-size and steps_per_execution probes run only when
+a rule that reads them runs (`--select` / `--ignore`)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from rnndoctor.engine import PROBE_READERS, unread_probes
+from rnndoctor.options import SKIPPABLE_PROBES
+
+RULES = Path(__file__).parents[2] / "rules"
+FIELDS = {"batch-size": "batch_probe", "steps-per-execution": "spe_probe"}
+
+
+def test_every_probe_runs_for_all_rules_and_for_a_reader():
+    assert unread_probes() == ()
+    assert unread_probes(["RD301", "RD403"]) == ()
+    assert unread_probes(["small-batch"]) == ("steps-per-execution",)  # a rule's name works too
+    assert unread_probes(["RD702"], None) == ("steps-per-execution",)
+
+
+def test_a_selection_without_readers_runs_neither():
+    assert unread_probes(["RD101", "RD110"]) == ("batch-size", "steps-per-execution")
+    assert unread_probes(None, ["RD301", "RD702", "RD403"]) == SKIPPABLE_PROBES
+    assert unread_probes(None, ["RD301"]) == ()  # RD702 still reads the batch-size probe
+    assert unread_probes(["RD301", "RD403"], ["rd403"]) == ("steps-per-execution",)
+
+
+def test_the_readers_are_the_rules_whose_source_reads_the_probe():
+    assert set(PROBE_READERS) == set(SKIPPABLE_PROBES) == set(FIELDS)
+    for probe, field in FIELDS.items():
+        reads = re.compile(rf"\b{field}")  # any access: probes.batch_probe, *_not_measured
+        readers = {
+            path.name[:5].upper() for path in RULES.glob("rd*.py") if reads.search(path.read_text())
+        }
+        assert readers == set(PROBE_READERS[probe]), (probe, readers)
+    # the shared helpers read neither: a rule could reach the probe only through them
+    for helper in RULES.glob("_*.py"):
+        text = helper.read_text()
+        assert not any(re.search(rf"\b{f}", text) for f in FIELDS.values()), helper
