@@ -9,8 +9,7 @@ gain is quoted with its interval, in the one format of :func:`format_ratio` and
 :func:`format_share`.
 
 On a noisy machine (``rnndoctor.machine``) the interval is widened first (:func:`widen`), so a
-finding that rests on a noisy phase becomes inconclusive rather than flipping between runs; a
-widened interval that reaches the cut-off at all is inconclusive, even with its median short of it.
+finding that rests on a noisy phase becomes inconclusive rather than flipping between runs.
 
 Pure Python.
 """
@@ -65,25 +64,18 @@ def decide(evidence: Interval | PairedResult, cutoff: float, *, higher_is_worse:
 
     Returns:
         CLEARS when the whole interval clears the cut-off, INCONCLUSIVE when only the point
-        estimate does, BELOW otherwise. On an interval widened for a noisy machine
-        (``widen_factor`` > 1), INCONCLUSIVE also when only its far bound reaches the cut-off:
-        there the median itself moves with the load (the demo's RD301 under load: 1.49x, 90%
-        interval 1.12–1.86x, widened 1.98x, gave no finding in one loaded run), and issue 11
-        asks for "inconclusive" there rather than a finding that comes and goes.
+        estimate does, BELOW otherwise.
     """
     interval = as_interval(evidence)
-    widened = interval.widen_factor > 1.0  # it rests on a phase judged noisy (widen)
     if higher_is_worse:
-        near, value, far = interval.low, interval.value, interval.high
+        near, value = interval.low, interval.value
         if near >= cutoff:
             return Decision.CLEARS
-        reaches = value >= cutoff or (widened and far >= cutoff)
-        return Decision.INCONCLUSIVE if reaches else Decision.BELOW
-    near, value, far = interval.high, interval.value, interval.low
+        return Decision.INCONCLUSIVE if value >= cutoff else Decision.BELOW
+    near, value = interval.high, interval.value
     if near <= cutoff:
         return Decision.CLEARS
-    reaches = value <= cutoff or (widened and far <= cutoff)
-    return Decision.INCONCLUSIVE if reaches else Decision.BELOW
+    return Decision.INCONCLUSIVE if value <= cutoff else Decision.BELOW
 
 
 def _level_text(level: float) -> str:

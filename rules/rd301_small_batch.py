@@ -17,8 +17,7 @@ Evidence:
     larger batch is timed in bursts interleaved with the user's batch (``point.paired``); the
     samples/s ratio and its 90% interval come from those pairs (``rnndoctor.paired
     .throughput_ratio``), widened on a noisy machine. The rule warns only when the interval's
-    lower bound reaches ``min_speedup``; when only the median does (or, on a noisy machine,
-    only the widened interval's upper bound: ``rnndoctor.decide.decide``), it is ``info``,
+    lower bound reaches ``min_speedup``; when only the median does, it is ``info``,
     "inconclusive: ...".
 
 Bounds:

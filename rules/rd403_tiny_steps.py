@@ -32,9 +32,8 @@ Evidence:
     The two settings are timed in interleaved bursts
     (``spe_probe[1].paired``); the dispatch share's 90% interval comes from those pairs,
     widened on a noisy machine or a drifting window. The rule warns (or errors) only when the
-    interval's lower bound reaches the cut-off; when only the median does (or, on a noisy
-    machine, only the widened interval's upper bound: ``rnndoctor.decide.decide``), it is
-    ``info``, "inconclusive: ...", with no speedup for the forecast.
+    interval's lower bound reaches the cut-off; when only the median does, it is ``info``,
+    "inconclusive: ...", with no speedup for the forecast.
 
 Bounds:
     What the rule rests on: a fixed host cost ``d`` per call of the train function (Keras'
