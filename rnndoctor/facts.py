@@ -835,6 +835,13 @@ class StepBreakdown:
     other_ms: float = 0.0
 
 
+# ``ProbeFacts.batch_probe_not_measured`` / ``spe_probe_not_measured`` of a probe the check did
+# not run because --select / --ignore left out every rule that reads it
+# (``rnndoctor.engine.unread_probes``); a later evaluation of those facts with the rule gives
+# "not evaluated", never a pass.
+PROBE_UNREAD = "not run: every rule that reads it is left out (--select / --ignore)"
+
+
 @dataclass
 class ProbeFacts:
     """rnndoctor's own probes (DESIGN.md, Measurement). Every time is a median after warm-up.

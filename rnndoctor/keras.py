@@ -192,9 +192,12 @@ class _Doctor:
         self._supports_tf_logs = False
         self.out = out
         self.stop_after = stop_after
+        from rnndoctor.engine import unread_probes
+
         self.window_args = dict(
             warmup_steps=warmup_steps, measured_steps=steps, profile_steps=profile_steps,
             probe_fast_path=probe_fast_path, run_probes=run_probes,
+            skip_probes=unread_probes(select, ignore),
         )  # fmt: skip
         self.select, self.ignore, self.display = select, ignore, display
         self.report = None

@@ -54,7 +54,15 @@ from rnndoctor.capture.budget import Budget, paired_left
 from rnndoctor.capture.pairs import Burst
 from rnndoctor.capture.sampling import Batches
 from rnndoctor.capture.step_window import read_back
-from rnndoctor.facts import CallbackTime, DataKind, Phase, ProbeFacts, ProbePoint, StepBreakdown
+from rnndoctor.facts import (
+    PROBE_UNREAD,
+    CallbackTime,
+    DataKind,
+    Phase,
+    ProbeFacts,
+    ProbePoint,
+    StepBreakdown,
+)
 
 if TYPE_CHECKING:
     from rnndoctor.capture.session import CaptureSession, ProbeState
@@ -569,23 +577,22 @@ class _Stage:
     name: str | None = None  # its name in ``WindowOptions.skip_probes`` (None: always runs)
 
 
-# why a probe of WindowOptions.skip_probes did not run (rnndoctor.engine.unread_probes)
-_UNREAD = "not run: every rule that reads it is left out (--select / --ignore)"
-
-
 def run_probes(
     session: CaptureSession, model: Any, arguments: dict[str, Any], batches: Batches
 ) -> None:
     """Fills ``session.facts.probes``: input-only, callbacks, compute-only, the breakdown, and
     the batch-size and steps_per_execution probes. Never raises for a probe that fails: its
     ``*_not_measured`` says why. A probe named in ``session.options.skip_probes`` does not run
-    (``_UNREAD``).
+    (``rnndoctor.facts.PROBE_UNREAD``).
     """
     state = session.probe_state
     probes = ProbeFacts()
     session.facts.probes = probes
     _input_only(probes, batches)
     _callbacks(session, probes, state)
+    # RD205 reads the memory limit whether or not the batch-size probe runs (it reads it again)
+    limit, probes.memory_limit_source = memory.memory_limit(session)
+    probes.memory_limit_mib = round(limit, 3) if limit is not None else None
     saved = {
         "steps_per_execution": getattr(model, "steps_per_execution", 1),
         "train_function": getattr(model, "train_function", None),
@@ -614,7 +621,7 @@ def run_probes(
     try:
         for stage in stages:
             if stage.name in session.options.skip_probes:
-                setattr(probes, stage.not_measured, _UNREAD)
+                setattr(probes, stage.not_measured, PROBE_UNREAD)
                 continue
             session.set_phase(stage.phase)
             try:

@@ -421,7 +421,7 @@ def test_a_batch_probe_at_odds_with_the_window_runs_the_skipped_compute_probe_as
 def test_a_selection_that_does_not_read_the_batch_size_probe_does_not_run_it():
     """``--select RD403`` (here ``select=``): no selected rule reads the batch-size probe, so
     it does not run and says why; the steps_per_execution probe, which RD403 reads, runs."""
-    from rnndoctor.capture.probes import _UNREAD
+    from rnndoctor.facts import PROBE_UNREAD as _UNREAD
 
     report = rnndoctor.diagnose(tiny_model(), X, y=Y, batch_size=16, select=["RD403"], **FAST)
     pr = report.facts.probes

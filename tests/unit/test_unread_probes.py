@@ -39,3 +39,19 @@ def test_the_readers_are_the_rules_whose_source_reads_the_probe():
     for helper in RULES.glob("_*.py"):
         text = helper.read_text()
         assert not any(re.search(rf"\b{f}", text) for f in FIELDS.values()), helper
+
+
+def test_facts_of_a_check_that_left_a_probe_out_do_not_pass_its_rules_later():
+    """``rnndoctor report`` / ``compare`` evaluate every rule over saved facts: a rule whose
+    probe the check left out is "not evaluated", never a pass (and never "fixed")."""
+    from test_rules_input_batch import facts
+
+    from rnndoctor.engine import Status, evaluate
+    from rnndoctor.facts import PROBE_UNREAD
+
+    f = facts()
+    f.probes.batch_probe_not_measured = f.probes.spe_probe_not_measured = PROBE_UNREAD
+    outcomes = {o.rule.id: o for o in evaluate(f).outcomes}
+    for rule_id, probe in (("RD301", "batch-size"), ("RD403", "steps_per_execution")):
+        assert outcomes[rule_id].status is Status.NOT_EVALUATED, outcomes[rule_id]
+        assert f"the {probe} probe did not run in this check" in outcomes[rule_id].reason
