@@ -54,13 +54,15 @@ _FIRST_ATTEMPT = "workers-attempt-1"  # under --out: the logs of an attempt a cr
 
 @dataclasses.dataclass
 class Worker:
-    """One launched worker: its folder, process and how it ended."""
+    """One launched worker: its folder, process and how it ended (``ended_s``: the
+    ``time.monotonic()`` when it was seen to end on its own; None: killed, or still running)."""
 
     index: int
     out: Path
     proc: subprocess.Popen
     run: supervisor.ChildRun
     run_id: str
+    ended_s: float | None = None
 
 
 def _environment(
@@ -146,7 +148,7 @@ def wait_workers(workers: list[Worker], timeout_s: float) -> None:
         while any(w.run.status is None for w in workers):
             for w in workers:
                 if w.run.status is None and w.proc.poll() is not None:
-                    w.run.status = w.proc.returncode
+                    w.run.status, w.ended_s = w.proc.returncode, time.monotonic()
                     if peer_deadline is None and _failed(w):
                         peer_deadline = time.monotonic() + _PEER_GRACE_S
             now = time.monotonic()
@@ -234,9 +236,11 @@ def run_workers(
         crash = _keep_first_attempt(crashed, out)
         console.say(f"rnndoctor: {crash}; running the workers once more", err=True)
         retry_note = f"{crash}; the workers ran once more"
+        escaped = [pid for w in workers for pid in w.run.escaped]
         workers = _attempt(script, script_args, options, out, run_id, timeout - spent, console)
         if workers is None:
             return ExitCode.INTERNAL
+        workers[0].run.escaped[:0] = escaped  # the report names every process it had to kill
         again = native_crash(workers)
         retry_note += (
             "; the second attempt ended the same way" if again else "; this report is the second's"
@@ -250,8 +254,7 @@ def run_workers(
         facts.run.notes.append(retry_note)
     facts.save(paths.facts)
     report = render_and_summarise(facts, options, paths, console)
-    failed = next((w for w in workers if w.run.status), None)  # the first that ended badly
-    shown = failed or next(w for w in workers if loaded[w.index] is facts)
+    shown = _first_failed(workers) or next(w for w in workers if loaded[w.index] is facts)
     log_paths = dataclasses.replace(paths, out=shown.out)  # the failing worker's log tail
     return exit_code(facts, _merged_run(workers), report, options, log_paths, console)
 
@@ -276,17 +279,29 @@ def _attempt(
     return workers
 
 
+def _first_failed(workers: list[Worker]) -> Worker | None:
+    """The worker that failed first (:func:`_failed`, in the order they ended on their own),
+    or None when none of those did."""
+    ended = sorted((w for w in workers if w.ended_s is not None), key=lambda w: w.ended_s or 0.0)
+    return next((w for w in ended if _failed(w)), None)
+
+
 def native_crash(workers: list[Worker]) -> Worker | None:
-    """The first worker that a signal of a native crash ended (``_NATIVE_CRASH``: its exit
-    status is minus the signal), not rnndoctor: the workers it kills have no status.
+    """The worker that failed first (:func:`_first_failed`) when a signal of a native crash
+    ended it (``_NATIVE_CRASH``: its exit status is minus the signal), else None; also None
+    after ``--timeout`` or Ctrl-C. A worker that crashed after another had failed (TensorFlow
+    may abort one left in a broken collective) is the consequence, not a crash to run again.
 
     One such crash is TensorFlow's own, and rare: TF 2.21's profiler server, stopping the
     chief's trace of the workers (``tf.profiler.experimental.client.trace``), aborted a worker
     in ``TraceMeRecorder::Consume`` (``SplitEventTracker::FindStartAndMerge``: ``free():
     invalid pointer``). Seen in 2 of 12 runs of ``tests/scripts/mwms_fit.py`` on a loaded
     2-core machine (gdb on the core file); :func:`run_workers` runs the workers once more."""
+    if any(w.run.timed_out or w.run.interrupted for w in workers):
+        return None
+    first = _first_failed(workers)
     crashes = {-int(s) for s in _NATIVE_CRASH}
-    return next((w for w in workers if w.run.status in crashes), None)
+    return first if first is not None and first.run.status in crashes else None
 
 
 def _keep_first_attempt(crashed: Worker, out: Path) -> str:
