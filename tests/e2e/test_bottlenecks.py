@@ -55,19 +55,6 @@ def findings(doc: dict, rule_id: str) -> list[dict]:
     return [f for f in doc["findings"] if f["rule_id"] == rule_id]
 
 
-# the phases RD201's share rests on: the window, and the two probes that split its step
-RD201_PHASES = ("measured steps", "input-only probe (sampling batches)", "compute-only probe")
-
-
-def noisy_phases(doc: dict, phases: tuple[str, ...]) -> list[str]:
-    """The load records of ``phases`` that the check judged noisy (``facts.run.machine``)."""
-    return [
-        m["description"]
-        for m in doc["facts"]["run"]["machine"]
-        if m["noisy"] and m["phase"] in phases
-    ]
-
-
 @pytest.fixture(scope="module")
 def slow_generator(tmp_path_factory):
     return check("input_slow_generator.py", tmp_path_factory.mktemp("slow") / "report")
@@ -93,21 +80,22 @@ def test_slow_generator_is_input_bound_at_error(slow_generator):
     probes = slow_generator["facts"]["probes"]
     assert probes["input_bound_share"] >= 0.5
     (rd201,) = findings(slow_generator, "RD201")
-    noisy = noisy_phases(slow_generator, RD201_PHASES)
-    if not noisy:
-        assert rd201["severity"] == "error"
-    else:  # issue 11: under another process's load a finding may turn inconclusive, no other way
-        assert rd201["severity"] == "error" or (
-            rd201["severity"] == "info" and "inconclusive" in rd201["message"]
-        ), (rd201, noisy)
     evidence = {e["label"]: e for e in rd201["evidence"]}
+    if "noisy machine" not in evidence:
+        assert rd201["severity"] == "error"
+    else:  # issue 11: under another process's load the interval widens; the finding stays
+        assert rd201["severity"] in ("error", "warning") or (
+            rd201["severity"] == "info" and rd201["gain"].startswith("inconclusive: ")
+        ), (rd201, evidence["noisy machine"])
     assert (
         evidence["input-bound share"]["value"] >= 50.0
         and evidence["input-bound share"]["unit"] == "%"
     )
     assert evidence["compute-only step time"]["value"] == probes["compute_only_ms"]
     assert rd201["location"]["line"] == line_of("input_slow_generator.py", "ds = ds.batch(32)")
-    assert "removed: about" in rd201["gain"] and rd201["speedup"] >= 2.0
+    assert "removed: about" in rd201["gain"]
+    if rd201["severity"] != "info":  # an inconclusive share forecasts no speedup
+        assert rd201["speedup"] >= 2.0
     assert ".prefetch(tf.data.AUTOTUNE)" in rd201["fix"]["code"]
 
 
