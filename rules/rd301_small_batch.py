@@ -18,7 +18,9 @@ Evidence:
     samples/s ratio and its 90% interval come from those pairs (``rnndoctor.paired
     .throughput_ratio``), widened on a noisy machine. The rule warns only when the interval's
     lower bound reaches ``min_speedup``; when only the median does, it is ``info``,
-    "inconclusive: ...".
+    "inconclusive: ...". Under load (the probe's phase noisy) it is also ``info``,
+    "inconclusive", when the median falls short but a pair measured the gain past
+    ``min_speedup`` (``rnndoctor.decide.decide``'s ``measured``: the load biases the median).
 
 Bounds:
     The gain is the measured throughput (samples/s) ratio, never a step-time ratio: a larger
@@ -181,6 +183,19 @@ def _throughput(facts: Facts, base: ProbePoint, point: ProbePoint) -> Interval:
     return m.point_interval((point.samples_per_s or 0.0) / (base.samples_per_s or 1.0))
 
 
+def _measured_throughput(base: ProbePoint, point: ProbePoint) -> Interval | None:
+    """The samples/s ratio of ``point`` over ``base`` as its pairs measured it, before any
+    widening: the bootstrap interval, or the pairs' extremes for fewer than
+    ``rules/_measured.py: MIN_PAIRS`` pairs (what :func:`rnndoctor.decide.decide` reads under
+    load). None without a pairing."""
+    paired = point.paired
+    if paired is None:
+        return None
+    scale = point.value / base.value
+    low, high = min(paired.low, paired.ratio), max(paired.high, paired.ratio)
+    return Interval(paired.ratio * scale, low * scale, high * scale, paired.level)
+
+
 def _basis(point: ProbePoint) -> str:
     paired = point.paired
     if paired is None:
@@ -203,7 +218,16 @@ def _measured_finding(
     rank = {Decision.CLEARS: 2, Decision.INCONCLUSIVE: 1, Decision.BELOW: 0}
     best, gain, decision = max(
         (
-            (p, g, decide(g, options.min_speedup, higher_is_worse=True))
+            (
+                p,
+                g,
+                decide(
+                    g,
+                    options.min_speedup,
+                    higher_is_worse=True,
+                    measured=_measured_throughput(base, p),
+                ),
+            )
             for p, g in ((p, _throughput(facts, base, p)) for p in measured[1:])
         ),
         key=lambda pgd: (rank[pgd[2]], pgd[1].value),

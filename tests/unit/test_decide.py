@@ -97,6 +97,24 @@ def test_widening_turns_a_clear_finding_inconclusive():
     assert decide(widen(clear, 2.0), 1.5, higher_is_worse=True) is Decision.INCONCLUSIVE
 
 
+def test_under_load_a_measured_pair_past_the_cut_off_is_inconclusive_with_the_median_short():
+    # the demo's RD301 in a loaded run: 1.49x, its 2 pairs 1.12x and 1.86x, widened 1.98x
+    pairs = Interval(1.49, 1.12, 1.86)
+    loaded = widen(pairs, 1.98)
+    assert decide(loaded, 1.5, higher_is_worse=True) is Decision.BELOW  # the median alone
+    assert decide(loaded, 1.5, higher_is_worse=True, measured=pairs) is Decision.INCONCLUSIVE
+    # quiet (not widened): the pairs change nothing, the median decides as before
+    assert decide(pairs, 1.5, higher_is_worse=True, measured=pairs) is Decision.BELOW
+    # under load, pairs that never reached the cut-off: no finding, however wide the widening
+    short = Interval(0.8, 0.75, 0.85)
+    assert decide(widen(short, 3.0), 1.5, higher_is_worse=True, measured=short) is (Decision.BELOW)
+    # lower is worse: the pairs' low bound
+    low = Interval(0.7, 0.45, 0.9)
+    assert decide(widen(low, 1.5), 0.5, higher_is_worse=False, measured=low) is (
+        Decision.INCONCLUSIVE
+    )
+
+
 def test_widen_a_share_linearly_within_0_and_1():
     wide = widen(Interval(0.44, 0.31, 0.52), 2.0, kind="share")
     assert (wide.low, wide.high) == pytest.approx((0.18, 0.60))

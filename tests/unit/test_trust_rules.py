@@ -87,6 +87,34 @@ def test_rd301_noisy_probe_phase_widens_a_clear_interval_into_inconclusive():
     assert view.noisy in summary_lines(evaluate(f, select=["RD301"]))
 
 
+def test_rd301_under_load_a_pair_past_the_cut_off_makes_it_inconclusive_not_absent():
+    """The demo in a loaded stability run: batch 256 over 64 at 1.49x samples/s from 2 pairs
+    (1.12x and 1.86x), the probe's phase noisy; the quiet runs warned at 1.8-1.9x. With the
+    median alone short of 1.5x, the finding disappeared: under load it is inconclusive."""
+    f = facts()
+    pair = PairedRatio(
+        ratio=0.3717,
+        low=0.2792,
+        high=0.4642,
+        pairs=2,
+        median_a_ms=300.0,
+        median_b_ms=807.0,
+        steps_a=10,
+        steps_b=10,
+        phase="batch-size probe",
+    )
+    f.probes.batch_probe = [ProbePoint(64, 300.0, 213.0, 10),
+                            ProbePoint(256, 807.0, 317.0, 10, paired=pair)]  # fmt: skip
+    assert run(f, "RD301")[1] == []  # quiet: the median decides, as before
+    f.run.machine = [MachinePhase("batch-size probe", 0.45, 0.9, 2.4, 2, 10.0, True, 1.98,
+                                  "noisy machine: ...")]  # fmt: skip
+    _, (finding,) = run(f, "RD301")
+    assert finding.severity is Severity.INFO and "inconclusive: 1.5x" in finding.message
+    assert finding.speedup is None
+    pair.low, pair.high, pair.ratio = 0.19, 0.21, 0.2  # 0.8x, both pairs short of 1.5x
+    assert run(f, "RD301")[1] == []
+
+
 def test_rd403_decides_on_the_paired_dispatch_share():
     f = facts(step=4.0, compute=3.8)
     clear = paired(2.4, 2.2, 2.6, 3.8, 1.6, "steps_per_execution probe")
