@@ -15,10 +15,11 @@ them are killed (:func:`rnndoctor.cli.supervisor.end_process_tree`) when the run
 success, on a worker's failure (the others are given ``_PEER_GRACE_S`` to end on their own, then
 killed: they would wait in a collective for the failed one), on ``--timeout`` and on Ctrl-C.
 
-A worker that a crash in native code ends (:func:`native_crash`: TensorFlow's profiler has
-aborted one when the chief's trace ended) makes the workers run once more, when the time left
-under ``--timeout`` allows 1.5 times the first attempt; that attempt's logs stay in
-``<out>/workers-attempt-1/`` and the report's notes say so.
+When the first worker to fail was ended by a crash in native code (:func:`native_crash`:
+TensorFlow's profiler has aborted one when the chief's trace ended), the workers run once more,
+where the time left under ``--timeout`` allows 1.5 times the first attempt (never after a
+timeout or Ctrl-C); that attempt's logs stay in ``<out>/workers-attempt-1/`` and the report's
+notes say so. The script then runs twice: what it writes outside ``--out``, it writes twice.
 
 Then each worker's facts are settled as a plain check settles them, saved as
 ``<out>/facts-worker-<i>.json``, merged (:func:`rnndoctor.cluster.merge`) into
