@@ -840,6 +840,10 @@ class StepBreakdown:
 # (``rnndoctor.engine.unread_probes``); a later evaluation of those facts with the rule gives
 # "not evaluated", never a pass.
 PROBE_UNREAD = "not run: every rule that reads it is left out (--select / --ignore)"
+# how each probe's ``*_not_measured`` begins when the check ran no probes at all (--no-probes, a
+# worker of a multi-worker job): the rules that rest on the probes are "not evaluated", never a
+# pass (``rules/_measured.py: require_probes``)
+PROBES_NOT_RUN = "not run: this check ran no probes"
 
 
 @dataclass

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from rnndoctor.decide import widen
-from rnndoctor.facts import DataNode, Facts, PairedRatio
+from rnndoctor.facts import PROBES_NOT_RUN, DataNode, Facts, PairedRatio
 from rnndoctor.findings import Evidence, Location, Severity
 from rnndoctor.rules import NotEvaluated, Option
 from rnndoctor.rules import _fastpath as fp
@@ -308,6 +308,16 @@ def widen_ratio(interval: Interval, factor: float) -> Interval:
 def point_interval(value: float) -> Interval:
     """A figure with no measured interval (facts from before schema 1.2): its median only."""
     return Interval(value, value, value)
+
+
+def require_probes(facts: Facts) -> None:
+    """Raises :class:`NotEvaluated` when the check ran no probes at all (``--no-probes``, a
+    worker of a multi-worker job: ``rnndoctor.facts.PROBES_NOT_RUN``): empty probes are not a
+    measurement of nothing."""
+    probes = facts.probes
+    why = probes.compute_only_not_measured if probes is not None else None
+    if why and why.startswith(PROBES_NOT_RUN):
+        raise NotEvaluated(f"the probes did not run: {why.removeprefix('not run: ')}")
 
 
 def require_consistent(facts: Facts) -> None:

@@ -167,6 +167,7 @@ def _dataset_lines(data: DataFacts | None) -> list[str]:
     options=(m.MIN_INPUT_SHARE, m.WARNING_INPUT_SHARE, m.ERROR_INPUT_SHARE),
 )
 def check(facts: Facts, options: OptionValues) -> list[Finding]:
+    m.require_probes(facts)
     probes = facts.probes
     if probes.input_bound_share is None:
         return []  # not measured (probes.*_not_measured says why)

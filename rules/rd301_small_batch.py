@@ -287,6 +287,7 @@ def _measured_finding(
     options=(_MIN_SPEEDUP, _GPU_SMALL_BATCH),
 )
 def check(facts: Facts, options: OptionValues) -> list[Finding]:
+    m.require_probes(facts)
     if facts.probes.batch_probe_not_measured == PROBE_UNREAD:
         raise NotEvaluated(
             "the batch-size probe did not run in this check: --select / --ignore left out "

@@ -232,6 +232,7 @@ def _basis(point: ProbePoint) -> str:
     options=(_MIN_DISPATCH_SHARE, _ERROR_DISPATCH_SHARE),
 )
 def check(facts: Facts, options: OptionValues) -> list[Finding]:
+    m.require_probes(facts)
     if facts.probes.spe_probe_not_measured == PROBE_UNREAD:
         raise NotEvaluated(
             "the steps_per_execution probe did not run in this check: --select / --ignore left "

@@ -86,6 +86,7 @@ _ERROR_CALLBACK_SHARE = Option(
     options=(_MIN_CALLBACK_SHARE, _MIN_PART_SHARE, _ERROR_CALLBACK_SHARE),
 )
 def check(facts: Facts, options: OptionValues) -> list[Finding]:
+    m.require_probes(facts)  # the callbacks are timed by the probes
     step = m.step_ms(facts)
     callbacks = facts.probes.callbacks
     if not step or not callbacks:

@@ -57,6 +57,8 @@ def finish(
             sequences.sample_sequences(session, model, batches)
             session.save()
             probes.run_probes(session, model, arguments, batches)
+        else:
+            probes.not_run(session)
     traces.collect_traces(session, model)  # tf.function tracing counts of the window
     session.window_finished = True
     session.facts.run.outcome = Outcome.COMPLETED

@@ -56,6 +56,7 @@ from rnndoctor.capture.sampling import Batches
 from rnndoctor.capture.step_window import read_back
 from rnndoctor.facts import (
     PROBE_UNREAD,
+    PROBES_NOT_RUN,
     CallbackTime,
     DataKind,
     Phase,
@@ -636,6 +637,27 @@ def run_probes(
         if was_enabled:
             gc.enable()
         _restore(model, saved)
+
+
+def not_run(session: CaptureSession) -> None:
+    """Records why no probe ran (``rnndoctor.facts.PROBES_NOT_RUN``): ``--no-probes``, or a
+    worker of a multi-worker job (``rnndoctor/cli/workers.py`` and ``cli/launched.py`` start
+    the workers without probes: a probe's steps would be collectives the other workers do not
+    join). Without it, the rules that rest on the probes would read empty probes as a pass."""
+    probes = session.facts.probes
+    if probes is None:
+        probes = session.facts.probes = ProbeFacts()
+    why = (
+        "a worker of a multi-worker job runs none (a probe's steps would be collectives the "
+        "other workers do not join)"
+        if cluster.in_multi_worker_job(os.environ)
+        else "turned off (--no-probes; run_probes=False or a generator's running fit in the "
+        "Python API and the Keras callback)"
+    )
+    for name in ("input_only", "compute_only", "batch_probe", "spe_probe"):
+        field = f"{name}_not_measured"
+        if getattr(probes, field) is None:
+            setattr(probes, field, f"{PROBES_NOT_RUN}: {why}")
 
 
 def _restore(model: Any, saved: dict[str, Any]) -> None:

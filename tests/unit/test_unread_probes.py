@@ -55,3 +55,21 @@ def test_facts_of_a_check_that_left_a_probe_out_do_not_pass_its_rules_later():
     for rule_id, probe in (("RD301", "batch-size"), ("RD403", "steps_per_execution")):
         assert outcomes[rule_id].status is Status.NOT_EVALUATED, outcomes[rule_id]
         assert f"the {probe} probe did not run in this check" in outcomes[rule_id].reason
+
+
+def test_facts_of_a_check_that_ran_no_probes_leave_the_measured_rules_not_evaluated():
+    """``--no-probes``, or a worker of ``--workers``: the probes' facts are empty, and the rules
+    that rest on them are "not evaluated" with the reason, never a pass."""
+    from test_rules_input_batch import facts
+
+    from rnndoctor.engine import Status, evaluate
+    from rnndoctor.facts import PROBES_NOT_RUN, ProbeFacts
+
+    f = facts()
+    why = f"{PROBES_NOT_RUN}: turned off (--no-probes)"
+    f.probes = ProbeFacts(input_only_not_measured=why, compute_only_not_measured=why,
+                          batch_probe_not_measured=why, spe_probe_not_measured=why)  # fmt: skip
+    outcomes = {o.rule.id: o for o in evaluate(f).outcomes}
+    for rule_id in ("RD201", "RD301", "RD403", "RD404"):
+        assert outcomes[rule_id].status is Status.NOT_EVALUATED, outcomes[rule_id]
+        assert "the probes did not run: this check ran no probes" in outcomes[rule_id].reason
