@@ -279,6 +279,15 @@ def _matches(rule: Rule, keys: Iterable[str]) -> bool:
     return rule.id.lower() in keys or rule.name in keys
 
 
+def _left_out(rule: Rule, select: Iterable[str] | None, ignore: Iterable[str] | None) -> str | None:
+    """Why ``select`` / ``ignore`` leave ``rule`` out of :func:`evaluate`, or None if it runs."""
+    if select and not _matches(rule, select):
+        return "not selected (--select)"
+    if ignore and _matches(rule, ignore):
+        return "ignored (--ignore)"
+    return None
+
+
 # The rules that read each probe that runs only for them (``rnndoctor.options
 # .SKIPPABLE_PROBES``): ``facts.probes.batch_probe`` and ``facts.probes.spe_probe``, as the rule
 # modules read them (tests/unit/test_unread_probes.py checks this against their source).
@@ -303,13 +312,8 @@ def unread_probes(
         the probes' names, in :data:`PROBE_READERS`' order (empty when every probe is read).
     """
     select, ignore = list(select or []), list(ignore or [])
-    rules = {rule.id: rule for rule in all_rules()}
-
-    def runs(rule_id: str) -> bool:
-        rule = rules[rule_id]
-        return (not select or _matches(rule, select)) and not (ignore and _matches(rule, ignore))
-
-    return tuple(probe for probe, readers in PROBE_READERS.items() if not any(map(runs, readers)))
+    runs = {rule.id for rule in all_rules() if _left_out(rule, select, ignore) is None}
+    return tuple(probe for probe, readers in PROBE_READERS.items() if runs.isdisjoint(readers))
 
 
 def evaluate(
@@ -336,13 +340,10 @@ def evaluate(
     options = resolve_rule_options(rule_options)
     outcomes = []
     for rule in all_rules():
-        if select and not _matches(rule, select):
-            outcomes.append(RuleOutcome(rule, Status.SKIPPED, "not selected (--select)"))
-            continue
-        if ignore and _matches(rule, ignore):
-            outcomes.append(RuleOutcome(rule, Status.SKIPPED, "ignored (--ignore)"))
-            continue
-        outcomes.append(_run(rule, facts, options[rule.id]))
+        why = _left_out(rule, select, ignore)
+        outcomes.append(
+            RuleOutcome(rule, Status.SKIPPED, why) if why else _run(rule, facts, options[rule.id])
+        )
     return Report(facts=facts, outcomes=outcomes)
 
 

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from rnndoctor.decide import widen
-from rnndoctor.facts import PROBES_NOT_RUN, DataNode, Facts, PairedRatio
+from rnndoctor.facts import PROBE_UNREAD, PROBES_NOT_RUN, DataNode, Facts, PairedRatio
 from rnndoctor.findings import Evidence, Location, Severity
 from rnndoctor.rules import NotEvaluated, Option
 from rnndoctor.rules import _fastpath as fp
@@ -310,14 +310,21 @@ def point_interval(value: float) -> Interval:
     return Interval(value, value, value)
 
 
-def require_probes(facts: Facts) -> None:
+def require_probes(facts: Facts, probe: str | None = None, why: str | None = None) -> None:
     """Raises :class:`NotEvaluated` when the check ran no probes at all (``--no-probes``, a
-    worker of a multi-worker job: ``rnndoctor.facts.PROBES_NOT_RUN``): empty probes are not a
+    worker of a multi-worker job: ``rnndoctor.facts.PROBES_NOT_RUN``), or when the rule's own
+    ``probe`` (its name in the text; ``why``: its ``*_not_measured``) was left out by
+    ``--select`` / ``--ignore`` (``rnndoctor.facts.PROBE_UNREAD``): empty probes are not a
     measurement of nothing."""
     probes = facts.probes
-    why = probes.compute_only_not_measured if probes is not None else None
-    if why and why.startswith(PROBES_NOT_RUN):
-        raise NotEvaluated(f"the probes did not run: {why.removeprefix('not run: ')}")
+    off = probes.compute_only_not_measured if probes is not None else None
+    if off and off.startswith(PROBES_NOT_RUN):
+        raise NotEvaluated(f"the probes did not run: {off.removeprefix('not run: ')}")
+    if probe is not None and why == PROBE_UNREAD:
+        raise NotEvaluated(
+            f"the {probe} probe did not run in this check: --select / --ignore left out every "
+            "rule that reads it"
+        )
 
 
 def require_consistent(facts: Facts) -> None:

@@ -61,7 +61,7 @@ from __future__ import annotations
 import ast
 
 from rnndoctor.decide import Decision, decide, describe
-from rnndoctor.facts import PROBE_UNREAD, Facts, ProbePoint
+from rnndoctor.facts import Facts, ProbePoint
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Location, Severity
 from rnndoctor.rules import NotEvaluated, Option, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
@@ -287,12 +287,7 @@ def _measured_finding(
     options=(_MIN_SPEEDUP, _GPU_SMALL_BATCH),
 )
 def check(facts: Facts, options: OptionValues) -> list[Finding]:
-    m.require_probes(facts)
-    if facts.probes.batch_probe_not_measured == PROBE_UNREAD:
-        raise NotEvaluated(
-            "the batch-size probe did not run in this check: --select / --ignore left out "
-            "every rule that reads it"
-        )
+    m.require_probes(facts, "batch-size", facts.probes.batch_probe_not_measured)
     points = facts.probes.batch_probe
     measured = [p for p in points if p.samples_per_s]
     evidence = tuple(

@@ -95,7 +95,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor.decide import Decision, decide, describe
-from rnndoctor.facts import PROBE_UNREAD, Facts, ProbePoint
+from rnndoctor.facts import Facts, ProbePoint
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import NotEvaluated, Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
@@ -232,12 +232,7 @@ def _basis(point: ProbePoint) -> str:
     options=(_MIN_DISPATCH_SHARE, _ERROR_DISPATCH_SHARE),
 )
 def check(facts: Facts, options: OptionValues) -> list[Finding]:
-    m.require_probes(facts)
-    if facts.probes.spe_probe_not_measured == PROBE_UNREAD:
-        raise NotEvaluated(
-            "the steps_per_execution probe did not run in this check: --select / --ignore left "
-            "out every rule that reads it"
-        )
+    m.require_probes(facts, "steps_per_execution", facts.probes.spe_probe_not_measured)
     spe = facts.fit.steps_per_execution or 1
     points = {p.value: p for p in facts.probes.spe_probe if p.step_time_ms}
     if (1 not in points or len(points) < 2) and facts.strategy is not None:
