@@ -820,8 +820,10 @@ class StepBreakdown:
 
     ``compute_ms``: the compute-only probe (training steps on batches cached in memory).
     ``host_ms``: the measured per-step time of the user's callbacks' batch hooks.
-    ``input_ms``: waiting for the next batch: ``ProbeFacts.real_step_ms - compute_ms`` where
-    the paired probe ran, else what remains, ``max(0, step_ms - compute_ms - host_ms)``.
+    ``input_ms``: waiting for the next batch: ``real_step_ms x (1 - 1 / r)`` where the paired
+    probe ran (``r``: ``ProbeFacts.compute_paired.ratio``, the median over pairs of real /
+    compute-only; ``real_step_ms - compute_ms`` on a steady machine), else what remains,
+    ``max(0, step_ms - compute_ms - host_ms)``.
     ``other_ms`` is the remainder ``step_ms - input_ms - compute_ms - host_ms``, kept so the
     parts always sum to ``step_ms``: negative when the probes add up to more than the step;
     with the paired probe it may be positive too (Keras' own per-step callbacks such as the
@@ -868,9 +870,10 @@ class ProbeFacts:
 
     ``real_step_ms``: the same ``fit`` on the user's own data (a fresh iterator, no callbacks),
     timed in bursts alternating with the compute-only bursts, so that both see the same machine
-    load; the input-bound share is then ``(real_step - compute_only) / (real_step +
-    callbacks)``. None where the data cannot be iterated again (a Python generator) or is a
-    ``PyDataset``: the share then uses the window's step.
+    load; the input-bound share is then ``real_step x (1 - 1 / r) / (real_step + callbacks)``,
+    ``r`` the pairs' median ratio (``compute_paired.ratio``; ``(real_step - compute_only) /
+    (real_step + callbacks)`` on a steady machine). None where the data cannot be iterated
+    again (a Python generator) or is a ``PyDataset``: the share then uses the window's step.
 
     Since 1.2: ``compute_paired``: the real step (A) against the compute-only step (B), paired
     (``ratio`` = real / compute-only). ``inconsistent``: why the compute-only probe disagrees

@@ -134,7 +134,7 @@ def input_evidence(facts: Facts) -> tuple[Evidence, ...]:
         )
     if probes.breakdown is not None:
         basis = (
-            "step on the user's data - compute-only"
+            "step on the user's data x (1 - 1 / the pairs' median ratio to compute-only)"
             if probes.real_step_ms is not None
             else "step - compute-only - callbacks"
         )

@@ -1054,10 +1054,14 @@ def _distributed(session: CaptureSession, model: Any) -> bool:
 def _breakdown(session: CaptureSession, probes: ProbeFacts) -> None:
     """The input-bound share and the split of the window's median step.
 
-    With the paired probe, the input wait is ``real_step - compute_only`` (both timed side by
-    side, without callbacks) and the share is taken of ``real_step + callbacks``; without it
-    (a Python generator, a PyDataset), of the window's step: ``step - compute_only -
-    callbacks``.
+    With the paired probe (``probes.compute_paired``, ratio ``r``: the median over pairs of
+    real / compute-only per-step times), the input wait is ``real_step x (1 - 1 / r)`` and the
+    share is taken of ``real_step + callbacks``: the point of the share's interval
+    (``rules/_measured.py: share_interval`` maps the ratio's bounds the same way). On a steady
+    machine that is ``real_step - compute_only``; under noise the pairs' median is the robust
+    one (input_fast_pipeline.py in a CI run: arms of 5.85 and 4.42 ms, a 24% share from their
+    medians, while the pairs' median ratio was 1.08, 8%). Without it (a Python generator, a
+    PyDataset), of the window's step: ``step - compute_only - callbacks``.
     """
     steps = session.facts.steps
     step = steps.median_step_time_ms if steps else None
@@ -1067,9 +1071,12 @@ def _breakdown(session: CaptureSession, probes: ProbeFacts) -> None:
         return
     host = probes.callback_ms or 0.0
     compute = probes.compute_only_ms
+    paired = probes.compute_paired
     if probes.real_step_ms is not None:
-        input_ms = max(0.0, probes.real_step_ms - compute)
-        whole = probes.real_step_ms + host
+        ratio = paired.ratio if paired is not None and paired.ratio > 0 else None
+        real = probes.real_step_ms
+        input_ms = max(0.0, real * (1.0 - 1.0 / ratio) if ratio else real - compute)
+        whole = real + host
     else:
         input_ms = max(0.0, step - compute - host)
         whole = step
