@@ -23,12 +23,15 @@ pytestmark = pytest.mark.slow
 
 SCRIPTS = Path(__file__).parents[1] / "scripts"
 ARGS = ["--steps", "10", "--warmup", "1", "--profile-steps", "2", "--timeout", "240"]
+# A test that reads no rule of the batch-size probe (RD301, RD702) leaves them out, and so the
+# probe (rnndoctor.engine.PROBE_READERS): about 10 s a check on 2 cores.
+NO_BATCH_PROBE = ("--ignore", "RD301,RD702")
 
 
-def check(script: str, out: Path) -> dict:
+def check(script: str, out: Path, *options: str) -> dict:
     result = subprocess.run(
         [sys.executable, "-m", "rnndoctor", "check", str(SCRIPTS / script), "--out", str(out),
-         "--fail-on", "never", *ARGS],
+         "--fail-on", "never", *ARGS, *options],
         cwd=out.parent, capture_output=True, text=True, timeout=300,
         env=dict(os.environ, COLUMNS="200"),
     )  # fmt: skip
@@ -47,7 +50,7 @@ def by_rule(doc: dict) -> dict[str, dict]:
 
 @pytest.fixture(scope="module")
 def timeseries(tmp_path_factory):
-    return check("timeseries_float64.py", tmp_path_factory.mktemp("ts") / "report")
+    return check("timeseries_float64.py", tmp_path_factory.mktemp("ts") / "report", *NO_BATCH_PROBE)
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +97,7 @@ def test_named_batch_size_is_rewritten_where_it_is_assigned(named_batch):
 
 
 def test_a_cost_only_epoch_1_pays_is_weighed_by_the_job(tmp_path):
-    doc = check("generator_cached.py", tmp_path / "report")
+    doc = check("generator_cached.py", tmp_path / "report", "--ignore", "RD301,RD702,RD403")
     (rd201,) = [f for f in doc["findings"] if f["rule_id"] == "RD201"]
     assert "Epoch 1 only:" in rd201["message"] and "of a 4-epoch job" in rd201["message"]
     assert f"line {line_of('generator_cached.py', '# cache-line')}" in rd201["message"]
