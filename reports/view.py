@@ -169,6 +169,7 @@ class ReportView:
         noisy: the ``noisy machine: ...`` line (:func:`noisy_line`), or None.
         intervals: the probes' paired comparisons with their intervals
             (:func:`probe_intervals`).
+        unmeasured: each probe that measured nothing, with why (:func:`probes_not_measured`).
         verified: the verified fixes (``--verify``), or None when the check did not verify.
     """
 
@@ -193,6 +194,7 @@ class ReportView:
     base_dir: str | None = None
     noisy: str | None = None
     intervals: tuple[str, ...] = field(default=())
+    unmeasured: tuple[str, ...] = field(default=())
     verified: VerifyView | None = None
 
     def short(self, path: str | None) -> str:
@@ -278,6 +280,29 @@ def probe_intervals(facts: Facts) -> tuple[str, ...]:
     return tuple(lines)
 
 
+_PROBE_FIELDS = (
+    ("input-only probe", "input_only_not_measured"),
+    ("compute-only probe", "compute_only_not_measured"),
+    ("batch-size probe", "batch_probe_not_measured"),
+    ("steps_per_execution probe", "spe_probe_not_measured"),
+)
+
+
+def probes_not_measured(facts: Facts) -> tuple[str, ...]:
+    """One line per probe that measured nothing, with why (its ``ProbeFacts.*_not_measured``):
+    ``batch-size probe: not run: every rule that reads it is left out (--select / --ignore)``;
+    one line, ``probes: ...``, when every probe gives the same reason (``--no-probes``, a
+    worker of a multi-worker job). Empty when the probes did not run at all (no facts)."""
+    probes = facts.probes
+    if probes is None:
+        return ()
+    rows = [(name, getattr(probes, attr)) for name, attr in _PROBE_FIELDS]
+    whys = {why for _, why in rows}
+    if len(whys) == 1 and None not in whys:
+        return (f"probes: {whys.pop()}",)
+    return tuple(f"{name}: {why}" for name, why in rows if why)
+
+
 def _charts(facts: Facts, findings: Sequence[Finding], breakdown: Breakdown | None) -> dict:
     steps, probes = facts.steps, facts.probes
     inputs = facts.sequences.inputs if facts.sequences else []
@@ -329,6 +354,7 @@ def build_view(report: Report) -> ReportView:
         base_dir=os.path.dirname(facts.run.script) if facts.run.script else None,
         noisy=noisy_line(facts),
         intervals=probe_intervals(facts),
+        unmeasured=probes_not_measured(facts),
         verified=verified,
         **_charts(facts, findings, breakdown),
     )

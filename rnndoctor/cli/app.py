@@ -118,8 +118,8 @@ NoProbes = Annotated[
     bool,
     typer.Option(
         "--no-probes",
-        help="Skip the input/compute/batch-size probes and sequence sampling (faster, fewer "
-        "findings: the rules that need them are not evaluated).",
+        help="Skip the probes (input-only, compute-only, batch-size, steps_per_execution) and "
+        "sequence sampling (faster, fewer findings: the rules that need them are not evaluated).",
     ),
 ]
 

@@ -73,3 +73,23 @@ def test_facts_of_a_check_that_ran_no_probes_leave_the_measured_rules_not_evalua
     for rule_id in ("RD201", "RD301", "RD403", "RD404"):
         assert outcomes[rule_id].status is Status.NOT_EVALUATED, outcomes[rule_id]
         assert "the probes did not run: this check ran no probes" in outcomes[rule_id].reason
+
+
+def test_the_terminal_and_markdown_say_which_probes_measured_nothing_and_why():
+    from rnndoctor.facts import PROBE_UNREAD, PROBES_NOT_RUN, Facts, ProbeFacts, RunInfo
+    from rnndoctor.reports.view import probes_not_measured
+
+    facts = Facts(run=RunInfo("train.py", [], "."), probes=ProbeFacts(input_only_ms=0.3))
+    facts.probes.compute_only_ms = 4.0
+    facts.probes.batch_probe_not_measured = PROBE_UNREAD
+    facts.probes.spe_probe_not_measured = PROBE_UNREAD
+    assert probes_not_measured(facts) == (
+        f"batch-size probe: {PROBE_UNREAD}",
+        f"steps_per_execution probe: {PROBE_UNREAD}",
+    )
+    why = f"{PROBES_NOT_RUN}: turned off (--no-probes)"
+    names = ("input_only", "compute_only", "batch_probe", "spe_probe")
+    facts.probes = ProbeFacts(**{f"{n}_not_measured": why for n in names})
+    assert probes_not_measured(facts) == (f"probes: {why}",)  # one line, not four
+    facts.probes = ProbeFacts(input_only_ms=0.3, compute_only_ms=4.0)
+    assert probes_not_measured(facts) == ()
