@@ -212,16 +212,18 @@ class ReportView:
 
 
 def noisy_line(facts: Facts) -> str | None:
-    """``noisy machine: ...`` with the figures of the noisiest phase (and the window's drift),
-    or None on a quiet machine with a steady window."""
+    """``noisy machine: ...`` with the figures of the noisiest phase, the phases that were noisy
+    by name (the terminal of a ``--workers`` check shows no phase list to count against), and
+    the window's drift; None on a quiet machine with a steady window."""
     noisy = [m for m in facts.run.machine if m.noisy]
     parts = []
     if noisy:
         worst = max(noisy, key=lambda m: m.foreign_cpu_share)
+        phases = ", ".join(dict.fromkeys(m.phase for m in noisy))
         parts.append(
             f"other processes used {worst.foreign_cores:.1f} of {worst.cpus} CPUs "
             f"({worst.foreign_cpu_share * 100:.0f}%) during {worst.phase}, load average "
-            f"{worst.load_avg_1m:.1f} ({len(noisy)} of {len(facts.run.machine)} phases noisy); "
+            f"{worst.load_avg_1m:.1f} (noisy: {phases}); "
             f"intervals widened up to {max(m.widen_factor for m in noisy):.2g}x"
         )
     if facts.steps is not None and facts.steps.drifted and facts.steps.drift:

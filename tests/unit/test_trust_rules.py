@@ -84,6 +84,7 @@ def test_rd301_noisy_probe_phase_widens_a_clear_interval_into_inconclusive():
     assert rows["noisy machine"].startswith("noisy machine")
     view = build_view(evaluate(f, select=["RD301"]))
     assert view.noisy.startswith("noisy machine: other processes used 0.9 of 2 CPUs")
+    assert "(noisy: batch-size probe); intervals widened up to 1.9x" in view.noisy  # by name
     assert view.noisy in summary_lines(evaluate(f, select=["RD301"]))
 
 
