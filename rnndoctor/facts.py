@@ -822,12 +822,14 @@ class StepBreakdown:
     ``host_ms``: the measured per-step time of the user's callbacks' batch hooks.
     ``input_ms``: waiting for the next batch: ``real_step_ms x (1 - 1 / r)`` where the paired
     probe ran (``r``: ``ProbeFacts.compute_paired.ratio``, the median over pairs of real /
-    compute-only; ``real_step_ms - compute_ms`` on a steady machine), else what remains,
-    ``max(0, step_ms - compute_ms - host_ms)``.
+    compute-only; ``real_step_ms - compute_ms`` when ``r`` equals the arms' medians' ratio),
+    else what remains, ``max(0, step_ms - compute_ms - host_ms)``.
     ``other_ms`` is the remainder ``step_ms - input_ms - compute_ms - host_ms``, kept so the
     parts always sum to ``step_ms``: negative when the probes add up to more than the step;
-    with the paired probe it may be positive too (Keras' own per-step callbacks such as the
-    progress bar, and the difference between the window's steps and the probe's).
+    with the paired probe it also holds the gap, of either sign, between ``compute_ms`` (the
+    arm's median) and the compute time the pairs' ratio gives (``real_step_ms / r``), and it
+    may be positive (Keras' own per-step callbacks such as the progress bar, and the
+    difference between the window's steps and the probe's).
     """
 
     step_ms: float
@@ -856,7 +858,8 @@ class ProbeFacts:
     (``input_only_method`` says how: ``fresh iterator``, or ``timed as it flowed`` for inputs
     that cannot be re-iterated). ``compute_only_ms``: a training step on ``compute_only_batches``
     batches cached in memory (same shapes), so input costs nothing. ``input_bound_share``:
-    ``(step - compute_only - callbacks) / step`` in [0, 1]; ``input_share_check``:
+    ``(step - compute_only - callbacks) / step`` in [0, 1] (paired: from ``real_step_ms``,
+    below); ``input_share_check``:
     ``input_only / step``, the cross-check. ``batch_probe``: compute-only samples/s at b, 2b, 4b.
     ``spe_probe``: compute-only step time at steps_per_execution 1 and 16. ``callbacks``: per
     user callback. ``traces``: tracing counts. Each ``*_not_measured`` says why a probe is absent.
@@ -872,8 +875,9 @@ class ProbeFacts:
     timed in bursts alternating with the compute-only bursts, so that both see the same machine
     load; the input-bound share is then ``real_step x (1 - 1 / r) / (real_step + callbacks)``,
     ``r`` the pairs' median ratio (``compute_paired.ratio``; ``(real_step - compute_only) /
-    (real_step + callbacks)`` on a steady machine). None where the data cannot be iterated
-    again (a Python generator) or is a ``PyDataset``: the share then uses the window's step.
+    (real_step + callbacks)`` when ``r`` equals the arms' medians' ratio). None where the data
+    cannot be iterated again (a Python generator) or is a ``PyDataset``: the share then uses
+    the window's step.
 
     Since 1.2: ``compute_paired``: the real step (A) against the compute-only step (B), paired
     (``ratio`` = real / compute-only). ``inconsistent``: why the compute-only probe disagrees

@@ -66,6 +66,8 @@ def input_share(facts: Facts) -> tuple[float | None, str]:
         share = corroborated_share(probes.input_bound_share, probes.input_share_check)
         if share < probes.input_bound_share:
             return share, "input-bound share, counted up to the input-only cross-check"
+        if probes.compute_paired is not None and probes.real_step_ms is not None:
+            return share, "input-bound share (real step x (1 - 1 / paired ratio to compute-only))"
         return share, "input-bound share (step - compute-only - callbacks)"
     if probes.input_share_check is not None:
         return probes.input_share_check, "input-only time / step time (compute-only not measured)"
@@ -339,8 +341,8 @@ def share_interval(facts: Facts) -> Interval | None:
     """The input-bound share with its interval, or None when not measured.
 
     Paired (``probes.compute_paired``, A = real step, B = compute-only, ratio ``r``): the share
-    ``(real - compute) / (real + callbacks) = (1 - 1 / r) x real / (real + callbacks)`` is
-    increasing in ``r``, so the ratio's bounds (widened for the probe's machine load) map to the
+    ``(1 - 1 / r) x real / (real + callbacks)`` (``capture/probes.py: _breakdown``, the point)
+    is increasing in ``r``, so the ratio's bounds (widened for the probe's machine load) map to the
     share's. Unpaired (the window's step ``s``): ``(s - compute - callbacks) / s``, increasing
     in ``s``, from the bootstrap interval of the window's median step (widened by
     :func:`window_widen`). Facts from before 1.2 give the point value only. Every bound is

@@ -229,6 +229,11 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 f"The training step waits for its input: {quoted} of the step "
                 f"({m.ms(wait)} of {m.ms(whole)}"
                 + (", timed side by side with the same step on cached batches" if paired else "")
+                + (
+                    f": {probes.compute_paired.ratio:.2f}x its time, the median of the pairs"
+                    if paired and probes.compute_paired is not None
+                    else ""
+                )
                 + f") is spent waiting for the next batch ({data.kind if data else 'unknown'} "
                 f"input); on batches cached in memory the step takes "
                 f"{m.ms(probes.compute_only_ms)}."

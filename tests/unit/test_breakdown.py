@@ -45,12 +45,23 @@ def test_the_point_is_the_one_the_share_interval_maps_from_the_ratio():
     interval = share_interval(facts)
     scale = 5.8457 / (5.8457 + 1.0)
     assert probes.input_bound_share == pytest.approx((1 - 1 / 1.30) * scale, abs=1e-4)
-    assert interval.low <= probes.input_bound_share <= interval.high
+    assert interval.value == probes.input_bound_share  # the point, not clamped into the bounds
     assert interval.low == pytest.approx((1 - 1 / 1.004) * scale, abs=1e-4)
+    assert interval.high == pytest.approx((1 - 1 / 1.5195) * scale, abs=1e-4)
+    assert interval.low < interval.value < interval.high  # mapped, each from its own ratio
 
 
 def test_on_a_steady_machine_it_is_the_real_step_minus_compute_only():
     probes = _probes(5.8457 / 4.4239)
+    _breakdown(_session(5.9), probes)
+    assert probes.breakdown.input_ms == pytest.approx(5.8457 - 4.4239, abs=1e-3)
+
+
+def test_a_ratio_under_one_is_no_wait_and_a_degenerate_one_falls_back_to_the_arms():
+    probes = _probes(0.95)  # the cached step slower than the real one in the pairs
+    _breakdown(_session(5.9), probes)
+    assert probes.input_bound_share == 0.0 and probes.breakdown.input_ms == 0.0
+    probes = _probes(0.0)  # no ratio: the arms' medians
     _breakdown(_session(5.9), probes)
     assert probes.breakdown.input_ms == pytest.approx(5.8457 - 4.4239, abs=1e-3)
 

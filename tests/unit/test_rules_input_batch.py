@@ -556,3 +556,17 @@ def test_rd205_warns_only_when_the_whole_share_interval_clears_the_cut_off():
                                           median_a_ms=10.0, median_b_ms=7.0)  # fmt: skip
     _, (finding,) = run(f, "RD205")
     assert finding.severity is Severity.WARNING
+
+
+def test_rd201_quotes_the_pairs_ratio_its_share_rests_on():
+    """The paired share is ``real x (1 - 1 / r)``: the message gives ``r`` beside the arms'
+    medians, which need not differ by the wait it quotes (capture/probes.py: _breakdown)."""
+    from rnndoctor.facts import PairedRatio
+
+    f = facts(step=10.0, compute=4.0, real=10.0)  # the arms: 60%; the pairs' median ratio: 2x
+    f.probes.compute_paired = PairedRatio(ratio=2.0, low=1.9, high=2.1, pairs=12,
+                                          median_a_ms=10.0, median_b_ms=4.0)  # fmt: skip
+    _, (finding,) = run(f, "RD201")
+    assert "timed side by side with the same step on cached batches: 2.00x its time" in (
+        finding.message
+    )
