@@ -32,7 +32,7 @@ def summary_lines(
     if view.noisy:
         lines.append(view.noisy)
     lines += [f"probe: {line}" for line in view.intervals]
-    lines += [f"not measured: {line}" for line in view.unmeasured]
+    lines += [f"not measured: {' '.join(line.split())}" for line in view.unmeasured]  # one line
     if facts.model is not None and not facts.model.rnn_layers:
         lines.append(f"model '{facts.model.name}' has no RNN layer: the RD1xx rules found nothing")
     for item in view.findings:

@@ -103,7 +103,8 @@ def test_a_check_of_the_all_fixes_copy_has_no_rd101_rd110_or_rd501(demo):
     copy = out / "verify" / "all" / "charlm_stdlib.py"
     assert copy.is_file()
     again = out.parent / "again"
-    # the three rules alone: the probes no selected rule reads do not run (about 10 s)
+    # the three rules alone: the batch-size and steps_per_execution probes, which no selected
+    # rule reads, do not run (about 10 s)
     result = _run([str(copy), "--out", str(again), *WINDOW, "--format", "json",
                    "--fail-on", "never", "--select", ",".join(DEMO_RULES), *SCRIPT_ARGS],
                   copy.parent)  # fmt: skip

@@ -76,7 +76,10 @@ def test_facts_of_a_check_that_ran_no_probes_leave_the_measured_rules_not_evalua
 
 
 def test_the_terminal_and_markdown_say_which_probes_measured_nothing_and_why():
+    from rnndoctor.engine import evaluate
     from rnndoctor.facts import PROBE_UNREAD, PROBES_NOT_RUN, Facts, ProbeFacts, RunInfo
+    from rnndoctor.reports.markdown import render_markdown
+    from rnndoctor.reports.terminal import summary_lines
     from rnndoctor.reports.view import probes_not_measured
 
     facts = Facts(run=RunInfo("train.py", [], "."), probes=ProbeFacts(input_only_ms=0.3))
@@ -86,6 +89,15 @@ def test_the_terminal_and_markdown_say_which_probes_measured_nothing_and_why():
     assert probes_not_measured(facts) == (
         f"batch-size probe: {PROBE_UNREAD}",
         f"steps_per_execution probe: {PROBE_UNREAD}",
+    )
+    report = evaluate(facts, select=["RD101"])
+    lines = summary_lines(report)
+    assert f"not measured: batch-size probe: {PROBE_UNREAD}" in lines
+    md = render_markdown(report).replace("\\", "")  # md_text backslashes "_" and "-"
+    assert f"- steps_per_execution probe: {PROBE_UNREAD}" in md
+    facts.probes.compute_only_not_measured = "failed: InternalError: a\n  multi-line error"
+    assert "not measured: compute-only probe: failed: InternalError: a multi-line error" in (
+        summary_lines(evaluate(facts, select=["RD101"]))
     )
     why = f"{PROBES_NOT_RUN}: turned off (--no-probes)"
     names = ("input_only", "compute_only", "batch_probe", "spe_probe")
