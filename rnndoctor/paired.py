@@ -31,6 +31,13 @@ from rnndoctor.stats import (
 # The floor for each arm: "at least 10 timed steps or 1 s (whichever is longer)".
 MIN_STEPS = 10
 MIN_SECONDS = 1.0
+# The fewest pairs that give an interval: a bootstrap over 1 or 2 pairs is degenerate, and the
+# rules call such a comparison inconclusive (rules/_measured.py: MIN_PAIRS, the same number). A
+# probe's comparison whose own wall allowance ends before this many pairs goes on, within its
+# phase's budget, until it has them (capture/pairs.py: stop_reason): the demo's batch-size
+# probe fitted 2 pairs of 0.4-1.0 s steps in one idle stability run and its RD301 went from
+# warning to "inconclusive: 1.6x (0.2-16.4x)".
+INTERVAL_PAIRS = 3
 # With bursts sized automatically, each arm's bursts are sized to reach its minimum steps and time
 # in about this many pairs. The percentile bootstrap of a median under-covers with few pairs: in
 # a simulation with the fake clock of tests/unit/test_paired.py (ratio 2, 5% and 20% noise per

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rnndoctor.facts import PairedRatio
-from rnndoctor.paired import MIN_SECONDS, MIN_STEPS, paired_from_samples
+from rnndoctor.paired import INTERVAL_PAIRS, MIN_SECONDS, MIN_STEPS, paired_from_samples
 from rnndoctor.stats import PairedResult
 
 # The most rounds of bursts: past this, more pairs narrow the interval little (its width
@@ -80,14 +80,17 @@ def alternate(
     max_rounds: int = MAX_ROUNDS,
     clock: Callable[[], float] = time.monotonic,
     precise: bool = False,
+    phase_left: Callable[[], float] | None = None,
 ) -> str | None:
     """Run rounds of bursts, one per arm in order, until each arm has ``min_steps`` timed steps
     and ``min_seconds`` of timed time (and, with ``precise``, until every arm's ratio to the
     first has a 90% interval within :data:`PRECISE_WIDTH` of it: :func:`imprecise`). Arms may
     already hold bursts (a first round run by the caller). A round starts only when the seconds
     ``left()`` exceed the last round's wall time (so a round of long steps does not overrun the
-    allowance). An arm whose burst raises or times nothing is marked ``failed`` and stops the
-    rounds (the pairs so far still count).
+    allowance). With ``phase_left`` (the seconds the phase's budget leaves), rounds go on past
+    ``left()`` until the arms have :data:`rnndoctor.paired.INTERVAL_PAIRS` pairs
+    (:func:`stop_reason`). An arm whose burst raises or times nothing is marked ``failed`` and
+    stops the rounds (the pairs so far still count).
 
     Returns:
         None when every arm has its steps and time; else why it stopped (the budget, the round
@@ -95,7 +98,8 @@ def alternate(
     """
     last_round_s = 0.0
     while True:
-        reason = stop_reason(arms, left(), last_round_s, min_steps, min_seconds, max_rounds)
+        hard = phase_left() if phase_left is not None else None
+        reason = stop_reason(arms, left(), last_round_s, min_steps, min_seconds, max_rounds, hard)
         if reason == _DONE and precise and imprecise(arms):
             # the floor is met and the interval is still wide: one more round while the rounds
             # and the time allow (when they do not, the floor was met: done, not cut short)
@@ -145,17 +149,26 @@ def stop_reason(
     min_steps: int = MIN_STEPS,
     min_seconds: float = MIN_SECONDS,
     max_rounds: int = MAX_ROUNDS,
+    phase_left_s: float | None = None,
 ) -> str | None:
     """Whether rounds of bursts should stop before the next one: ``"done"`` when every arm has
     ``min_steps`` timed steps and ``min_seconds`` of timed time; why they stop short (the round
     limit, or ``remaining_s`` seconds of the allowance left, not more than the last round's
-    ``last_round_s``); None to run another round."""
+    ``last_round_s``); None to run another round.
+
+    The allowance does not stop two arms or more short of
+    :data:`rnndoctor.paired.INTERVAL_PAIRS` pairs while the phase's budget (``phase_left_s``;
+    None: not given) leaves more than the last round's time: without them the comparison has
+    no interval and every rule on it is inconclusive."""
     if all(arm.done(min_steps, min_seconds) for arm in arms):
         return _DONE
     rounds = min(len(arm.steps) for arm in arms)
+    few = len(arms) > 1 and rounds < INTERVAL_PAIRS  # pairs too few for an interval
     if rounds >= max_rounds:
         return f"stopped at {rounds} rounds"
     if remaining_s <= 0.0 or last_round_s > remaining_s:
+        if few and phase_left_s is not None and last_round_s < phase_left_s:
+            return None  # an interval needs its pairs: past the allowance, within the phase
         return f"out of the comparison's time allowance ({remaining_s:.1f} s left)"
     return None
 

@@ -15,10 +15,11 @@ model, after the diagnosis window (the README's "What happens during a check"):
   the input-only probe of data held in memory already bounds the input wait under 1% of a
   step too long for the steps_per_execution probe, on one replica (:func:`_compute_skip`):
   then no finding could rest on it.
-- **input-bound share**: ``(real_step - compute_only) / (real_step + callbacks)`` from the
-  paired bursts, else ``(step - compute_only - callbacks) / step`` from the window's median
-  step; cross-checked with ``input_only / step``. The :class:`~rnndoctor.facts.StepBreakdown`
-  splits the window's median step.
+- **input-bound share**: ``real_step x (1 - 1 / r) / (real_step + callbacks)`` from the
+  paired bursts (``r``: the median of the pairs' real / compute-only ratios), else
+  ``(step - compute_only - callbacks) / step`` from the window's median step; cross-checked
+  with ``input_only / step``. The :class:`~rnndoctor.facts.StepBreakdown` splits the window's
+  median step.
 - **batch-size probe**: compute-only samples/s at b, 2b and 4b (the same few cached batches,
   tiled along axis 0, at every point, so that the points differ in batch size only), bounded
   by its time budget and by memory (:mod:`rnndoctor.capture.memory`): before
@@ -870,7 +871,7 @@ def _compute_only(
         why = _rounds_in_one_fit(session, model, arms, [real_dataset.repeat(), tuned],
                                  [step_ms, step_ms], left, budget)  # fmt: skip
     if not cached.per_step_ms:  # not interleaved, or the interleaved fit failed: one per burst
-        why = pairs.alternate(arms, lambda: 0.0 if slow else left())
+        why = pairs.alternate(arms, lambda: 0.0 if slow else left(), phase_left=budget.left)
     if slow and why is not None:
         why = f"a real-data burst's set-up took {slow[0]:.1f} s (buffers filling): {why}"
     _record_compute(session, probes, arms, why, budget)
@@ -1140,9 +1141,11 @@ def _pair_points(
     phase: Phase,
     before_burst: Callable[[ProbePoint], None] = lambda point: None,
     precise: bool = False,
+    phase_left: Callable[[], float] | None = None,
 ) -> None:
     """Alternates bursts of a probe's points (the first round already ran) until each has its
-    10 steps and 1 s (and, with ``precise``, a tight interval: ``pairs.alternate``), then
+    10 steps and 1 s (and, with ``precise``, a tight interval: ``pairs.alternate``; past
+    ``left()`` while ``phase_left()`` allows, until the pairs give an interval), then
     records each point's median step and its pairing with the first point (``point.paired``:
     A = the first point, B = this one). ``before_burst`` sets the model up for a point (its
     ``steps_per_execution``)."""
@@ -1158,7 +1161,7 @@ def _pair_points(
 
         arm.burst = burst
         records.append(arm)
-    why = pairs.alternate(records, left, precise=precise)
+    why = pairs.alternate(records, left, precise=precise, phase_left=phase_left)
     _record_points(arms, phase, why)
 
 
@@ -1187,7 +1190,9 @@ def _rounds_in_one_fit(
     """Paired rounds of the arms ``records`` in one ``fit`` whose dataset alternates the arms'
     ``datasets`` (:mod:`rnndoctor.capture.interleave`; bursts planned from ``step_ms``, each
     arm's step time so far), until each arm has its 10 steps and 1 s or the allowance
-    ``left()`` ends. The rounds are added to ``records``; returns ``cut_short`` (None when
+    ``left()`` ends (past it, within ``budget``, while the pairs are too few for an interval:
+    :func:`rnndoctor.capture.pairs.stop_reason`). The rounds are added to ``records``; returns
+    ``cut_short`` (None when
     every arm got its steps and time, :func:`rnndoctor.capture.pairs.finish_reason`)."""
     spe = int(getattr(model, "steps_per_execution", 1) or 1)
     round_plan = interleave.plan(step_ms, spe)
@@ -1198,11 +1203,14 @@ def _rounds_in_one_fit(
         for record, intervals in zip(records, done, strict=True):
             record.add(intervals)
         state["why"] = pairs.stop_reason(
-            records, left(), clock.last_round_s, max_rounds=interleave.MAX_ROUNDS
-        )
+            records, left(), clock.last_round_s, max_rounds=interleave.MAX_ROUNDS,
+            phase_left_s=budget.left(),
+        )  # fmt: skip
         return state["why"] is not None
 
-    why = pairs.stop_reason(records, left(), 0.0, max_rounds=interleave.MAX_ROUNDS)
+    why = pairs.stop_reason(
+        records, left(), 0.0, max_rounds=interleave.MAX_ROUNDS, phase_left_s=budget.left()
+    )
     if why is None:
         timer = interleave.round_timer(clock, on_round, budget.deadline)
         fit = session.original_fit()
@@ -1482,7 +1490,8 @@ def _pair_batch_points(
     ``fit`` per burst where each point has its own train function, else one interleaved
     ``fit`` for all rounds."""
     if functions.static:
-        _pair_points(arms, left, Phase.BATCH_PROBE, before_burst=functions.set_up)
+        _pair_points(arms, left, Phase.BATCH_PROBE, before_burst=functions.set_up,
+                     phase_left=budget.left)  # fmt: skip
     else:
         _pair_in_one_fit(session, model, arms, datasets, left, budget)
     for point, _ in arms:
@@ -1583,7 +1592,7 @@ def _spe_probe(
         # RD403's share rests on this ratio alone, near its cut-off for small models: its
         # rounds go on past the floor until the interval is tight (pairs.PRECISE_WIDTH).
         _pair_points(arms, paired_left(budget), Phase.SPE_PROBE, before_burst=set_up,
-                     precise=True)  # fmt: skip
+                     precise=True, phase_left=budget.left)  # fmt: skip
     finally:
         model.steps_per_execution = saved["steps_per_execution"]
         model.train_function = saved["train_function"]

@@ -67,3 +67,39 @@ def test_stop_reason_done_round_limit_and_allowance():
     assert pairs.stop_reason(short, 5.0, 0.2, max_rounds=1) == "stopped at 1 rounds"
     why = pairs.finish_reason(pairs.stop_reason(short, 0.0, 0.0), short)
     assert "a 4 steps in 0.40 s" in why and "wanted 10 steps" in why
+
+
+def test_an_allowance_that_ends_short_of_an_interval_goes_on_within_the_phase_budget():
+    """The demo's batch-size probe in an idle stability run: 2 pairs of 0.4-1.0 s steps when
+    its 9 s allowance ended, so its RD301 had no interval ("inconclusive: 1.6x (0.2-16.4x)")."""
+    from rnndoctor.paired import INTERVAL_PAIRS
+    from rnndoctor.rules._measured import MIN_PAIRS
+
+    assert INTERVAL_PAIRS == MIN_PAIRS  # the pairs the rules need for an interval
+    two = [_arm("64", 2, 1.0), _arm("128", 2, 1.6)]
+    two[0].add([(500.0, 2)])
+    two[1].add([(800.0, 2)])  # 2 rounds, short of the floor's 10 steps
+    out = "out of the comparison's time allowance"
+    assert pairs.stop_reason(two, 0.0, 3.0).startswith(out)  # no phase budget given: as before
+    assert pairs.stop_reason(two, 0.0, 3.0, phase_left_s=10.0) is None  # a third round
+    assert pairs.stop_reason(two, 0.0, 3.0, phase_left_s=2.0).startswith(out)  # it cannot fit
+    for arm in two:
+        arm.add([(500.0, 2)])  # the third pair: the allowance stops the rounds again
+    assert pairs.stop_reason(two, 0.0, 3.0, phase_left_s=10.0).startswith(out)
+    one = [_arm("compute-only", 2, 1.0)]  # one arm: no pairs to wait for
+    assert pairs.stop_reason(one, 0.0, 0.5, phase_left_s=10.0).startswith(out)
+
+
+def test_alternate_takes_rounds_past_the_allowance_until_the_pairs_give_an_interval():
+    now = [0.0]
+
+    def slow_burst():
+        now[0] += 3.0  # each burst: 3 s of wall time, one step
+        return [(3000.0, 1)]
+
+    a, b = pairs.ArmRecord("A", slow_burst), pairs.ArmRecord("B", slow_burst)
+    phase = lambda: 30.0 - now[0]  # noqa: E731
+    why = pairs.alternate([a, b], lambda: 10.0 - now[0], clock=lambda: now[0], phase_left=phase)
+    assert len(a.steps) == len(b.steps) == 3 and "allowance" in why  # 18 s: past 10, within 30
+    ratio = pairs.pair(a, b, phase=None)
+    assert ratio.pairs == 3
