@@ -42,7 +42,9 @@ SHARES: dict[str, float] = {
 # The most wall seconds a probe's paired comparison (rnndoctor.capture.pairs) runs for, inside
 # its phase budget: each arm wants 10 timed steps and 1 s, but a check may not get slower in
 # wall time than before issue 11 (README targets), so a comparison of long steps stops here and
-# records why (``PairedRatio.cut_short``); its interval is then wider. For the batch-size and
+# records why (``PairedRatio.cut_short``); its interval is then wider. One exception: short of
+# the 3 pairs that give an interval (rnndoctor.paired.INTERVAL_PAIRS), rounds go on within the
+# phase budget (capture/pairs.py: stop_reason). For the batch-size and
 # steps_per_execution probe it counts after each point's first burst (its warm-up and tracing:
 # its steps are short by construction, probes._SPE_PROBE_MAX_STEP_MS, or for a model compiled
 # with N > 1 steps per call, one call is at most probes._SPE_MAX_CALL_S); for the batch-size probe

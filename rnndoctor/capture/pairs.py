@@ -88,9 +88,10 @@ def alternate(
     already hold bursts (a first round run by the caller). A round starts only when the seconds
     ``left()`` exceed the last round's wall time (so a round of long steps does not overrun the
     allowance). With ``phase_left`` (the seconds the phase's budget leaves), rounds go on past
-    ``left()`` until the arms have :data:`rnndoctor.paired.INTERVAL_PAIRS` pairs
-    (:func:`stop_reason`). An arm whose burst raises or times nothing is marked ``failed`` and
-    stops the rounds (the pairs so far still count).
+    ``left()`` until the arms have :data:`rnndoctor.paired.INTERVAL_PAIRS` pairs, each only
+    while ``phase_left()`` exceeds the round's time (:func:`stop_reason`). An arm whose burst
+    raises or times nothing is marked ``failed`` and stops the rounds (the pairs so far still
+    count).
 
     Returns:
         None when every arm has its steps and time; else why it stopped (the budget, the round
@@ -103,7 +104,8 @@ def alternate(
         if reason == _DONE and precise and imprecise(arms):
             # the floor is met and the interval is still wide: one more round while the rounds
             # and the time allow (when they do not, the floor was met: done, not cut short)
-            beyond = stop_reason(arms, left(), last_round_s, 2**31, float("inf"), max_rounds)
+            beyond = stop_reason(arms, left(), last_round_s, 2**31, float("inf"), max_rounds,
+                                 hard)  # fmt: skip
             reason = None if beyond is None else _DONE
         if reason is not None:
             break
@@ -158,8 +160,10 @@ def stop_reason(
 
     The allowance does not stop two arms or more short of
     :data:`rnndoctor.paired.INTERVAL_PAIRS` pairs while the phase's budget (``phase_left_s``;
-    None: not given) leaves more than the last round's time: without them the comparison has
-    no interval and every rule on it is inconclusive."""
+    None: not given) leaves more than a round's time (the last round's wall time, and at least
+    the timed seconds of each arm's last burst: a first round run by the caller is not timed
+    as a round): without them the comparison has no interval and every rule on it is
+    inconclusive."""
     if all(arm.done(min_steps, min_seconds) for arm in arms):
         return _DONE
     rounds = min(len(arm.steps) for arm in arms)
@@ -167,10 +171,18 @@ def stop_reason(
     if rounds >= max_rounds:
         return f"stopped at {rounds} rounds"
     if remaining_s <= 0.0 or last_round_s > remaining_s:
-        if few and phase_left_s is not None and last_round_s < phase_left_s:
+        if few and phase_left_s is not None and _round_s(arms, last_round_s) < phase_left_s:
             return None  # an interval needs its pairs: past the allowance, within the phase
-        return f"out of the comparison's time allowance ({remaining_s:.1f} s left)"
+        left = f"{remaining_s:.1f} s left" if remaining_s >= 0.0 else f"{-remaining_s:.1f} s past"
+        return f"out of the comparison's time allowance ({left})"
     return None
+
+
+def _round_s(arms: Sequence[ArmRecord], last_round_s: float) -> float:
+    """A round's expected seconds: the last round's wall time, at least the timed seconds of
+    each arm's last burst."""
+    bursts = sum(a.per_step_ms[-1] * a.steps[-1] for a in arms if a.steps) / 1000.0
+    return max(last_round_s, bursts)
 
 
 def finish_reason(

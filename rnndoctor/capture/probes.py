@@ -871,10 +871,16 @@ def _compute_only(
         why = _rounds_in_one_fit(session, model, arms, [real_dataset.repeat(), tuned],
                                  [step_ms, step_ms], left, budget)  # fmt: skip
     if not cached.per_step_ms:  # not interleaved, or the interleaved fit failed: one per burst
-        why = pairs.alternate(arms, lambda: 0.0 if slow else left(), phase_left=budget.left)
+        why = pairs.alternate(arms, _unless(slow, left), phase_left=_unless(slow, budget.left))
     if slow and why is not None:
         why = f"a real-data burst's set-up took {slow[0]:.1f} s (buffers filling): {why}"
     _record_compute(session, probes, arms, why, budget)
+
+
+def _unless(slow: list[float], left: Callable[[], float]) -> Callable[[], float]:
+    """``left``, or no time at all once ``slow`` holds a real-data burst's slow set-up: each
+    further round would pay it again (``_PAIR_SLOW_START_S``), so the rounds stop there."""
+    return lambda: 0.0 if slow else left()
 
 
 def _record_compute(
@@ -1192,8 +1198,8 @@ def _rounds_in_one_fit(
     arm's step time so far), until each arm has its 10 steps and 1 s or the allowance
     ``left()`` ends (past it, within ``budget``, while the pairs are too few for an interval:
     :func:`rnndoctor.capture.pairs.stop_reason`). The rounds are added to ``records``; returns
-    ``cut_short`` (None when
-    every arm got its steps and time, :func:`rnndoctor.capture.pairs.finish_reason`)."""
+    ``cut_short`` (None when every arm got its steps and time,
+    :func:`rnndoctor.capture.pairs.finish_reason`)."""
     spe = int(getattr(model, "steps_per_execution", 1) or 1)
     round_plan = interleave.plan(step_ms, spe)
     clock = interleave.RoundClock(round_plan)

@@ -103,3 +103,21 @@ def test_alternate_takes_rounds_past_the_allowance_until_the_pairs_give_an_inter
     assert len(a.steps) == len(b.steps) == 3 and "allowance" in why  # 18 s: past 10, within 30
     ratio = pairs.pair(a, b, phase=None)
     assert ratio.pairs == 3
+
+
+def test_the_phase_budget_still_stops_rounds_short_of_an_interval():
+    now = [0.0]
+
+    def slow_burst():
+        now[0] += 3.0
+        return [(3000.0, 1)]
+
+    a, b = pairs.ArmRecord("A", slow_burst), pairs.ArmRecord("B", slow_burst)
+    phase = lambda: 14.0 - now[0]  # noqa: E731  room for 2 rounds of 6 s, not a third
+    why = pairs.alternate([a, b], lambda: 4.0 - now[0], clock=lambda: now[0], phase_left=phase)
+    assert len(a.steps) == 2
+    assert why.startswith("out of the comparison's time allowance (8.0 s past)")
+    # a first round run by the caller (not timed as a round) counts by its bursts' timed time
+    two = [_arm("A", 1, 3.0), _arm("B", 1, 3.0)]
+    assert pairs.stop_reason(two, 0.0, 0.0, phase_left_s=5.0).startswith("out of")  # 6 s > 5
+    assert pairs.stop_reason(two, 0.0, 0.0, phase_left_s=7.0) is None
