@@ -135,11 +135,12 @@ def input_evidence(facts: Facts) -> tuple[Evidence, ...]:
             )
         )
     if probes.breakdown is not None:
-        basis = (
-            "step on the user's data x (1 - 1 / the pairs' median ratio to compute-only)"
-            if probes.real_step_ms is not None
-            else "step - compute-only - callbacks"
-        )
+        if probes.real_step_ms is None:
+            basis = "step - compute-only - callbacks"
+        elif probes.compute_paired is not None:
+            basis = "step on the user's data x (1 - 1 / the pairs' median ratio to compute-only)"
+        else:  # facts from before 1.2: the two medians' difference
+            basis = "step on the user's data - compute-only"
         rows.append(Evidence("waiting for input", probes.breakdown.input_ms, "ms", basis))
     share, basis = input_share(facts)
     if share is not None:

@@ -570,3 +570,11 @@ def test_rd201_quotes_the_pairs_ratio_its_share_rests_on():
     assert "timed side by side with the same step on cached batches: 2.00x its time" in (
         finding.message
     )
+    bases = {e.label: e.source for e in finding.evidence}
+    assert bases["waiting for input"] == (
+        "step on the user's data x (1 - 1 / the pairs' median ratio to compute-only)"
+    )
+    f.probes.compute_paired = None  # facts from before 1.2: the medians' difference
+    _, (finding,) = run(f, "RD201")
+    bases = {e.label: e.source for e in finding.evidence}
+    assert bases["waiting for input"] == "step on the user's data - compute-only"
