@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rnndoctor.engine import Forecast, Report, RuleOutcome, Status
-from rnndoctor.facts import Facts, Outcome, PairedRatio, SequenceInput
+from rnndoctor.facts import PROBE_NOT_MEASURED_FIELDS, Facts, Outcome, PairedRatio, SequenceInput
 from rnndoctor.findings import Finding, Severity
 from rnndoctor.reports import charts
 from rnndoctor.reports.shares import Breakdown, breakdown_shares
@@ -282,14 +282,6 @@ def probe_intervals(facts: Facts) -> tuple[str, ...]:
     return tuple(lines)
 
 
-_PROBE_FIELDS = (
-    ("input-only probe", "input_only_not_measured"),
-    ("compute-only probe", "compute_only_not_measured"),
-    ("batch-size probe", "batch_probe_not_measured"),
-    ("steps_per_execution probe", "spe_probe_not_measured"),
-)
-
-
 def probes_not_measured(facts: Facts) -> tuple[str, ...]:
     """One line per probe that measured nothing, with why (its ``ProbeFacts.*_not_measured``):
     ``batch-size probe: not run: every rule that reads it is left out (--select / --ignore)``;
@@ -298,7 +290,7 @@ def probes_not_measured(facts: Facts) -> tuple[str, ...]:
     probes = facts.probes
     if probes is None:
         return ()
-    rows = [(name, getattr(probes, attr)) for name, attr in _PROBE_FIELDS]
+    rows = [(name, getattr(probes, attr)) for name, attr in PROBE_NOT_MEASURED_FIELDS]
     whys = {why for _, why in rows}
     if len(whys) == 1 and None not in whys:
         return (f"probes: {whys.pop()}",)

@@ -848,6 +848,13 @@ PROBE_UNREAD = "not run: every rule that reads it is left out (--select / --igno
 # worker of a multi-worker job): the rules that rest on the probes are "not evaluated", never a
 # pass (``rules/_measured.py: require_probes``)
 PROBES_NOT_RUN = "not run: this check ran no probes"
+# Each probe as the reports name it, and its ``ProbeFacts`` field saying why it measured nothing
+PROBE_NOT_MEASURED_FIELDS = (
+    ("input-only probe", "input_only_not_measured"),
+    ("compute-only probe", "compute_only_not_measured"),
+    ("batch-size probe", "batch_probe_not_measured"),
+    ("steps_per_execution probe", "spe_probe_not_measured"),
+)
 
 
 @dataclass

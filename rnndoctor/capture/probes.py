@@ -56,6 +56,7 @@ from rnndoctor.capture.pairs import Burst
 from rnndoctor.capture.sampling import Batches
 from rnndoctor.capture.step_window import read_back
 from rnndoctor.facts import (
+    PROBE_NOT_MEASURED_FIELDS,
     PROBE_UNREAD,
     PROBES_NOT_RUN,
     CallbackTime,
@@ -655,10 +656,9 @@ def not_run(session: CaptureSession) -> None:
         else "turned off (--no-probes; run_probes=False or a generator's running fit in the "
         "Python API and the Keras callback)"
     )
-    for name in ("input_only", "compute_only", "batch_probe", "spe_probe"):
-        field = f"{name}_not_measured"
-        if getattr(probes, field) is None:
-            setattr(probes, field, f"{PROBES_NOT_RUN}: {why}")
+    for _, attr in PROBE_NOT_MEASURED_FIELDS:
+        if getattr(probes, attr) is None:
+            setattr(probes, attr, f"{PROBES_NOT_RUN}: {why}")
 
 
 def _restore(model: Any, saved: dict[str, Any]) -> None:
