@@ -422,7 +422,7 @@ if __name__ == "__main__":
     except BaseException:
         traceback.print_exc()
         code = ExitCode.CHILD_INTERNAL
-    sys.stdout.flush()
-    sys.stderr.flush()
     # The user's script may leave non-daemon threads or worker pools behind; do not wait on them.
-    os._exit(code)
+    from rnndoctor.capture.ending import end_process
+
+    end_process(code)

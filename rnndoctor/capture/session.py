@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
-from rnndoctor.capture import heap, sites
+from rnndoctor.capture import ending, heap, sites
 from rnndoctor.capture.budget import Budget, Budgets
 from rnndoctor.capture.sites import SiteBook
 from rnndoctor.capture.step_window import WindowOptions
@@ -348,9 +348,7 @@ class CaptureSession:
                     "rnndoctor ended the process there so that nothing after fit runs"
                 )
                 session.save()
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(0)
+                ending.end_process(0)
             return tracer
 
         frame = sys._getframe(1)

@@ -23,10 +23,11 @@ ALLOWED = {
 # The modules below every hook: they import no hook module, so every hook may import them.
 # heap (the process's own memory: resident size, malloc_trim) imports no capture module either.
 BASE = {
-    "session": {"sites", "budget", "step_window", "heap"},
+    "session": {"sites", "budget", "step_window", "heap", "ending"},
     "step_window": {"heap"},
     "budget": set(),
     "heap": set(),
+    "ending": set(),  # how the child ends: imports no capture module
 }
 
 
