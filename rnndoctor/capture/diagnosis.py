@@ -45,6 +45,28 @@ def finish(
         session.facts.run.outcome = Outcome.COMPLETED
         session.set_phase(Phase.DONE)
         return
+    # The window's objects, its garbage included, are frozen for the whole diagnosis: no
+    # automatic collection finalises the window's epoch iterator in a phase (heap.frozen), and
+    # the probes' collections scan only what the probes allocated.
+    with heap.frozen():
+        _diagnose(session, model, profiled_steps, profile_error, arguments)
+        traces.collect_traces(session, model)  # tf.function tracing counts of the window
+        session.window_finished = True
+        session.facts.run.outcome = Outcome.COMPLETED
+        distribute.collect(session, model)  # the tf.distribute strategy, if any
+    session.set_phase(Phase.DONE)
+
+
+def _diagnose(
+    session: CaptureSession,
+    model: Any,
+    profiled_steps: int,
+    profile_error: str | None,
+    arguments: dict[str, Any] | None,
+) -> None:
+    """The model inspection, the profile conversion, the data facts, the sequence sampling and
+    the probes (:func:`finish`'s arguments)."""
+    options = session.options
     session.set_phase(Phase.MODEL)
     collect_model_into(session, model)
     if options.profile_steps and options.profile_dir:
@@ -59,11 +81,6 @@ def finish(
             probes.run_probes(session, model, arguments, batches)
         else:
             probes.not_run(session)
-    traces.collect_traces(session, model)  # tf.function tracing counts of the window
-    session.window_finished = True
-    session.facts.run.outcome = Outcome.COMPLETED
-    distribute.collect(session, model)  # the tf.distribute strategy, if any
-    session.set_phase(Phase.DONE)
 
 
 def convert_profile(session: CaptureSession, profiled_steps: int, error: str | None) -> None:

@@ -6,6 +6,10 @@ figures of the batch-size probe (:mod:`rnndoctor.capture.memory`) can all use it
 
 from __future__ import annotations
 
+import contextlib
+import gc
+from collections.abc import Iterator
+
 
 def resident_mib() -> float | None:
     """The process's resident memory (``VmRSS`` in ``/proc/self/status``), in MiB; None where it
@@ -33,3 +37,30 @@ def release_freed() -> bool:
         return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
     except (OSError, AttributeError):
         return False
+
+
+@contextlib.contextmanager
+def frozen() -> Iterator[None]:
+    """For the block: the objects alive at its start are frozen (``gc.freeze``: no collection
+    scans or frees them) and automatic collection is off; both are restored after it. Explicit
+    ``gc.collect()`` calls inside the block collect only what the block allocated.
+
+    Why (issue 11): when the window's ``fit`` returns, Keras' epoch iterator (a generator over
+    the user's tf.data iterator, autotuning on) is cyclic garbage. Destroying that iterator
+    waits for its autotuning thread (``RootDataset::Iterator::~Iterator`` in
+    ``UnboundedThreadPool::LogicalThreadWrapper``, a native stack taken with gdb), a wait that
+    grows with the iterator's age: the automatic collection that finalised it during the
+    bundled demo's model inspection made that phase 6.4, 7.6, 8.6, 9.8 and 33.6 s instead of
+    0.4-0.7 s in 5 of 17 checks. Frozen, the window's garbage is not collected during the diagnosis;
+    the capture child ends with ``os._exit``, which frees nothing, and in the user's own
+    process (``rnndoctor.diagnose``, ``DoctorCallback``) it is collected later, as the user's
+    own ``fit`` would leave it."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
