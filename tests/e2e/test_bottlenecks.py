@@ -36,6 +36,9 @@ ARGS = ["--steps", "10", "--warmup", "1", "--profile-steps", "2", "--timeout", "
 # out the rules that read them, and so the probes (rnndoctor.engine.PROBE_READERS): 10-20 s
 # a check on 2 cores.
 FOCUS = ["--ignore", "RD301,RD702,RD403"]
+# A check whose tests read no xprof figure (only RD201's evidence rows and RD302, a GPU rule,
+# read the profile) profiles no step: the profiler and the xprof conversion cost 2-3 s.
+NO_PROFILE = ["--profile-steps", "0"]
 
 
 def check(script: str, out: Path, *extra: str) -> dict:
@@ -69,19 +72,22 @@ def slow_generator(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def fast_pipeline(tmp_path_factory):
-    return check("input_fast_pipeline.py", tmp_path_factory.mktemp("fast") / "report", *FOCUS)
+    return check(
+        "input_fast_pipeline.py", tmp_path_factory.mktemp("fast") / "report", *FOCUS, *NO_PROFILE
+    )
 
 
 @pytest.fixture(scope="module")
 def small_batch(tmp_path_factory):
     out = tmp_path_factory.mktemp("small") / "report"
-    return check("small_batch_slow_callback.py", out, "--ignore", "RD403")  # RD301, RD404 read
+    # RD301 and RD404 are read
+    return check("small_batch_slow_callback.py", out, "--ignore", "RD403", *NO_PROFILE)
 
 
 @pytest.fixture(scope="module")
 def control(tmp_path_factory):
     out = tmp_path_factory.mktemp("control") / "report"
-    return check("clean_control.py", out, "--format", "html,json,md")
+    return check("clean_control.py", out, "--format", "html,json,md", *NO_PROFILE)
 
 
 def test_slow_generator_is_input_bound_at_error(slow_generator):

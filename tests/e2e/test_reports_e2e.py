@@ -157,9 +157,13 @@ def test_redact_leaves_no_home_user_or_host_in_any_format(tmp_path):
     shutil.copy(SCRIPTS / "tiny_lstm.py", project / "train.py")
     secret = "tok-9f8e7d6c5b4a"
     out = project / "report"
+    # the profile stays (its paths are redacted); the batch-size and steps_per_execution probes,
+    # whose rows hold figures only, do not run, and their measured findings cannot set the exit
+    # code at the default --fail-on error (RD403 on this script sits near its 50%)
     result = rnndoctor(
         "check", "train.py", "--out", str(out), "--format", "html,json,md,sarif", "--redact",
-        "--steps", "3", "--warmup", "1", "--profile-steps", "2", "--", "2", secret,
+        "--steps", "3", "--warmup", "1", "--profile-steps", "2", "--ignore", "RD301,RD702,RD403",
+        "--", "2", secret,
         cwd=project, env={"HOME": str(home), "RNNDOCTOR_TEST_API_TOKEN": secret},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr

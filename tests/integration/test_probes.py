@@ -217,7 +217,8 @@ def test_an_unknown_batch_pairs_the_batch_sizes_in_one_interleaved_fit():
     the window's train function and the rounds after the first run in one fit."""
     model = tiny_model()
     ds = tf.data.Dataset.from_tensor_slices((X[:500], Y[:500])).batch(8)
-    report = rnndoctor.diagnose(model, ds, **FAST)
+    # RD403 left out: the steps_per_execution probe, which no assert here reads, does not run
+    report = rnndoctor.diagnose(model, ds, ignore=["RD403"], **FAST)
     points = report.facts.probes.batch_probe
     assert [p.value for p in points] == [8, 16, 32]
     for point in points[1:]:
@@ -282,7 +283,7 @@ def test_generator_batches_are_timed_as_they_flow_and_memory_caps_the_batch_prob
             for i in range(0, 512, 8):
                 yield X[i : i + 8], Y[i : i + 8]
 
-    report = rnndoctor.diagnose(model, batches(), steps_per_epoch=40, **FAST)
+    report = rnndoctor.diagnose(model, batches(), steps_per_epoch=40, ignore=["RD403"], **FAST)
     facts = report.facts
     pr = facts.probes
     assert facts.data.kind == "python_generator" and facts.data.reiterable is False
@@ -407,7 +408,7 @@ def test_a_batch_probe_at_odds_with_the_window_runs_the_skipped_compute_probe_as
     monkeypatch.setattr(probes, "_compute_skip", lambda *a: "not run: (a test)")
     monkeypatch.setattr(probes, "_window_noise", lambda session: (0.01, 1.05))
     model = tiny_model()
-    report = rnndoctor.diagnose(model, X, y=Y, batch_size=16, **FAST)
+    report = rnndoctor.diagnose(model, X, y=Y, batch_size=16, ignore=["RD403"], **FAST)
     pr = report.facts.probes
     assert pr.compute_only_not_measured is None and pr.compute_paired is not None
     assert pr.real_step_ms > 0 and pr.compute_only_ms > 0
