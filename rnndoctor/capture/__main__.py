@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NoReturn
 
 from rnndoctor import __version__
+from rnndoctor.capture.ending import end_process
 from rnndoctor.capture.step_window import WindowOptions
 from rnndoctor.facts import Facts, Outcome, Phase, RunInfo, SourceLocation
 from rnndoctor.options import DEFAULTS, ExitCode, Options, parse_child_args
@@ -423,6 +424,4 @@ if __name__ == "__main__":
         traceback.print_exc()
         code = ExitCode.CHILD_INTERNAL
     # The user's script may leave non-daemon threads or worker pools behind; do not wait on them.
-    from rnndoctor.capture.ending import end_process
-
     end_process(code)

@@ -9,6 +9,7 @@ it once their :class:`~rnndoctor.capture.step_window.StepWindow` is done.
 
 from __future__ import annotations
 
+import gc
 from typing import TYPE_CHECKING, Any
 
 from rnndoctor.capture import distribute, heap, probes, sequences, traces
@@ -103,6 +104,7 @@ def convert_profile(session: CaptureSession, profiled_steps: int, error: str | N
     except Overrun as exc:  # the thread is left behind; the probes still run
         session.facts.run.notes.append(f"profile not converted: {exc}")
         session.cut_short(budget, "the xprof conversion did not finish")
+    gc.collect()  # automatic collection is off (heap.frozen): free what the phases left first
     heap.release_freed()
 
 

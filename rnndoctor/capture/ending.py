@@ -29,11 +29,11 @@ def remove_autograph_sources() -> int:
     Returns:
         How many files it removed.
     """
-    folder = tempfile.gettempdir()
+    folder = os.path.abspath(tempfile.gettempdir())  # mkstemp joins onto the absolute folder
     removed = 0
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None) if name.startswith(AUTOGRAPH_PREFIX) else None
-        if not isinstance(path, str) or os.path.dirname(path) != folder:
+        if not isinstance(path, str) or os.path.abspath(os.path.dirname(path)) != folder:
             continue
         if not os.path.basename(path).startswith(AUTOGRAPH_PREFIX):
             continue
@@ -53,6 +53,9 @@ def end_process(status: int) -> NoReturn:
         remove_autograph_sources()
     except Exception:  # never keep the child from ending
         pass
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # closed or replaced by the script, or a broken pipe
+            pass
     os._exit(status)

@@ -1,4 +1,5 @@
-"""The capture process's own memory: its resident size now, and handing freed heap back.
+"""The capture process's own memory: its resident size now, handing freed heap back, and the
+garbage collector held off during the diagnosis (:func:`frozen`).
 
 No other capture module is imported here, so the session, the step window and the memory
 figures of the batch-size probe (:mod:`rnndoctor.capture.memory`) can all use it.

@@ -498,8 +498,8 @@ def _collect_fit_garbage() -> None:
     compute-only, batch-size and steps_per_execution probes took 19.7, 6.9 and 2.0 s, and the
     check 47.0 s; collected after each ``fit``, 18 collections took 0.0-0.4 s each and the
     check 19.6 s (``rnndoctor.diagnose`` on the script's model, one run each). The window's
-    objects are frozen during the probes (:func:`run_probes`), so a collection scans only what
-    the probes allocated."""
+    objects are frozen for the whole diagnosis (``diagnosis.finish``: ``heap.frozen``), so a
+    collection scans only what the diagnosis allocated since."""
     gc.collect()
 
 

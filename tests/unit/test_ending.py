@@ -54,3 +54,10 @@ def test_a_source_already_gone_is_no_error(tempdir, monkeypatch):
     _loaded(monkeypatch, path.stem, path)
     path.unlink()
     assert ending.remove_autograph_sources() == 0
+
+
+def test_a_temporary_folder_named_with_a_trailing_slash_still_matches(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path) + "/")
+    path = tmp_path / f"{ending.AUTOGRAPH_PREFIX}slash001.py"
+    _loaded(monkeypatch, path.stem, path)
+    assert ending.remove_autograph_sources() == 1 and not path.exists()
