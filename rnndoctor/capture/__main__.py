@@ -392,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     from rnndoctor.capture.session import CaptureSession
 
     facts.environment = collect_environment()  # keras_flavour: set again at fit
-    session = CaptureSession(facts, _window_options(options), facts_path, started)
+    session = CaptureSession(facts, _window_options(options), facts_path, started, child=True)
     if facts.environment.keras_backend != "tensorflow":
         facts.run.outcome = Outcome.CAPTURE_ERROR
         facts.run.message = (

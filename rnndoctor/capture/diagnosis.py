@@ -48,8 +48,9 @@ def finish(
         return
     # The window's objects, its garbage included, are frozen for the whole diagnosis: no
     # automatic collection finalises the window's epoch iterator in a phase (heap.frozen), and
-    # the probes' collections scan only what the probes allocated.
-    with heap.frozen():
+    # the probes' collections scan only what the probes allocated. The child keeps them frozen
+    # after it: neither does the script's run-on then.
+    with heap.frozen(thaw=not session.child):
         _diagnose(session, model, profiled_steps, profile_error, arguments)
         traces.collect_traces(session, model)  # tf.function tracing counts of the window
         session.window_finished = True

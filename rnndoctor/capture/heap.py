@@ -41,10 +41,18 @@ def release_freed() -> bool:
 
 
 @contextlib.contextmanager
-def frozen() -> Iterator[None]:
+def frozen(thaw: bool = True) -> Iterator[None]:
     """For the block: the objects alive at its start are frozen (``gc.freeze``: no collection
-    scans or frees them) and automatic collection is off; both are restored after it. Explicit
+    scans or frees them) and automatic collection is off; after it, automatic collection is as
+    it was and, with ``thaw``, the objects are unfrozen (``gc.unfreeze``). Explicit
     ``gc.collect()`` calls inside the block collect only what the block allocated.
+
+    Args:
+        thaw: unfreeze after the block. False in the capture child (``CaptureSession.child``):
+            it ends with ``os._exit``, which frees nothing, so the window's garbage is never
+            freed there, and the script's run-on after the window (its model calls timed for
+            RD406, its Python time) cannot pay for finalising the window's epoch iterator in an
+            automatic collection either; what the run-on allocates is collected as usual.
 
     Why (issue 11): when the window's ``fit`` returns, Keras' epoch iterator (a generator over
     the user's tf.data iterator, autotuning on) is cyclic garbage. Destroying that iterator
@@ -62,6 +70,7 @@ def frozen() -> Iterator[None]:
     try:
         yield
     finally:
-        gc.unfreeze()
+        if thaw:
+            gc.unfreeze()
         if was_enabled:
             gc.enable()

@@ -197,6 +197,10 @@ class CaptureSession:
         facts_path: where to save partial facts after each phase (None: keep in memory).
         started: ``time.monotonic()`` when the capture started (phase times count from it).
         site_book: the construction sites (``sites.install()``); None: an empty book.
+        child: the session runs in the capture child (``python -m rnndoctor.capture``), which
+            ends with ``os._exit``; False in the user's own process (``rnndoctor.diagnose``,
+            ``DoctorCallback``). The child leaves the window's objects frozen after the
+            diagnosis (``heap.frozen(thaw=False)``).
 
     Attributes:
         fit_called: the ``fit`` hook ran the window (a later ``fit`` runs as Keras defines it).
@@ -213,8 +217,10 @@ class CaptureSession:
         facts_path: str | Path | None,
         started: float | None = None,
         site_book: SiteBook | None = None,
+        child: bool = False,
     ):
         self.facts = facts
+        self.child = child
         self.started = time.monotonic() if started is None else started
         self.options = options
         self.facts_path = facts_path

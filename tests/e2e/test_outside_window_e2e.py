@@ -111,6 +111,16 @@ def test_a_single_fit_runs_on_under_its_own_short_budget_and_writes_nothing(once
     assert sorted(p.name for p in work.iterdir()) == ["r"]  # nothing but --out in the cwd
 
 
+def test_the_run_on_keeps_the_windows_objects_frozen_with_automatic_collection_on(once):
+    """The child leaves the objects alive at the diagnosis' start frozen (the window's epoch
+    iterator among them: finalising it waits on tf.data's autotuning thread), with automatic
+    collection back on for what the run-on allocates (capture/heap.py: frozen)."""
+    _, doc = once
+    # the line follows Keras' progress bar, which ends with no newline
+    count, _, enabled = doc["script.log"].split("FROZEN", 1)[1].split()[:3]
+    assert int(count) > 1000 and enabled == "True"
+
+
 def test_rd406_fires_after_a_single_fit_with_the_counts_from_the_source(once):
     _, doc = once
     (predict,) = doc["facts"]["outside_window"]["calls"]

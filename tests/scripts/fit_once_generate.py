@@ -1,6 +1,10 @@
 """One fit, then a text-generation loop: 300 single-sample model.predict calls after training,
 as a character-level sampler makes. `rnndoctor check` must run on after the window of this
-single fit, count the predicts (RD406) and add what runs after fit to the job forecast, once."""
+single fit, count the predicts (RD406) and add what runs after fit to the job forecast, once.
+The script prints how many objects the garbage collector holds frozen as its run-on begins: the
+capture child keeps the window's objects frozen there (capture/heap.py: frozen)."""
+
+import gc
 
 import keras
 import numpy as np
@@ -15,6 +19,7 @@ model = keras.Sequential(
 )  # fmt: skip
 model.compile(optimizer="adam", loss="categorical_crossentropy")
 model.fit(x, y, batch_size=32, epochs=3)  # the fit line
+print("FROZEN", gc.get_freeze_count(), "ENABLED", gc.isenabled())
 
 seed = x[:1].copy()
 generated = []
