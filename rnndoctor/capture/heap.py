@@ -1,5 +1,5 @@
 """The capture process's own memory: its resident size now, handing freed heap back, and the
-garbage collector held off during the diagnosis (:func:`frozen`).
+garbage collector held off during the diagnosis, and in the capture child after it (:func:`frozen`).
 
 No other capture module is imported here, so the session, the step window and the memory
 figures of the batch-size probe (:mod:`rnndoctor.capture.memory`) can all use it.
@@ -53,6 +53,12 @@ def frozen(thaw: bool = True) -> Iterator[None]:
             freed there, and the script's run-on after the window (its model calls timed for
             RD406, its Python time) cannot pay for finalising the window's epoch iterator in an
             automatic collection either; what the run-on allocates is collected as usual.
+            The costs, accepted because the run-on is short and budgeted: the window's garbage
+            (its epoch iterator, with its threads and prefetch buffers) stays in memory until
+            the child's exit, as does any cyclic object alive at the diagnosis' start that the
+            run-on drops; and the run-on's full collections skip the frozen heap, so its Python
+            time (``outside_window``) leaves out the full-heap scans, and the finalisation of
+            the window's iterator, that the script's own run would pay after ``fit``.
 
     Why (issue 11): when the window's ``fit`` returns, Keras' epoch iterator (a generator over
     the user's tf.data iterator, autotuning on) is cyclic garbage. Destroying that iterator
@@ -63,7 +69,9 @@ def frozen(thaw: bool = True) -> Iterator[None]:
     0.4-0.7 s in 5 of 17 checks. Frozen, the window's garbage is not collected during the diagnosis;
     the capture child ends with ``os._exit``, which frees nothing, and in the user's own
     process (``rnndoctor.diagnose``, ``DoctorCallback``) it is collected later, as the user's
-    own ``fit`` would leave it."""
+    own ``fit`` would leave it. There ``gc.unfreeze`` also thaws what the user had frozen with
+    ``gc.freeze`` before the call (Python keeps one permanent generation): only automatic
+    collection comes back exactly as it was."""
     was_enabled = gc.isenabled()
     gc.disable()
     gc.freeze()

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 import rnndoctor
+from rnndoctor.facts import Outcome
 
 
 def test_the_window_records_the_loss_of_its_last_step(tmp_path):
@@ -26,7 +27,7 @@ def test_the_window_records_the_loss_of_its_last_step(tmp_path):
     assert isinstance(loss, float) and math.isfinite(loss) and loss > 0
 
 
-def test_the_users_own_process_gets_its_garbage_collector_back_as_it_was():
+def test_the_users_own_process_gets_its_garbage_collector_back_unfrozen():
     """In the user's process the window's objects are unfrozen after the diagnosis (only the
     capture child, which ends with os._exit, keeps them frozen: capture/heap.py: frozen)."""
     import gc
@@ -37,8 +38,9 @@ def test_the_users_own_process_gets_its_garbage_collector_back_as_it_was():
     model = keras.Sequential([keras.Input((5, 3)), keras.layers.LSTM(4), keras.layers.Dense(1)])
     model.compile(optimizer="adam", loss="mse")
     gc.unfreeze()
-    rnndoctor.diagnose(
+    report = rnndoctor.diagnose(
         model, x, y=np.zeros((64, 1), "float32"), batch_size=16, epochs=1, steps=2,
         warmup_steps=1, profile_steps=0, run_probes=False, probe_fast_path=False,
     )  # fmt: skip
+    assert report.facts.run.outcome == Outcome.COMPLETED  # the diagnosis did run
     assert gc.get_freeze_count() == 0 and gc.isenabled()

@@ -18,7 +18,10 @@ class _Node:
 
 
 def _cycle() -> weakref.ref:
-    """A cyclic garbage object, as a weak reference (dead once collected)."""
+    """A cyclic garbage object, as a weak reference (dead once collected). A collection first
+    sets the youngest generation's count to 0, so that no automatic one frees the object
+    between here and the ``gc.freeze`` that follows."""
+    gc.collect()
     return weakref.ref(_Node())
 
 
