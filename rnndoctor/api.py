@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rnndoctor import __version__
-from rnndoctor.engine import Report, evaluate, unread_probes
+from rnndoctor.engine import Report, evaluate, spe_share_cutoffs, unread_probes
 from rnndoctor.facts import Facts, RunInfo, SourceLocation
 from rnndoctor.options import DEFAULTS
 from rnndoctor.reports import notebook as _notebook  # noqa: F401 - registers Report._repr_html_
@@ -107,6 +107,7 @@ def diagnose(
         probe_fast_path=probe_fast_path,
         run_probes=run_probes,
         skip_probes=unread_probes(select, ignore),
+        spe_share_cutoffs=spe_share_cutoffs(),
     )
     session = _session(location, options, out)
     fit = _run_window(session, model, data, fit_kwargs, location)

@@ -316,6 +316,22 @@ def unread_probes(
     return tuple(probe for probe, readers in PROBE_READERS.items() if runs.isdisjoint(readers))
 
 
+def spe_share_cutoffs(
+    rule_options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> tuple[float, ...]:
+    """RD403's cut-offs on the dispatch share, ``min_dispatch_share`` and
+    ``error_dispatch_share`` (fractions of the step), with ``rule_options`` over the rule's
+    defaults: the capture's steps_per_execution probe pairs on in a second stage while its
+    interval straddles one of them (``WindowOptions.spe_share_cutoffs``), so that the
+    evidence is stronger where RD403 decides; the rule still decides.
+
+    Raises:
+        ValueError: ``rule_options`` is malformed (:func:`rnndoctor.rules.resolve_rule_options`).
+    """
+    values = resolve_rule_options(rule_options)["RD403"]
+    return (float(values.min_dispatch_share), float(values.error_dispatch_share))
+
+
 def evaluate(
     facts: Facts,
     select: Iterable[str] | None = None,

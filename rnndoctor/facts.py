@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 
 
 class Outcome(enum.StrEnum):
@@ -704,6 +704,8 @@ class PairedRatio:
     (p90 - p10) / median over its bursts; ``widen_factor``: widening already applied (1.0);
     ``cut_short``: why it stopped before each arm had its 10 steps and 1 s (None: it had them);
     ``phase``: the capture phase it was measured in; ``a`` / ``b``: what each arm ran.
+    Since 1.4, ``second_stage``: why the pairs went on past the first stage (its interval
+    straddled a rule's cut-off: ``capture/pairs.py: alternate``); None: one stage.
     """
 
     ratio: float
@@ -722,6 +724,7 @@ class PairedRatio:
     phase: str | None = None
     a: str = ""
     b: str = ""
+    second_stage: str | None = None
 
 
 @dataclass

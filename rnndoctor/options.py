@@ -78,6 +78,11 @@ class Options:
         skip_probes: probes of ``SKIPPABLE_PROBES`` not to run because no rule that reads
             them runs (``rnndoctor.engine.unread_probes`` of ``select`` / ``ignore``; set by the
             CLI for its capture child, never read from a file).
+        spe_share_cutoffs: RD403's cut-offs on the dispatch share (``min_dispatch_share``,
+            ``error_dispatch_share``, with ``rule_options`` over the defaults;
+            ``rnndoctor.engine.spe_share_cutoffs``): the steps_per_execution probe pairs on in a
+            second stage while its interval straddles one. Set by the CLI for its capture child,
+            never read from a file; empty: one stage.
         probe_fast_path: run the cuDNN fast-path probe on each LSTM/GRU layer.
         debug: show tracebacks after a failure.
         verify: after the check, apply each fix that is a source rewrite to a copy of the
@@ -110,6 +115,7 @@ class Options:
     redact: bool = field(default=False, metadata=_IN_FILE)
     no_probes: bool = False
     skip_probes: tuple[str, ...] = ()
+    spe_share_cutoffs: tuple[float, ...] = ()
     probe_fast_path: bool = True
     debug: bool = False
     verify: bool = False
@@ -129,6 +135,7 @@ class Options:
             *([] if self.timeout is None else ["--timeout", str(self.timeout)]),
             *(["--no-probes"] if self.no_probes else []),
             *[arg for name in self.skip_probes for arg in ("--skip-probe", name)],
+            *[arg for c in self.spe_share_cutoffs for arg in ("--spe-share-cutoff", repr(c))],
             *([] if self.probe_fast_path else ["--no-probe"]),
             *(["--window-only"] if self.window_only else []),
             *([] if self.control is None else ["--control", self.control]),
@@ -361,6 +368,7 @@ def parse_child_args(argv: list[str]) -> tuple[Options, str, list[str]]:
     parser.add_argument("--timeout", type=float, default=None)
     parser.add_argument("--no-probes", action="store_true", help="skip the input/compute probes")
     parser.add_argument("--skip-probe", action="append", default=[], choices=SKIPPABLE_PROBES)
+    parser.add_argument("--spe-share-cutoff", action="append", default=[], type=float)
     parser.add_argument("--window-only", action="store_true", help="measure the window only")
     parser.add_argument("--control", default=None, help="R,W: the parent's pipes (--verify)")
     parser.add_argument("script")
@@ -374,6 +382,7 @@ def parse_child_args(argv: list[str]) -> tuple[Options, str, list[str]]:
         timeout=args.timeout,  # None: no overall limit (the child run by hand)
         no_probes=args.no_probes,
         skip_probes=tuple(args.skip_probe),
+        spe_share_cutoffs=tuple(args.spe_share_cutoff),
         probe_fast_path=not args.no_probe,
         window_only=args.window_only,
         control=args.control,

@@ -32,7 +32,7 @@ from rnndoctor.stats import (
 MIN_STEPS = 10
 MIN_SECONDS = 1.0
 # The fewest pairs that give an interval: a bootstrap over 1 or 2 pairs is degenerate, and the
-# rules call such a comparison inconclusive (rules/_measured.py: MIN_PAIRS, the same number). A
+# rules call such a comparison inconclusive (rules/_measured.py: MIN_PAIRS is this number). A
 # probe's comparison whose own wall allowance ends before this many pairs goes on, within its
 # phase's budget, until it has them (capture/pairs.py: stop_reason): the demo's batch-size
 # probe fitted 2 pairs of 0.4-1.0 s steps in one idle stability run and its RD301 went from

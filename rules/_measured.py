@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from rnndoctor.decide import widen
 from rnndoctor.facts import PROBE_UNREAD, PROBES_NOT_RUN, DataNode, Facts, PairedRatio
 from rnndoctor.findings import Evidence, Location, Severity
+from rnndoctor.paired import INTERVAL_PAIRS
 from rnndoctor.rules import NotEvaluated, Option
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _rewrite as rw
@@ -257,8 +258,9 @@ DRIFT_WIDEN = 2.0
 # Fewer pairs than this give no interval (the bootstrap of a median over 1 or 2 pairs gives
 # bounds equal to the values themselves): the figure is then quoted from value / FEW_PAIRS_SPAN
 # to value x FEW_PAIRS_SPAN, so that no decision "clears" on it. 3: the fewest pairs whose
-# bootstrap median can differ from its extremes.
-MIN_PAIRS = 3
+# bootstrap median can differ from its extremes (rnndoctor.paired.INTERVAL_PAIRS, the number
+# the probes pair up to past their allowance).
+MIN_PAIRS = INTERVAL_PAIRS
 FEW_PAIRS_SPAN = 10.0
 _WINDOW_PHASES = ("warm-up steps", "measured steps", "custom loop: measured steps")
 

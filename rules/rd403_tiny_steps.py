@@ -33,7 +33,14 @@ Evidence:
     (``spe_probe[1].paired``); the dispatch share's 90% interval comes from those pairs,
     widened on a noisy machine or a drifting window. The rule warns (or errors) only when the
     interval's lower bound reaches the cut-off; when only the median does, it is ``info``,
-    "inconclusive: ...", with no speedup for the forecast.
+    "inconclusive: ...", with no speedup for the forecast. Where the first stage's interval
+    straddles the ratio at which the share reaches a cut-off (this rule's options, handed to
+    the probe: ``rnndoctor.engine.spe_share_cutoffs``; the mapping is
+    ``rnndoctor.dispatch``), the probe pairs on, up to 24 pairs within its time allowance,
+    and the rule decides on all of them (``paired.second_stage`` says why, in the evidence):
+    a share near the cut-off no longer clears it in one run and not in the next on 5 pairs
+    (tests/scripts/fit_loop_predict.py: 1.249x, 1.213–1.373x, no finding; then 1.315x,
+    1.281–1.391x, a warning; the cut-off at 1.259x).
 
 Bounds:
     What the rule rests on: a fixed host cost ``d`` per call of the train function (Keras'
@@ -94,6 +101,7 @@ References:
 
 from __future__ import annotations
 
+from rnndoctor import dispatch
 from rnndoctor.decide import Decision, decide, describe
 from rnndoctor.facts import Facts, ProbePoint
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
@@ -134,36 +142,23 @@ def _fix(facts: Facts, value: int) -> Fix:
     )
 
 
-def _uses_pairs(facts: Facts) -> bool:
-    """Whether the compute-only probe's pairs give the compute-only step's share of the real
-    step: they exist, number at least ``_measured.MIN_PAIRS`` and agree with the window."""
-    probes = facts.probes
-    paired = probes.compute_paired
-    return (paired is not None and paired.ratio > 0 and paired.pairs >= m.MIN_PAIRS
-            and probes.inconsistent is None)  # fmt: skip
-
-
 def _real_scale(facts: Facts, compute_ms: float, step: float) -> tuple[float, float]:
     """The compute-only step as a share of the real step (the window's step: input wait and
-    the callbacks' hooks included), at most 1 (Bounds), and the widening factor of the figures
-    it rests on. From the compute-only probe's pairs where :func:`_uses_pairs`
-    (``probes.compute_paired``: A = the real step without callbacks over B = the compute-only
-    step, timed side by side): ``1 / ratio`` times ``A / (A + callbacks)``, widened for that
-    probe's phase; else ``compute_ms`` (the steps_per_execution probe's step) over the window's
-    median ``step``, widened for the window's load and drift
-    (:func:`~rules._measured.window_widen`)."""
-    if _uses_pairs(facts):
-        paired = facts.probes.compute_paired
-        real, host = paired.median_a_ms, facts.probes.callback_ms or 0.0
-        with_host = real / (real + host) if real > 0 else 1.0
-        return min(1.0, with_host / paired.ratio), m.phase_widen(facts, paired.phase)
-    return min(1.0, compute_ms / step), m.window_widen(facts)
+    the callbacks' hooks included), at most 1 (Bounds: :func:`rnndoctor.dispatch.real_scale`),
+    and the widening factor of the figures it rests on: the compute-only probe's phase where
+    its pairs give the share (:func:`rnndoctor.dispatch.uses_pairs`), else the window's load and
+    drift (:func:`~rules._measured.window_widen`: ``compute_ms``, the steps_per_execution
+    probe's step, over the window's median ``step``)."""
+    scale = dispatch.real_scale(facts.probes, compute_ms, step)
+    if dispatch.uses_pairs(facts.probes):
+        return scale, m.phase_widen(facts, facts.probes.compute_paired.phase)
+    return scale, m.window_widen(facts)
 
 
 def _scale_text(facts: Facts, compute_ms: float, step: float) -> str:
     """The compute-only step's share of the real step, and where it comes from (evidence)."""
     scale, _ = _real_scale(facts, compute_ms, step)
-    if _uses_pairs(facts):
+    if dispatch.uses_pairs(facts.probes):
         pairs = facts.probes.compute_paired.pairs
         return f"{scale:.0%} (compute-only probe: {pairs} pairs with the real step, plus callbacks)"
     return f"{scale:.0%} (the steps_per_execution probe's step over the window's median step)"
@@ -184,7 +179,7 @@ def _dispatch_share(facts: Facts, one: ProbePoint, many: ProbePoint, step: float
     i = m.ratio_interval(facts, paired, extra=widen)
 
     def of(r: float) -> float:
-        return scale * (1.0 - 1.0 / r) if r > 0 else 0.0
+        return dispatch.share_at_ratio(r, scale, many.value, 1)
 
     return Interval(of(i.value), of(i.low), of(i.high), i.level, i.widen_factor)
 
@@ -204,7 +199,7 @@ def _left_share(facts: Facts, one: ProbePoint, user: ProbePoint, step: float) ->
     i = m.ratio_interval(facts, paired, extra=widen)
 
     def of(r: float) -> float:
-        return scale * max(0.0, r - 1.0) / (n - 1)
+        return dispatch.share_at_ratio(r, scale, n, n)
 
     return Interval(of(i.value), of(i.low), of(i.high), i.level, i.widen_factor)
 
@@ -220,6 +215,7 @@ def _basis(point: ProbePoint) -> str:
         f"ratio 1 / {point.value} = {paired.ratio:.2f}x (as measured, "
         f"{paired.low:.2f}–{paired.high:.2f}x)"
         + (f"; cut short: {paired.cut_short}" if paired.cut_short else "")
+        + (f"; second stage: {paired.second_stage}" if paired.second_stage else "")
     )
 
 

@@ -10,9 +10,12 @@ padding calls), the one diagnosis window (:mod:`.step_window`, driven by the ``f
 explicitly; the modules keep no check state of their own.
 
 What it may import: :mod:`rnndoctor.facts` (what it produces), :mod:`rnndoctor.stats` (shared
-math), :mod:`rnndoctor.options` (defaults and exit codes) and :mod:`rnndoctor.cluster` (the
-``--workers`` environment), plus TensorFlow, Keras and their helpers. Never the rules, the
-reports or the CLI: the parent process turns the facts into findings.
+math), :mod:`rnndoctor.options` (defaults and exit codes), :mod:`rnndoctor.cluster` (the
+``--workers`` environment), :mod:`rnndoctor.paired` and :mod:`rnndoctor.machine` (the paired
+timer, each phase's load) and :mod:`rnndoctor.dispatch` (the steps_per_execution probe's
+arithmetic, which RD403 shares, for the probe's second stage), plus TensorFlow, Keras and their
+helpers. Never the rules, the reports or the CLI: the parent process turns the facts into
+findings, and the rules' cut-offs reach the capture as options (``WindowOptions``).
 
 Submodules import TensorFlow or Keras at import time (except :mod:`.step_window`,
 :mod:`.session`, :mod:`.budget` and :mod:`.__main__`'s top level); import them only in the capture

@@ -284,6 +284,7 @@ def _window_options(options: Options) -> WindowOptions:
         timeout_s=options.timeout,
         run_probes=not options.no_probes and not options.window_only,
         skip_probes=options.skip_probes,
+        spe_share_cutoffs=options.spe_share_cutoffs,
         window_only=options.window_only,
         control=options.control,
     )

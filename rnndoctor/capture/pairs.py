@@ -81,6 +81,7 @@ def alternate(
     clock: Callable[[], float] = time.monotonic,
     precise: bool = False,
     phase_left: Callable[[], float] | None = None,
+    undecided: Callable[[Sequence[ArmRecord]], bool] | None = None,
 ) -> str | None:
     """Run rounds of bursts, one per arm in order, until each arm has ``min_steps`` timed steps
     and ``min_seconds`` of timed time (and, with ``precise``, until every arm's ratio to the
@@ -93,17 +94,32 @@ def alternate(
     raises or times nothing is marked ``failed`` and stops the rounds (the pairs so far still
     count).
 
+    With ``undecided``, a **second stage**: once the first stage is done (the floor met, and
+    the interval precise where asked), ``undecided(arms)`` is asked once; when True (the
+    interval straddles a rule's cut-off), rounds go on until :data:`MAX_ROUNDS` pairs or the
+    end of ``left()``, and the figure is the one over all the pairs. Asked once, not after each
+    round: stopping as soon as an interval clears a cut-off would look at it again and again,
+    and a ratio on the cut-off would clear it at some look far more often than the interval's
+    level says (the "repeated significance tests" of Armitage, McPherson and Rowe,
+    J. R. Statist. Soc. A 132(2), 1969); two looks keep that small.
+
     Returns:
         None when every arm has its steps and time; else why it stopped (the budget, the round
         limit, a failed arm), with each arm's steps and seconds.
     """
     last_round_s = 0.0
+    second = False  # the second stage runs
     while True:
         hard = phase_left() if phase_left is not None else None
         reason = stop_reason(arms, left(), last_round_s, min_steps, min_seconds, max_rounds, hard)
-        if reason == _DONE and precise and imprecise(arms):
-            # the floor is met and the interval is still wide: one more round while the rounds
-            # and the time allow (when they do not, the floor was met: done, not cut short)
+        wide = reason == _DONE and not second and precise and imprecise(arms)
+        if reason == _DONE and not second and not wide and undecided is not None:
+            second = bool(undecided(arms))
+            undecided = None  # asked once
+        if reason == _DONE and (wide or second):
+            # the floor is met and the interval is still wide, or straddles a cut-off: one more
+            # round while the rounds and the time allow (when they do not, the floor was met:
+            # done, not cut short)
             beyond = stop_reason(arms, left(), last_round_s, 2**31, float("inf"), max_rounds,
                                  hard)  # fmt: skip
             reason = None if beyond is None else _DONE

@@ -45,10 +45,10 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from rnndoctor import cluster
+from rnndoctor import cluster, dispatch
 from rnndoctor.capture import data as data_mod
 from rnndoctor.capture import flavour, interleave, memory, pairs, sampling, sites
 from rnndoctor.capture.budget import Budget, paired_left
@@ -66,6 +66,7 @@ from rnndoctor.facts import (
     ProbePoint,
     StepBreakdown,
 )
+from rnndoctor.paired import INTERVAL_PAIRS, paired_from_samples
 
 if TYPE_CHECKING:
     from rnndoctor.capture.session import CaptureSession, ProbeState
@@ -1164,10 +1165,12 @@ def _pair_points(
     before_burst: Callable[[ProbePoint], None] = lambda point: None,
     precise: bool = False,
     phase_left: Callable[[], float] | None = None,
+    undecided: Callable[[Sequence[pairs.ArmRecord]], bool] | None = None,
 ) -> None:
     """Alternates bursts of a probe's points (the first round already ran) until each has its
     10 steps and 1 s (and, with ``precise``, a tight interval: ``pairs.alternate``; past
-    ``left()`` while ``phase_left()`` allows, until the pairs give an interval), then
+    ``left()`` while ``phase_left()`` allows, until the pairs give an interval; with
+    ``undecided``, a second stage while it says the interval straddles a cut-off), then
     records each point's median step and its pairing with the first point (``point.paired``:
     A = the first point, B = this one). ``before_burst`` sets the model up for a point (its
     ``steps_per_execution``)."""
@@ -1183,7 +1186,8 @@ def _pair_points(
 
         arm.burst = burst
         records.append(arm)
-    why = pairs.alternate(records, left, precise=precise, phase_left=phase_left)
+    why = pairs.alternate(records, left, precise=precise, phase_left=phase_left,
+                          undecided=undecided)  # fmt: skip
     _record_points(arms, phase, why)
 
 
@@ -1565,6 +1569,66 @@ def _spe_skip(probes: ProbeFacts, current: int, compute_skipped: bool) -> str | 
     return None
 
 
+class _Straddle:
+    """``undecided`` for the steps_per_execution probe's pairs (``pairs.alternate``): whether
+    their ratio's 90% interval straddles the ratio at which RD403's dispatch share reaches one
+    of its cut-offs (``WindowOptions.spe_share_cutoffs``, the rule's ``min_dispatch_share`` and
+    ``error_dispatch_share``; :func:`rnndoctor.dispatch.ratio_at_share`, with the compute-only
+    step's share of the real step the rule uses, :func:`rnndoctor.dispatch.real_scale`).
+    ``why`` says so, for ``PairedRatio.second_stage``.
+
+    The interval read is the pairs' own, not widened for the machine's load as the rule widens
+    it: a noisy phase makes the rule's figure inconclusive, which more pairs do not undo."""
+
+    def __init__(
+        self,
+        probes: ProbeFacts,
+        step_ms: float | None,
+        current: int,
+        cutoffs: Sequence[float],
+        arms: list[tuple[ProbePoint, pairs.ArmRecord]],
+    ):
+        self.probes, self.step_ms, self.current = probes, step_ms, current
+        self.cutoffs, self.arms = tuple(cutoffs), arms
+        self.why: str | None = None
+
+    def __call__(self, records: Sequence[pairs.ArmRecord]) -> bool:
+        if len(records) < 2 or not self.cutoffs:
+            return False
+        one, many = records[0], records[1]
+        n = min(len(one.per_step_ms), len(many.per_step_ms))
+        if n < INTERVAL_PAIRS:
+            return False
+        result = paired_from_samples(one.per_step_ms[:n], many.per_step_ms[:n])
+        value = self.arms[1][0].value
+        # the compute-only step the rule scales: at 1 for a model at 1, else at its own N
+        compute_ms = result.median_a if self.current <= 1 else result.median_b
+        scale = dispatch.real_scale(self.probes, compute_ms, self.step_ms or compute_ms)
+        for cutoff in self.cutoffs:
+            at = dispatch.ratio_at_share(cutoff, scale, value, self.current)
+            if result.low < at <= result.high:
+                self.why = (
+                    f"RD403's cut-off {cutoff:.0%} of the step (a ratio of {at:.3f}x) was inside "
+                    f"the 90% interval {result.low:.3f}–{result.high:.3f}x of the first "
+                    f"{n} pairs: pairs went on to {pairs.MAX_ROUNDS} or the time allowance"
+                )
+                return True
+        return False
+
+
+def _spe_straddle(
+    session: CaptureSession,
+    probes: ProbeFacts,
+    current: int,
+    arms: list[tuple[ProbePoint, pairs.ArmRecord]],
+) -> _Straddle:
+    """The second-stage test of the steps_per_execution probe's pairs (:class:`_Straddle`), on
+    the window's median step and the cut-offs in ``session.options``."""
+    steps = session.facts.steps
+    step_ms = steps.median_step_time_ms if steps is not None else None
+    return _Straddle(probes, step_ms, current, session.options.spe_share_cutoffs, arms)
+
+
 def _spe_probe(
     session: CaptureSession,
     model: Any,
@@ -1613,9 +1677,14 @@ def _spe_probe(
             arms.append((point, arm))
         # The allowance counts from here: the first round holds the new function's tracing.
         # RD403's share rests on this ratio alone, near its cut-off for small models: its
-        # rounds go on past the floor until the interval is tight (pairs.PRECISE_WIDTH).
+        # rounds go on past the floor until the interval is tight (pairs.PRECISE_WIDTH), and
+        # then, where it straddles RD403's cut-off, in a second stage (_spe_straddle).
+        straddle = _spe_straddle(session, probes, current, arms)
         _pair_points(arms, paired_left(budget), Phase.SPE_PROBE, before_burst=set_up,
-                     precise=True, phase_left=budget.left)  # fmt: skip
+                     precise=True, phase_left=budget.left, undecided=straddle)  # fmt: skip
+        if straddle.why and len(arms) > 1 and arms[1][0].paired is not None:
+            point = arms[1][0]
+            point.paired = replace(point.paired, second_stage=straddle.why)
     finally:
         model.steps_per_execution = saved["steps_per_execution"]
         model.train_function = saved["train_function"]

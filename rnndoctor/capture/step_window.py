@@ -55,6 +55,8 @@ class WindowOptions:
             sequence sampling after the window.
         skip_probes: of those, the ones not to run (``Options.skip_probes``: no rule that
             reads them runs).
+        spe_share_cutoffs: RD403's dispatch-share cut-offs (``Options.spe_share_cutoffs``),
+            for the steps_per_execution probe's second stage; empty: none.
         window_only: measure the window and nothing after it (``Options.window_only``).
         control: the parent's pipes, ``"R,W"`` (``Options.control``; None: one window).
     """
@@ -68,6 +70,7 @@ class WindowOptions:
     timeout_s: float | None = None
     run_probes: bool = not DEFAULTS.no_probes
     skip_probes: tuple[str, ...] = ()
+    spe_share_cutoffs: tuple[float, ...] = ()
     window_only: bool = DEFAULTS.window_only
     control: str | None = DEFAULTS.control
 

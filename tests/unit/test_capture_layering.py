@@ -19,6 +19,7 @@ ALLOWED = {
     "rnndoctor.paired",
     "rnndoctor.machine",
     "rnndoctor.cluster",  # pure: the --workers environment the launcher and the capture share
+    "rnndoctor.dispatch",  # pure: RD403's share arithmetic, for the probe's second stage
 }
 # The modules below every hook: they import no hook module, so every hook may import them.
 # heap (the process's own memory: resident size, malloc_trim) imports no capture module either.

@@ -75,3 +75,44 @@ def test_a_precise_comparison_goes_on_past_the_floor_until_its_interval_is_tight
     a, b = noisy_arm("A", [2.0]), noisy_arm("B", [1.0, 2.0, 0.5])
     assert pairs.alternate([a, b], lambda: 60.0, precise=True, max_rounds=4) is None
     assert len(a.steps) == 4
+
+
+def test_a_second_stage_runs_once_asked_and_only_when_the_interval_straddles_a_cutoff():
+    asked = []
+
+    def straddles(answer: bool):
+        def undecided(arms):
+            asked.append(min(len(a.steps) for a in arms))
+            return answer
+
+        return undecided
+
+    # decided at the first stage: the rounds stop there, the question asked once
+    a, b = noisy_arm("A", [2.0]), noisy_arm("B", [1.0, 1.1, 0.9])
+    assert pairs.alternate([a, b], lambda: 60.0, undecided=straddles(False)) is None
+    first = len(a.steps)
+    assert asked == [first] and first < pairs.MAX_ROUNDS
+    # undecided: the rounds go on to MAX_ROUNDS, and the question is not asked again
+    asked.clear()
+    a, b = noisy_arm("A", [2.0]), noisy_arm("B", [1.0, 1.1, 0.9])
+    assert pairs.alternate([a, b], lambda: 60.0, undecided=straddles(True)) is None
+    assert asked == [first] and len(a.steps) == len(b.steps) == pairs.MAX_ROUNDS
+    # asked only once the floor is met: a comparison cut short is never asked
+    asked.clear()
+    a, b = arm("A", 10.0), arm("B", 10.0)
+    assert pairs.alternate([a, b], lambda: 0.0, undecided=straddles(True)) is not None
+    assert asked == []
+
+
+def test_a_second_stage_ends_with_the_allowance_and_is_then_done_not_cut_short():
+    now = [0.0]
+
+    def burst():
+        now[0] += 0.5  # each burst: 0.5 s of wall time, 1 s of timed steps
+        return [(100.0, 10)]
+
+    a, b = pairs.ArmRecord("A", burst), pairs.ArmRecord("B", burst)
+    why = pairs.alternate([a, b], lambda: 5.0 - now[0], clock=lambda: now[0],
+                          undecided=lambda arms: True)  # fmt: skip
+    assert why is None  # the floor was met at the first round
+    assert 1 < len(a.steps) < pairs.MAX_ROUNDS and now[0] <= 5.0
