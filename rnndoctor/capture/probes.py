@@ -888,10 +888,24 @@ def _compute_only(
         why = _rounds_in_one_fit(session, model, arms, [real_dataset.repeat(), tuned],
                                  [step_ms, step_ms], left, budget)  # fmt: skip
     if not cached.per_step_ms:  # not interleaved, or the interleaved fit failed: one per burst
-        why = pairs.alternate(arms, _unless(slow, left), phase_left=_unless(slow, budget.left))
+        why = _alternate_bursts(arms, slow, left, budget)
     if slow and why is not None:
         why = f"a real-data burst's set-up took {slow[0]:.1f} s (buffers filling): {why}"
     _record_compute(session, probes, arms, why, budget)
+
+
+def _alternate_bursts(
+    arms: list[pairs.ArmRecord], slow: list[float], left: Callable[[], float], budget: Budget
+) -> str | None:
+    """The compute-only probe's rounds, one ``fit`` per burst (``pairs.alternate``), until the
+    rounds have their floor and, past it, while the interval is wider than
+    ``pairs.PRECISE_WIDTH`` of the ratio (``precise``): RD201's input share and RD403's scale
+    rest on this ratio. 5 pairs of tests/scripts/timeseries_float64.py gave 2.42x
+    (1.05–2.42x): one pair at 1.05x made a 59% input share "inconclusive: 5–59%" where two
+    other runs warned at 49–60% (issue 11). No more rounds after a slow real-data set-up
+    (:func:`_unless`). Returns ``cut_short``."""
+    return pairs.alternate(arms, _unless(slow, left), phase_left=_unless(slow, budget.left),
+                           precise=True)  # fmt: skip
 
 
 def _unless(slow: list[float], left: Callable[[], float]) -> Callable[[], float]:
