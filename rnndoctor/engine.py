@@ -321,8 +321,8 @@ def spe_share_cutoffs(
 ) -> tuple[float, ...]:
     """RD403's cut-offs on the dispatch share, ``min_dispatch_share`` and
     ``error_dispatch_share`` (fractions of the step), with ``rule_options`` over the rule's
-    defaults: the capture's steps_per_execution probe pairs on in a second stage while its
-    interval straddles one of them (``WindowOptions.spe_share_cutoffs``), so that the
+    defaults: the capture's steps_per_execution probe pairs on in a second stage when its
+    first stage's interval straddles one of them (``WindowOptions.spe_share_cutoffs``), so that the
     evidence is stronger where RD403 decides; the rule still decides.
 
     Raises:

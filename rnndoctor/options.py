@@ -81,8 +81,8 @@ class Options:
         spe_share_cutoffs: RD403's cut-offs on the dispatch share (``min_dispatch_share``,
             ``error_dispatch_share``, with ``rule_options`` over the defaults;
             ``rnndoctor.engine.spe_share_cutoffs``): the steps_per_execution probe pairs on in a
-            second stage while its interval straddles one. Set by the CLI for its capture child,
-            never read from a file; empty: one stage.
+            second stage when its first stage's interval straddles one. Set by the CLI for its
+            capture child, never read from a file; empty: one stage.
         probe_fast_path: run the cuDNN fast-path probe on each LSTM/GRU layer.
         debug: show tracebacks after a failure.
         verify: after the check, apply each fix that is a source rewrite to a copy of the

@@ -114,7 +114,10 @@ def alternate(
         reason = stop_reason(arms, left(), last_round_s, min_steps, min_seconds, max_rounds, hard)
         wide = reason == _DONE and not second and precise and imprecise(arms)
         if reason == _DONE and not second and not wide and undecided is not None:
-            second = bool(undecided(arms))
+            try:
+                second = bool(undecided(arms))
+            except Exception:  # a failed test of the pairs: they stand as the first stage left them
+                second = False
             undecided = None  # asked once
         if reason == _DONE and (wide or second):
             # the floor is met and the interval is still wide, or straddles a cut-off: one more

@@ -1184,7 +1184,8 @@ def _pair_points(
     """Alternates bursts of a probe's points (the first round already ran) until each has its
     10 steps and 1 s (and, with ``precise``, a tight interval: ``pairs.alternate``; past
     ``left()`` while ``phase_left()`` allows, until the pairs give an interval; with
-    ``undecided``, a second stage while it says the interval straddles a cut-off), then
+    ``undecided``, a second stage when it says the first stage's interval straddles a
+    cut-off), then
     records each point's median step and its pairing with the first point (``point.paired``:
     A = the first point, B = this one). ``before_burst`` sets the model up for a point (its
     ``steps_per_execution``)."""
@@ -1605,6 +1606,7 @@ class _Straddle:
         self.probes, self.step_ms, self.current = probes, step_ms, current
         self.cutoffs, self.arms = tuple(cutoffs), arms
         self.why: str | None = None
+        self.first_pairs = 0  # the pairs when it asked for a second stage
 
     def __call__(self, records: Sequence[pairs.ArmRecord]) -> bool:
         if len(records) < 2 or not self.cutoffs:
@@ -1617,7 +1619,8 @@ class _Straddle:
         value = self.arms[1][0].value
         # the compute-only step the rule scales: at 1 for a model at 1, else at its own N
         compute_ms = result.median_a if self.current <= 1 else result.median_b
-        scale = dispatch.real_scale(self.probes, compute_ms, self.step_ms or compute_ms)
+        # without a window step the rule divides by the step at 1 (rules/rd403: step)
+        scale = dispatch.real_scale(self.probes, compute_ms, self.step_ms or result.median_a)
         for cutoff in self.cutoffs:
             at = dispatch.ratio_at_share(cutoff, scale, value, self.current)
             if result.low < at <= result.high:
@@ -1626,6 +1629,7 @@ class _Straddle:
                     f"the 90% interval {result.low:.3f}–{result.high:.3f}x of the first "
                     f"{n} pairs: pairs went on to {pairs.MAX_ROUNDS} or the time allowance"
                 )
+                self.first_pairs = n
                 return True
         return False
 
@@ -1696,8 +1700,9 @@ def _spe_probe(
         straddle = _spe_straddle(session, probes, current, arms)
         _pair_points(arms, paired_left(budget), Phase.SPE_PROBE, before_burst=set_up,
                      precise=True, phase_left=budget.left, undecided=straddle)  # fmt: skip
-        if straddle.why and len(arms) > 1 and arms[1][0].paired is not None:
-            point = arms[1][0]
+        point = arms[1][0] if len(arms) > 1 else None
+        # only where the second stage ran a round (the first may have spent the allowance)
+        if straddle.why and point and point.paired and point.paired.pairs > straddle.first_pairs:
             point.paired = replace(point.paired, second_stage=straddle.why)
     finally:
         model.steps_per_execution = saved["steps_per_execution"]

@@ -116,3 +116,12 @@ def test_a_second_stage_ends_with_the_allowance_and_is_then_done_not_cut_short()
                           undecided=lambda arms: True)  # fmt: skip
     assert why is None  # the floor was met at the first round
     assert 1 < len(a.steps) < pairs.MAX_ROUNDS and now[0] <= 5.0
+
+
+def test_a_failing_second_stage_test_leaves_the_first_stages_pairs_standing():
+    def broken(arms):
+        raise ZeroDivisionError("a 0 ms burst")
+
+    a, b = noisy_arm("A", [2.0]), noisy_arm("B", [1.0, 1.1, 0.9])
+    assert pairs.alternate([a, b], lambda: 60.0, undecided=broken) is None
+    assert 1 <= len(a.steps) == len(b.steps) < pairs.MAX_ROUNDS

@@ -96,3 +96,19 @@ def test_the_cli_hands_rd403s_configured_cut_offs_to_the_capture_child():
     argv = Options(out="o", spe_share_cutoffs=(0.3, 0.5)).child_argv()
     options, script, _ = parse_child_args([*argv, "train.py"])
     assert options.spe_share_cutoffs == (0.3, 0.5) and script == "train.py"
+
+
+def test_without_a_window_step_the_probe_divides_by_the_step_at_one_as_the_rule_does():
+    # a model compiled with steps_per_execution=8, no window step, no compute-only pairs: the
+    # rule's share is of the step at 1 (rules/rd403_tiny_steps.py: step), so is the probe's
+    f = facts(step=4.0, compute=4.0, spe=8)
+    f.steps = None
+    one, many = [4.0] * 6, [4.0 / r for r in (1.8, 2.6, 2.1, 2.4, 1.9, 2.5)]
+    result = paired_from_samples(one, many)
+    scale = dispatch.real_scale(f.probes, result.median_b, result.median_a)
+    assert scale == pytest.approx(result.median_b / result.median_a)  # at 8 over at 1
+    cutoff = dispatch.share_at_ratio(result.ratio, scale, 8, 8)  # the median's share
+    arms = [(ProbePoint(1), None), (ProbePoint(8), None)]
+    test = _Straddle(f.probes, None, 8, (cutoff,), arms)
+    assert test(records(one, many)) is True and test.first_pairs == 6
+    assert f"a ratio of {result.ratio:.3f}x" in test.why
