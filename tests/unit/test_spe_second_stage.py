@@ -112,3 +112,12 @@ def test_without_a_window_step_the_probe_divides_by_the_step_at_one_as_the_rule_
     test = _Straddle(f.probes, None, 8, (cutoff,), arms)
     assert test(records(one, many)) is True and test.first_pairs == 6
     assert f"a ratio of {result.ratio:.3f}x" in test.why
+
+
+def test_rd403s_evidence_says_why_its_pairs_had_a_second_stage():
+    f = fit_loop_predict(1.3)
+    why = "RD403's cut-off 20% of the step (a ratio of 1.259x) was inside ..."
+    f.probes.spe_probe[1].paired.second_stage = why
+    _, (finding,) = run(f, "RD403")
+    (row,) = [e for e in finding.evidence if e.label == "dispatch share of the step"]
+    assert row.source.endswith("; second stage: " + why)
