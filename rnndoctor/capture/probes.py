@@ -1619,7 +1619,7 @@ class _Straddle:
         value = self.arms[1][0].value
         # the compute-only step the rule scales: at 1 for a model at 1, else at its own N
         compute_ms = result.median_a if self.current <= 1 else result.median_b
-        # without a window step the rule divides by the step at 1 (rules/rd403: step)
+        # without a window step the rule divides by the step at 1 (rules/rd403_tiny_steps.py)
         scale = dispatch.real_scale(self.probes, compute_ms, self.step_ms or result.median_a)
         for cutoff in self.cutoffs:
             at = dispatch.ratio_at_share(cutoff, scale, value, self.current)
