@@ -71,7 +71,10 @@ def decide(
             to be had, a share of time lost); False when it fires at or below it.
         measured: the same figure as its pairs measured it, before ``evidence`` was widened for
             a noisy machine (its bounds: the bootstrap interval, or the pairs' extremes when
-            there are too few for one); None when the rule does not have it.
+            there are too few for one; where the rule models which way the load biases the
+            figure, the bound on that side moved to the figure with the bias taken out, e.g.
+            RD301's and RD403's ``rnndoctor.dispatch.unloaded_ratio``); None when the rule
+            does not have it.
 
     Returns:
         CLEARS when the whole interval clears the cut-off, INCONCLUSIVE when only the point
@@ -79,7 +82,10 @@ def decide(
         INCONCLUSIVE when the median falls short but ``measured`` reaches the cut-off: there
         the median itself is biased by the load (``rules/_measured.py: widen_ratio``), while
         a pair measured past the cut-off is a fact (the demo's RD301 in a loaded run: 1.49x,
-        its 2 pairs 1.12x and 1.86x, gave no finding where quiet runs warned at 1.8–1.9x). The
+        its 2 pairs 1.12x and 1.86x, gave no finding where quiet runs warned at 1.8–1.9x), and
+        so is a bound with the load's bias taken out (RD403 on
+        tests/scripts/fit_loop_predict.py under load: 1.13–1.15x, its pairs' upper bound
+        below the cut-off, where quiet runs warned at 1.29–1.40x). The
         widened interval cannot serve for this: its floor (value / factor to value x factor)
         reaches every cut-off within the load factor, a 0.8x ratio's included.
     """

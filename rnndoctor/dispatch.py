@@ -16,6 +16,16 @@ share of the real step) it is a share of the job's step, the figure RD403 decide
 increasing in ``r``, so a share cut-off stands for one ratio (:func:`ratio_at_share`): the probe
 reads it to decide whether its pairs need a second stage (``capture/probes.py: _spe_probe``).
 
+Under load (:func:`unloaded_ratio`): the same model, a fixed host cost paid once per call and a
+compute cost per unit of work, says which way a busy neighbour biases the ratio. On a 2-core
+machine one busy core slows a kernel that spreads over both cores by up to 2x, and the one
+Python thread that pays the host cost far less, so the ratio reads low: under one core of load
+tests/scripts/fit_loop_predict.py's RD403 ratio fell from 1.29–1.40x (idle) to 1.13–1.15x, and
+the demo's batch-size ratio from 1.8–1.9x to 1.49x (the README's under-load table at 68a0856).
+Taking the load's slowdown out of the compute alone maps 1.14x to 1.28x and 1.49x to 1.84x: the
+idle figures. A rule reads that bound under load only, so that a figure the load pushed below
+its cut-off is "inconclusive", not "no finding" (issue 11: under load no finding disappears).
+
 Pure Python: facts in, floats out.
 """
 
@@ -23,7 +33,7 @@ from __future__ import annotations
 
 import math
 
-from rnndoctor.facts import ProbeFacts
+from rnndoctor.facts import MachinePhase, ProbeFacts
 from rnndoctor.paired import INTERVAL_PAIRS
 
 
@@ -77,3 +87,41 @@ def ratio_at_share(share: float, scale: float, value: int, compiled: int) -> flo
     if share >= scale:
         return math.inf
     return 1.0 / (1.0 - share / scale)
+
+
+def compute_slowdown(load: MachinePhase | None) -> float:
+    """How much other processes can have slowed the compute over a phase, >= 1: 1 on a quiet
+    phase (or one not sampled); on a noisy one ``cpus / (cpus - foreign cores)`` (a kernel that
+    spreads over every CPU gets at most the CPUs the others leave it: 2.0 on a 2-CPU machine
+    with one busy core), at most the phase's ``widen_factor`` (``rnndoctor.machine
+    .MachineLoad.widen_factor``: 1 + foreign cores, capped at 3)."""
+    if load is None or not load.noisy or load.widen_factor <= 1.0:
+        return 1.0
+    left = load.cpus - load.foreign_cores
+    bound = load.cpus / left if left > 0 else load.widen_factor
+    return max(1.0, min(load.widen_factor, bound))
+
+
+def unloaded_ratio(ratio: float, per: float, slowdown: float) -> float:
+    """A paired ratio measured under load, as it would read had the load slowed only the
+    compute, by ``slowdown`` (:func:`compute_slowdown`), and not the fixed host cost.
+
+    The model: arm A pays a fixed host cost ``d`` once per unit of compute ``c``, arm B once
+    per ``per`` units, so ``ratio = (c + d) / (c + d / per) = (1 + x) / (1 + x / per)`` with
+    ``x = d / c``. That is RD403's step at 1 over the step at N (``per = N``) and RD301's
+    samples/s ratio of batch ``k b`` over ``b`` (``per = k``: the step's fixed cost once per
+    batch, the compute per sample). Under load ``c`` reads ``slowdown`` times its idle value,
+    so the idle ``x`` is ``slowdown`` times the one measured: ``x = (ratio - 1) / (1 - ratio /
+    per)``, then the ratio at ``slowdown x``. Outside ``1 < ratio < per`` (no fixed cost to
+    amortise, or nothing but) the model says nothing and ``ratio`` comes back unchanged; never
+    below ``ratio``.
+
+    Raises:
+        ValueError: ``per`` <= 1 or ``slowdown`` < 1.
+    """
+    if per <= 1.0 or slowdown < 1.0:
+        raise ValueError(f"need per > 1 and slowdown >= 1, not {per} and {slowdown}")
+    if not 1.0 < ratio < per:
+        return ratio
+    x = slowdown * (ratio - 1.0) / (1.0 - ratio / per)
+    return max(ratio, (1.0 + x) / (1.0 + x / per))

@@ -11,8 +11,16 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from rnndoctor import dispatch
 from rnndoctor.decide import widen
-from rnndoctor.facts import PROBE_UNREAD, PROBES_NOT_RUN, DataNode, Facts, PairedRatio
+from rnndoctor.facts import (
+    PROBE_UNREAD,
+    PROBES_NOT_RUN,
+    DataNode,
+    Facts,
+    MachinePhase,
+    PairedRatio,
+)
 from rnndoctor.findings import Evidence, Location, Severity
 from rnndoctor.paired import INTERVAL_PAIRS
 from rnndoctor.rules import NotEvaluated, Option
@@ -268,8 +276,13 @@ _WINDOW_PHASES = ("warm-up steps", "measured steps", "custom loop: measured step
 def phase_widen(facts: Facts, phase: str | None) -> float:
     """The widening factor of the intervals measured in ``phase``: its recorded machine load's
     ``widen_factor`` (1.0 when the phase was quiet or not sampled)."""
-    load = facts.run.machine_of(phase) if phase else None
+    load = phase_load(facts, phase)
     return load.widen_factor if load is not None else 1.0
+
+
+def phase_load(facts: Facts, phase: str | None) -> MachinePhase | None:
+    """The machine load recorded over ``phase`` (None when it was not sampled, or no phase)."""
+    return facts.run.machine_of(phase) if phase else None
 
 
 def window_widen(facts: Facts) -> float:
@@ -388,6 +401,31 @@ def noisy_note(facts: Facts) -> str | None:
         return None
     text = "; ".join(parts)
     return text if text.startswith("noisy machine") else "noisy machine: " + text
+
+
+def unloaded_evidence(
+    facts: Facts, paired: PairedRatio | None, per: float, scale: float = 1.0
+) -> tuple[Evidence, ...]:
+    """Under load (the pairs' phase noisy), the row that says how far the load can have biased
+    a fixed-cost ratio (``rnndoctor.dispatch.unloaded_ratio``; the figure is the paired ratio
+    times ``scale``, e.g. RD301's batch ratio): the pairs' upper bound as measured and with the
+    load's slowdown taken out of the compute; () on a quiet phase."""
+    if paired is None or per <= 1.0:
+        return ()
+    slowdown = dispatch.compute_slowdown(phase_load(facts, paired.phase))
+    if slowdown <= 1.0:
+        return ()
+    high = max(paired.high, paired.ratio) * scale
+    return (
+        Evidence(
+            "under load, bias taken out",
+            f"the pairs' upper bound {high:.2f}x reads "
+            f"{dispatch.unloaded_ratio(high, per, slowdown):.2f}x with the compute "
+            f"{slowdown:.2f}x faster (the most the load can have slowed it)",
+            "",
+            "rnndoctor.dispatch.unloaded_ratio",
+        ),
+    )
 
 
 def noisy_evidence(facts: Facts) -> tuple[Evidence, ...]:

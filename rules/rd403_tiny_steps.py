@@ -55,6 +55,14 @@ Bounds:
     saves three quarters of it (the gain quoted). Both are increasing in ``r``, so the ratio's
     interval maps onto the share's.
 
+    Under load the ratio reads low: a busy core slows the compute (spread over every core) far
+    more than the host cost (one Python thread), so the host cost looks a smaller part of the
+    step than it is (tests/scripts/fit_loop_predict.py: 1.29–1.40x idle, 1.13–1.15x under one
+    busy core, a warning gone). Under load the rule also reads the pairs' upper bound with the
+    load's slowdown taken out of the compute (``rnndoctor.dispatch.unloaded_ratio``, at most
+    ``cpus / (cpus - foreign cores)``: ``compute_slowdown``); where its share reaches the
+    cut-off, the finding is "inconclusive", not absent.
+
     The step after the fix is never below the compute-only step at N steps per call. The
     saving is a share of the compute-only step at 1 (``1 - 1 / r``, paired), and that step is
     part of the real step, so the share of the real step is at most ``1 - 1 / r``: a probe
@@ -206,6 +214,26 @@ def _left_share(facts: Facts, one: ProbePoint, user: ProbePoint, step: float) ->
     return Interval(of(i.value), of(i.low), of(i.high), i.level, i.widen_factor)
 
 
+def _measured_share(facts: Facts, point: ProbePoint, step: float, compiled: int) -> Interval | None:
+    """The share :func:`_dispatch_share` (``compiled == 1``) or :func:`_left_share` gives, as
+    the pairs measured it, before any widening (their bootstrap interval, or extremes), with
+    its upper bound at the ratio the pairs' upper bound reaches once the load's slowdown is
+    taken out of the compute (``rnndoctor.dispatch.unloaded_ratio``, Bounds): what
+    :func:`rnndoctor.decide.decide` reads under load. None without a pairing."""
+    paired = point.paired
+    if paired is None:
+        return None
+    at_ms = paired.median_b_ms if compiled > 1 else paired.median_a_ms
+    scale, _ = _real_scale(facts, at_ms, step)
+    slowdown = dispatch.compute_slowdown(m.phase_load(facts, paired.phase))
+    high = dispatch.unloaded_ratio(max(paired.high, paired.ratio), point.value, slowdown)
+
+    def of(r: float) -> float:
+        return dispatch.share_at_ratio(r, scale, point.value, compiled)
+
+    return Interval(of(paired.ratio), of(min(paired.low, paired.ratio)), of(high), paired.level)
+
+
 def _basis(point: ProbePoint) -> str:
     """Where the dispatch share comes from: the pairs, and their step-time ratio as measured
     (a reader's check on a share interval shown clipped to 0–100%)."""
@@ -254,7 +282,8 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     at_ms = many.step_time_ms if spe > 1 else one.step_time_ms
     if many.paired is not None:
         at_ms = many.paired.median_b_ms if spe > 1 else many.paired.median_a_ms
-    decision = decide(share, options.min_dispatch_share, higher_is_worse=True)
+    measured = _measured_share(facts, many, step, 1 if spe == 1 else spe)
+    decision = decide(share, options.min_dispatch_share, higher_is_worse=True, measured=measured)
     if decision is Decision.BELOW:
         return []
     saved_ms = share.value * step * kept
@@ -290,6 +319,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 Evidence("median step time", step, "ms", "fit (diagnosis window)"),
                 Evidence("compute-only step / real step", _scale_text(facts, at_ms, step)),
                 Evidence("dispatch share of the step", quoted, "", _basis(many)),
+                *m.unloaded_evidence(facts, many.paired, many.value),
                 *m.noisy_evidence(facts),
             ),
             fix=_fix(facts, value),
