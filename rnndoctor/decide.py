@@ -4,7 +4,8 @@ A measured rule fires at warning or error only when the whole
 interval of its figure clears the rule's cut-off (RD301: the lower bound of the throughput ratio
 >= 1.5x); when only the median clears it, the finding is ``info`` and says "inconclusive: 1.6x
 (90% interval 1.2–1.9x)"; when the median does not clear it, there is no finding (under load:
-unless a pair measured past the cut-off, see :func:`decide`). The cut-offs
+unless a pair measured past the cut-off, or the pairs' bound with the load's bias taken out
+reaches it, see :func:`decide`). The cut-offs
 stay where the rules have them; only the evidence a decision needs is stronger. Every measured
 gain is quoted with its interval, in the one format of :func:`format_ratio` and
 :func:`format_share`.
@@ -33,8 +34,8 @@ class Decision(enum.Enum):
     CLEARS = "clears"
     """The whole interval is on the finding's side of the cut-off: it may fire at its severity."""
     INCONCLUSIVE = "inconclusive"
-    """Only the point estimate is (or, under load, a measured pair): the finding is ``info``
-    and says "inconclusive: ..."."""
+    """Only the point estimate is (or, under load, a measured pair, or a bound with the load's
+    bias taken out): the finding is ``info`` and says "inconclusive: ..."."""
     BELOW = "below"
     """The point estimate is not: no finding."""
 
@@ -83,7 +84,7 @@ def decide(
         the median itself is biased by the load (``rules/_measured.py: widen_ratio``), while
         a pair measured past the cut-off is a fact (the demo's RD301 in a loaded run: 1.49x,
         its 2 pairs 1.12x and 1.86x, gave no finding where quiet runs warned at 1.8–1.9x), and
-        so is a bound with the load's bias taken out (RD403 on
+        so, by the rule's model of the bias, is a bound with that bias taken out (RD403 on
         tests/scripts/fit_loop_predict.py under load: 1.13–1.15x, its pairs' upper bound
         below the cut-off, where quiet runs warned at 1.29–1.40x). The
         widened interval cannot serve for this: its floor (value / factor to value x factor)

@@ -22,8 +22,8 @@ machine one busy core slows a kernel that spreads over both cores by up to 2x, a
 Python thread that pays the host cost far less, so the ratio reads low: under one core of load
 tests/scripts/fit_loop_predict.py's RD403 ratio fell from 1.29–1.40x (idle) to 1.13–1.15x, and
 the demo's batch-size ratio from 1.8–1.9x to 1.49x (the README's under-load table at 68a0856).
-Taking the load's slowdown out of the compute alone maps 1.14x to 1.28x and 1.49x to 1.84x: the
-idle figures. A rule reads that bound under load only, so that a figure the load pushed below
+Taking the load's slowdown out of the compute alone maps 1.14x to 1.28x and 1.49x to 1.84x, near
+the idle figures. A rule reads that bound under load only, so that a figure the load pushed below
 its cut-off is "inconclusive", not "no finding" (issue 11: under load no finding disappears).
 
 Pure Python: facts in, floats out.

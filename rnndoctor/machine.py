@@ -265,16 +265,25 @@ class LoadSampler:
         Raises:
             RuntimeError: :meth:`start` was not called.
         """
+        self.result = self.peek()
+        self._before = None
+        return self.result
+
+    def peek(self) -> MachineLoad:
+        """The phase's load so far (the counters now against :meth:`start`), the sample going
+        on: what a check inside the phase reads (``capture/probes.py: _window_noise``).
+
+        Raises:
+            RuntimeError: :meth:`start` was not called.
+        """
         if self._before is None:
-            raise RuntimeError("LoadSampler.stop() before start()")
+            raise RuntimeError("LoadSampler read before start()")
         after = read_counters(*self._readers)
         cpus = self._cpu_count() or 1
-        self.result = machine_load(
+        return machine_load(
             self._before, after, cpus=cpus, load_avg_1m=float(self._loadavg()[0]),
             tick_s=clock_tick_s(),
         )  # fmt: skip
-        self._before = None
-        return self.result
 
     def __enter__(self) -> LoadSampler:
         return self.start()

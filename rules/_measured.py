@@ -9,6 +9,7 @@ and the input-only time of a fresh iterator. The cut-offs on the input-bound sha
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rnndoctor import dispatch
@@ -310,7 +311,8 @@ def widen_ratio(interval: Interval, factor: float) -> Interval:
     ``factor`` on the log scale, and at least ``value / factor`` to ``value x factor``.
 
     Why the floor: foreign load does not only scatter the steps, it shifts them (on a 2-core
-    machine a busy neighbour slows the Python dispatch thread more than the kernels), so a
+    machine a busy neighbour slows kernels spread over both cores far more than the one Python
+    thread that dispatches them: ``rnndoctor.dispatch.unloaded_ratio``), so a
     tight interval measured under load can be tight around a biased value, and widening its
     width alone keeps it tight. With the floor, a figure measured under load is inconclusive
     unless it clears its cut-off by more than the load factor (issue 11: under load a finding
@@ -404,24 +406,34 @@ def noisy_note(facts: Facts) -> str | None:
 
 
 def unloaded_evidence(
-    facts: Facts, paired: PairedRatio | None, per: float, scale: float = 1.0
+    facts: Facts,
+    paired: PairedRatio | None,
+    per: float,
+    scale: float = 1.0,
+    share: Callable[[float], float] | None = None,
 ) -> tuple[Evidence, ...]:
     """Under load (the pairs' phase noisy), the row that says how far the load can have biased
     a fixed-cost ratio (``rnndoctor.dispatch.unloaded_ratio``; the figure is the paired ratio
     times ``scale``, e.g. RD301's batch ratio): the pairs' upper bound as measured and with the
-    load's slowdown taken out of the compute; () on a quiet phase."""
+    load's slowdown taken out of the compute, and the share the rule decides on at each
+    (``share``: figure -> share, e.g. RD403's); () on a quiet phase."""
     if paired is None or per <= 1.0:
         return ()
     slowdown = dispatch.compute_slowdown(phase_load(facts, paired.phase))
     if slowdown <= 1.0:
         return ()
     high = max(paired.high, paired.ratio) * scale
+    unloaded = dispatch.unloaded_ratio(high, per, slowdown)
+
+    def shown(r: float) -> str:
+        return f"{r:.2f}x" + (f" (share {share(r):.0%})" if share is not None else "")
+
     return (
         Evidence(
             "under load, bias taken out",
-            f"the pairs' upper bound {high:.2f}x reads "
-            f"{dispatch.unloaded_ratio(high, per, slowdown):.2f}x with the compute "
-            f"{slowdown:.2f}x faster (the most the load can have slowed it)",
+            f"the pairs' upper bound {shown(high)} reads {shown(unloaded)} with the compute "
+            f"{slowdown:.2f}x faster (the slowdown if the compute got only the CPUs the other "
+            "processes left)",
             "",
             "rnndoctor.dispatch.unloaded_ratio",
         ),

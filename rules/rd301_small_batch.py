@@ -20,7 +20,8 @@ Evidence:
     lower bound reaches ``min_speedup``; when only the median does, it is ``info``,
     "inconclusive: ...". Under load (the probe's phase noisy) it is also ``info``,
     "inconclusive", when the median falls short but a pair measured the gain past
-    ``min_speedup`` (``rnndoctor.decide.decide``'s ``measured``: the load biases the median).
+    ``min_speedup``, or the pairs' upper bound does with the load's bias taken out (Bounds;
+    ``rnndoctor.decide.decide``'s ``measured``: the load biases the median).
 
 Bounds:
     The gain is the measured throughput (samples/s) ratio, never a step-time ratio: a larger

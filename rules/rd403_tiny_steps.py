@@ -31,7 +31,10 @@ Evidence:
     argument as written).
     The two settings are timed in interleaved bursts
     (``spe_probe[1].paired``); the dispatch share's 90% interval comes from those pairs,
-    widened on a noisy machine or a drifting window. The rule warns (or errors) only when the
+    widened on a noisy machine or a drifting window. Under load (the steps_per_execution probe's
+    phase noisy) a median short of the cut-off is "inconclusive" rather than no finding where
+    the pairs' upper bound, with the load's bias taken out (Bounds), reaches it (the row "under
+    load, bias taken out"). The rule warns (or errors) only when the
     interval's lower bound reaches the cut-off; when only the median does, it is ``info``,
     "inconclusive: ...", with no speedup for the forecast. Where the first stage's interval
     straddles the ratio at which the share reaches a cut-off (this rule's options, handed to
@@ -110,6 +113,8 @@ References:
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from rnndoctor import dispatch
 from rnndoctor.decide import Decision, decide, describe
@@ -214,18 +219,34 @@ def _left_share(facts: Facts, one: ProbePoint, user: ProbePoint, step: float) ->
     return Interval(of(i.value), of(i.low), of(i.high), i.level, i.widen_factor)
 
 
-def _measured_share(facts: Facts, point: ProbePoint, step: float, compiled: int) -> Interval | None:
-    """The share :func:`_dispatch_share` (``compiled == 1``) or :func:`_left_share` gives, as
-    the pairs measured it, before any widening (their bootstrap interval, or extremes), with
-    its upper bound at the ratio the pairs' upper bound reaches once the load's slowdown is
-    taken out of the compute (``rnndoctor.dispatch.unloaded_ratio``, Bounds): what
-    :func:`rnndoctor.decide.decide` reads under load. None without a pairing."""
+def _share_of(
+    facts: Facts, point: ProbePoint, step: float, compiled: int
+) -> Callable[[float], float] | None:
+    """The share of the real step at a paired ratio of ``point`` (what :func:`_dispatch_share`
+    or :func:`_left_share` maps a ratio to), for the evidence row under load; None without a
+    pairing."""
     paired = point.paired
     if paired is None:
         return None
     at_ms = paired.median_b_ms if compiled > 1 else paired.median_a_ms
     scale, _ = _real_scale(facts, at_ms, step)
-    slowdown = dispatch.compute_slowdown(m.phase_load(facts, paired.phase))
+    return lambda r: dispatch.share_at_ratio(r, scale, point.value, compiled)
+
+
+def _measured_share(facts: Facts, point: ProbePoint, step: float, compiled: int) -> Interval | None:
+    """The share :func:`_dispatch_share` (``compiled == 1``) or :func:`_left_share` gives, as
+    the pairs measured it, before any widening (their bootstrap interval, or extremes), with
+    its upper bound at the ratio the pairs' upper bound reaches once the load's slowdown is
+    taken out of the compute (``rnndoctor.dispatch.unloaded_ratio``, Bounds): what
+    :func:`rnndoctor.decide.decide` reads under load. None without a pairing, and on a quiet
+    steps_per_execution phase (a drifting window widens the share, and the pairs' own bounds
+    do not decide it)."""
+    paired = point.paired
+    slowdown = dispatch.compute_slowdown(m.phase_load(facts, paired.phase)) if paired else 1.0
+    if paired is None or slowdown <= 1.0:
+        return None
+    at_ms = paired.median_b_ms if compiled > 1 else paired.median_a_ms
+    scale, _ = _real_scale(facts, at_ms, step)
     high = dispatch.unloaded_ratio(max(paired.high, paired.ratio), point.value, slowdown)
 
     def of(r: float) -> float:
@@ -319,7 +340,12 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 Evidence("median step time", step, "ms", "fit (diagnosis window)"),
                 Evidence("compute-only step / real step", _scale_text(facts, at_ms, step)),
                 Evidence("dispatch share of the step", quoted, "", _basis(many)),
-                *m.unloaded_evidence(facts, many.paired, many.value),
+                *m.unloaded_evidence(
+                    facts,
+                    many.paired,
+                    many.value,
+                    share=_share_of(facts, many, step, 1 if spe == 1 else spe),
+                ),
                 *m.noisy_evidence(facts),
             ),
             fix=_fix(facts, value),

@@ -37,7 +37,7 @@ from rnndoctor.capture.budget import Budget, Budgets
 from rnndoctor.capture.sites import SiteBook
 from rnndoctor.capture.step_window import WindowOptions
 from rnndoctor.facts import CutShort, Facts, MachinePhase, Phase, SourceLocation, StepTimes
-from rnndoctor.machine import LoadSampler
+from rnndoctor.machine import LoadSampler, MachineLoad
 
 
 class RunningWindow(Protocol):
@@ -289,6 +289,17 @@ class CaptureSession:
         )
         self.facts.run.machine.append(record)
         return record
+
+    def load_so_far(self) -> MachineLoad | None:
+        """The running phase's machine load so far (``LoadSampler.peek``), or None where it is
+        not sampled or cannot be read."""
+        sampler = self.load_sampler
+        if sampler is None:
+            return None
+        try:
+            return sampler.peek()
+        except Exception:  # a clock that did not advance, /proc gone
+            return None
 
     def budget(self, phase: str) -> Budget:
         """The time budget of a bounded phase (see :mod:`rnndoctor.capture.budget`)."""

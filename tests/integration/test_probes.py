@@ -406,7 +406,7 @@ def test_a_batch_probe_at_odds_with_the_window_runs_the_skipped_compute_probe_as
     first point disagrees with the window (made to here by a window of 0.01 ms): the paired
     compute-only probe then runs, inside the batch-size probe's phase, for its real step."""
     monkeypatch.setattr(probes, "_compute_skip", lambda *a: "not run: (a test)")
-    monkeypatch.setattr(probes, "_window_noise", lambda session: (0.01, 1.05))
+    monkeypatch.setattr(probes, "_window_noise", lambda session: (0.01, 1.05, "a test"))
     model = tiny_model()
     report = rnndoctor.diagnose(model, X, y=Y, batch_size=16, ignore=["RD403"], **FAST)
     pr = report.facts.probes

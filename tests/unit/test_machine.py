@@ -183,3 +183,18 @@ def test_drift_checks():
             drift(bad)
     with pytest.raises(ValueError):
         drift([1.0] * 10, run_steps=0)
+
+
+def test_peek_reads_the_load_so_far_and_goes_on_sampling():
+    sampler = LoadSampler(
+        busy=_reader(1000.0, 1003.0, 1006.0),
+        own=_reader(50.0, 52.0, 54.0),
+        clock=_reader(10.0, 12.0, 14.0),
+        loadavg=lambda: (2.5, 1.0, 0.5),
+        cpu_count=lambda: 2,
+    ).start()
+    so_far = sampler.peek()
+    assert so_far.wall_s == 2.0 and so_far.foreign_cpu_s == pytest.approx(1.0)
+    assert sampler.stop().wall_s == 4.0  # from the start, not from the peek
+    with pytest.raises(RuntimeError):
+        sampler.peek()

@@ -65,7 +65,9 @@ def test_the_slowdown_is_what_the_others_leave_the_compute():
     assert dispatch.compute_slowdown(busy(SPE)) == pytest.approx(2.0)  # 2 CPUs, one busy
     assert dispatch.compute_slowdown(busy(SPE, 0.5)) == pytest.approx(2 / 1.5)
     assert dispatch.compute_slowdown(busy(SPE, 1.0, cpus=16)) == pytest.approx(16 / 15)
-    assert dispatch.compute_slowdown(busy(SPE, 2.0)) == pytest.approx(3.0)  # capped: widen
+    # 4 CPUs' worth (2 / 0.5) capped at the phase's widen factor, 1 + 1.5 = 2.5
+    assert dispatch.compute_slowdown(busy(SPE, 1.5)) == pytest.approx(2.5)
+    assert dispatch.compute_slowdown(busy(SPE, 2.0)) == pytest.approx(3.0)  # none left: widen
 
 
 def spe_facts(r: float, low: float, high: float):
@@ -88,8 +90,36 @@ def test_rd403_under_load_is_inconclusive_where_the_bias_can_hide_the_share():
     assert finding.severity is Severity.INFO and "inconclusive: " in finding.message
     assert finding.speedup is None
     rows = {e.label: e.value for e in finding.evidence}
-    assert rows["under load, bias taken out"].startswith("the pairs' upper bound 1.16x reads 1.3")
+    bound = dispatch.unloaded_ratio(1.16, 16, 2.0)
+    assert rows["under load, bias taken out"].startswith(
+        f"the pairs' upper bound 1.16x (share 13%) reads {bound:.2f}x (share 23%)"
+    )
     assert "2.00x faster" in rows["under load, bias taken out"]
+
+
+def test_a_quiet_probe_phase_leaves_rd403_as_it_was_whatever_else_widens_the_share():
+    """A drifting window or a noisy compute-only probe widens RD403's share, but the load's bias
+    is about the steps_per_execution probe's own phase: quiet there, the median decides as
+    before (no finding at 11%, although the pairs' upper bound 1.36x would reach 20%), and no
+    "under load" row is shown."""
+    f = spe_facts(1.14, 1.10, 1.36)
+    f.steps.drifted, f.steps.drift = True, "the second half 12% slower"
+    f.run.machine = [busy("compute-only probe")]
+    assert run(f, "RD403")[1] == []
+    f = spe_facts(1.5, 1.45, 1.55)  # a clear warning on a quiet machine: no under-load row
+    _, (finding,) = run(f, "RD403")
+    assert finding.severity is Severity.WARNING
+    assert "under load, bias taken out" not in {e.label for e in finding.evidence}
+
+
+def test_under_load_a_clear_finding_stays_clear():
+    """The bound only turns "no finding" into "inconclusive": a share that clears its cut-off
+    by more than the load's widening still warns (4.0x, share 71%: an error even at 1 / 2)."""
+    f = spe_facts(4.0, 3.9, 4.1)
+    f.run.machine = [busy(SPE)]
+    _, (finding,) = run(f, "RD403")
+    assert finding.severity in (Severity.WARNING, Severity.ERROR)
+    assert finding.speedup is not None
 
 
 def test_rd403_under_load_stays_absent_where_no_bias_reaches_the_cut_off():
@@ -101,13 +131,25 @@ def test_rd403_under_load_stays_absent_where_no_bias_reaches_the_cut_off():
 
 
 def test_rd403_at_a_users_steps_per_execution_reads_the_bias_at_that_value():
-    """compile(steps_per_execution=4): the cost left per step is (r - 1) / 3 of the step at 4;
-    the bias bound is taken at per = 4, not 16."""
+    """compile(steps_per_execution=4): the cost left per step is (r - 1) / 3 of the step at 4,
+    and the bias bound is taken at per = 4, not at the 16 of an uncompiled model: 1.30x
+    (1.28-1.32x) under load is 19% at per 4 (no finding) where per 16 would give 20%."""
     f = facts(step=3.0, compute=2.4, spe=4)
-    f.probes.spe_probe = [
-        ProbePoint(1, 3.8),
-        ProbePoint(4, 3.8 / 1.6, paired=paired(1.6, 1.58, 1.62, 3.8, 3.8 / 1.6, SPE)),
-    ]
+
+    def at(r: float, low: float, high: float) -> None:
+        f.probes.spe_probe = [
+            ProbePoint(1, 3.8),
+            ProbePoint(4, 3.8 / r, paired=paired(r, low, high, 3.8, 3.8 / r, SPE)),
+        ]
+
+    at(1.30, 1.28, 1.32)
+    scale = (3.8 / 1.30) / 3.0  # the step at 4 over the real step
+    assert scale * (dispatch.unloaded_ratio(1.32, 16, 2.0) - 1) / 3 >= 0.2  # per 16: reaches
+    assert scale * (dispatch.unloaded_ratio(1.32, 4, 2.0) - 1) / 3 < 0.2  # per 4: does not
+    f.run.machine = [busy(SPE)]
+    assert run(f, "RD403")[1] == []
+    at(1.6, 1.58, 1.62)
+    f.run.machine = []
     # the step at 4 is 79% of the real step: (1.62 - 1) / 3 x 0.79 = 16%, below 20%
     assert run(f, "RD403")[1] == []
     f.run.machine = [busy(SPE)]
@@ -115,13 +157,13 @@ def test_rd403_at_a_users_steps_per_execution_reads_the_bias_at_that_value():
     assert finding.severity is Severity.INFO and "inconclusive: " in finding.message
     assert "steps_per_execution=16" in finding.fix.code  # 4 N
     row = {e.label: e.value for e in finding.evidence}["under load, bias taken out"]
-    assert f"{dispatch.unloaded_ratio(1.62, 4, 2.0):.2f}x" in row
-    assert dispatch.unloaded_ratio(1.62, 16, 2.0) > dispatch.unloaded_ratio(1.62, 4, 2.0)
+    assert f"reads {dispatch.unloaded_ratio(1.62, 4, 2.0):.2f}x (share 27%)" in row
 
 
 def test_rd301_under_load_reads_the_bound_where_no_single_pair_reached_the_cut_off():
-    """The demo's batch 256 over 64 under load at 1.49x, with pairs 1.40-1.49x: no pair past
-    1.5x, but the compute 2x faster puts the upper bound at 1.84x: inconclusive, not absent."""
+    """Batch 256 over 64 under load at 1.40x, pairs 1.40-1.49x (a made-up case near the demo's
+    loaded 1.49x): no pair past 1.5x, so the pairs alone leave no finding, but the compute 2x
+    faster puts the upper bound at 1.84x: inconclusive, not absent."""
     f = facts()
     pair = paired(0.35, 0.35, 0.3725, 300.0, 857.0, "batch-size probe")  # 1.40-1.49x samples/s
     f.probes.batch_probe = [ProbePoint(64, 300.0, 213.0, 10),
@@ -134,3 +176,67 @@ def test_rd301_under_load_reads_the_bound_where_no_single_pair_reached_the_cut_o
     assert row.startswith("the pairs' upper bound 1.49x reads 1.84x")
     pair.ratio, pair.low, pair.high = 0.27, 0.265, 0.275  # 1.06-1.10x: the bound is 1.19x
     assert run(f, "RD301")[1] == []
+
+
+def verify_lstm_session(noisy: bool):
+    """tests/scripts/verify_lstm.py in a loaded stability run: window median 3.87 ms (p90 4.2
+    ms), the real step timed beside the cached one 3.66 ms, the batch-8 point 4.98 ms; the
+    compute-only probe's phase noisy (one busy core) or quiet."""
+    from rnndoctor.capture import probes
+    from rnndoctor.capture.session import CaptureSession
+    from rnndoctor.capture.step_window import WindowOptions
+    from rnndoctor.facts import Facts, ProbeFacts, RunInfo, StepTimes
+
+    f = Facts(run=RunInfo(script="x.py", argv=[], cwd="."))
+    f.steps = StepTimes(warmup_steps=3, measured_steps=20, median_step_time_ms=3.87,
+                        p90_step_time_ms=4.2)  # fmt: skip
+    if noisy:
+        f.run.machine = [busy("compute-only probe")]
+    session = CaptureSession(f, WindowOptions(), None)
+    pr = ProbeFacts(batch_probe=[ProbePoint(value=8, step_time_ms=4.98)], real_step_ms=3.66)
+    return probes, session, pr
+
+
+def test_under_load_the_batch_probes_check_allows_for_the_load_as_the_intervals_do():
+    probes, session, pr = verify_lstm_session(noisy=False)
+    assert probes._batch_inconsistency(session, pr) == (
+        "batch 8: compute-only 5 ms > step 4 ms and > the real step 4 ms timed beside it "
+        "(beyond the window's noise: p90 / median = 1.09)"
+    )
+    probes, session, pr = verify_lstm_session(noisy=True)
+    assert probes._load_factor(session) == pytest.approx(2.0)
+    assert probes._batch_inconsistency(session, pr) is None
+    pr.batch_probe[0].step_time_ms = 9.5  # past even the load's allowance (2.17 x 3.87 ms)
+    assert probes._batch_inconsistency(session, pr).endswith(
+        "(beyond the window's noise: p90 / median = 1.09, x 2.00 for the noisy machine)"
+    )
+
+
+def test_the_running_phase_counts_as_far_as_it_has_gone():
+    """The check runs inside the batch-size probe's phase, before that phase is recorded: its
+    load so far (``LoadSampler.peek``) counts too."""
+    from rnndoctor.machine import LoadSampler
+
+    probes, session, pr = verify_lstm_session(noisy=False)
+    session.load_sampler = LoadSampler(
+        busy=iter([100.0, 112.0]).__next__,  # 12 CPU s busy over 6 s on 2 CPUs...
+        own=iter([10.0, 16.0]).__next__,  # ...6 of them ours: one foreign core
+        clock=iter([0.0, 6.0]).__next__,
+        loadavg=lambda: (3.0, 2.0, 1.0),
+        cpu_count=lambda: 2,
+    ).start()
+    assert probes._batch_inconsistency(session, pr) is None
+    assert session.load_sampler._before is not None  # peeked, still sampling
+
+
+def test_the_compute_only_probes_own_check_is_not_widened():
+    """Its paired real arm is timed in its own phase, beside the cached one: a compute-only step
+    past the real step stays inconsistent on a noisy machine too (the imdb case of issue 11)."""
+    probes, session, _ = verify_lstm_session(noisy=True)
+    from test_trust_rules import paired as pair
+
+    from rnndoctor.facts import ProbeFacts
+
+    arms = pair(0.61, 0.6, 0.62, 3.66, 6.0, "compute-only probe")
+    pr = ProbeFacts(compute_only_ms=6.0, real_step_ms=3.66, compute_paired=arms)
+    assert probes.inconsistency(session, pr).startswith("compute-only 6 ms > step 4 ms")
