@@ -271,7 +271,7 @@ class LoadSampler:
 
     def peek(self) -> MachineLoad:
         """The phase's load so far (the counters now against :meth:`start`), the sample going
-        on: what a check inside the phase reads (``capture/probes.py: _window_noise``).
+        on: what a check inside the phase reads (``capture/probes.py: _load_factor``).
 
         Raises:
             RuntimeError: :meth:`start` was not called.
