@@ -245,13 +245,8 @@ def _measured_share(facts: Facts, point: ProbePoint, step: float, compiled: int)
     slowdown = dispatch.compute_slowdown(m.phase_load(facts, paired.phase)) if paired else 1.0
     if paired is None or slowdown <= 1.0:
         return None
-    at_ms = paired.median_b_ms if compiled > 1 else paired.median_a_ms
-    scale, _ = _real_scale(facts, at_ms, step)
+    of = _share_of(facts, point, step, compiled)
     high = dispatch.unloaded_ratio(max(paired.high, paired.ratio), point.value, slowdown)
-
-    def of(r: float) -> float:
-        return dispatch.share_at_ratio(r, scale, point.value, compiled)
-
     return Interval(of(paired.ratio), of(min(paired.low, paired.ratio)), of(high), paired.level)
 
 
