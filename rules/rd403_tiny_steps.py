@@ -44,8 +44,10 @@ Evidence:
     not on the 5 pairs that had left tests/scripts/fit_loop_predict.py at no finding in one run
     (1.249x, 1.213–1.373x) and a warning in the next (1.315x, 1.281–1.391x; the cut-off at
     1.259x). A share within a few points of the cut-off can still land on either side of it in
-    different runs: the README's stability table at 0d952cb has three such scripts, at 21–25%
-    after 16–17 pairs.
+    different runs, and more pairs would not stop that: the interval covers the noise of one
+    check's pairs, while between checks the ratio moves further (the README's stability table
+    at 4d799b4: tests/scripts/verify_fails.py at 1.258x, 1.212–1.303x, in one check and 1.487x,
+    1.350–1.588x, in another, the window's median step 4.3 and 5.6 ms).
 
 Bounds:
     What the rule rests on: a fixed host cost ``d`` per call of the train function (Keras'
