@@ -51,7 +51,10 @@ Fix safety:
     batch shape). The rewrite is made where the value is written: the pipeline's ``batch`` call
     (or a Keras util's ``batch_size`` keyword), the line that assigns the name ``fit`` receives
     (``batch_size = 64`` for ``fit(..., batch_size=batch_size)``, ``fit.batch_size_location``),
-    else the ``fit`` call; every other argument stays as written.
+    the option's ``default`` in its ``add_argument`` call for ``fit(...,
+    batch_size=args.batch_size)`` when the script ran with that default (so that the option
+    still sets the batch; a literal in the ``fit`` call would make it do nothing), else the
+    ``fit`` call; every other argument stays as written.
 
 Options:
     ``min_speedup`` = 1.5 (x (samples/s ratio)): the throughput ratio a larger batch must reach
@@ -104,14 +107,26 @@ def _fix(facts: Facts, size: int) -> tuple[str, Location | None, str | None]:
         return _pipeline_fix(facts, size)
     fit = facts.fit
     site = fit.batch_size_location if fit else None
-    assigned = rw.set_assigned_value(site.call_source if site else None, str(size))
+    source = site.call_source if site else None
+    assigned = rw.set_assigned_value(source, str(size))
+    if assigned is None and _is_add_argument(source):  # fit(..., batch_size=args.batch_size)
+        assigned = rw.set_keyword(source, "default", str(size))
     if assigned is not None:
-        return assigned, m.to_location(site), site.call_source
+        return assigned, m.to_location(site), source
     call = fit.location.call_source if fit and fit.location else None
     code = rw.set_keyword(call, "batch_size", str(size))
     if code is None:
         return f"model.fit(..., batch_size={size})", m.fit_location(facts), None
     return code, m.fit_location(facts), call
+
+
+def _is_add_argument(source: str | None) -> bool:
+    """Whether ``source`` is one ``add_argument(...)`` call (argparse), the site the capture
+    records for ``fit(..., batch_size=args.batch_size)`` when the option's default gave the
+    value (``rnndoctor.capture.sites.argparse_default_site``)."""
+    call = rw.parse_call(source)
+    func = call.func if call is not None else None
+    return isinstance(func, ast.Attribute) and func.attr == "add_argument"
 
 
 def _stateful_fix(facts: Facts, fix: Fix) -> Fix:

@@ -277,6 +277,83 @@ def assignment_site(filename: str, name: str, before_line: int) -> SourceLocatio
     return location
 
 
+def _dest(call: ast.Call) -> tuple[str | None, list[str]]:
+    """The ``dest`` an ``add_argument`` call with literal option strings gives its value (its
+    ``dest=`` keyword, else its first long option, else its first short one, dashes turned
+    into underscores: argparse's ``_get_optional_kwargs``), and its option strings; ``(None,
+    [])`` for a positional argument or option strings that are not literals."""
+    options = [a.value for a in call.args if isinstance(a, ast.Constant)]
+    if (
+        not options
+        or len(options) != len(call.args)
+        or not all(isinstance(o, str) and o.startswith("-") for o in options)
+    ):
+        return None, []
+    dest = next((k.value for k in call.keywords if k.arg == "dest"), None)
+    if dest is not None:
+        return (dest.value if isinstance(dest, ast.Constant) else None), options
+    long = [o for o in options if o.startswith("--")]
+    return (long or options)[0].lstrip("-").replace("-", "_"), options
+
+
+def _given(options: list[str], argv: list[str]) -> bool:
+    """Whether ``argv`` (the script's arguments) may set one of ``options``: the option itself,
+    ``--option=value``, or a prefix of a long option (argparse's ``allow_abbrev``), a short
+    option with its value attached (``-b64``) included. Errs towards True."""
+    for token in argv:
+        if token == "--":
+            break
+        word = token.split("=", 1)[0]
+        for option in options:
+            if word == option or (option.startswith("--") and len(word) > 2
+                                  and option.startswith(word)):  # fmt: skip
+                return True
+            if not option.startswith("--") and word.startswith(option):  # -b64
+                return True
+    return False
+
+
+def argparse_default_site(
+    filename: str, dest: str, before_line: int, value: object, argv: list[str]
+) -> SourceLocation | None:
+    """The ``add_argument`` call before ``before_line`` in ``filename`` whose value lands in
+    ``dest`` (``args.batch_size`` for ``add_argument("--batch-size", type=int, default=64)``),
+    with the call as ``call_source``, when the value the script used is that call's literal
+    ``default`` (``value``): none of its option strings is in ``argv``, the script's
+    arguments, and the default equals ``value``. None otherwise, or when more than one such
+    call sets ``dest`` (which parser the name came from is not read), when a ``parse_args``
+    call is given arguments (a list in the source, not the command line), or when the file
+    cannot be parsed. A fix that rewrites the default keeps the option working; one that writes a
+    literal into the ``fit`` call would make the option do nothing."""
+    path = os.path.abspath(filename)
+    source = "".join(linecache.getlines(path))
+    tree = _parse(source) if source else None
+    if tree is None:
+        return None
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        if _call_name(node) in ("parse_args", "parse_known_args") and (node.args or node.keywords):
+            return None  # arguments from a list in the source, not from the command line
+        if _call_name(node) != "add_argument":
+            continue
+        name, options = _dest(node)
+        if name == dest and node.lineno < before_line:
+            found.append((node, options))
+    if len(found) != 1:
+        return None
+    call, options = found[0]
+    default = next((k.value for k in call.keywords if k.arg == "default"), None)
+    if not isinstance(default, ast.Constant) or default.value != value or _given(options, argv):
+        return None
+    if isinstance(default.value, bool) or type(default.value) is not type(value):
+        return None
+    location = source_location(path, call.lineno, ("add_argument",))
+    location.call_source = ast.get_source_segment(source, call)
+    return location
+
+
 def site_of(layer: object) -> SourceLocation | None:
     """The recorded construction site of ``layer``, or None if it was built before ``install``."""
     return lookup("layers", layer)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import sys
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -261,7 +262,7 @@ def fit_config(model: Any, arguments: dict[str, Any], location: SourceLocation |
         has_validation=bool(arguments.get("validation_data") or arguments.get("validation_split")),
         location=location,
         compile_location=sites.lookup("compiles", model),
-        batch_size_location=_name_site(location, "batch_size", None),
+        batch_size_location=_name_site(location, "batch_size", None, arguments.get("batch_size")),
         x_location=_name_site(location, "x", 0),
         y_kind=_y_kind(arguments.get("y")),
     )
@@ -279,10 +280,13 @@ def _y_kind(y: Any) -> str:
 
 
 def _name_site(
-    location: SourceLocation | None, keyword: str, position: int | None
+    location: SourceLocation | None, keyword: str, position: int | None, used: Any = None
 ) -> SourceLocation | None:
     """Where the name that the ``fit`` call passes as ``keyword`` (or as positional argument
-    ``position``) was last assigned before the call; None when it passes no plain name."""
+    ``position``) was last assigned before the call; for an attribute (``args.batch_size``)
+    with the value ``used`` that ``fit`` received, the ``add_argument`` call whose default
+    gave it (:func:`rnndoctor.capture.sites.argparse_default_site`); None when it passes
+    neither, or no such site is found."""
     if location is None or not location.call_source:
         return None
     try:
@@ -294,12 +298,16 @@ def _name_site(
     value = next((k.value for k in call.keywords if k.arg == keyword), None)
     if value is None and position is not None and len(call.args) > position:
         value = call.args[position]
-    if not isinstance(value, ast.Name):
-        return None
     try:
-        return sites.assignment_site(location.file, value.id, location.line)
+        if isinstance(value, ast.Name):
+            return sites.assignment_site(location.file, value.id, location.line)
+        if used is not None and isinstance(value, ast.Attribute):  # args.batch_size
+            return sites.argparse_default_site(
+                location.file, value.attr, location.line, used, sys.argv[1:]
+            )
     except Exception:  # a site is a nicety: never break the fit
         return None
+    return None
 
 
 def install_fit_hook(session: CaptureSession) -> None:

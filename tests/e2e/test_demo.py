@@ -49,3 +49,20 @@ def test_fixed_demo_has_no_rd1_finding(fixed_run):
     assert record["pad_side"] == "right" and record["padded_fraction"] < 0.30
     (rnn,) = doc["facts"]["model"]["rnn_layers"]
     assert rnn["fast_path"]["takes_fast_path"] is True
+
+
+def test_the_demos_batch_size_is_traced_to_its_argparse_default(demo_run):
+    # fit(..., batch_size=args.batch_size), run with the option's default: the capture records
+    # the add_argument call, and RD301 (when the probe clears its cut-off) rewrites the default,
+    # so that --batch-size still sets the batch
+    doc = json.loads((demo_run.out / "report.json").read_text())
+    lines = example_path().read_text().splitlines()
+    site = doc["facts"]["fit"]["batch_size_location"]
+    assert lines[site["line"] - 1] == 'parser.add_argument("--batch-size", type=int, default=64)'
+    assert site["call_source"] == lines[site["line"] - 1]
+    for rd301 in (f for f in doc["findings"] if f["rule_id"] == "RD301"):
+        assert rd301["location"]["line"] == site["line"]
+        assert rd301["fix"]["before"] == site["call_source"]
+        assert rd301["fix"]["code"].startswith(
+            'parser.add_argument("--batch-size", type=int, default='
+        )

@@ -56,3 +56,76 @@ def test_tuple_targets_and_unknown_names(tmp_path):
     path = write(tmp_path)
     assert sites.assignment_site(path, "x_train", 9).line == 2
     assert sites.assignment_site(path, "nowhere", 9) is None
+
+
+# -- fit(..., batch_size=args.batch_size): the add_argument whose default gave the value -----
+
+ARGPARSE = textwrap.dedent(
+    """\
+    import argparse
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument(
+        "-b", "--batch-size", type=int, default=64,
+    )
+    parser.add_argument("--units", dest="hidden", type=int, default=128)
+    args = parser.parse_args()
+    model.fit(x, y, batch_size=args.batch_size, epochs=args.epochs)
+    """
+)
+
+
+def argparse_script(tmp_path, source=ARGPARSE, name="train.py"):
+    path = tmp_path / name  # a new name per source: the sites read files through linecache
+    path.write_text(source)
+    return str(path)
+
+
+def test_the_add_argument_call_whose_default_the_script_used(tmp_path):
+    site = sites.argparse_default_site(argparse_script(tmp_path), "batch_size", 9, 64, [])
+    assert site.line == 4  # the call's first line
+    assert (
+        site.call_source
+        == 'parser.add_argument(\n    "-b", "--batch-size", type=int, default=64,\n)'
+    )
+    # dest= wins over the option string; other options' arguments leave the default in force
+    hidden = sites.argparse_default_site(
+        argparse_script(tmp_path), "hidden", 9, 128, ["--epochs", "2"]
+    )
+    assert hidden.line == 7
+
+
+def test_no_site_when_the_command_line_may_have_set_the_option(tmp_path):
+    path = argparse_script(tmp_path)
+    for argv in (["--batch-size", "64"], ["--batch-size=64"], ["--batch", "64"], ["-b", "64"],
+                 ["-b64"]):  # fmt: skip
+        assert sites.argparse_default_site(path, "batch_size", 9, 64, argv) is None, argv
+    # after "--" an argument is positional; "--b" is too short to be an abbreviation here
+    assert sites.argparse_default_site(path, "batch_size", 9, 64, ["--", "--batch-size"]).line == 4
+
+
+def test_no_site_when_the_value_is_not_the_literal_default(tmp_path):
+    path = argparse_script(tmp_path)
+    assert sites.argparse_default_site(path, "batch_size", 9, 32, []) is None  # another value
+    assert sites.argparse_default_site(path, "batch_size", 9, 64.0, []) is None  # another type
+    assert sites.argparse_default_site(path, "batch_size", 3, 64, []) is None  # after the line
+    assert sites.argparse_default_site(path, "units", 9, 128, []) is None  # its dest is hidden
+    computed = ARGPARSE.replace("default=64", "default=2 ** 6")
+    assert (
+        sites.argparse_default_site(
+            argparse_script(tmp_path, computed, "computed.py"), "batch_size", 9, 64, []
+        )
+        is None
+    )
+
+
+def test_no_site_when_two_parsers_set_the_same_dest(tmp_path):
+    twice = ARGPARSE.replace("args = ", 'other.add_argument("--batch-size", default=64)\nargs = ')
+    path = argparse_script(tmp_path, twice, "twice.py")
+    assert sites.argparse_default_site(path, "batch_size", 10, 64, []) is None
+
+
+def test_no_site_when_parse_args_reads_a_list_in_the_source(tmp_path):
+    listed = ARGPARSE.replace("parser.parse_args()", 'parser.parse_args(["--epochs", "1"])')
+    path = argparse_script(tmp_path, listed, "listed.py")
+    assert sites.argparse_default_site(path, "batch_size", 9, 64, []) is None

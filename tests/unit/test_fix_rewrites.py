@@ -49,7 +49,8 @@ INTENDED = {
     "RD203": {"num_parallel_calls"},
     "RD205": {".cache"},
     "RD207": {".astype"},
-    "RD301": {"batch_size", "arg0", "bucket_batch_sizes", "arg2"},
+    # "default": an argparse option's default (fit(..., batch_size=args.batch_size))
+    "RD301": {"batch_size", "arg0", "bucket_batch_sizes", "arg2", "default"},
     "RD401": {"run_eagerly", "arg0"},
     "RD403": {"steps_per_execution"},
 }
@@ -169,6 +170,7 @@ def _built_facts() -> list[Facts]:
     f.fit.location = loc(40, "model.fit(x_train, y_train, batch_size=batch_size, epochs=2)")
     f.fit.batch_size_location = loc(12, "batch_size = 4")
     built.append(f)
+    built.append(_argparse_batch_facts())
     built.append(_rd501_on_arrays())
     built.append(facts(step=10.0, compute=6.0, data=map_pipeline(stateful_ops=[])))
     built.append(facts(step=10.0, compute=7.0, data=map_pipeline(stateful_ops=[]), epochs=3))
@@ -400,6 +402,30 @@ def test_rd301_rewrites_the_batch_size_assignment_line():
     assert finding.fix.code == "batch_size = 16"
     assert finding.fix.safety == "unsafe"
     assert "learning rate" in finding.fix.title
+
+
+def _argparse_batch_facts() -> Facts:
+    """``fit(..., batch_size=args.batch_size)`` run with the option's default: the capture
+    records the ``add_argument`` call as the batch size's site."""
+    f = with_batch_probe(facts(), [(64, 2.0, None), (256, 2.6, None)])
+    f.data = DataFacts(kind="numpy")
+    f.fit.location = loc(42, "model.fit(x, y, batch_size=args.batch_size, epochs=args.epochs)")
+    f.fit.batch_size_location = loc(
+        21, 'parser.add_argument("--batch-size", type=int, default=64, help="per step")'
+    )
+    return f
+
+
+def test_rd301_rewrites_the_options_default_for_an_argparse_batch_size():
+    (finding,) = run(_argparse_batch_facts(), "RD301")[1]
+    assert finding.location.line == 21  # the add_argument line, not the fit call
+    assert finding.fix.before == (
+        'parser.add_argument("--batch-size", type=int, default=64, help="per step")'
+    )
+    assert finding.fix.code == (
+        'parser.add_argument("--batch-size", type=int, default=256, help="per step")'
+    )  # the option still sets the batch: no literal in the fit call
+    assert finding.fix.safety == "unsafe"
 
 
 def test_rd301_on_a_keras_util_sets_its_batch_size_keyword():
