@@ -481,9 +481,12 @@ class FitConfig:
     ``batch_size_location`` / ``x_location`` are the last assignment (in the scope of the ``fit``
     line) to the name ``fit`` received as ``batch_size`` / ``x`` (``batch_size=batch_size``),
     with the whole statement as ``call_source``; None when the argument is not a plain name.
-    For ``batch_size=args.batch_size`` (an attribute), ``batch_size_location`` is the
-    ``add_argument`` call whose literal ``default`` gave the value (no option string of it in
-    the script's arguments), with that call as ``call_source``; else None.
+    For ``batch_size=args.batch_size`` (an attribute of a name assigned from ``parse_args()``),
+    ``batch_size_location`` is the ``add_argument`` call for that attribute whose literal
+    ``default`` equals the value, when no script argument and no other call may have set it
+    (matched by names and value in the source, not traced:
+    ``rnndoctor.capture.sites.argparse_default_site``), with that call as ``call_source``;
+    else None.
     ``fit_in_loop`` (since 1.2, optional): the ``fit`` call is inside Python loops of the user's
     file (read from the source), or None.
     ``y_kind`` (since 1.2, optional): what ``fit`` received as ``y``: ``array`` (one array or

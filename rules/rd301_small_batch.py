@@ -101,7 +101,8 @@ _GPU_SMALL_BATCH = Option(
 
 def _fix(facts: Facts, size: int) -> tuple[str, Location | None, str | None]:
     """The fix code, its location (the pipeline's batch call, the line that sets the name ``fit``
-    receives as ``batch_size``, else the ``fit`` call) and the code it rewrites."""
+    receives as ``batch_size``, the ``add_argument`` call whose default gave
+    ``args.batch_size``, else the ``fit`` call) and the code it rewrites."""
     data = facts.data
     if data is not None and data.kind == "tf.data":
         return _pipeline_fix(facts, size)

@@ -277,77 +277,133 @@ def assignment_site(filename: str, name: str, before_line: int) -> SourceLocatio
     return location
 
 
-def _dest(call: ast.Call) -> tuple[str | None, list[str]]:
-    """The ``dest`` an ``add_argument`` call with literal option strings gives its value (its
-    ``dest=`` keyword, else its first long option, else its first short one, dashes turned
-    into underscores: argparse's ``_get_optional_kwargs``), and its option strings; ``(None,
-    [])`` for a positional argument or option strings that are not literals."""
+# argparse's parsing methods (Lib/argparse.py: ArgumentParser.parse_args and its siblings).
+_PARSE_CALLS = (
+    "parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args",
+)  # fmt: skip
+
+
+def _option_strings(call: ast.Call) -> list[str] | None:
+    """An ``add_argument`` call's option strings, when all are literal strings that start with
+    ``-``; None for a positional argument, or for anything not literal."""
     options = [a.value for a in call.args if isinstance(a, ast.Constant)]
-    if (
-        not options
-        or len(options) != len(call.args)
-        or not all(isinstance(o, str) and o.startswith("-") for o in options)
-    ):
-        return None, []
+    if not options or len(options) != len(call.args):
+        return None
+    if not all(isinstance(o, str) and len(o) > 1 and o.startswith("-") for o in options):
+        return None
+    return options
+
+
+def _dest(call: ast.Call, options: list[str]) -> str | None:
+    """The ``dest`` an ``add_argument`` call with ``options`` gives its value: its literal
+    ``dest=``, else its first long option, else its first short one, leading dashes stripped and
+    the others turned into underscores (argparse's ``_get_optional_kwargs``, for the default
+    ``prefix_chars="-"``); None for a ``dest=`` that is not a literal string."""
     dest = next((k.value for k in call.keywords if k.arg == "dest"), None)
     if dest is not None:
-        return (dest.value if isinstance(dest, ast.Constant) else None), options
+        return (
+            dest.value if isinstance(dest, ast.Constant) and isinstance(dest.value, str) else None
+        )
     long = [o for o in options if o.startswith("--")]
-    return (long or options)[0].lstrip("-").replace("-", "_"), options
+    return (long or options)[0].lstrip("-").replace("-", "_")
 
 
 def _given(options: list[str], argv: list[str]) -> bool:
-    """Whether ``argv`` (the script's arguments) may set one of ``options``: the option itself,
-    ``--option=value``, or a prefix of a long option (argparse's ``allow_abbrev``), a short
-    option with its value attached (``-b64``) included. Errs towards True."""
+    """Whether ``argv`` (the script's arguments) may set one of ``options``. Errs towards True:
+    a token before ``--`` counts when it is a prefix of an option string longer than 2
+    characters (argparse's ``allow_abbrev``, for ``--batch-size`` and ``-batch-size`` alike) or
+    starts with an option string (``--batch-size=64``, ``-b64``), or when it is a single-dash
+    group holding a short option's letter (``-vb 64``)."""
+    shorts = {o[1] for o in options if len(o) == 2}
+    longs = [o for o in options if len(o) > 2]
     for token in argv:
         if token == "--":
             break
+        if not token.startswith("-") or token == "-":
+            continue
         word = token.split("=", 1)[0]
-        for option in options:
-            if word == option or (option.startswith("--") and len(word) > 2
-                                  and option.startswith(word)):  # fmt: skip
-                return True
-            if not option.startswith("--") and word.startswith(option):  # -b64
-                return True
+        if any(o.startswith(word) or word.startswith(o) for o in longs):
+            return True
+        if any(word.startswith(o) for o in options):
+            return True
+        if not word.startswith("--") and shorts & set(word[1:]):
+            return True
+    return False
+
+
+def _namespace_names(tree: ast.Module) -> set[str]:
+    """Names assigned the result of an argparse parsing call (``args = parser.parse_args()``;
+    the first target of ``args, rest = parser.parse_known_args()``)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        if _call_name(node.value) not in _PARSE_CALLS:
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Tuple) and target.elts:
+                target = target.elts[0]
+            if isinstance(target, ast.Name):
+                names.add(target.id)
+    return names
+
+
+def _defaults_elsewhere(tree: ast.Module, dest: str) -> bool:
+    """Whether anything in ``tree`` may set or feed ``dest``'s value besides its
+    ``add_argument`` default and the command line: a ``set_defaults`` call naming it or passing
+    ``**``, a parser reading arguments from files (``fromfile_prefix_chars``), or a parsing
+    call given arguments (a list in the source, ``sys.argv[1:]``, a ``namespace``)."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _call_name(node)
+        if name == "set_defaults" and any(k.arg in (dest, None) for k in node.keywords):
+            return True
+        if name == "ArgumentParser" and any(
+            k.arg in ("fromfile_prefix_chars", None) for k in node.keywords
+        ):
+            return True
+        if name in _PARSE_CALLS and (node.args or node.keywords):
+            return True
     return False
 
 
 def argparse_default_site(
-    filename: str, dest: str, before_line: int, value: object, argv: list[str]
+    filename: str, namespace: str, dest: str, before_line: int, value: object, argv: list[str]
 ) -> SourceLocation | None:
-    """The ``add_argument`` call before ``before_line`` in ``filename`` whose value lands in
-    ``dest`` (``args.batch_size`` for ``add_argument("--batch-size", type=int, default=64)``),
-    with the call as ``call_source``, when the value the script used is that call's literal
-    ``default`` (``value``): none of its option strings is in ``argv``, the script's
-    arguments, and the default equals ``value``. None otherwise, or when more than one such
-    call sets ``dest`` (which parser the name came from is not read), when a ``parse_args``
-    call is given arguments (a list in the source, not the command line), or when the file
-    cannot be parsed. A fix that rewrites the default keeps the option working; one that writes a
-    literal into the ``fit`` call would make the option do nothing."""
+    """The ``add_argument`` call before ``before_line`` in ``filename`` that gives the name
+    ``namespace`` (assigned from ``parse_args()``) its attribute ``dest``
+    (``args.batch_size`` for ``add_argument("--batch-size", type=int, default=64)``), with the
+    call as ``call_source``, when the value the script used, ``value``, came from that call's
+    literal ``default``: the default equals ``value`` (same type), no token of ``argv`` (the
+    script's arguments) may set the option (:func:`_given`), and nothing else may set it
+    (:func:`_defaults_elsewhere`). The match is by names and value, read from the source, not
+    traced.
+
+    None when any of that does not hold, when more than one ``add_argument`` call sets
+    ``dest``, when the call passes ``**`` or ``choices`` (a new default may not be among
+    them), or when the file cannot be parsed. A fix that rewrites the default keeps the option
+    working; one that writes a literal into the ``fit`` call would make the option do
+    nothing."""
     path = os.path.abspath(filename)
     source = "".join(linecache.getlines(path))
     tree = _parse(source) if source else None
-    if tree is None:
+    if tree is None or namespace not in _namespace_names(tree) or _defaults_elsewhere(tree, dest):
         return None
     found = []
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        if _call_name(node) in ("parse_args", "parse_known_args") and (node.args or node.keywords):
-            return None  # arguments from a list in the source, not from the command line
-        if _call_name(node) != "add_argument":
-            continue
-        name, options = _dest(node)
-        if name == dest and node.lineno < before_line:
-            found.append((node, options))
-    if len(found) != 1:
+        if isinstance(node, ast.Call) and _call_name(node) == "add_argument":
+            options = _option_strings(node)
+            if options is not None and _dest(node, options) == dest:
+                found.append((node, options))
+    if len(found) != 1 or found[0][0].lineno >= before_line:
         return None
     call, options = found[0]
-    default = next((k.value for k in call.keywords if k.arg == "default"), None)
-    if not isinstance(default, ast.Constant) or default.value != value or _given(options, argv):
+    keywords = {k.arg: k.value for k in call.keywords}
+    default = keywords.get("default")
+    if None in keywords or "choices" in keywords or not isinstance(default, ast.Constant):
         return None
-    if isinstance(default.value, bool) or type(default.value) is not type(value):
+    if type(default.value) is not type(value) or default.value != value or _given(options, argv):
         return None
     location = source_location(path, call.lineno, ("add_argument",))
     location.call_source = ast.get_source_segment(source, call)

@@ -301,9 +301,13 @@ def _name_site(
     try:
         if isinstance(value, ast.Name):
             return sites.assignment_site(location.file, value.id, location.line)
-        if used is not None and isinstance(value, ast.Attribute):  # args.batch_size
+        if (
+            used is not None
+            and isinstance(value, ast.Attribute)
+            and isinstance(value.value, ast.Name)
+        ):  # args.batch_size
             return sites.argparse_default_site(
-                location.file, value.attr, location.line, used, sys.argv[1:]
+                location.file, value.value.id, value.attr, location.line, used, sys.argv[1:]
             )
     except Exception:  # a site is a nicety: never break the fit
         return None

@@ -81,51 +81,63 @@ def argparse_script(tmp_path, source=ARGPARSE, name="train.py"):
     return str(path)
 
 
+def site(path, dest="batch_size", value=64, argv=(), line=9, namespace="args"):
+    return sites.argparse_default_site(path, namespace, dest, line, value, list(argv))
+
+
 def test_the_add_argument_call_whose_default_the_script_used(tmp_path):
-    site = sites.argparse_default_site(argparse_script(tmp_path), "batch_size", 9, 64, [])
-    assert site.line == 4  # the call's first line
-    assert (
-        site.call_source
-        == 'parser.add_argument(\n    "-b", "--batch-size", type=int, default=64,\n)'
+    found = site(argparse_script(tmp_path))
+    assert found.line == 4  # the call's first line
+    assert found.call_source == (
+        'parser.add_argument(\n    "-b", "--batch-size", type=int, default=64,\n)'
     )
-    # dest= wins over the option string; other options' arguments leave the default in force
-    hidden = sites.argparse_default_site(
-        argparse_script(tmp_path), "hidden", 9, 128, ["--epochs", "2"]
-    )
+    # dest= wins over the option string; other options on the command line leave it alone
+    hidden = site(argparse_script(tmp_path), "hidden", 128, ["--epochs", "2", "-e", "-1"])
     assert hidden.line == 7
 
 
 def test_no_site_when_the_command_line_may_have_set_the_option(tmp_path):
     path = argparse_script(tmp_path)
-    for argv in (["--batch-size", "64"], ["--batch-size=64"], ["--batch", "64"], ["-b", "64"],
-                 ["-b64"]):  # fmt: skip
-        assert sites.argparse_default_site(path, "batch_size", 9, 64, argv) is None, argv
-    # after "--" an argument is positional; "--b" is too short to be an abbreviation here
-    assert sites.argparse_default_site(path, "batch_size", 9, 64, ["--", "--batch-size"]).line == 4
+    for argv in (
+        ["--batch-size", "64"], ["--batch-size=64"], ["--batch", "64"], ["--b", "64"],
+        ["-b", "64"], ["-b64"], ["-b=64"],
+        ["-vb", "64"], ["-vb64"],  # grouped single-dash flags: -v -b 64
+    ):  # fmt: skip
+        assert site(path, argv=argv) is None, argv
+    single_dash = ARGPARSE.replace('"-b", "--batch-size"', '"-batch-size"')
+    path = argparse_script(tmp_path, single_dash, "single_dash.py")
+    assert site(path).line == 4
+    assert site(path, argv=["-bat", "64"]) is None  # argparse abbreviates -batch-size too
 
 
 def test_no_site_when_the_value_is_not_the_literal_default(tmp_path):
     path = argparse_script(tmp_path)
-    assert sites.argparse_default_site(path, "batch_size", 9, 32, []) is None  # another value
-    assert sites.argparse_default_site(path, "batch_size", 9, 64.0, []) is None  # another type
-    assert sites.argparse_default_site(path, "batch_size", 3, 64, []) is None  # after the line
-    assert sites.argparse_default_site(path, "units", 9, 128, []) is None  # its dest is hidden
-    computed = ARGPARSE.replace("default=64", "default=2 ** 6")
-    assert (
-        sites.argparse_default_site(
-            argparse_script(tmp_path, computed, "computed.py"), "batch_size", 9, 64, []
-        )
-        is None
-    )
+    assert site(path, value=32) is None  # another value
+    assert site(path, value=64.0) is None  # another type
+    assert site(path, line=3) is None  # the call comes after the fit line
+    assert site(path, "units", 128) is None  # its dest is "hidden"
+    assert site(path, namespace="cfg") is None  # cfg.batch_size: not from parse_args
+    for name, default in (("computed.py", "default=2 ** 6"), ("kwargs.py", "**common, default=64"),
+                          ("choices.py", "default=64, choices=[32, 64]")):  # fmt: skip
+        path = argparse_script(tmp_path, ARGPARSE.replace("default=64", default), name)
+        assert site(path) is None, default
 
 
-def test_no_site_when_two_parsers_set_the_same_dest(tmp_path):
-    twice = ARGPARSE.replace("args = ", 'other.add_argument("--batch-size", default=64)\nargs = ')
-    path = argparse_script(tmp_path, twice, "twice.py")
-    assert sites.argparse_default_site(path, "batch_size", 10, 64, []) is None
+def test_no_site_when_something_else_may_set_the_value(tmp_path):
+    cases = {
+        "twice.py": ("args = ", 'other.add_argument("--batch-size", default=64)\nargs = '),
+        "listed.py": ("parser.parse_args()", 'parser.parse_args(["--epochs", "1"])'),
+        "argv.py": ("parser.parse_args()", "parser.parse_args(sys.argv[1:])"),
+        "intermixed.py": ("parser.parse_args()", 'parser.parse_intermixed_args(["-b", "8"])'),
+        "set_defaults.py": ("args = ", "parser.set_defaults(batch_size=64)\nargs = "),
+        "set_defaults_kw.py": ("args = ", "parser.set_defaults(**config)\nargs = "),
+        "fromfile.py": ("ArgumentParser()", 'ArgumentParser(fromfile_prefix_chars="@")'),
+    }
+    for name, (old, new) in cases.items():
+        path = argparse_script(tmp_path, ARGPARSE.replace(old, new), name)
+        assert site(path, line=10) is None, name
 
 
-def test_no_site_when_parse_args_reads_a_list_in_the_source(tmp_path):
-    listed = ARGPARSE.replace("parser.parse_args()", 'parser.parse_args(["--epochs", "1"])')
-    path = argparse_script(tmp_path, listed, "listed.py")
-    assert sites.argparse_default_site(path, "batch_size", 9, 64, []) is None
+def test_parse_known_args_gives_the_namespace_its_first_target(tmp_path):
+    known = ARGPARSE.replace("args = parser.parse_args()", "args, rest = parser.parse_known_args()")
+    assert site(argparse_script(tmp_path, known, "known.py")).line == 4
