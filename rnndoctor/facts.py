@@ -483,8 +483,8 @@ class FitConfig:
     with the whole statement as ``call_source``; None when the argument is not a plain name.
     For ``batch_size=args.batch_size`` (an attribute of a name assigned from ``parse_args()``),
     ``batch_size_location`` is the ``add_argument`` call for that attribute whose literal
-    ``default`` equals the value, when no script argument and no other call may have set it
-    (matched by names and value in the source, not traced:
+    ``default`` equals the value, when no script argument may have set it and the source shows
+    no other source of it (matched by names and value, not traced; it errs towards None:
     ``rnndoctor.capture.sites.argparse_default_site``), with that call as ``call_source``;
     else None.
     ``fit_in_loop`` (since 1.2, optional): the ``fit`` call is inside Python loops of the user's

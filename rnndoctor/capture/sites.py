@@ -284,8 +284,8 @@ _PARSE_CALLS = (
 
 
 def _option_strings(call: ast.Call) -> list[str] | None:
-    """An ``add_argument`` call's option strings, when all are literal strings that start with
-    ``-``; None for a positional argument, or for anything not literal."""
+    """An ``add_argument`` call's option strings, when all are literal strings of 2 characters
+    or more that start with ``-``; None for a positional argument, or for anything else."""
     options = [a.value for a in call.args if isinstance(a, ast.Constant)]
     if not options or len(options) != len(call.args):
         return None
@@ -331,37 +331,88 @@ def _given(options: list[str], argv: list[str]) -> bool:
     return False
 
 
-def _namespace_names(tree: ast.Module) -> set[str]:
-    """Names assigned the result of an argparse parsing call (``args = parser.parse_args()``;
-    the first target of ``args, rest = parser.parse_known_args()``)."""
-    names: set[str] = set()
+# The keywords of argparse's own ArgumentParser and add_argument (Lib/argparse.py, 3.11-3.13);
+# any other (configargparse's env_var, default_config_files...) means another source of values.
+_PARSER_KEYWORDS = frozenset({
+    "prog", "usage", "description", "epilog", "parents", "formatter_class", "prefix_chars",
+    "argument_default", "conflict_handler", "add_help", "allow_abbrev", "exit_on_error",
+})  # fmt: skip
+_ARGUMENT_KEYWORDS = frozenset({
+    "action", "nargs", "const", "default", "type", "choices", "required", "help", "metavar",
+    "dest", "version", "deprecated",
+})  # fmt: skip
+
+
+def _namespace_only_parsed(tree: ast.Module, namespace: str) -> bool:
+    """Whether every assignment to the name ``namespace`` in ``tree`` is the result of an
+    argparse parsing call (``args = parser.parse_args()``; the first target of ``args, rest =
+    parser.parse_known_args()``), there is at least one, and none of its attributes is ever
+    stored to (``args.batch_size = ...``, ``for args.batch_size in ...``), nor its whole state
+    (``setattr(args, ...)``, ``vars(args)``, ``args.__dict__``)."""
+    parsed = False
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
-            continue
-        if _call_name(node.value) not in _PARSE_CALLS:
-            continue
-        for target in node.targets:
-            if isinstance(target, ast.Tuple) and target.elts:
-                target = target.elts[0]
-            if isinstance(target, ast.Name):
-                names.add(target.id)
-    return names
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id == namespace and (
+                isinstance(node.ctx, ast.Store) or node.attr == "__dict__"
+            ):
+                return False
+        if isinstance(node, ast.Call) and _call_name(node) in ("setattr", "vars"):
+            if any(isinstance(a, ast.Name) and a.id == namespace for a in node.args[:1]):
+                return False
+        if isinstance(node, ast.Name) and node.id == namespace and isinstance(node.ctx, ast.Store):
+            parsed = True  # checked below: the statement must be a parsing call
+    if not parsed:
+        return False
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            targets = [node.target]
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+        for target in targets:
+            if not any(isinstance(n, ast.Name) and n.id == namespace for n in ast.walk(target)):
+                continue
+            value = getattr(node, "value", None)
+            first = target.elts[0] if isinstance(target, ast.Tuple) and target.elts else target
+            if not (
+                isinstance(node, ast.Assign)
+                and isinstance(value, ast.Call)
+                and _call_name(value) in _PARSE_CALLS
+                and isinstance(first, ast.Name)
+                and first.id == namespace
+            ):
+                return False
+    return True
 
 
 def _defaults_elsewhere(tree: ast.Module, dest: str) -> bool:
-    """Whether anything in ``tree`` may set or feed ``dest``'s value besides its
-    ``add_argument`` default and the command line: a ``set_defaults`` call naming it or passing
-    ``**``, a parser reading arguments from files (``fromfile_prefix_chars``), or a parsing
-    call given arguments (a list in the source, ``sys.argv[1:]``, a ``namespace``)."""
+    """Whether ``tree`` shows another source of ``dest``'s value than its ``add_argument``
+    default and the command line, among those read from the source: a ``set_defaults`` call
+    naming it or passing ``**``; a parser reading files (``fromfile_prefix_chars``) or given
+    ``**``; an ``ArgumentParser`` or ``add_argument`` keyword that is not argparse's own
+    (configargparse's ``env_var``, ``default_config_files``); an import of configargparse or
+    jsonargparse; a store to any ``.default`` (an action's default changed after the fact); or
+    a parsing call given arguments (a list in the source, ``sys.argv[1:]``, a namespace)."""
     for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
+            if any(m.split(".")[0] in ("configargparse", "jsonargparse") for m in modules):
+                return True
+        if isinstance(node, ast.Attribute) and node.attr == "default":
+            if isinstance(node.ctx, ast.Store):
+                return True
         if not isinstance(node, ast.Call):
             continue
-        name = _call_name(node)
-        if name == "set_defaults" and any(k.arg in (dest, None) for k in node.keywords):
+        name, keywords = _call_name(node), {k.arg for k in node.keywords}
+        if name == "set_defaults" and keywords & {dest, None}:
             return True
-        if name == "ArgumentParser" and any(
-            k.arg in ("fromfile_prefix_chars", None) for k in node.keywords
+        if name == "ArgumentParser" and (
+            "fromfile_prefix_chars" in keywords or not keywords <= _PARSER_KEYWORDS
         ):
+            return True
+        if name == "add_argument" and not keywords <= _ARGUMENT_KEYWORDS:
             return True
         if name in _PARSE_CALLS and (node.args or node.keywords):
             return True
@@ -371,24 +422,28 @@ def _defaults_elsewhere(tree: ast.Module, dest: str) -> bool:
 def argparse_default_site(
     filename: str, namespace: str, dest: str, before_line: int, value: object, argv: list[str]
 ) -> SourceLocation | None:
-    """The ``add_argument`` call before ``before_line`` in ``filename`` that gives the name
-    ``namespace`` (assigned from ``parse_args()``) its attribute ``dest``
-    (``args.batch_size`` for ``add_argument("--batch-size", type=int, default=64)``), with the
-    call as ``call_source``, when the value the script used, ``value``, came from that call's
-    literal ``default``: the default equals ``value`` (same type), no token of ``argv`` (the
-    script's arguments) may set the option (:func:`_given`), and nothing else may set it
-    (:func:`_defaults_elsewhere`). The match is by names and value, read from the source, not
-    traced.
+    """The ``add_argument`` call before ``before_line`` in ``filename`` for the attribute
+    ``dest`` of the name ``namespace`` (``args.batch_size`` for ``add_argument("--batch-size",
+    type=int, default=64)``), with the call as ``call_source``, when the source shows that the
+    value the script used, ``value``, came from that call's literal ``default``: the default
+    equals ``value`` (same type); no token of ``argv`` (the script's arguments) may set the
+    option (:func:`_given`); ``namespace`` is only ever assigned from a parsing call and never
+    changed after it (:func:`_namespace_only_parsed`); and no other source of values appears
+    in the file (:func:`_defaults_elsewhere`). The match is by names and value, read from the
+    source, not traced; it errs towards no site (a parser returned from the user's own
+    function, ``args = parse()``, gives none).
 
-    None when any of that does not hold, when more than one ``add_argument`` call sets
-    ``dest``, when the call passes ``**`` or ``choices`` (a new default may not be among
-    them), or when the file cannot be parsed. A fix that rewrites the default keeps the option
-    working; one that writes a literal into the ``fit`` call would make the option do
-    nothing."""
+    None when any of that does not hold, when more than one ``add_argument`` call with literal
+    option strings sets ``dest``, when the call passes ``**`` or ``choices`` (a new default may
+    not be among them), or when the file cannot be parsed. A fix that rewrites the default
+    keeps the option working; one that writes a literal into the ``fit`` call would make the
+    option do nothing."""
     path = os.path.abspath(filename)
     source = "".join(linecache.getlines(path))
     tree = _parse(source) if source else None
-    if tree is None or namespace not in _namespace_names(tree) or _defaults_elsewhere(tree, dest):
+    if tree is None or _defaults_elsewhere(tree, dest):
+        return None
+    if not _namespace_only_parsed(tree, namespace):
         return None
     found = []
     for node in ast.walk(tree):

@@ -279,6 +279,14 @@ def _y_kind(y: Any) -> str:
     return "array" if getattr(y, "shape", None) is not None else type(y).__name__
 
 
+def _script_argv() -> list[str]:
+    """The script's arguments as they are now and as the process was started with
+    (``sys.orig_argv``: a script that hands ``sys.argv`` on after ``parse_known_args`` has
+    removed the ones it parsed), for :func:`rnndoctor.capture.sites.argparse_default_site`,
+    which errs towards "given" on any token that may set the option."""
+    return [*sys.argv[1:], *getattr(sys, "orig_argv", [])[1:]]
+
+
 def _name_site(
     location: SourceLocation | None, keyword: str, position: int | None, used: Any = None
 ) -> SourceLocation | None:
@@ -307,7 +315,7 @@ def _name_site(
             and isinstance(value.value, ast.Name)
         ):  # args.batch_size
             return sites.argparse_default_site(
-                location.file, value.value.id, value.attr, location.line, used, sys.argv[1:]
+                location.file, value.value.id, value.attr, location.line, used, _script_argv()
             )
     except Exception:  # a site is a nicety: never break the fit
         return None

@@ -132,10 +132,25 @@ def test_no_site_when_something_else_may_set_the_value(tmp_path):
         "set_defaults.py": ("args = ", "parser.set_defaults(batch_size=64)\nargs = "),
         "set_defaults_kw.py": ("args = ", "parser.set_defaults(**config)\nargs = "),
         "fromfile.py": ("ArgumentParser()", 'ArgumentParser(fromfile_prefix_chars="@")'),
+        # the namespace changed after parsing: a config, a sweep, a cap, another namespace
+        "vars.py": ("model.fit", "vars(args).update(json.load(f))\nmodel.fit"),
+        "setattr.py": ("model.fit", "setattr(args, key, value)\nmodel.fit"),
+        "dict.py": ("model.fit", "args.__dict__.update(cfg)\nmodel.fit"),
+        "cap.py": ("model.fit", "args.batch_size = min(args.batch_size, 64)\nmodel.fit"),
+        "sweep.py": ("model.fit", "for args.batch_size in (64, 128): pass\nmodel.fit"),
+        "renamed.py": ("model.fit", "args = argparse.Namespace(**{**vars(cfg)})\nmodel.fit"),
+        "action.py": ("args = ", "for action in parser._actions: action.default = 1\nargs = "),
+        # another library's parser: values from config files or the environment
+        "configargparse.py": ("import argparse", "import configargparse as argparse"),
+        "env_var.py": ("default=64,", 'default=64, env_var="BATCH_SIZE",'),
+        "parser_kw.py": ("ArgumentParser()", 'ArgumentParser(default_config_files=["a.yml"])'),
     }
     for name, (old, new) in cases.items():
         path = argparse_script(tmp_path, ARGPARSE.replace(old, new), name)
         assert site(path, line=10) is None, name
+    # other stores leave the site: another name's attribute, a parameter named like it
+    other = ARGPARSE.replace("model.fit", "cfg.batch_size = 8\ndef main(args): pass\nmodel.fit")
+    assert site(argparse_script(tmp_path, other, "other.py"), line=11).line == 4
 
 
 def test_parse_known_args_gives_the_namespace_its_first_target(tmp_path):
