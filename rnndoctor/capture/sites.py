@@ -359,10 +359,6 @@ def _namespace_only_parsed(tree: ast.Module, namespace: str) -> bool:
         if isinstance(node, ast.Call) and _call_name(node) in ("setattr", "vars"):
             if any(isinstance(a, ast.Name) and a.id == namespace for a in node.args[:1]):
                 return False
-        if isinstance(node, ast.Name) and node.id == namespace and isinstance(node.ctx, ast.Store):
-            parsed = True  # checked below: the statement must be a parsing call
-    if not parsed:
-        return False
     for node in ast.walk(tree):
         targets: list[ast.expr] = []
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
@@ -384,7 +380,8 @@ def _namespace_only_parsed(tree: ast.Module, namespace: str) -> bool:
                 and first.id == namespace
             ):
                 return False
-    return True
+            parsed = True
+    return parsed
 
 
 def _defaults_elsewhere(tree: ast.Module, dest: str) -> bool:
