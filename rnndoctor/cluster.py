@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import socket
 from collections.abc import Mapping, Sequence
 
@@ -51,6 +52,13 @@ PROFILER_OFFSET_VAR = "RNNDOCTOR_PROFILER_PORT_OFFSET"  # else: its TF_CONFIG po
 PROFILER_OFFSET = 1000
 MERGE_WAIT_VAR = "RNNDOCTOR_MERGE_WAIT_S"  # how long the chief waits for the others' facts
 MERGE_WAIT_S = 60.0
+# the chief's word after a launched job's attempt, which the other workers wait for:
+# {"job": the attempt's job id, "again": the next attempt's job id or null, "why": text}
+WORD_FILE = "attempt.json"
+# the signals of a crash in native code (a negative exit status; faulthandler re-raises them)
+NATIVE_CRASH_SIGNALS = (
+    signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGFPE,
+)  # fmt: skip
 # the WorkerFacts fields that the chief's trace fills (StrategyFacts.traced)
 _TRACED_FIELDS = (
     "traced_host", "traced_ms", "collective_ms", "input_ms", "compute_ms",
@@ -179,6 +187,30 @@ def job_id(task: LaunchedTask, token: str) -> str:
     return f"{cluster}#{token}"
 
 
+def launched_crash(workers: Sequence[Facts | None]) -> tuple[int, int] | None:
+    """The worker of a launched job whose crash makes the workers run once more (its index
+    and exit status, minus the signal): the first whose capture a crash in native code ended
+    (``RunInfo.exit_status`` is minus one of ``NATIVE_CRASH_SIGNALS``), when every worker's
+    facts are there and every other worker's capture ended with status 0. Else None: a worker
+    whose facts are missing cannot be told to run again, and where another worker failed too,
+    the crash may be the consequence (TensorFlow may abort a worker left in a broken
+    collective) rather than the cause.
+
+    The crash it is for is TensorFlow's own and rare (:func:`rnndoctor.cli.workers.native_crash`
+    for ``--workers``): the profiler server aborting a worker when the chief's trace of the
+    workers ends, after every worker's window (``double free or corruption``, ``free():
+    invalid pointer``); the other workers' captures then complete."""
+    if not workers or any(f is None for f in workers):
+        return None
+    crashes = {-int(s) for s in NATIVE_CRASH_SIGNALS}
+    statuses = [f.run.exit_status if f is not None else None for f in workers]
+    crashed = [(i, status) for i, status in enumerate(statuses) if status in crashes]
+    others = [status for status in statuses if status not in crashes]
+    if not crashed or any(status != 0 for status in others):
+        return None
+    return crashed[0]
+
+
 def _host_port(address: str) -> tuple[str, int]:
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit():
@@ -226,6 +258,15 @@ def worker_of(facts: Facts | None, index: int, facts_file: str) -> WorkerFacts:
     return row
 
 
+def failed_worker(workers: Sequence[Facts | None]) -> int | None:
+    """The worker whose run a merge reports (:func:`merge`): the first that failed
+    (``Outcome.failed``), else the first that did not complete; None when all completed."""
+    ended = [(i, f.run.outcome) for i, f in enumerate(workers) if f is not None]
+    failed = [i for i, o in ended if o.failed]
+    unfinished = [i for i, o in ended if str(o) != "completed"]
+    return (failed or unfinished or [None])[0]
+
+
 def merge(workers: Sequence[Facts | None], files: Sequence[str]) -> Facts | None:
     """One report's facts from the workers' facts (None: a worker saved none).
 
@@ -249,9 +290,8 @@ def merge(workers: Sequence[Facts | None], files: Sequence[str]) -> Facts | None
     strategy.per_worker = rows
     strategy.workers = max(strategy.workers, len(workers))
     base.strategy = strategy
-    failed = next((f for f in workers if f is not None and f.run.outcome.failed), None) or next(
-        (f for f in workers if f is not None and str(f.run.outcome) != "completed"), None
-    )
+    index = failed_worker(workers)
+    failed = workers[index] if index is not None else None
     if failed is not None and failed is not base and str(base.run.outcome) == "completed":
         run, other = base.run, failed.run
         run.outcome, run.message = other.outcome, other.message

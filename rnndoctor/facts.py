@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 
 
 class Outcome(enum.StrEnum):
@@ -242,7 +242,10 @@ class RunInfo:
     ``script_dir_in_source_root`` the script's folder relative to it: SARIF locations are
     relative to that root, as code-scanning tools resolve them, even after ``--redact``.
     ``job_id``: a launched multi-worker job's run (:func:`rnndoctor.cluster.job_id`), which the
-    chief matches before it merges a worker's facts; None otherwise.
+    chief matches before it merges a worker's facts; None otherwise. ``exit_status`` (since
+    1.5): the capture process's exit status as the check saw it (negative: minus the signal
+    that ended it; None: killed by the check, at ``--timeout`` or Ctrl-C, or not recorded),
+    which tells the chief of a launched job a worker that crashed in native code.
     """
 
     script: str
@@ -264,6 +267,7 @@ class RunInfo:
     child_commands: list[ChildCommand] = field(default_factory=list)
     machine: list[MachinePhase] = field(default_factory=list)
     job_id: str | None = None
+    exit_status: int | None = None
 
     def machine_of(self, phase: str) -> MachinePhase | None:
         """The load recorded over ``phase`` (the last one of that name), or None."""

@@ -200,9 +200,11 @@ def _no_facts(
 
 
 def settle(facts: Facts, child: supervisor.ChildRun, timeout: float | None) -> None:
-    """Writes into ``facts.run`` what only the parent knows: escaped processes, a timeout, a
-    Ctrl-C, or a child that ended without saying how (``os._exit``, a signal)."""
+    """Writes into ``facts.run`` what only the parent knows: the child's exit status, escaped
+    processes, a timeout, a Ctrl-C, or a child that ended without saying how (``os._exit``, a
+    signal)."""
     run = facts.run
+    run.exit_status = child.status
     if child.escaped:
         run.notes.append(
             f"{len(child.escaped)} process(es) the script started had left its process group and "

@@ -14,6 +14,16 @@ capture into ``<out>/workers/worker-<i>/`` and its settled facts to
 (:func:`rnndoctor.cluster.merge`) and renders one report; a worker whose file did not arrive
 is a row "not merged: ... did not arrive within N s" of a partial report. Without a shared
 filesystem, ``rnndoctor merge`` (:func:`run_merge`) merges the copied files.
+
+After its facts are saved, every other worker waits for the chief's word on the attempt
+(:func:`wait_for_word`, ``<out>/attempt.json``, at most the merge wait plus ``_WORD_GRACE_S``
+and never past ``--timeout``; no wait where no job was announced, as without a shared
+filesystem). When a crash in native code ended one worker's capture and every other one's
+completed (:func:`rnndoctor.cluster.launched_crash`, from each worker's
+``RunInfo.exit_status``), and the time left under ``--timeout`` allows 1.5 times the first
+attempt, the chief moves ``<out>/workers`` to ``<out>/workers-attempt-1``, announces a new job
+and says so; every worker then runs its capture once more, as ``--workers`` does
+(:mod:`rnndoctor.cli.workers`), and the report's notes name the crash.
 """
 
 from __future__ import annotations
@@ -34,6 +44,67 @@ from rnndoctor.facts import Facts
 from rnndoctor.options import ExitCode, Options
 
 _POLL_S = 0.2
+# how much longer than the chief's merge wait another worker waits for the chief's word: the
+# chief's capture may end a little after its own (its trace, its facts), s
+_WORD_GRACE_S = 30.0
+
+
+@dataclasses.dataclass
+class _Worker:
+    """One worker's check: what each attempt of its capture needs (``begin``: the
+    ``time.monotonic()`` when the check started)."""
+
+    script: Path
+    script_args: list[str]
+    options: Options
+    task: cluster.LaunchedTask
+    ports: list[int]
+    out: Path
+    begin: float
+
+    def time_left(self) -> float:
+        """Seconds left under ``--timeout`` (inf without one; never below 0)."""
+        timeout = self.options.timeout
+        if timeout is None:
+            return float("inf")
+        return max(0.0, timeout - (time.monotonic() - self.begin))
+
+    def capture(self, console: Console) -> tuple[Facts | None, supervisor.ChildRun, str | None]:
+        """One attempt: runs the capture in ``<out>/workers/worker-<i>/`` (the time left under
+        ``--timeout``), settles its facts and saves them as ``<out>/facts-worker-<i>.json``
+        with the job id the chief announced. Returns the facts (None: none saved), how the
+        child ended, and the job id (None: none announced)."""
+        from rnndoctor.cli import check
+        from rnndoctor.cli.workers import TRACE_MS
+
+        index, options = self.task.index, self.options
+        folder = self.out / "workers" / f"worker-{index}"
+        folder.mkdir(parents=True, exist_ok=True)
+        mine = self.out / cluster.WORKER_FACTS.format(index)
+        for stale in (mine, folder / "facts.json", self.out / "workers" / "trace.done"):
+            stale.unlink(missing_ok=True)  # the chief's trace needs every worker: none is done
+        hosts = self.task.hosts
+        env = cluster.worker_environment(index, self.ports, hosts, str(self.out), TRACE_MS)
+        env["PYTHONFAULTHANDLER"] = "1"  # a crash in native code shows its Python stack (as
+        # under --workers); faulthandler re-raises the signal, so the exit status stays its own
+        timeout = None if options.timeout is None else self.time_left()
+        child_options = dataclasses.replace(
+            options, out=str(folder), no_probes=True, profile_steps=0, timeout=timeout
+        )
+        paths = check.CheckPaths(folder)
+        child = check.supervise(self.script, self.script_args, child_options, paths, console, env)
+        if options.redact:
+            check.redact_log(paths.log, self.script, console)
+        try:
+            facts = Facts.load(folder / "facts.json")
+        except (OSError, ValueError):
+            facts = None
+        job = announced_job(self.out)  # read after the window: this job's chief announced it
+        if facts is not None:
+            check.settle(facts, child, options.timeout)
+            facts.run.job_id = job
+            facts.save(mine)
+        return facts, child, job
 
 
 def run_launched_check(
@@ -47,8 +118,8 @@ def run_launched_check(
     ``TF_CONFIG`` task); the chief's exit code is the merged report's, as a plain check maps
     it; another worker's is its own run's."""
     from rnndoctor.cli import check
-    from rnndoctor.cli.workers import TRACE_MS
 
+    begin = time.monotonic()
     options = check.validate(script, cli, console)
     if options is None:
         return ExitCode.USAGE
@@ -63,32 +134,64 @@ def run_launched_check(
     out = Path(options.out).resolve()
     if task.index == 0 and check.prepare_out(options, console) is None:
         return ExitCode.USAGE
-    folder = out / "workers" / f"worker-{task.index}"
-    folder.mkdir(parents=True, exist_ok=True)
-    mine = out / cluster.WORKER_FACTS.format(task.index)
-    for stale in (mine, folder / "facts.json", out / "workers" / "trace.done"):
-        stale.unlink(missing_ok=True)  # the chief's trace needs every worker: none is done yet
     if task.index == 0:
         _announce(out, cluster.job_id(task, uuid.uuid4().hex))
-    env = cluster.worker_environment(task.index, ports, task.hosts, str(out), TRACE_MS)
-    child_options = dataclasses.replace(options, out=str(folder), no_probes=True, profile_steps=0)
     console.say(f"rnndoctor: worker {task.index} of {task.count} (TF_CONFIG)", err=True)
-    paths = check.CheckPaths(folder)
-    child = check.supervise(script, script_args, child_options, paths, console, env)
-    if options.redact:
-        check.redact_log(paths.log, script, console)
-    try:
-        facts = Facts.load(folder / "facts.json")
-    except (OSError, ValueError):
-        facts = None
-    job = announced_job(out)  # read after the window: this job's chief has announced it
-    if facts is not None:
-        check.settle(facts, child, options.timeout)
-        facts.run.job_id = job
-        facts.save(mine)
-    if task.index != 0:
-        return _worker_done(facts, child, options, folder, mine, console)
-    return chief_merge(task, facts, child, options, job, console)
+    worker = _Worker(script, script_args, options, task, ports, out, begin)
+    if task.index == 0:
+        return _chief(worker, console)
+    facts, child, job = worker.capture(console)
+    if facts is not None and job is not None:  # the chief can merge these facts: its word
+        wait_s = min(_merge_wait_s() + _WORD_GRACE_S, worker.time_left())
+        word = wait_for_word(out, job, wait_s)
+        if word is None:
+            console.say(f"rnndoctor: no word from the chief on this job within {wait_s:g} s")
+        elif word.get("again"):
+            console.say(f"rnndoctor: the chief runs the workers once more: {word.get('why')}")
+            facts, child, job = worker.capture(console)
+    folder = out / "workers" / f"worker-{task.index}"
+    mine = out / cluster.WORKER_FACTS.format(task.index)
+    return _worker_done(facts, child, options, folder, mine, console)
+
+
+def _merge_wait_s() -> float:
+    """How long the chief waits for the others' facts (``RNNDOCTOR_MERGE_WAIT_S``), s."""
+    return float(os.environ.get(cluster.MERGE_WAIT_VAR) or cluster.MERGE_WAIT_S)
+
+
+def _chief(worker: _Worker, console: Console) -> ExitCode:
+    """The chief's check: its capture, the others' facts, and its word on the attempt
+    (:func:`say_word`). When a crash in native code ended one worker's capture and every other
+    one's completed (:func:`rnndoctor.cluster.launched_crash`), and the time left under
+    ``--timeout`` allows 1.5 times the first attempt, the workers run once more, as under
+    ``--workers`` (the first attempt's logs in ``<out>/workers-attempt-1/``, the report's notes
+    say so); then the merged report."""
+    from rnndoctor.cli.workers import keep_first_attempt
+
+    out, task = worker.out, worker.task
+    facts, child, job = worker.capture(console)
+    wait_s = min(_merge_wait_s(), worker.time_left())
+    loaded, why = wait_for_facts(out, task.count, job, wait_s)
+    loaded[0] = facts
+    crashed = cluster.launched_crash(loaded)
+    spent = time.monotonic() - worker.begin
+    note = None
+    if crashed is not None and job is not None and worker.time_left() >= 1.5 * spent:
+        crash = keep_first_attempt(*crashed, out)
+        again = cluster.job_id(task, uuid.uuid4().hex)
+        _announce(out, again)
+        say_word(out, job, again, crash)  # after the move and the announcement
+        console.say(f"rnndoctor: {crash}; running the workers once more", err=True)
+        facts, child, job = worker.capture(console)
+        loaded, why = wait_for_facts(out, task.count, job, min(_merge_wait_s(), worker.time_left()))
+        loaded[0] = facts
+        same = cluster.launched_crash(loaded) is not None
+        note = f"{crash}; the workers ran once more; " + (
+            "the second attempt ended the same way" if same else "this report is the second's"
+        )
+    elif job is not None:
+        say_word(out, job, None, "")
+    return merge_and_report(task, loaded, why, child, worker.options, console, note)
 
 
 def _announce(out: Path, job: str) -> None:
@@ -164,6 +267,33 @@ def wait_for_facts(
     return loaded, why
 
 
+def say_word(out: Path, job: str, again: str | None, why: str) -> None:
+    """The chief's word on attempt ``job`` of a launched job, which every other worker waits
+    for (:func:`wait_for_word`): ``again``, the next attempt's job id (None: no other attempt),
+    and ``why`` it runs. Written atomically to ``<out>/attempt.json`` (``cluster.WORD_FILE``)."""
+    path = out / cluster.WORD_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"job": job, "again": again, "why": why}))
+    os.replace(tmp, path)
+
+
+def wait_for_word(out: Path, job: str, wait_s: float) -> dict[str, Any] | None:
+    """The chief's word on attempt ``job`` (:func:`say_word`), waiting up to ``wait_s``
+    seconds; None when none came (no shared filesystem, or the chief ended first). A word on
+    another job (an earlier run's file) does not count."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            word = json.loads((out / cluster.WORD_FILE).read_text())
+        except (OSError, ValueError):
+            word = None
+        if isinstance(word, dict) and word.get("job") == job:
+            return word
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(_POLL_S)
+
+
 def chief_merge(
     task: cluster.LaunchedTask,
     facts: Facts | None,
@@ -173,25 +303,44 @@ def chief_merge(
     console: Console,
 ) -> ExitCode:
     """The chief: waits for the other workers' facts of job ``job`` (its announced id), merges
-    and renders one report."""
+    and renders one report (:func:`merge_and_report`)."""
+    out = Path(options.out).resolve()
+    loaded, why = wait_for_facts(out, task.count, job, _merge_wait_s())
+    loaded[0] = facts
+    return merge_and_report(task, loaded, why, child, options, console)
+
+
+def merge_and_report(
+    task: cluster.LaunchedTask,
+    loaded: list[Facts | None],
+    why: Sequence[str],
+    child: supervisor.ChildRun,
+    options: Options,
+    console: Console,
+    note: str | None = None,
+) -> ExitCode:
+    """Merges the workers' facts (``loaded``, the chief's first; ``why``: per worker, why its
+    facts are missing, :func:`wait_for_facts`), adds ``note`` to the run's notes, renders one
+    report and returns the chief's exit code (``child``: the chief's capture); the log tail
+    shown for a failure is the failed worker's."""
     from rnndoctor.cli.check import CheckPaths, exit_code, render_and_summarise
 
     out = Path(options.out).resolve()
-    wait_s = float(os.environ.get(cluster.MERGE_WAIT_VAR) or cluster.MERGE_WAIT_S)
-    loaded, why = wait_for_facts(out, task.count, job, wait_s)
-    loaded[0] = facts
     files = [cluster.WORKER_FACTS.format(i) for i in range(task.count)]
     merged = cluster.merge(loaded, files)
     if merged is None:
         console.error(f"no worker saved its facts; see {out / 'workers'}/worker-*/script.log")
         return ExitCode.INTERNAL
     _note_missing(merged, why[1:], 1)
+    if note:
+        merged.run.notes.append(note)
     paths = CheckPaths(out)
     merged.save(paths.facts)
     report = render_and_summarise(merged, options, paths, console)
     for reason in filter(None, why[1:]):
         console.error(f"not merged: {reason} (partial report)")
-    log_paths = dataclasses.replace(paths, out=out / "workers" / "worker-0")
+    shown = cluster.failed_worker(loaded) or 0
+    log_paths = dataclasses.replace(paths, out=out / "workers" / f"worker-{shown}")
     return exit_code(merged, child, report, options, log_paths, console)
 
 

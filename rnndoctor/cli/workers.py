@@ -48,8 +48,6 @@ from rnndoctor.options import ExitCode, Options
 _PEER_GRACE_S = 15.0  # after one worker failed, how long the others may take to end
 _POLL_S = 0.2
 TRACE_MS = 1500  # the chief's trace of all workers, ms (the steps run, then they wait for it)
-# the signals of a crash in native code (a negative exit status; faulthandler re-raises them)
-_NATIVE_CRASH = (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGILL, signal.SIGFPE)
 _FIRST_ATTEMPT = "workers-attempt-1"  # under --out: the logs of an attempt a crash ended
 
 
@@ -234,7 +232,7 @@ def run_workers(
     retry_note = None
     spent = time.monotonic() - begin
     if crashed is not None and timeout - spent >= 1.5 * spent:
-        crash = _keep_first_attempt(crashed, out)
+        crash = keep_first_attempt(crashed.index, crashed.run.status, out)
         console.say(f"rnndoctor: {crash}; running the workers once more", err=True)
         retry_note = f"{crash}; the workers ran once more"
         escaped = [pid for w in workers for pid in w.run.escaped]
@@ -289,9 +287,10 @@ def _first_failed(workers: list[Worker]) -> Worker | None:
 
 def native_crash(workers: list[Worker]) -> Worker | None:
     """The worker that failed first (:func:`_first_failed`) when a signal of a native crash
-    ended it (``_NATIVE_CRASH``: its exit status is minus the signal), else None; also None
-    after ``--timeout`` or Ctrl-C. A worker that crashed after another had failed (TensorFlow
-    may abort one left in a broken collective) is the consequence, not a crash to run again.
+    ended it (``cluster.NATIVE_CRASH_SIGNALS``: its exit status is minus the signal), else
+    None; also None after ``--timeout`` or Ctrl-C. A worker that crashed after another had
+    failed (TensorFlow may abort one left in a broken collective) is the consequence, not a
+    crash to run again.
 
     One such crash is TensorFlow's own, and rare: TF 2.21's profiler server, stopping the
     chief's trace of the workers (``tf.profiler.experimental.client.trace``), aborted a worker
@@ -301,21 +300,22 @@ def native_crash(workers: list[Worker]) -> Worker | None:
     if any(w.run.timed_out or w.run.interrupted for w in workers):
         return None
     first = _first_failed(workers)
-    crashes = {-int(s) for s in _NATIVE_CRASH}
+    crashes = {-int(s) for s in cluster.NATIVE_CRASH_SIGNALS}
     return first if first is not None and first.run.status in crashes else None
 
 
-def _keep_first_attempt(crashed: Worker, out: Path) -> str:
+def keep_first_attempt(index: int, status: int | None, out: Path) -> str:
     """Moves the crashed attempt's ``<out>/workers`` to ``<out>/workers-attempt-1`` and drops
-    its partial ``<out>/profile``; returns what happened, for the report's note."""
+    its partial ``<out>/profile``; returns what happened to worker ``index`` (its exit
+    ``status``: minus the signal), for the report's note."""
     kept = out / _FIRST_ATTEMPT
     shutil.rmtree(kept, ignore_errors=True)
     os.replace(out / "workers", kept)
     shutil.rmtree(out / "profile", ignore_errors=True)
-    name = signal.Signals(-(crashed.run.status or 0)).name
+    name = signal.Signals(-(status or 0)).name
     return (
-        f"worker {crashed.index} was ended by {name} (a crash in native code) in the first "
-        f"attempt (its log: {kept / f'worker-{crashed.index}' / 'script.log'})"
+        f"worker {index} was ended by {name} (a crash in native code) in the first "
+        f"attempt (its log: {kept / f'worker-{index}' / 'script.log'})"
     )
 
 

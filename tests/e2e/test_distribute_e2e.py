@@ -204,22 +204,22 @@ def test_keras3_fit_under_mwms_is_the_preflight_error(keras3_fit):
 # -- workers started by the user's own launcher (TF_CONFIG each, no --workers) -----------------
 
 
-@pytest.fixture(scope="module")
-def launched(tmp_path_factory):
+def _launch(script: Path, out: Path, **env: str):
     """Two `rnndoctor check` processes, each with its own TF_CONFIG and one shared --out, as a
-    user's launcher starts them (worker 1 slow in its input)."""
+    user's launcher starts them; returns their exit codes and outputs, the merged report (or
+    {}), and the pids of any process of theirs left behind."""
     from rnndoctor.cluster import free_ports
 
-    out = tmp_path_factory.mktemp("launched") / "r"
     workers = [f"127.0.0.1:{p}" for p in free_ports(2)]
-    begin, procs = time.monotonic(), []
+    procs = []
     for i in (0, 1):
         config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}}
-        env = dict(os.environ, COLUMNS="200", TF_CONFIG=json.dumps(config), SLOW_WORKER="1")
+        environ = dict(os.environ, COLUMNS="200", TF_CONFIG=json.dumps(config), **env)
         procs.append(subprocess.Popen(
-            [sys.executable, "-m", "rnndoctor", "check", str(SCRIPTS / "mwms_custom_loop.py"),
+            [sys.executable, "-m", "rnndoctor", "check", str(script),
              "--out", str(out), "--format", "json,md", "--fail-on", "error", *FAST],
-            cwd=out.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+            cwd=out.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=environ,
         ))  # fmt: skip
     try:
         outputs = [p.communicate(timeout=300)[0] for p in procs]
@@ -233,7 +233,16 @@ def launched(tmp_path_factory):
         for p in psutil.process_iter(["cmdline"], ad_value=None)
         if any(str(out) in part for part in p.info["cmdline"] or [])
     ]
-    codes = [p.returncode for p in procs]
+    return [p.returncode for p in procs], outputs, doc, left
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory):
+    """The custom loop's two workers as a user's launcher starts them (worker 1 slow in its
+    input)."""
+    out = tmp_path_factory.mktemp("launched") / "r"
+    begin = time.monotonic()
+    codes, outputs, doc, left = _launch(SCRIPTS / "mwms_custom_loop.py", out, SLOW_WORKER="1")
     return codes, outputs, doc, out, time.monotonic() - begin, left
 
 
@@ -248,6 +257,36 @@ def test_workers_of_the_users_launcher_one_merged_report_and_one_trace(launched)
     assert line in outputs[0]  # the chief's terminal summary
     (rd701,) = [f for f in doc["findings"] if f["rule_id"] == "RD701"]
     assert "worker 1 (worker:1) is a straggler" in rd701["message"]
+    assert left == []
+
+
+def test_a_launched_worker_crashing_in_native_code_runs_the_workers_once_more(tmp_path):
+    """The same under the user's launcher: worker 1's check reports the crash in its facts, the
+    chief's word (`<out>/attempt.json`) makes both run once more, and the report is the
+    second attempt's."""
+    out, marker = tmp_path / "r", tmp_path / "crashed-once"
+    codes, outputs, doc, left = _launch(SCRIPTS / "crash_once.py", out, CRASH_MARKER=str(marker))
+    assert codes == [0, 0], outputs
+    assert marker.is_file()  # worker 1 did abort once
+    first = out / "workers-attempt-1" / "worker-1" / "script.log"
+    assert "Fatal Python error: Aborted" in first.read_text()
+    assert "worker 1 was ended by SIGABRT" in outputs[0]
+    assert "running the workers once more" in outputs[0]
+    assert "the chief runs the workers once more: worker 1 was ended by SIGABRT" in outputs[1]
+    assert doc["facts"]["run"]["outcome"] == "completed"
+    (note,) = [n for n in doc["facts"]["run"]["notes"] if "ended by SIGABRT" in n]
+    assert str(first) in note and note.endswith("this report is the second's")
+    rows = doc["facts"]["strategy"]["per_worker"]
+    assert [r["outcome"] for r in rows] == ["completed", "completed"]
+    worker_1 = json.loads((out / "facts-worker-1.json").read_text())
+    assert worker_1["run"]["exit_status"] == 0  # the second attempt's facts, of the second job
+    assert (
+        worker_1["run"]["job_id"]
+        == doc["facts"]["run"]["job_id"]
+        != json.loads((out / "workers-attempt-1" / "worker-1" / "facts.json").read_text())[
+            "run"
+        ].get("job_id", "the first attempt's")
+    )
     assert left == []
 
 

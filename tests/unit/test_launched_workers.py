@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -181,3 +182,65 @@ def test_the_chief_writes_a_partial_report_naming_the_worker_that_did_not_arrive
     assert missing["outcome"] == "no facts"
     assert missing["message"] == "not merged: worker 1's facts did not arrive within 0.3 s"
     assert any(n.startswith("not merged: worker 1's facts") for n in facts["run"]["notes"])
+
+
+def _ended(status: int | None) -> Facts:
+    facts = Facts.from_dict(json.loads((DATA / "straggler-custom-loop.json").read_text()))
+    facts.run.exit_status = status
+    return facts
+
+
+def test_a_native_crash_runs_a_launched_job_again_only_where_every_other_worker_completed():
+    abrt, segv = -int(signal.SIGABRT), -int(signal.SIGSEGV)
+    assert cluster.launched_crash([_ended(0), _ended(abrt)]) == (1, abrt)
+    assert cluster.launched_crash([_ended(segv), _ended(0), _ended(abrt)]) == (0, segv)
+    assert cluster.launched_crash([_ended(0), _ended(0)]) is None  # nothing crashed
+    assert cluster.launched_crash([_ended(1), _ended(abrt)]) is None  # worker 0 failed too
+    assert cluster.launched_crash([None, _ended(abrt)]) is None  # worker 0 cannot be told
+    assert cluster.launched_crash([_ended(None), _ended(abrt)]) is None  # worker 0 was killed
+    # the out-of-memory killer's SIGKILL is no crash in native code: running again would not help
+    assert cluster.launched_crash([_ended(0), _ended(-int(signal.SIGKILL))]) is None
+    assert cluster.launched_crash([]) is None
+
+
+def test_a_worker_waits_a_bounded_time_for_the_chiefs_word_on_its_own_job(tmp_path):
+    from rnndoctor.cli.launched import say_word, wait_for_word
+
+    task = cluster.LaunchedTask(index=0, hosts=("127.0.0.1",) * 2, ports=(2222, 2223))
+    earlier, job, again = (cluster.job_id(task, c * 32) for c in "efa")
+    say_word(tmp_path, earlier, again, "an earlier run's word")
+    begin = time.monotonic()
+    assert wait_for_word(tmp_path, job, 0.5) is None  # an earlier job's word does not count
+    assert 0.5 <= time.monotonic() - begin < 5
+    say_word(tmp_path, job, again, "worker 1 was ended by SIGABRT")
+    word = wait_for_word(tmp_path, job, 0.5)
+    assert word == {"job": job, "again": again, "why": "worker 1 was ended by SIGABRT"}
+    say_word(tmp_path, job, None, "")
+    assert wait_for_word(tmp_path, job, 0.5)["again"] is None
+    (tmp_path / cluster.WORD_FILE).write_text("not json")
+    assert wait_for_word(tmp_path, job, 0.2) is None
+
+
+def test_the_parent_records_the_captures_exit_status():
+    from rnndoctor.cli.check import settle
+    from rnndoctor.cli.supervisor import ChildRun
+
+    facts = _ended(None)
+    settle(facts, ChildRun(status=-int(signal.SIGABRT)), 240)
+    assert facts.run.exit_status == -int(signal.SIGABRT)
+    assert Facts.from_dict(facts.to_dict()).run.exit_status == -int(signal.SIGABRT)
+    settle(facts, ChildRun(status=None, timed_out=True), 240)
+    assert facts.run.exit_status is None
+
+
+def test_the_merged_run_and_the_log_shown_are_the_failed_workers():
+    from rnndoctor.facts import Outcome
+
+    done, failed, timed_out = _ended(0), _ended(1), _ended(None)
+    failed.run.outcome, timed_out.run.outcome = Outcome.SCRIPT_ERROR, Outcome.TIMEOUT
+    assert cluster.failed_worker([failed, done]) == 0  # worker 0's own failure
+    assert cluster.failed_worker([done, timed_out, failed]) == 2  # a failure before a timeout
+    assert cluster.failed_worker([done, None, timed_out]) == 2
+    assert cluster.failed_worker([done, None, done]) is None
+    merged = cluster.merge([_ended(0), failed], ["a.json", "b.json"])
+    assert merged.run.outcome == Outcome.SCRIPT_ERROR
