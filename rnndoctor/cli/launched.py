@@ -20,10 +20,12 @@ After its facts are saved, every other worker waits for the chief's word on the 
 and never past ``--timeout``; no wait where no job was announced, as without a shared
 filesystem). When a crash in native code ended one worker's capture and every other one's
 completed (:func:`rnndoctor.cluster.launched_crash`, from each worker's
-``RunInfo.exit_status``), and the time left under ``--timeout`` allows 1.5 times the first
-attempt, the chief moves ``<out>/workers`` to ``<out>/workers-attempt-1``, announces a new job
-and says so; every worker then runs its capture once more, as ``--workers`` does
-(:mod:`rnndoctor.cli.workers`), and the report's notes name the crash.
+``RunInfo.exit_status``), and :func:`rnndoctor.cli.workers.may_run_again` allows it (up to
+``MAX_ATTEMPTS`` attempts, each where the time left under ``--timeout`` allows 1.5 times the
+longest so far), the chief moves ``<out>/workers`` to ``<out>/workers-attempt-<k>``, announces a
+new job and says so; every worker then runs its capture once more, as ``--workers`` does
+(:mod:`rnndoctor.cli.workers`), waits for the chief's word on that attempt too, and the
+report's notes name the crashes.
 """
 
 from __future__ import annotations
@@ -141,14 +143,15 @@ def run_launched_check(
     if task.index == 0:
         return _chief(worker, console)
     facts, child, job = worker.capture(console)
-    if facts is not None and job is not None:  # the chief can merge these facts: its word
+    while facts is not None and job is not None:  # the chief can merge these facts: its word
         wait_s = min(_merge_wait_s() + _WORD_GRACE_S, worker.time_left())
         word = wait_for_word(out, job, wait_s)
         if word is None:
             console.say(f"rnndoctor: no word from the chief on this job within {wait_s:g} s")
-        elif word.get("again"):
-            console.say(f"rnndoctor: the chief runs the workers once more: {word.get('why')}")
-            facts, child, job = worker.capture(console)
+        if word is None or not word.get("again"):
+            break
+        console.say(f"rnndoctor: the chief runs the workers once more: {word.get('why')}")
+        facts, child, job = worker.capture(console)
     folder = out / "workers" / f"worker-{task.index}"
     mine = out / cluster.WORKER_FACTS.format(task.index)
     return _worker_done(facts, child, options, folder, mine, console)
@@ -162,35 +165,36 @@ def _merge_wait_s() -> float:
 def _chief(worker: _Worker, console: Console) -> ExitCode:
     """The chief's check: its capture, the others' facts, and its word on the attempt
     (:func:`say_word`). When a crash in native code ended one worker's capture and every other
-    one's completed (:func:`rnndoctor.cluster.launched_crash`), and the time left under
-    ``--timeout`` allows 1.5 times the first attempt, the workers run once more, as under
-    ``--workers`` (the first attempt's logs in ``<out>/workers-attempt-1/``, the report's notes
-    say so); then the merged report."""
-    from rnndoctor.cli.workers import keep_first_attempt
+    one's completed (:func:`rnndoctor.cluster.launched_crash`), the workers run once more, as
+    under ``--workers`` (:func:`rnndoctor.cli.workers.may_run_again`: up to ``MAX_ATTEMPTS``
+    in all, each where the time left under ``--timeout`` allows 1.5 times the longest attempt;
+    a crashed attempt's logs in ``<out>/workers-attempt-<k>/``, the report's notes say so);
+    then the merged report."""
+    from rnndoctor.cli.workers import attempts_note, keep_attempt, may_run_again
 
     out, task = worker.out, worker.task
-    facts, child, job = worker.capture(console)
-    wait_s = min(_merge_wait_s(), worker.time_left())
-    loaded, why = wait_for_facts(out, task.count, job, wait_s)
-    loaded[0] = facts
-    crashed = cluster.launched_crash(loaded)
-    spent = time.monotonic() - worker.begin
-    note = None
-    if crashed is not None and job is not None and worker.time_left() >= 1.5 * spent:
-        crash = keep_first_attempt(*crashed, out)
+    crashes: list[str] = []
+    longest, start = 0.0, worker.begin  # the first attempt's time counts from the check's start
+    while True:
+        facts, child, job = worker.capture(console)
+        wait_s = min(_merge_wait_s(), worker.time_left())
+        loaded, why = wait_for_facts(out, task.count, job, wait_s)
+        loaded[0] = facts
+        longest = max(longest, time.monotonic() - start)
+        start = time.monotonic()
+        crashed = cluster.launched_crash(loaded)
+        if job is None:
+            break
+        if crashed is None or not may_run_again(len(crashes) + 1, longest, worker.time_left()):
+            say_word(out, job, None, "")
+            break
+        crash = keep_attempt(*crashed, out, len(crashes) + 1)
+        crashes.append(crash)
         again = cluster.job_id(task, uuid.uuid4().hex)
         _announce(out, again)
         say_word(out, job, again, crash)  # after the move and the announcement
         console.say(f"rnndoctor: {crash}; running the workers once more", err=True)
-        facts, child, job = worker.capture(console)
-        loaded, why = wait_for_facts(out, task.count, job, min(_merge_wait_s(), worker.time_left()))
-        loaded[0] = facts
-        same = cluster.launched_crash(loaded) is not None
-        note = f"{crash}; the workers ran once more; " + (
-            "the second attempt ended the same way" if same else "this report is the second's"
-        )
-    elif job is not None:
-        say_word(out, job, None, "")
+    note = attempts_note(crashes, crashed is not None) if crashes else None
     return merge_and_report(task, loaded, why, child, worker.options, console, note)
 
 

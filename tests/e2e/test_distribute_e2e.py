@@ -260,56 +260,59 @@ def test_workers_of_the_users_launcher_one_merged_report_and_one_trace(launched)
     assert left == []
 
 
-def test_a_launched_worker_crashing_in_native_code_runs_the_workers_once_more(tmp_path):
-    """The same under the user's launcher: worker 1's check reports the crash in its facts, the
-    chief's word (`<out>/attempt.json`) makes both run once more, and the report is the
-    second attempt's."""
-    out, marker = tmp_path / "r", tmp_path / "crashed-once"
-    codes, outputs, doc, left = _launch(SCRIPTS / "crash_once.py", out, CRASH_MARKER=str(marker))
+def test_a_launched_worker_crashing_in_native_code_runs_the_workers_again(tmp_path):
+    """The same under the user's launcher, where worker 1 crashes in two attempts: its check
+    reports each crash in its facts, the chief's word (`<out>/attempt.json`) on each attempt
+    makes both run once more, and the report is the third attempt's."""
+    out, marker = tmp_path / "r", tmp_path / "crashed"
+    codes, outputs, doc, left = _launch(
+        SCRIPTS / "crash_once.py", out, CRASH_MARKER=str(marker), CRASH_TIMES="2"
+    )
     assert codes == [0, 0], outputs
-    assert marker.is_file()  # worker 1 did abort once
-    first = out / "workers-attempt-1" / "worker-1" / "script.log"
-    assert "Fatal Python error: Aborted" in first.read_text()
-    assert "worker 1 was ended by SIGABRT" in outputs[0]
-    assert "running the workers once more" in outputs[0]
-    assert "the chief runs the workers once more: worker 1 was ended by SIGABRT" in outputs[1]
+    assert marker.read_text() == "crashed\n" * 2  # worker 1 did abort twice
+    logs = [out / f"workers-attempt-{k}" / "worker-1" / "script.log" for k in (1, 2)]
+    assert all("Fatal Python error: Aborted" in log.read_text() for log in logs)
+    assert outputs[0].count("running the workers once more") == 2
+    said = "the chief runs the workers once more: worker 1 was ended by SIGABRT"
+    assert outputs[1].count(said) == 2
     assert doc["facts"]["run"]["outcome"] == "completed"
     (note,) = [n for n in doc["facts"]["run"]["notes"] if "ended by SIGABRT" in n]
-    assert str(first) in note and note.endswith("this report is the second's")
+    assert all(str(log) in note for log in logs)
+    assert note.endswith("the workers ran twice more; this report is the third's")
     rows = doc["facts"]["strategy"]["per_worker"]
     assert [r["outcome"] for r in rows] == ["completed", "completed"]
     worker_1 = json.loads((out / "facts-worker-1.json").read_text())
-    assert worker_1["run"]["exit_status"] == 0  # the second attempt's facts, of the second job
-    assert (
-        worker_1["run"]["job_id"]
-        == doc["facts"]["run"]["job_id"]
-        != json.loads((out / "workers-attempt-1" / "worker-1" / "facts.json").read_text())[
-            "run"
-        ].get("job_id", "the first attempt's")
-    )
+    assert worker_1["run"]["exit_status"] == 0  # the third attempt's facts, of the third job
+    # the chief's last word is on the job it announced last, which both workers' facts carry
+    word = json.loads((out / "attempt.json").read_text())
+    announced = json.loads((out / "job.json").read_text())
+    assert word["again"] is None and word["job"] == worker_1["run"]["job_id"]
+    assert doc["facts"]["run"]["job_id"] == worker_1["run"]["job_id"]
+    assert announced == {"job": word["job"]}
     assert left == []
 
 
-def test_a_worker_crashing_in_native_code_runs_the_workers_once_more(tmp_path):
-    """A worker ended by SIGABRT (TF's profiler has done that when the chief's trace of the
-    workers ended): the workers run again, the crashed attempt's logs are kept, the report says
-    so and is the second attempt's."""
-    out, marker = tmp_path / "r", tmp_path / "crashed-once"
+def test_a_worker_crashing_in_native_code_runs_the_workers_again_up_to_three_times(tmp_path):
+    """A worker ended by SIGABRT in two attempts (TF's profiler has done that when the chief's
+    trace of the workers ended, in both attempts of one CI run): the workers run a third time,
+    each crashed attempt's logs are kept, the report says so and is the third attempt's."""
+    out, marker = tmp_path / "r", tmp_path / "crashed"
     result = subprocess.run(
         [sys.executable, "-m", "rnndoctor", "check", str(SCRIPTS / "crash_once.py"),
          "--workers", "2", "--out", str(out), "--format", "json", "--fail-on", "never", *FAST],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, COLUMNS="200", CRASH_MARKER=str(marker)),
+        env=dict(os.environ, COLUMNS="200", CRASH_MARKER=str(marker), CRASH_TIMES="2"),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
-    assert marker.is_file()  # worker 1 did abort once
-    first = out / "workers-attempt-1" / "worker-1" / "script.log"
-    assert "Fatal Python error: Aborted" in first.read_text()
-    assert "worker 1 was ended by SIGABRT" in result.stderr
-    assert "running the workers once more" in result.stderr
+    assert marker.read_text() == "crashed\n" * 2  # worker 1 did abort twice
+    logs = [out / f"workers-attempt-{k}" / "worker-1" / "script.log" for k in (1, 2)]
+    assert all("Fatal Python error: Aborted" in log.read_text() for log in logs)
+    assert result.stderr.count("running the workers once more") == 2
+    assert "worker 1 was ended by SIGABRT (a crash in native code) in the second" in result.stderr
     doc = json.loads((out / "report.json").read_text())
     assert doc["facts"]["run"]["outcome"] == "completed"
     (note,) = [n for n in doc["facts"]["run"]["notes"] if "ended by SIGABRT" in n]
-    assert str(first) in note and note.endswith("this report is the second's")
+    assert all(str(log) in note for log in logs)
+    assert note.endswith("the workers ran twice more; this report is the third's")
     rows = doc["facts"]["strategy"]["per_worker"]
     assert [r["outcome"] for r in rows] == ["completed", "completed"]

@@ -1,15 +1,17 @@
 """A tiny LSTM ``fit`` in each worker of ``rnndoctor check --workers 2`` (no strategy: each
-trains alone). The first time worker 1 runs, it aborts (``os.abort``: SIGABRT, as a crash in
-native code ends a process) before its ``fit``: the file ``CRASH_MARKER`` names does not exist
-yet, and worker 1 makes it."""
+trains alone). The first ``CRASH_TIMES`` times (default 1) worker 1 runs, it aborts
+(``os.abort``: SIGABRT, as a crash in native code ends a process) before its ``fit``: the file
+``CRASH_MARKER`` names counts its crashes (one line each)."""
 
 import json
 import os
 
 marker = os.environ["CRASH_MARKER"]
 task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task", {}).get("index", 0)
-if task == 1 and not os.path.exists(marker):
-    open(marker, "w").close()
+crashed = open(marker).read().count("\n") if os.path.exists(marker) else 0
+if task == 1 and crashed < int(os.environ.get("CRASH_TIMES", "1")):
+    with open(marker, "a") as f:
+        f.write("crashed\n")
     os.abort()
 
 import keras  # noqa: E402

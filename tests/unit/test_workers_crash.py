@@ -42,3 +42,42 @@ def test_an_exit_status_a_kill_or_no_status_is_not_a_crash():
 def test_no_run_again_after_a_timeout_or_ctrl_c():
     assert native_crash([_worker(0, ABRT, 1.0), _worker(1, None, timed_out=True)]) is None
     assert native_crash([_worker(0, ABRT, 1.0), _worker(1, None, interrupted=True)]) is None
+
+
+def test_the_workers_run_again_up_to_three_attempts_where_the_time_left_allows():
+    from rnndoctor.cli.workers import MAX_ATTEMPTS, may_run_again
+
+    assert MAX_ATTEMPTS == 3
+    assert may_run_again(1, 20.0, 30.0) and may_run_again(2, 20.0, 30.0)
+    assert not may_run_again(3, 20.0, 1e9)  # three attempts in all, whatever the time left
+    assert not may_run_again(1, 20.0, 29.9)  # 1.5 times the longest attempt must fit
+    assert may_run_again(2, 10.0, float("inf"))  # no --timeout
+
+
+def test_each_crashed_attempt_is_kept_and_the_note_names_them_all(tmp_path):
+    from rnndoctor.cli.workers import attempts_note, keep_attempt
+
+    texts = []
+    for attempt in (1, 2):
+        (tmp_path / "workers" / "worker-1").mkdir(parents=True)
+        (tmp_path / "workers" / "worker-1" / "script.log").write_text(f"attempt {attempt}")
+        (tmp_path / "profile").mkdir()
+        texts.append(keep_attempt(1, ABRT, tmp_path, attempt))
+        log = tmp_path / f"workers-attempt-{attempt}" / "worker-1" / "script.log"
+        assert log.read_text() == f"attempt {attempt}"  # kept, not overwritten
+        assert not (tmp_path / "workers").exists() and not (tmp_path / "profile").exists()
+        assert texts[-1] == (
+            f"worker 1 was ended by SIGABRT (a crash in native code) in the "
+            f"{('first', 'second')[attempt - 1]} attempt (its log: {log})"
+        )
+    assert (
+        attempts_note(texts[:1], False)
+        == f"{texts[0]}; the workers ran once more; this report is the second's"
+    )
+    assert attempts_note(texts[:1], True).endswith(
+        "once more; the second attempt ended the same way"
+    )
+    assert attempts_note(texts, False) == (
+        f"{texts[0]}; {texts[1]}; the workers ran twice more; this report is the third's"
+    )
+    assert attempts_note(texts, True).endswith("twice more; the third attempt ended the same way")
