@@ -371,6 +371,22 @@ def _script_failed(session: CaptureSession, exc: BaseException) -> None:
     run.error_location = _error_location(exc)
 
 
+def no_core_files() -> None:
+    """Sets this process's core-file size limit to 0 (``RLIMIT_CORE``, inherited by the
+    processes the script starts): a crash in native code (TensorFlow's profiler has crashed
+    workers of ``--workers``) would otherwise let the kernel write a core file, over 1 GiB for
+    a TensorFlow process, into the working directory, the user's tree, where ``ulimit -c``
+    allows it and ``/proc/sys/kernel/core_pattern`` is a plain file name (``core``). A limit
+    that cannot be set (a platform without ``RLIMIT_CORE``) is left as it is."""
+    try:
+        import resource
+
+        _, hard = resource.getrlimit(resource.RLIMIT_CORE)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, hard))
+    except (ImportError, OSError, ValueError, AttributeError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """The child's entry point: runs the script under the hooks and saves ``facts.json``.
 
@@ -378,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         0 whenever the facts were saved (the parent reads ``facts.run.outcome``).
     """
     options, script_arg, script_args = parse_child_args(sys.argv[1:] if argv is None else argv)
+    no_core_files()
     script = os.path.abspath(script_arg)
     os.makedirs(options.out, exist_ok=True)
     facts_path = os.path.join(options.out, "facts.json")

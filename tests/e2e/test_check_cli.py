@@ -168,3 +168,32 @@ def test_timeout_exits_4_and_leaves_no_process(tmp_path):
         if str(script).encode() in cmd:
             leftovers.append(proc.name)
     assert leftovers == []
+
+
+def test_a_crash_in_native_code_leaves_no_core_file_in_the_users_tree(tmp_path):
+    """The check runs the script with a core-file limit of 0, even where the user's shell
+    allows core files (the test raises its own soft limit to the hard one): a crash in native
+    code leaves the user's folder as it was, but for --out."""
+    import resource
+
+    _, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    if hard == 0:
+        pytest.skip("core files are not allowed on this machine at all")
+    script = tmp_path / "aborts.py"
+    script.write_text(
+        "import os, resource, sys\n"
+        "print('core limit', resource.getrlimit(resource.RLIMIT_CORE)[0], flush=True)\n"
+        "os.abort()\n"
+    )
+
+    def allow_core_files():
+        resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
+
+    result = subprocess.run(
+        [sys.executable, "-m", "rnndoctor", "check", "aborts.py", "--out", "r", *FAST],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, COLUMNS="200"), preexec_fn=allow_core_files,
+    )  # fmt: skip
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "core limit 0" in (tmp_path / "r" / "script.log").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["aborts.py", "r"]
