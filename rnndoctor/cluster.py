@@ -191,15 +191,17 @@ def launched_crash(workers: Sequence[Facts | None]) -> tuple[int, int] | None:
     """The worker of a launched job whose crash makes the workers run once more (its index
     and exit status, minus the signal): the first whose capture a crash in native code ended
     (``RunInfo.exit_status`` is minus one of ``NATIVE_CRASH_SIGNALS``), when every worker's
-    facts are there and every other worker's capture ended with status 0. Else None: a worker
-    whose facts are missing cannot be told to run again, and where another worker failed too,
-    the crash may be the consequence (TensorFlow may abort a worker left in a broken
-    collective) rather than the cause.
+    facts are there and every worker that did not crash that way ended with status 0 (where
+    two crashed, the first is named). Else None: a worker whose facts are missing cannot be
+    told to run again, and where another worker failed in another way, the crash may be the
+    consequence (TensorFlow may abort a worker left in a broken collective) rather than the
+    cause.
 
-    The crash it is for is TensorFlow's own and rare (:func:`rnndoctor.cli.workers.native_crash`
-    for ``--workers``): the profiler server aborting a worker when the chief's trace of the
-    workers ends, after every worker's window (``double free or corruption``, ``free():
-    invalid pointer``); the other workers' captures then complete."""
+    The crash it is for is TensorFlow's own, and how often it comes depends on the machine's
+    state (:func:`rnndoctor.cli.workers.native_crash` for ``--workers``): the profiler server
+    crashing a worker when the chief's trace of the workers ends, after every worker's window
+    (``double free or corruption``, ``free(): invalid pointer``, a segmentation fault); the
+    other workers' captures then complete."""
     if not workers or any(f is None for f in workers):
         return None
     crashes = {-int(s) for s in NATIVE_CRASH_SIGNALS}

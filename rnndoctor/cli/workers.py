@@ -57,6 +57,7 @@ _ATTEMPT_FOLDER = "workers-attempt-{}"  # under --out: the logs of attempt k, wh
 # next (2026-12-04), and both of two attempts in one CI run: a third attempt is the difference
 MAX_ATTEMPTS = 3
 _ORDINALS = ("first", "second", "third", "fourth")
+assert MAX_ATTEMPTS <= len(_ORDINALS), "an attempt without an ordinal for its note"
 
 
 @dataclasses.dataclass
@@ -302,7 +303,7 @@ def native_crash(workers: list[Worker]) -> Worker | None:
     failed (TensorFlow may abort one left in a broken collective) is the consequence, not a
     crash to run again.
 
-    One such crash is TensorFlow's own, and rare: TF 2.21's profiler server, stopping the
+    One such crash is TensorFlow's own: TF 2.21's profiler server, stopping the
     chief's trace of the workers (``tf.profiler.experimental.client.trace``), aborted a worker
     in ``TraceMeRecorder::Consume`` (``SplitEventTracker::FindStartAndMerge``: ``free():
     invalid pointer``, ``double free or corruption``, or a segmentation fault; gdb on the core
