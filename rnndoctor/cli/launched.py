@@ -178,8 +178,7 @@ def _chief(worker: _Worker, console: Console) -> ExitCode:
     while True:
         facts, child, job = worker.capture(console)
         wait_s = min(_merge_wait_s(), worker.time_left())
-        loaded, why = wait_for_facts(out, task.count, job, wait_s)
-        loaded[0] = facts
+        loaded, why = gather_facts(out, task, facts, job, wait_s)
         longest = max(longest, time.monotonic() - start)
         start = time.monotonic()
         crashed = cluster.launched_crash(loaded)
@@ -298,20 +297,15 @@ def wait_for_word(out: Path, job: str, wait_s: float) -> dict[str, Any] | None:
         time.sleep(_POLL_S)
 
 
-def chief_merge(
-    task: cluster.LaunchedTask,
-    facts: Facts | None,
-    child: supervisor.ChildRun,
-    options: Options,
-    job: str | None,
-    console: Console,
-) -> ExitCode:
-    """The chief: waits for the other workers' facts of job ``job`` (its announced id), merges
-    and renders one report (:func:`merge_and_report`)."""
-    out = Path(options.out).resolve()
-    loaded, why = wait_for_facts(out, task.count, job, _merge_wait_s())
+def gather_facts(
+    out: Path, task: cluster.LaunchedTask, facts: Facts | None, job: str | None, wait_s: float
+) -> tuple[list[Facts | None], list[str]]:
+    """The chief's ``facts`` and the other workers' of job ``job`` (its announced id), waiting
+    up to ``wait_s`` seconds for them (:func:`wait_for_facts`, whose pair it returns, the
+    chief's facts first)."""
+    loaded, why = wait_for_facts(out, task.count, job, wait_s)
     loaded[0] = facts
-    return merge_and_report(task, loaded, why, child, options, console)
+    return loaded, why
 
 
 def merge_and_report(

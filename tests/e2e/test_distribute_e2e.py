@@ -260,6 +260,17 @@ def test_workers_of_the_users_launcher_one_merged_report_and_one_trace(launched)
     assert left == []
 
 
+def _the_third_attempts_report(doc: dict, logs: list[Path]) -> None:
+    """The report of a run whose first two attempts worker 1's crash ended (``logs``: its
+    kept logs): completed, the third attempt's, with a note that names both crashes."""
+    assert doc["facts"]["run"]["outcome"] == "completed"
+    (note,) = [n for n in doc["facts"]["run"]["notes"] if "ended by SIGABRT" in n]
+    assert all(str(log) in note for log in logs)
+    assert note.endswith("the workers ran twice more; this report is the third's")
+    rows = doc["facts"]["strategy"]["per_worker"]
+    assert [r["outcome"] for r in rows] == ["completed", "completed"]
+
+
 def test_a_launched_worker_crashing_in_native_code_runs_the_workers_again(tmp_path):
     """The same under the user's launcher, where worker 1 crashes in two attempts: its check
     reports each crash in its facts, the chief's word (`<out>/attempt.json`) on each attempt
@@ -275,12 +286,7 @@ def test_a_launched_worker_crashing_in_native_code_runs_the_workers_again(tmp_pa
     assert outputs[0].count("running the workers once more") == 2
     said = "the chief runs the workers once more: worker 1 was ended by SIGABRT"
     assert outputs[1].count(said) == 2
-    assert doc["facts"]["run"]["outcome"] == "completed"
-    (note,) = [n for n in doc["facts"]["run"]["notes"] if "ended by SIGABRT" in n]
-    assert all(str(log) in note for log in logs)
-    assert note.endswith("the workers ran twice more; this report is the third's")
-    rows = doc["facts"]["strategy"]["per_worker"]
-    assert [r["outcome"] for r in rows] == ["completed", "completed"]
+    _the_third_attempts_report(doc, logs)
     worker_1 = json.loads((out / "facts-worker-1.json").read_text())
     assert worker_1["run"]["exit_status"] == 0  # the third attempt's facts, of the third job
     # the chief's last word is on the job it announced last, which both workers' facts carry
@@ -310,9 +316,4 @@ def test_a_worker_crashing_in_native_code_runs_the_workers_again_up_to_three_tim
     assert result.stderr.count("running the workers once more") == 2
     assert "worker 1 was ended by SIGABRT (a crash in native code) in the second" in result.stderr
     doc = json.loads((out / "report.json").read_text())
-    assert doc["facts"]["run"]["outcome"] == "completed"
-    (note,) = [n for n in doc["facts"]["run"]["notes"] if "ended by SIGABRT" in n]
-    assert all(str(log) in note for log in logs)
-    assert note.endswith("the workers ran twice more; this report is the third's")
-    rows = doc["facts"]["strategy"]["per_worker"]
-    assert [r["outcome"] for r in rows] == ["completed", "completed"]
+    _the_third_attempts_report(doc, logs)

@@ -162,10 +162,8 @@ def test_the_terminal_summary_gives_the_strategy_line():
     assert not any(line.startswith("strategy:") for line in summary_lines(evaluate(facts)))
 
 
-def test_the_chief_writes_a_partial_report_naming_the_worker_that_did_not_arrive(
-    tmp_path, monkeypatch
-):
-    from rnndoctor.cli.launched import chief_merge
+def test_the_chief_writes_a_partial_report_naming_the_worker_that_did_not_arrive(tmp_path):
+    from rnndoctor.cli.launched import gather_facts, merge_and_report
     from rnndoctor.cli.supervisor import ChildRun
     from rnndoctor.options import Options
 
@@ -173,9 +171,9 @@ def test_the_chief_writes_a_partial_report_naming_the_worker_that_did_not_arrive
     chief.strategy.per_worker = chief.strategy.per_worker[:1]
     task = cluster.LaunchedTask(index=0, hosts=("127.0.0.1",) * 2, ports=(2222, 2223))
     options = Options(out=str(tmp_path), format=["json"], fail_on="never")
-    monkeypatch.setenv(cluster.MERGE_WAIT_VAR, "0.3")
     job = cluster.job_id(task, "d" * 32)
-    code = chief_merge(task, chief, ChildRun(status=0), options, job, Console())
+    loaded, why = gather_facts(tmp_path, task, chief, job, 0.3)
+    code = merge_and_report(task, loaded, why, ChildRun(status=0), options, Console())
     assert code == ExitCode.OK
     facts = json.loads((tmp_path / "report.json").read_text())["facts"]
     (_, missing) = facts["strategy"]["per_worker"]
