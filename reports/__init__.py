@@ -16,7 +16,8 @@ Layout:
     ``report.md.j2``, ``verify.md.j2``, ``compare.html.j2``, the shared ``_base.css.j2``,
     ``_macros.j2``, ``_macros.md.j2`` and ``_verified.html.j2``.
     ``html.py``, ``markdown.py`` (``report.md`` and ``verify.md``), ``sarif.py``,
-    ``terminal.py``, ``compare.py``: the renderers.
+    ``terminal.py``, ``compare.py``: the renderers. ``progress.py``: the live phase display,
+    which loads no renderer.
 
 What it may import: :mod:`rnndoctor.engine` (the Report), :mod:`rnndoctor.facts`,
 :mod:`rnndoctor.findings`, :mod:`rnndoctor.compare`, rule metadata (:class:`rnndoctor.rules.Rule`
@@ -30,19 +31,45 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from rnndoctor.engine import Report
-from rnndoctor.reports.html import render_html
-from rnndoctor.reports.markdown import render_markdown
-from rnndoctor.reports.sarif import render_sarif
-from rnndoctor.reports.view import ReportView, build_view
+
+if TYPE_CHECKING:
+    from rnndoctor.reports.view import ReportView
 
 
 class Renderer(Protocol):
     """Renders a report as text; ``view``: the report's view, when the caller built it already."""
 
     def __call__(self, report: Report, view: ReportView | None = None) -> str: ...
+
+
+# The renderers import their modules (jinja2, networkx) when first called, not when this package
+# is: ``rnndoctor check`` imports the package while the capture child runs (the report folder's
+# file names, the phase display), and the renderers' memory would add to the check's peak, which
+# is the child's largest probe point (README, "Benchmarks": overhead).
+
+
+def render_html(report: Report, view: ReportView | None = None) -> str:
+    """``report.html`` (:func:`rnndoctor.reports.html.render_html`)."""
+    from rnndoctor.reports.html import render_html as render
+
+    return render(report, view)
+
+
+def render_markdown(report: Report, view: ReportView | None = None) -> str:
+    """``report.md`` (:func:`rnndoctor.reports.markdown.render_markdown`)."""
+    from rnndoctor.reports.markdown import render_markdown as render
+
+    return render(report, view)
+
+
+def render_sarif(report: Report, view: ReportView | None = None) -> str:
+    """``report.sarif`` (:func:`rnndoctor.reports.sarif.render_sarif`)."""
+    from rnndoctor.reports.sarif import render_sarif as render
+
+    return render(report, view)
 
 
 def render_json(report: Report, view: ReportView | None = None) -> str:
@@ -69,6 +96,8 @@ def write_reports(report: Report, out_dir: str | Path, formats: list[str]) -> di
         KeyError: an unknown format.
         OSError: the directory cannot be written.
     """
+    from rnndoctor.reports.view import build_view
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     # one view for every format that reads it (report.json is the report's own dict)

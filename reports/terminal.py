@@ -1,5 +1,5 @@
-"""The short terminal summary (one line per finding, then the reports' paths) and the live
-phase display of ``rnndoctor check``."""
+"""The short terminal summary of ``rnndoctor check``: one line per finding, then the reports'
+paths. The live phase display is :mod:`rnndoctor.reports.progress`."""
 
 from __future__ import annotations
 
@@ -117,53 +117,3 @@ def _rel(path: str) -> str:
     except ValueError:
         return path
     return path if rel.startswith("..") else rel
-
-
-class PhaseDisplay:
-    """Shows the check's phases on stderr, each with its elapsed time (rich).
-
-    Fed with the phases the capture child records (``facts.run.phases``), so even phases shorter
-    than the polling interval are listed with their own durations. On a terminal the current
-    phase has a live spinner; in CI logs each finished phase is one plain line.
-    """
-
-    def __init__(self) -> None:
-        from rich.console import Console
-
-        self.console = Console(stderr=True, highlight=False)
-        self.shown = 0
-        self.status = None
-
-    def __enter__(self) -> PhaseDisplay:
-        if self.console.is_terminal:
-            self.status = self.console.status("starting the script")
-            self.status.start()
-        return self
-
-    def line(self, name: str, seconds: float, state: str = "done") -> None:
-        colour = "green" if state == "done" else "yellow"
-        self.console.print(
-            f"[{colour}]{state:<5}[/] {name:<52} {seconds:6.1f} s", markup=True, soft_wrap=True
-        )
-
-    def update(self, phases: list[tuple[str, float]], elapsed_s: float) -> None:
-        """Prints newly finished phases; ``phases`` are (name, started_s) in order."""
-        while self.shown + 1 < len(phases):
-            name, start = phases[self.shown]
-            self.line(name, phases[self.shown + 1][1] - start)
-            self.shown += 1
-        if self.status is not None and phases:
-            name, start = phases[-1]
-            self.status.update(f"{name}  {max(0.0, elapsed_s - start):5.1f} s")
-
-    def close(self, phases: list[tuple[str, float]], elapsed_s: float, finished: bool) -> None:
-        """Prints the rest; a last phase other than ``done`` was cut short (timeout, crash)."""
-        self.update(phases, elapsed_s)
-        if phases and phases[-1][0] != "done":
-            name, start = phases[-1]
-            self.line(name, max(0.0, elapsed_s - start), "done" if finished else "cut")
-        self.shown = len(phases)
-
-    def __exit__(self, *exc) -> None:
-        if self.status is not None:
-            self.status.stop()

@@ -244,7 +244,8 @@ def render_and_summarise(
 ) -> Report:
     """Renders the reports (redacting the saved facts too with ``--redact``) and prints the
     terminal summary."""
-    from rnndoctor.reports.terminal import PhaseDisplay, summary_lines
+    from rnndoctor.reports.progress import PhaseDisplay
+    from rnndoctor.reports.terminal import summary_lines
 
     render_started = time.monotonic()
     report, written = render(facts, options, paths.out)

@@ -126,7 +126,7 @@ class Supervisor:
         Raises:
             subprocess.TimeoutExpired: after ``timeout_s`` seconds (the display notes the cut).
         """
-        from rnndoctor.reports.terminal import PhaseDisplay
+        from rnndoctor.reports.progress import PhaseDisplay
 
         start = time.monotonic()
         deadline = start + self.timeout_s
