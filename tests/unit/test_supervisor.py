@@ -75,3 +75,29 @@ def test_phases_are_read_from_the_facts_being_written(tmp_path):
     assert read_phases(facts) == [("starting", 0.0)]
     facts.write_text("{half")
     assert read_phases(facts) is None
+
+
+# What `rnndoctor check` imports and calls before and while the capture child runs: the CLI, the
+# report folder's file names, the rules' probe options for the child, the phase display.
+_PARENT_WHILE_THE_CHILD_RUNS = """\
+import sys
+from rnndoctor.cli import app
+from rnndoctor.engine import spe_share_cutoffs, unread_probes
+from rnndoctor.reports import FILENAMES
+from rnndoctor.reports.progress import PhaseDisplay
+unread_probes(), spe_share_cutoffs(), PhaseDisplay()
+print(sorted({m.split(".")[0] for m in sys.modules} & {"jinja2", "networkx", "tensorflow",
+                                                        "keras", "xprof"}))
+"""
+
+
+def test_the_parent_loads_no_renderer_while_the_child_runs():
+    """The renderers (jinja2, networkx: 14 MiB of the parent's 54) load only once the child has
+    ended, when the check's peak, the child's batch-size probe, is past."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", _PARENT_WHILE_THE_CHILD_RUNS], capture_output=True, text=True,
+        check=True,
+    )  # fmt: skip
+    assert done.stdout.strip() == "[]"
