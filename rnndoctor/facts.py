@@ -591,6 +591,22 @@ class ProfileSummary:
     tensorboard_command: str | None = None
     input_pipeline: InputPipelineSummary | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-serialisable dict, as ``Facts.to_dict`` writes it under ``profile``."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ProfileSummary:
+        """Restores a summary from ``to_dict`` output (the xprof converter's result,
+        ``rnndoctor.capture.profile.summarize_in_subprocess``).
+
+        Raises:
+            ValueError: ``data`` is not a profile summary.
+        """
+        if not isinstance(data, dict):
+            raise ValueError("profile must be an object")
+        return _build(cls, data, "profile")
+
 
 @dataclass
 class InputPipelineSummary:

@@ -123,6 +123,11 @@ class Budgets:
 class Overrun(Exception):
     """``run_bounded``'s function did not finish within the budget (it may still be running)."""
 
+    @classmethod
+    def of(cls, budget: Budget) -> Overrun:
+        """The overrun of ``budget``'s phase, with the words every phase's note uses."""
+        return cls(f"{budget.phase} did not finish within its {budget.seconds:g} s budget")
+
 
 def run_bounded(fn: Callable[[], Any], budget: Budget) -> Any:
     """Runs ``fn()`` in a daemon thread and waits at most ``budget.left()`` seconds.
@@ -146,7 +151,7 @@ def run_bounded(fn: Callable[[], Any], budget: Budget) -> Any:
     thread.start()
     thread.join(budget.left())
     if thread.is_alive():
-        raise Overrun(f"{budget.phase} did not finish within its {budget.seconds:g} s budget")
+        raise Overrun.of(budget)
     if "error" in result:
         raise result["error"]
     return result.get("value")

@@ -3,6 +3,11 @@
 xprof (``tensorboard-plugin-profile``) does the conversion: ``xspace_to_tool_data`` with the
 ``overview_page``, ``framework_op_stats`` and ``input_pipeline_analyzer`` tools, the same code
 TensorBoard's Profile tab runs. Nothing here parses protobufs by hand.
+
+The capture child converts in a converter process of its own (:func:`summarize_in_subprocess`,
+``python -P -m rnndoctor.capture.profile``), so that xprof never loads into the process that
+then runs the probes. This module imports no TensorFlow: the converter starts in a fraction of
+a second.
 """
 
 from __future__ import annotations
@@ -11,6 +16,10 @@ import glob
 import json
 import os
 import shlex
+import signal
+import subprocess
+import sys
+import tempfile
 from collections import defaultdict
 from typing import Any
 
@@ -43,11 +52,7 @@ def summarize_profile(logdir: str, profiled_steps: int, gpu_count: int) -> Profi
 
     Never raises: a conversion failure lands in ``ProfileSummary.error``.
     """
-    summary = ProfileSummary(
-        logdir=os.path.abspath(logdir),
-        profiled_steps=profiled_steps,
-        tensorboard_command=f"tensorboard --logdir {shlex.quote(os.path.abspath(logdir))}",
-    )
+    summary = _unconverted(logdir, profiled_steps)
     runs = sorted(glob.glob(os.path.join(logdir, "plugins", "profile", "*")))
     paths = sorted(glob.glob(os.path.join(runs[-1], "*.xplane.pb"))) if runs else []
     summary.xspace_files = paths
@@ -76,6 +81,90 @@ def summarize_profile(logdir: str, profiled_steps: int, gpu_count: int) -> Profi
     except Exception as exc:
         summary.error = f"xprof conversion failed: {type(exc).__name__}: {exc}"[:500]
     return summary
+
+
+def _unconverted(logdir: str, profiled_steps: int) -> ProfileSummary:
+    """The summary's fields that need no conversion (the folder, TensorBoard's command)."""
+    return ProfileSummary(
+        logdir=os.path.abspath(logdir),
+        profiled_steps=profiled_steps,
+        tensorboard_command=f"tensorboard --logdir {shlex.quote(os.path.abspath(logdir))}",
+    )
+
+
+def summarize_in_subprocess(
+    logdir: str, profiled_steps: int, gpu_count: int, timeout_s: float
+) -> ProfileSummary:
+    """:func:`summarize_profile` run by a converter process (``python -P -m
+    rnndoctor.capture.profile``, :func:`main`), for the capture child.
+
+    Why a process of its own: xprof's native library and what a conversion leaves in the heap
+    stay resident after it (34 MiB after ``gc.collect`` and ``malloc_trim`` in a TensorFlow
+    process, the demo's profile), and the child's peak comes later, in the batch-size probe,
+    so they added to the check's peak memory (README, "Benchmarks": overhead). A native crash
+    of xprof now ends the converter, not the capture. The converter runs in a temporary folder
+    (nothing lands in the user's tree but what xprof caches beside the profile, under
+    ``--out``) and in the child's process group, which ``--timeout`` ends as a whole.
+
+    Args:
+        logdir: the profile folder (``<out>/profile``).
+        profiled_steps: steps the profiler captured.
+        gpu_count: GPUs visible to TensorFlow (0: cuDNN ops not looked for).
+        timeout_s: seconds the conversion may take (the phase's budget left).
+
+    Returns:
+        the summary; where the converter ended without one (a crash, an exit status other
+        than 0), ``error`` says how it ended and the last line it printed.
+
+    Raises:
+        subprocess.TimeoutExpired: the converter ran past ``timeout_s`` (it was killed).
+    """
+    logdir = os.path.abspath(logdir)
+    with tempfile.TemporaryDirectory(prefix="rnndoctor-xprof-") as folder:
+        result = os.path.join(folder, "profile.json")
+        command = [sys.executable, "-P", "-m", "rnndoctor.capture.profile", logdir,
+                   str(profiled_steps), str(gpu_count), result]  # fmt: skip
+        done = subprocess.run(
+            command, cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, timeout=max(0.1, timeout_s), check=False,
+        )  # fmt: skip
+        try:
+            with open(result, encoding="utf-8") as file:
+                return ProfileSummary.from_dict(json.load(file))
+        except (OSError, ValueError):
+            pass
+    summary = _unconverted(logdir, profiled_steps)
+    lines = done.stdout.decode("utf-8", "replace").strip().splitlines()
+    said = f": {lines[-1].strip()}" if lines else ""
+    summary.error = f"xprof conversion failed: the converter {_ending(done.returncode)}{said}"[:500]
+    return summary
+
+
+def _ending(status: int) -> str:
+    """How a process ended, from its exit status (negative: the signal that ended it)."""
+    if status < 0:
+        try:
+            return f"was ended by {signal.Signals(-status).name}"
+        except ValueError:
+            return f"was ended by signal {-status}"
+    return f"exited with status {status} and no summary"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The converter: ``python -m rnndoctor.capture.profile LOGDIR STEPS GPUS RESULT`` writes
+    :func:`summarize_profile`'s summary of LOGDIR to the file RESULT as JSON (whole or not at
+    all: written beside it, then renamed). Exit status 0, also when the summary holds an
+    error; 2 for malformed arguments."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 4:
+        print(f"usage: python -m {__spec__.name} LOGDIR STEPS GPUS RESULT", file=sys.stderr)
+        return 2
+    logdir, steps, gpus, result = args
+    summary = summarize_profile(logdir, int(steps), int(gpus))
+    with open(result + ".tmp", "w", encoding="utf-8") as file:
+        json.dump(summary.to_dict(), file)
+    os.replace(result + ".tmp", result)
+    return 0
 
 
 def _read_overview(summary: ProfileSummary, overview: Any) -> None:
@@ -216,3 +305,7 @@ def host_op_times(xplane_path: str) -> dict[str, tuple[float, int]]:
         us, n = totals.get(r["type"], (0.0, 0))
         totals[r["type"]] = (us + float(r["total_self_time"]), n + int(r["occurrences"] or 0))
     return totals
+
+
+if __name__ == "__main__":
+    sys.exit(main())
