@@ -6,9 +6,12 @@ Paired and interleaved (bare, check, bare, check, ...): the wall time and the pe
 process tree of ``rnndoctor check SCRIPT`` (default: the bundled demo) against a bare run of the
 same script to the same training step (``_bare.py``: warm-up + measured + profiled steps, with
 rnndoctor's defaults). Prints the medians, each pair's ratio and the median ratio; with
-``--against SRC`` each round also checks with another rnndoctor source tree (``PYTHONPATH=SRC``,
-e.g. ``git worktree add /tmp/main main``), so that two versions' ratios are measured side by
-side under the same load. Also prints,
+``--against DIR`` each round also checks with another rnndoctor version (``PYTHONPATH=DIR``), so
+that two versions' ratios are measured side by side under the same load. DIR is a plain
+install of that version, e.g. ``git worktree add /tmp/base main && pip install --no-deps
+--target /tmp/basepkg /tmp/base``, then ``--against /tmp/basepkg``: a source tree on
+``PYTHONPATH`` is not enough where this rnndoctor is an editable install, whose finder still
+serves ``rnndoctor.rules`` and ``rnndoctor.reports`` from this checkout. Also prints,
 from the checks' own facts, where the check's time went (its phases). Run by hand, never in CI;
 the figures go in the README.
 """
@@ -52,9 +55,10 @@ def main() -> int:
     parser.add_argument("--rnndoctor", default=default_rnndoctor())
     parser.add_argument(
         "--against",
-        metavar="SRC",
-        help="also check with the rnndoctor source tree SRC (PYTHONPATH=SRC), interleaved: "
-        "bare, check, check of SRC in each round, so two versions compare side by side",
+        metavar="DIR",
+        help="also check with the rnndoctor installed in DIR (PYTHONPATH=DIR; pip install "
+        "--no-deps --target DIR SRC), interleaved: bare, check, check of DIR in each round, so "
+        "two versions compare side by side",
     )
     args = parser.parse_args()
     script = str(Path(args.script).resolve())
