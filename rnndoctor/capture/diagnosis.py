@@ -95,7 +95,7 @@ def convert_profile(session: CaptureSession, profiled_steps: int, error: str | N
     system (:func:`heap.release_freed`) before the probes grow the process (the demo's capture
     grew 1374 -> 1535 MiB in the conversion when it ran after the probes, on top of their
     peak)."""
-    session.save()  # the window's facts are on disk before xprof runs in this process
+    session.save()  # the window's facts are on disk before the conversion runs
     session.set_phase(Phase.PROFILE)
     if error:
         session.facts.run.notes.append(f"profiler not captured: {error}")

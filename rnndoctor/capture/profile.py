@@ -5,9 +5,8 @@ xprof (``tensorboard-plugin-profile``) does the conversion: ``xspace_to_tool_dat
 TensorBoard's Profile tab runs. Nothing here parses protobufs by hand.
 
 The capture child converts in a converter process of its own (:func:`summarize_in_subprocess`,
-``python -P -m rnndoctor.capture.profile``), so that xprof never loads into the process that
-then runs the probes. This module imports no TensorFlow: the converter starts in a fraction of
-a second.
+running :func:`main`), so that xprof never loads into the process that then runs the probes.
+This module imports no TensorFlow: the converter starts in a fraction of a second.
 """
 
 from __future__ import annotations
@@ -92,19 +91,32 @@ def _unconverted(logdir: str, profiled_steps: int) -> ProfileSummary:
     )
 
 
+# The converter's start: the capture child's import path appended to the converter's own, so
+# that a PYTHONPATH entry relative to where the check started (which the child's sys.path holds
+# made absolute) still finds rnndoctor and xprof from the converter's temporary folder; appended,
+# no entry shadows the standard library or site-packages. Then main().
+_CONVERTER = (
+    "import json, sys; "
+    "sys.path.extend(p for p in json.loads(sys.argv.pop(1)) if p not in sys.path); "
+    "from rnndoctor.capture.profile import main; sys.exit(main())"
+)
+_LOG_TAIL_BYTES = 4096  # of the converter's output, read for its last line after a failure
+
+
 def summarize_in_subprocess(
     logdir: str, profiled_steps: int, gpu_count: int, timeout_s: float
 ) -> ProfileSummary:
-    """:func:`summarize_profile` run by a converter process (``python -P -m
-    rnndoctor.capture.profile``, :func:`main`), for the capture child.
+    """:func:`summarize_profile` run by a converter process (a fresh interpreter, ``python
+    -P``, running :func:`main`), for the capture child.
 
     Why a process of its own: xprof's native library and what a conversion leaves in the heap
     stay resident after it (34 MiB after ``gc.collect`` and ``malloc_trim`` in a TensorFlow
     process, the demo's profile), and the child's peak comes later, in the batch-size probe,
     so they added to the check's peak memory (README, "Benchmarks": overhead). A native crash
-    of xprof now ends the converter, not the capture. The converter runs in a temporary folder
-    (nothing lands in the user's tree but what xprof caches beside the profile, under
-    ``--out``) and in the child's process group, which ``--timeout`` ends as a whole.
+    of xprof ends the converter, not the capture. The converter's working directory is a
+    temporary folder, which also holds its result and its output (nothing lands in the user's
+    tree; xprof's cache goes beside the profile, under ``--out``); it runs in the child's
+    process group, which ``--timeout`` ends as a whole.
 
     Args:
         logdir: the profile folder (``<out>/profile``).
@@ -113,31 +125,59 @@ def summarize_in_subprocess(
         timeout_s: seconds the conversion may take (the phase's budget left).
 
     Returns:
-        the summary; where the converter ended without one (a crash, an exit status other
-        than 0), ``error`` says how it ended and the last line it printed.
+        the summary; where the converter gave none (it could not start, it crashed, it exited
+        without a readable result), ``error`` says why, with the last line it printed.
 
     Raises:
         subprocess.TimeoutExpired: the converter ran past ``timeout_s`` (it was killed).
     """
     logdir = os.path.abspath(logdir)
-    with tempfile.TemporaryDirectory(prefix="rnndoctor-xprof-") as folder:
-        result = os.path.join(folder, "profile.json")
-        command = [sys.executable, "-P", "-m", "rnndoctor.capture.profile", logdir,
-                   str(profiled_steps), str(gpu_count), result]  # fmt: skip
-        done = subprocess.run(
-            command, cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, timeout=max(0.1, timeout_s), check=False,
-        )  # fmt: skip
-        try:
-            with open(result, encoding="utf-8") as file:
-                return ProfileSummary.from_dict(json.load(file))
-        except (OSError, ValueError):
-            pass
+    try:
+        with tempfile.TemporaryDirectory(prefix="rnndoctor-xprof-") as folder:
+            return _convert(folder, logdir, profiled_steps, gpu_count, timeout_s)
+    except subprocess.TimeoutExpired:
+        raise
+    except (OSError, subprocess.SubprocessError, TypeError, ValueError) as exc:
+        why = f"could not run: {type(exc).__name__}: {exc}"
     summary = _unconverted(logdir, profiled_steps)
-    lines = done.stdout.decode("utf-8", "replace").strip().splitlines()
-    said = f": {lines[-1].strip()}" if lines else ""
-    summary.error = f"xprof conversion failed: the converter {_ending(done.returncode)}{said}"[:500]
+    summary.error = f"xprof conversion failed: the converter {why}"[:500]
     return summary
+
+
+def _convert(
+    folder: str, logdir: str, profiled_steps: int, gpu_count: int, timeout_s: float
+) -> ProfileSummary:
+    """One run of the converter in ``folder`` (:func:`summarize_in_subprocess`'s arguments)."""
+    result, output = os.path.join(folder, "profile.json"), os.path.join(folder, "converter.log")
+    paths = [p for p in sys.path if p and os.path.isabs(p)]
+    command = [sys.executable, "-P", "-c", _CONVERTER, json.dumps(paths), logdir,
+               str(profiled_steps), str(gpu_count), result]  # fmt: skip
+    with open(output, "wb") as log:  # a file, not a pipe: xprof's logging stays out of memory
+        done = subprocess.run(
+            command, cwd=folder, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            timeout=max(0.1, timeout_s), check=False,
+        )  # fmt: skip
+    try:
+        with open(result, encoding="utf-8") as file:
+            return ProfileSummary.from_dict(json.load(file))
+    except FileNotFoundError:
+        why = _ending(done.returncode)
+    except (OSError, ValueError) as exc:
+        why = f"wrote a summary that could not be read ({exc})"
+    summary = _unconverted(logdir, profiled_steps)
+    summary.error = f"xprof conversion failed: the converter {why}{_last_line(output)}"[:500]
+    return summary
+
+
+def _last_line(path: str) -> str:
+    """``": <the last line>"`` of the file at ``path`` (its last few KiB read), or ``""``."""
+    try:
+        with open(path, "rb") as file:
+            file.seek(max(0, os.path.getsize(path) - _LOG_TAIL_BYTES))
+            lines = file.read().decode("utf-8", "replace").strip().splitlines()
+    except OSError:
+        return ""
+    return f": {lines[-1].strip()}" if lines else ""
 
 
 def _ending(status: int) -> str:
@@ -150,17 +190,22 @@ def _ending(status: int) -> str:
     return f"exited with status {status} and no summary"
 
 
+_USAGE = "usage: python -m rnndoctor.capture.profile LOGDIR STEPS GPUS RESULT"
+
+
 def main(argv: list[str] | None = None) -> int:
     """The converter: ``python -m rnndoctor.capture.profile LOGDIR STEPS GPUS RESULT`` writes
-    :func:`summarize_profile`'s summary of LOGDIR to the file RESULT as JSON (whole or not at
-    all: written beside it, then renamed). Exit status 0, also when the summary holds an
-    error; 2 for malformed arguments."""
+    :func:`summarize_profile`'s summary of LOGDIR (STEPS profiled steps, GPUS visible GPUs) to
+    the file RESULT as JSON, whole or not at all (written beside it, then renamed). Exit status
+    0, also when the summary holds an error; 2, with a usage line, for malformed arguments."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 4:
-        print(f"usage: python -m {__spec__.name} LOGDIR STEPS GPUS RESULT", file=sys.stderr)
+    try:
+        logdir, steps, gpus, result = args
+        counts = int(steps), int(gpus)
+    except ValueError:
+        print(_USAGE, file=sys.stderr)
         return 2
-    logdir, steps, gpus, result = args
-    summary = summarize_profile(logdir, int(steps), int(gpus))
+    summary = summarize_profile(logdir, *counts)
     with open(result + ".tmp", "w", encoding="utf-8") as file:
         json.dump(summary.to_dict(), file)
     os.replace(result + ".tmp", result)

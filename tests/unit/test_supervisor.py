@@ -81,7 +81,7 @@ def test_phases_are_read_from_the_facts_being_written(tmp_path):
 # report folder's file names, the rules' probe options for the child, the phase display.
 _PARENT_WHILE_THE_CHILD_RUNS = """\
 import sys
-from rnndoctor.cli import app
+from rnndoctor.cli import app, check, common, launched, supervisor, workers
 from rnndoctor.engine import spe_share_cutoffs, unread_probes
 from rnndoctor.reports import FILENAMES
 from rnndoctor.reports.progress import PhaseDisplay
