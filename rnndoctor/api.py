@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rnndoctor import __version__
-from rnndoctor.engine import Report, evaluate, spe_share_cutoffs, unread_probes
+from rnndoctor.engine import (
+    Report,
+    batch_min_speedup,
+    evaluate,
+    spe_share_cutoffs,
+    unread_probes,
+)
 from rnndoctor.facts import Facts, RunInfo, SourceLocation
 from rnndoctor.options import DEFAULTS
 from rnndoctor.reports import notebook as _notebook  # noqa: F401 - registers Report._repr_html_
@@ -108,6 +114,7 @@ def diagnose(
         run_probes=run_probes,
         skip_probes=unread_probes(select, ignore),
         spe_share_cutoffs=spe_share_cutoffs(),
+        batch_min_speedup=batch_min_speedup(),
     )
     session = _session(location, options, out)
     fit = _run_window(session, model, data, fit_kwargs, location)

@@ -332,6 +332,19 @@ def spe_share_cutoffs(
     return (float(values.min_dispatch_share), float(values.error_dispatch_share))
 
 
+def batch_min_speedup(rule_options: Mapping[str, Mapping[str, Any]] | None = None) -> float:
+    """RD301's cut-off on the samples/s ratio of a larger batch, ``min_speedup``, with
+    ``rule_options`` over the rule's default: the capture's batch-size probe takes one early
+    look at its pairs and stops there when RD301's decision is already made on either side of
+    it (``WindowOptions.batch_min_speedup``, ``capture/pairs.py: ThroughputDecided``); the rule
+    still decides.
+
+    Raises:
+        ValueError: ``rule_options`` is malformed (:func:`rnndoctor.rules.resolve_rule_options`).
+    """
+    return float(resolve_rule_options(rule_options)["RD301"].min_speedup)
+
+
 def evaluate(
     facts: Facts,
     select: Iterable[str] | None = None,

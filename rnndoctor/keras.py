@@ -192,12 +192,13 @@ class _Doctor:
         self._supports_tf_logs = False
         self.out = out
         self.stop_after = stop_after
-        from rnndoctor.engine import spe_share_cutoffs, unread_probes
+        from rnndoctor.engine import batch_min_speedup, spe_share_cutoffs, unread_probes
 
         self.window_args = dict(
             warmup_steps=warmup_steps, measured_steps=steps, profile_steps=profile_steps,
             probe_fast_path=probe_fast_path, run_probes=run_probes,
             skip_probes=unread_probes(select, ignore), spe_share_cutoffs=spe_share_cutoffs(),
+            batch_min_speedup=batch_min_speedup(),
         )  # fmt: skip
         self.select, self.ignore, self.display = select, ignore, display
         self.report = None

@@ -83,6 +83,10 @@ class Options:
             ``rnndoctor.engine.spe_share_cutoffs``): the steps_per_execution probe pairs on in a
             second stage when its first stage's interval straddles one. Set by the CLI for its
             capture child, never read from a file; empty: one stage.
+        batch_min_speedup: RD301's cut-off on the samples/s ratio (``min_speedup``, with
+            ``rule_options`` over the default; ``rnndoctor.engine.batch_min_speedup``): the
+            batch-size probe stops at its one early look where RD301's decision is already
+            made. Set by the CLI for its capture child, never read from a file; None: no look.
         probe_fast_path: run the cuDNN fast-path probe on each LSTM/GRU layer.
         debug: show tracebacks after a failure.
         verify: after the check, apply each fix that is a source rewrite to a copy of the
@@ -116,6 +120,7 @@ class Options:
     no_probes: bool = False
     skip_probes: tuple[str, ...] = ()
     spe_share_cutoffs: tuple[float, ...] = ()
+    batch_min_speedup: float | None = None
     probe_fast_path: bool = True
     debug: bool = False
     verify: bool = False
@@ -136,6 +141,8 @@ class Options:
             *(["--no-probes"] if self.no_probes else []),
             *[arg for name in self.skip_probes for arg in ("--skip-probe", name)],
             *[arg for c in self.spe_share_cutoffs for arg in ("--spe-share-cutoff", repr(c))],
+            *([] if self.batch_min_speedup is None
+              else ["--batch-min-speedup", repr(self.batch_min_speedup)]),
             *([] if self.probe_fast_path else ["--no-probe"]),
             *(["--window-only"] if self.window_only else []),
             *([] if self.control is None else ["--control", self.control]),
@@ -369,6 +376,7 @@ def parse_child_args(argv: list[str]) -> tuple[Options, str, list[str]]:
     parser.add_argument("--no-probes", action="store_true", help="skip the input/compute probes")
     parser.add_argument("--skip-probe", action="append", default=[], choices=SKIPPABLE_PROBES)
     parser.add_argument("--spe-share-cutoff", action="append", default=[], type=float)
+    parser.add_argument("--batch-min-speedup", type=float, default=None)
     parser.add_argument("--window-only", action="store_true", help="measure the window only")
     parser.add_argument("--control", default=None, help="R,W: the parent's pipes (--verify)")
     parser.add_argument("script")
@@ -383,6 +391,7 @@ def parse_child_args(argv: list[str]) -> tuple[Options, str, list[str]]:
         no_probes=args.no_probes,
         skip_probes=tuple(args.skip_probe),
         spe_share_cutoffs=tuple(args.spe_share_cutoff),
+        batch_min_speedup=args.batch_min_speedup,
         probe_fast_path=not args.no_probe,
         window_only=args.window_only,
         control=args.control,

@@ -22,6 +22,13 @@ Evidence:
     "inconclusive", when the median falls short but a pair measured the gain past
     ``min_speedup``, or the pairs' upper bound does with the load's bias taken out (Bounds;
     ``rnndoctor.decide.decide``'s ``measured``: the load biases the median).
+    The probe takes one early look at its pairs, at 5, and stops there where this rule's
+    decision is already made: some larger batch's whole interval at or past ``min_speedup``
+    (every pair past it, at 5 pairs), or every larger batch's below it
+    (``capture/pairs.py: ThroughputDecided``, the cut-off handed to the probe by
+    ``rnndoctor.engine.batch_min_speedup``; one look, at the sign test's 1-in-32 level, so a
+    ratio on the cut-off clears it by chance at most that much more often); never on a phase
+    noisy so far. The evidence's "cut short" then says so.
 
 Bounds:
     The gain is the measured throughput (samples/s) ratio, never a step-time ratio: a larger

@@ -285,6 +285,7 @@ def _window_options(options: Options) -> WindowOptions:
         run_probes=not options.no_probes and not options.window_only,
         skip_probes=options.skip_probes,
         spe_share_cutoffs=options.spe_share_cutoffs,
+        batch_min_speedup=options.batch_min_speedup,
         window_only=options.window_only,
         control=options.control,
     )

@@ -40,6 +40,13 @@ MAX_ROUNDS = 24
 # (tests/scripts/input_fast_pipeline.py, issue 11) around its 20% cut-off.
 PRECISE_WIDTH = 0.20
 
+# The pairs at which a comparison with a rule's cut-off takes its one early look (EarlyLook):
+# at 5 pairs the 90% bootstrap interval of the median ratio is the pairs' own extremes (with
+# 2000 resamples, as paired_from_samples draws them), so an interval wholly on one side of a
+# cut-off means all 5 pairs are: for a ratio exactly at the cut-off, a chance of 1 in 2**5 = 32
+# per side (the sign test). Source: rnndoctor's choice, from that bound.
+EARLY_LOOK_PAIRS = 5
+
 # A burst: run one burst of the arm and return its timed intervals, each as (ms per step, steps
 # it covered: steps_per_execution), empty when it timed none; or raise.
 Burst = Callable[[], Sequence[tuple[float, int]]]
@@ -71,6 +78,79 @@ class ArmRecord:
         return sum(self.steps) >= min_steps and self.timed_s >= min_seconds
 
 
+@dataclass
+class EarlyLook:
+    """One early look at a comparison's pairs, before each arm has its floor (10 steps and 1 s):
+    once every arm has ``pairs`` pairs (:data:`EARLY_LOOK_PAIRS`), ``test(arms)`` is asked,
+    once; a text (why the rule's decision is already made: each interval wholly on one side
+    of its cut-off) ends the rounds there, as the comparison's ``cut_short``; None lets them go
+    on to the floor or the allowance as before.
+
+    Why: on long steps the floor is many seconds of timed steps per arm (the demo's batch-size
+    probe: 10 steps at 0.2-0.8 s in each of 3 arms, more than its 9 s allowance), spent where
+    five pairs already put every pair past the cut-off. Why once: every look at an interval
+    against a cut-off is one more chance for a ratio on the cut-off to clear it by chance (the
+    "repeated significance tests" of Armitage, McPherson and Rowe, J. R. Statist. Soc. A
+    132(2), 1969); one early look at the sign test's 1-in-32 level adds at most that to the
+    final look's own error (the Bonferroni bound)."""
+
+    test: Callable[[Sequence[ArmRecord]], str | None]
+    pairs: int = EARLY_LOOK_PAIRS
+    asked: bool = False
+
+    def __call__(self, arms: Sequence[ArmRecord]) -> str | None:
+        if self.asked or len(arms) < 2 or min(len(a.steps) for a in arms) < self.pairs:
+            return None
+        self.asked = True
+        try:
+            return self.test(arms)
+        except Exception:  # a failed test: the rounds go on as without one
+            return None
+
+
+@dataclass
+class ThroughputDecided:
+    """:class:`EarlyLook`'s test for the batch-size probe: whether RD301's decision is already
+    made by its pairs. The arms are the batch sizes ``sizes`` (the user's first); arm ``i``'s
+    samples/s ratio to the first is the pairs' step-time ratio (first / arm ``i``: their
+    median and 90% bootstrap interval, as :func:`pair` records them) times
+    ``sizes[i] / sizes[0]``, as the rule reads it (``rules/rd301_small_batch.py``). Made when
+    some larger batch's whole interval is at or past ``cutoff`` (the rule's ``min_speedup``:
+    it then warns on a point whose interval clears, whatever the others do), or every larger
+    batch's whole interval is below it (no finding).
+
+    ``noisy()`` says whether the probe's phase was noisy so far: then nothing is decided here,
+    since the rule widens a noisy phase's intervals (``rules/_measured.py: ratio_interval``)
+    and more pairs are what narrows them; the rounds go on as without a look."""
+
+    sizes: Sequence[int]
+    cutoff: float
+    noisy: Callable[[], bool] = lambda: False
+
+    def __call__(self, arms: Sequence[ArmRecord]) -> str | None:
+        if self.noisy() or len(arms) < 2:
+            return None
+        first, base = arms[0], self.sizes[0]
+        bounds = []  # (size, low, high): samples/s ratio to the user's batch
+        for size, arm in zip(self.sizes[1:], arms[1:], strict=False):
+            n = min(len(first.per_step_ms), len(arm.per_step_ms))
+            result = paired_from_samples(first.per_step_ms[:n], arm.per_step_ms[:n])
+            bounds.append((size, result.low * size / base, result.high * size / base))
+        pairs = min(len(a.per_step_ms) for a in arms)
+        made = f"RD301's decision made at {pairs} pairs, the one early look"
+        clears = [b for b in bounds if b[1] >= self.cutoff]
+        if clears:
+            size, low, high = max(clears, key=lambda b: b[1])
+            return (
+                f"{made}: batch {size} trains {low:.2f}–{high:.2f}x the samples/s of batch "
+                f"{base} (90% interval), past the {self.cutoff:g}x cut-off"
+            )
+        if all(high < self.cutoff for _, _, high in bounds):
+            highs = ", ".join(f"batch {size} {high:.2f}x" for size, _, high in bounds)
+            return f"{made}: every larger batch under the {self.cutoff:g}x cut-off ({highs})"
+        return None
+
+
 def alternate(
     arms: Sequence[ArmRecord],
     left: Callable[[], float],
@@ -82,6 +162,7 @@ def alternate(
     precise: bool = False,
     phase_left: Callable[[], float] | None = None,
     undecided: Callable[[Sequence[ArmRecord]], bool] | None = None,
+    early: EarlyLook | None = None,
 ) -> str | None:
     """Run rounds of bursts, one per arm in order, until each arm has ``min_steps`` timed steps
     and ``min_seconds`` of timed time (and, with ``precise``, until every arm's ratio to the
@@ -102,6 +183,9 @@ def alternate(
     and a ratio on the cut-off would clear it at some look far more often than the interval's
     level says (the "repeated significance tests" of Armitage, McPherson and Rowe,
     J. R. Statist. Soc. A 132(2), 1969); two looks keep that small.
+
+    With ``early`` (:class:`EarlyLook`), the rounds before the floor end where its one look
+    says the rule's decision is made; its text is the returned reason.
 
     Returns:
         None when every arm has its steps and time; else why it stopped (the budget, the round
@@ -126,6 +210,8 @@ def alternate(
             beyond = stop_reason(arms, left(), last_round_s, 2**31, float("inf"), max_rounds,
                                  hard)  # fmt: skip
             reason = None if beyond is None else _DONE
+        if reason is None and early is not None and not second and not wide:
+            reason = early(arms)  # before the floor only; None: not asked yet, or not decided
         if reason is not None:
             break
         started = clock()

@@ -1196,12 +1196,14 @@ def _pair_points(
     precise: bool = False,
     phase_left: Callable[[], float] | None = None,
     undecided: Callable[[Sequence[pairs.ArmRecord]], bool] | None = None,
+    early: pairs.EarlyLook | None = None,
 ) -> None:
     """Alternates bursts of a probe's points (the first round already ran) until each has its
     10 steps and 1 s (and, with ``precise``, a tight interval: ``pairs.alternate``; past
     ``left()`` while ``phase_left()`` allows, until the pairs give an interval; with
     ``undecided``, a second stage when it says the first stage's interval straddles a
-    cut-off), then
+    cut-off; with ``early``, no further than where its one look says a rule's decision is
+    made), then
     records each point's median step and its pairing with the first point (``point.paired``:
     A = the first point, B = this one). ``before_burst`` sets the model up for a point (its
     ``steps_per_execution``)."""
@@ -1218,7 +1220,7 @@ def _pair_points(
         arm.burst = burst
         records.append(arm)
     why = pairs.alternate(records, left, precise=precise, phase_left=phase_left,
-                          undecided=undecided)  # fmt: skip
+                          undecided=undecided, early=early)  # fmt: skip
     _record_points(arms, phase, why)
 
 
@@ -1243,13 +1245,15 @@ def _rounds_in_one_fit(
     step_ms: Sequence[float],
     left: Callable[[], float],
     budget: Budget,
+    early: pairs.EarlyLook | None = None,
 ) -> str | None:
     """Paired rounds of the arms ``records`` in one ``fit`` whose dataset alternates the arms'
     ``datasets`` (:mod:`rnndoctor.capture.interleave`; bursts planned from ``step_ms``, each
     arm's step time so far), until each arm has its 10 steps and 1 s or the allowance
     ``left()`` ends (past it, within ``budget``, while the pairs are too few for an interval:
-    :func:`rnndoctor.capture.pairs.stop_reason`). The rounds are added to ``records``; returns
-    ``cut_short`` (None when every arm got its steps and time,
+    :func:`rnndoctor.capture.pairs.stop_reason`), or ``early``'s one look says a rule's
+    decision is made (:class:`rnndoctor.capture.pairs.EarlyLook`). The rounds are added to
+    ``records``; returns ``cut_short`` (None when every arm got its steps and time,
     :func:`rnndoctor.capture.pairs.finish_reason`)."""
     spe = int(getattr(model, "steps_per_execution", 1) or 1)
     round_plan = interleave.plan(step_ms, spe)
@@ -1263,6 +1267,8 @@ def _rounds_in_one_fit(
             records, left(), clock.last_round_s, max_rounds=interleave.MAX_ROUNDS,
             phase_left_s=budget.left(),
         )  # fmt: skip
+        if state["why"] is None and early is not None:
+            state["why"] = early(records)
         return state["why"] is not None
 
     why = pairs.stop_reason(
@@ -1292,16 +1298,17 @@ def _pair_in_one_fit(
     datasets: list[Any],
     left: Callable[[], float],
     budget: Budget,
+    early: pairs.EarlyLook | None = None,
 ) -> None:
     """The batch-size probe's paired rounds (the first round already ran, one ``fit`` per point)
-    in one more ``fit`` (:func:`_rounds_in_one_fit`); then each point's median step and its
-    pairing with the first point (``point.paired``: A = the first point, B = this one), as
-    :func:`_pair_points` does."""
+    in one more ``fit`` (:func:`_rounds_in_one_fit`, with ``early``'s one look); then each
+    point's median step and its pairing with the first point (``point.paired``: A = the first
+    point, B = this one), as :func:`_pair_points` does."""
     if len(arms) < 2:
         return
     records = [arm for _, arm in arms]
     step_ms = [statistics.median(r.per_step_ms) for r in records]
-    why = _rounds_in_one_fit(session, model, records, datasets, step_ms, left, budget)
+    why = _rounds_in_one_fit(session, model, records, datasets, step_ms, left, budget, early)
     _record_points(arms, Phase.BATCH_PROBE, why)
 
 
@@ -1560,14 +1567,35 @@ def _pair_batch_points(
 ) -> None:
     """The batch-size points' paired rounds after their first bursts, and their samples/s: one
     ``fit`` per burst where each point has its own train function, else one interleaved
-    ``fit`` for all rounds."""
+    ``fit`` for all rounds. Either way the rounds stop at their one early look where RD301's
+    decision is already made (:func:`_early_look`)."""
+    early = _early_look(session, [point.value for point, _ in arms])
     if functions.static:
         _pair_points(arms, left, Phase.BATCH_PROBE, before_burst=functions.set_up,
-                     phase_left=budget.left)  # fmt: skip
+                     phase_left=budget.left, early=early)  # fmt: skip
     else:
-        _pair_in_one_fit(session, model, arms, datasets, left, budget)
+        _pair_in_one_fit(session, model, arms, datasets, left, budget, early)
     for point, _ in arms:
         point.samples_per_s = round(point.value * 1000.0 / point.step_time_ms, 2)
+
+
+def _early_look(session: CaptureSession, sizes: list[int]) -> pairs.EarlyLook | None:
+    """The batch-size probe's one early look (``pairs.EarlyLook``, at
+    ``pairs.EARLY_LOOK_PAIRS`` pairs): it stops the rounds where RD301's decision is already
+    made (``pairs.ThroughputDecided``, with the rule's ``min_speedup`` handed to the capture:
+    ``WindowOptions.batch_min_speedup``), and says nothing on a phase noisy so far
+    (``session.load_so_far``). None without the cut-off (then the rounds run to their floor or
+    allowance). Why: on long steps the floor, 10 steps and 1 s per point, is more than the
+    probe's allowance, spent where five pairs on one side of the cut-off already decide."""
+    cutoff = session.options.batch_min_speedup
+    if cutoff is None:
+        return None
+
+    def noisy() -> bool:
+        load = session.load_so_far()
+        return load is not None and load.noisy
+
+    return pairs.EarlyLook(pairs.ThroughputDecided(sizes, cutoff, noisy))
 
 
 def _spe_values(current: int) -> tuple[int, int]:

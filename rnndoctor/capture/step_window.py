@@ -57,6 +57,8 @@ class WindowOptions:
             reads them runs).
         spe_share_cutoffs: RD403's dispatch-share cut-offs (``Options.spe_share_cutoffs``),
             for the steps_per_execution probe's second stage; empty: none.
+        batch_min_speedup: RD301's samples/s cut-off (``Options.batch_min_speedup``), for the
+            batch-size probe's one early look; None: no look.
         window_only: measure the window and nothing after it (``Options.window_only``).
         control: the parent's pipes, ``"R,W"`` (``Options.control``; None: one window).
     """
@@ -71,6 +73,7 @@ class WindowOptions:
     run_probes: bool = not DEFAULTS.no_probes
     skip_probes: tuple[str, ...] = ()
     spe_share_cutoffs: tuple[float, ...] = ()
+    batch_min_speedup: float | None = None
     window_only: bool = DEFAULTS.window_only
     control: str | None = DEFAULTS.control
 

@@ -150,12 +150,13 @@ def supervise(
 ) -> supervisor.ChildRun:
     """Runs the capture child on the script under the supervisor (progress, timeout, kill);
     ``env``: variables added to its environment."""
-    from rnndoctor.engine import spe_share_cutoffs, unread_probes
+    from rnndoctor.engine import batch_min_speedup, spe_share_cutoffs, unread_probes
 
     skip = unread_probes(options.select, options.ignore)
     child_options = dataclasses.replace(
         options, out=str(paths.out), skip_probes=skip,
         spe_share_cutoffs=spe_share_cutoffs(options.rule_options),
+        batch_min_speedup=batch_min_speedup(options.rule_options),
     )  # fmt: skip
     command = supervisor.capture_command(script, script_args, child_options)
     console.say(f"rnndoctor: running {script} (script output: {paths.log})", err=True)

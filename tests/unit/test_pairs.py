@@ -125,3 +125,66 @@ def test_a_failing_second_stage_test_leaves_the_first_stages_pairs_standing():
     a, b = noisy_arm("A", [2.0]), noisy_arm("B", [1.0, 1.1, 0.9])
     assert pairs.alternate([a, b], lambda: 60.0, undecided=broken) is None
     assert 1 <= len(a.steps) == len(b.steps) < pairs.MAX_ROUNDS
+
+
+def _batch_arms(base_ms: float, ratios: dict[int, list[float]], base: int = 64):
+    """The batch-size probe's arms: the user's batch ``base`` at ``base_ms`` a step, and each
+    larger batch at the step that gives, pair by pair, the listed samples/s ratios."""
+    arms = [pairs.ArmRecord(f"batch size {base}", lambda: [(base_ms, 1)])]
+    for size, per_pair in ratios.items():
+        steps = iter([base_ms * size / base / r for r in per_pair])
+        arms.append(pairs.ArmRecord(f"batch size {size}", lambda s=steps: [(next(s), 1)]))
+    return arms
+
+
+def test_the_early_look_stops_where_a_larger_batch_clears_rd301s_cutoff_in_every_pair():
+    # the demo's shape: 2b straddles 1.5x, 4b is past it in all 5 pairs; long steps, so the
+    # floor (10 steps and 1 s per arm) is far off at 5 pairs
+    arms = _batch_arms(400.0, {128: [1.4, 1.6, 1.45, 1.55, 1.5] * 4,
+                               256: [1.9, 1.8, 2.0, 1.85, 1.95] * 4})  # fmt: skip
+    decided = pairs.ThroughputDecided([64, 128, 256], 1.5)
+    why = pairs.alternate(arms, lambda: 600.0, early=pairs.EarlyLook(decided))
+    assert [len(a.steps) for a in arms] == [5, 5, 5]
+    assert why.startswith(
+        "RD301's decision made at 5 pairs, the one early look: batch 256 trains 1.80–2.00x the "
+        "samples/s of batch 64 (90% interval), past the 1.5x cut-off;"
+    )
+    assert pairs.pair(arms[0], arms[2], phase=None).low * 4 == pytest.approx(1.8)
+
+
+def test_the_early_look_stops_where_every_larger_batch_is_below_the_cutoff():
+    arms = _batch_arms(400.0, {128: [1.1, 1.2, 1.15] * 10, 256: [1.3, 1.2, 1.25] * 10})
+    look = pairs.EarlyLook(pairs.ThroughputDecided([64, 128, 256], 1.5))
+    why = pairs.alternate(arms, lambda: 600.0, early=look)
+    assert [len(a.steps) for a in arms] == [5, 5, 5] and look.asked
+    assert "every larger batch under the 1.5x cut-off (batch 128 1.20x, batch 256 1.30x)" in why
+
+
+def test_the_early_look_is_taken_once_and_a_straddle_runs_on_to_the_floor():
+    # one pair of five below the cut-off: nothing decided, and no second look at 6, 7, ... pairs
+    arms = _batch_arms(400.0, {128: [1.7, 1.8, 1.4, 1.9, 1.75] * 10})
+    calls = []
+
+    def test(records):
+        calls.append(min(len(r.steps) for r in records))
+        return pairs.ThroughputDecided([64, 128], 1.5)(records)
+
+    why = pairs.alternate(arms, lambda: 600.0, early=pairs.EarlyLook(test))
+    assert calls == [5] and why is None  # done: 10 steps and 4 s of each arm
+    assert [len(a.steps) for a in arms] == [10, 10]
+
+
+def test_the_early_look_decides_nothing_on_a_noisy_phase():
+    arms = _batch_arms(400.0, {256: [1.9, 1.8, 2.0, 1.85, 1.95] * 4})
+    decided = pairs.ThroughputDecided([64, 256], 1.5, noisy=lambda: True)
+    assert pairs.alternate(arms, lambda: 600.0, early=pairs.EarlyLook(decided)) is None
+    assert [len(a.steps) for a in arms] == [10, 10]
+
+
+def test_a_failing_early_test_lets_the_rounds_go_on():
+    def broken(records):
+        raise ZeroDivisionError("a test that fails")
+
+    arms = _batch_arms(400.0, {256: [1.9] * 20})
+    assert pairs.alternate(arms, lambda: 600.0, early=pairs.EarlyLook(broken)) is None
+    assert [len(a.steps) for a in arms] == [10, 10]

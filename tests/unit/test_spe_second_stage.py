@@ -20,7 +20,7 @@ from test_trust_rules import paired
 from rnndoctor import dispatch
 from rnndoctor.capture import pairs
 from rnndoctor.capture.probes import _Straddle
-from rnndoctor.engine import spe_share_cutoffs
+from rnndoctor.engine import batch_min_speedup, spe_share_cutoffs
 from rnndoctor.facts import ProbePoint
 from rnndoctor.findings import Severity
 from rnndoctor.options import Options, parse_child_args
@@ -121,3 +121,44 @@ def test_rd403s_evidence_says_why_its_pairs_had_a_second_stage():
     _, (finding,) = run(f, "RD403")
     (row,) = [e for e in finding.evidence if e.label == "dispatch share of the step"]
     assert row.source.endswith("; second stage: " + why)
+
+
+def test_the_cli_hands_rd301s_configured_cut_off_to_the_capture_child():
+    assert batch_min_speedup() == 1.5
+    assert batch_min_speedup({"RD301": {"min_speedup": 2.0}}) == 2.0
+    options, _, _ = parse_child_args([*Options(out="o").child_argv(), "train.py"])
+    assert options.batch_min_speedup is None  # none handed down: no early look
+    argv = Options(out="o", batch_min_speedup=2.0).child_argv()
+    options, script, _ = parse_child_args([*argv, "train.py"])
+    assert options.batch_min_speedup == 2.0 and script == "train.py"
+
+
+def _batch_records(per_pair: list[float]) -> list[pairs.ArmRecord]:
+    """Batch 64 at 400 ms a step and batch 256 at the steps that give these samples/s ratios."""
+    base = pairs.ArmRecord("batch size 64", lambda: [])
+    big = pairs.ArmRecord("batch size 256", lambda: [])
+    for r in per_pair:
+        base.add([(400.0, 1)])
+        big.add([(400.0 * 4 / r, 1)])
+    return [base, big]
+
+
+@pytest.mark.parametrize(
+    ("per_pair", "severity"),
+    [([1.9, 1.8, 2.0, 1.85, 1.95], Severity.WARNING), ([1.3, 1.2, 1.25, 1.3, 1.2], None)],
+)
+def test_rd301_on_the_pairs_an_early_look_stopped_at_decides_as_the_look_did(per_pair, severity):
+    """The probe stops at 5 pairs where its look says RD301's decision is made; the rule, on
+    those 5 pairs as the probe records them (``pairs.pair``), makes that decision."""
+    records = _batch_records(per_pair)
+    why = pairs.ThroughputDecided([64, 256], 1.5)(records)
+    assert why is not None and why.startswith("RD301's decision made at 5 pairs")
+    f = facts()
+    recorded = pairs.pair(records[0], records[1], phase="batch-size probe", cut_short=why)
+    f.probes.batch_probe = [
+        ProbePoint(64, 400.0, 160.0, 5),
+        ProbePoint(256, recorded.median_b_ms, 256_000.0 / recorded.median_b_ms, 5,
+                   paired=recorded),
+    ]  # fmt: skip
+    _, findings = run(f, "RD301")
+    assert [x.severity for x in findings] == ([severity] if severity else [])
