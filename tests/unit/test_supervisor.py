@@ -97,7 +97,9 @@ def test_the_parent_loads_no_renderer_while_the_child_runs():
     import subprocess
 
     done = subprocess.run(
-        [sys.executable, "-c", _PARENT_WHILE_THE_CHILD_RUNS], capture_output=True, text=True,
-        check=True,
+        # -P: the installed rnndoctor, as the console script runs it, not the source tree that
+        # the working directory (the repository root) would put first
+        [sys.executable, "-P", "-c", _PARENT_WHILE_THE_CHILD_RUNS], capture_output=True,
+        text=True, check=True,
     )  # fmt: skip
     assert done.stdout.strip() == "[]"
