@@ -113,7 +113,7 @@ class ThroughputDecided:
     """:class:`EarlyLook`'s test for the batch-size probe: whether RD301's decision is already
     made by its pairs. The arms are the batch sizes ``sizes`` (the user's first); arm ``i``'s
     samples/s ratio to the first is the pairs' step-time ratio (first / arm ``i``: their
-    median and 90% bootstrap interval, as :func:`pair` records them) times
+    median and 90% bootstrap interval, :func:`pair`'s record of them) times
     ``sizes[i] / sizes[0]``, as the rule reads it (``rules/rd301_small_batch.py``). Made when
     some larger batch's whole interval is at or past ``cutoff`` (the rule's ``min_speedup``:
     it then warns on a point whose interval clears, whatever the others do), or every larger
@@ -133,9 +133,8 @@ class ThroughputDecided:
         first, base = arms[0], self.sizes[0]
         bounds = []  # (size, low, high): samples/s ratio to the user's batch
         for size, arm in zip(self.sizes[1:], arms[1:], strict=False):
-            n = min(len(first.per_step_ms), len(arm.per_step_ms))
-            result = paired_from_samples(first.per_step_ms[:n], arm.per_step_ms[:n])
-            bounds.append((size, result.low * size / base, result.high * size / base))
+            recorded = pair(first, arm, phase=None)  # what the probe records and RD301 reads
+            bounds.append((size, recorded.low * size / base, recorded.high * size / base))
         pairs = min(len(a.per_step_ms) for a in arms)
         made = f"RD301's decision made at {pairs} pairs, the one early look"
         clears = [b for b in bounds if b[1] >= self.cutoff]
