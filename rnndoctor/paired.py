@@ -32,18 +32,22 @@ from rnndoctor.stats import (
 MIN_STEPS = 10
 MIN_SECONDS = 1.0
 # The fewest pairs that give an interval: a bootstrap over 1 or 2 pairs is degenerate, and the
-# rules call such a comparison inconclusive (rules/_measured.py: MIN_PAIRS is this number). A
+# rules call such a comparison inconclusive (rules/_measured.py: MIN_PAIRS is this number). With
+# 3 or 4 pairs the interval is their range or close to it, which holds the median 75% or 87.5% of
+# the time, not 90% (stats.expanded_tail); from 5 pairs on, the expanded interval reaches 90%. A
 # probe's comparison whose own wall allowance ends before this many pairs goes on, within its
 # phase's budget, until it has them (capture/pairs.py: stop_reason): the demo's batch-size
 # probe fitted 2 pairs of 0.4-1.0 s steps in one idle stability run and its RD301 went from
 # warning to "inconclusive: 1.6x (0.2-16.4x)".
 INTERVAL_PAIRS = 3
 # With bursts sized automatically, each arm's bursts are sized to reach its minimum steps and time
-# in about this many pairs. The percentile bootstrap of a median under-covers with few pairs: in
-# a simulation with the fake clock of tests/unit/test_paired.py (ratio 2, 5% and 20% noise per
-# step, 200 seeds) the 90% interval covered the true ratio 84-87% of the time with ~10 pairs and
-# 88-91% with ~20. Slow steps (>= 50 ms, 1 s in fewer than 20 steps) still get the floor
-# (10 steps, 1 s), i.e. ~10 pairs of one step each.
+# in about this many pairs. The plain percentile bootstrap of a median under-covers with few
+# pairs (84-87% with ~10 pairs, 88-91% with ~20, in a simulation with the fake clock of
+# tests/unit/test_paired.py: ratio 2, 5% and 20% noise per step, 200 seeds); the expanded
+# interval (stats.bootstrap_median_interval) covered 90.5-91.5% in the same simulation, at a
+# median of 21 pairs (10 ms steps) and 14 (100 ms steps, 20% noise). Slow steps (>= 50 ms, 1 s
+# in fewer than 20 steps) still get the floor (10 steps, 1 s), i.e. ~10 pairs of one
+# step each.
 TARGET_PAIRS = 20
 # The most pairs one measurement takes: past this, more pairs narrow the interval little
 # (its width shrinks as 1/sqrt(pairs)) and the bootstrap costs more (2000 medians of each size).

