@@ -7,6 +7,7 @@ optionally with seeded multiplicative noise, so the true ratio of the arms is kn
 from __future__ import annotations
 
 import random
+import statistics
 
 import pytest
 
@@ -24,6 +25,7 @@ from rnndoctor.stats import (
     expanded_tail,
     mad,
     median,
+    percentile,
     relative_spread,
     student_t_quantile,
 )
@@ -333,16 +335,34 @@ def test_expanded_tail_widens_small_samples_and_tends_to_the_plain_tail():
         expanded_tail(1.0, 10)
 
 
-@pytest.mark.parametrize("pairs", [5, 10, 20])
-def test_the_median_interval_covers_at_its_level_from_five_pairs(pairs):
-    # log-normal pair ratios around a true median of 1; the plain percentile interval covered
-    # 85-88% here at 5-10 pairs (stats.expanded_tail); 400 runs: a binomial spread of 1.5
-    # points around a true 91-94%
+@pytest.mark.parametrize("pairs", [4, 6, 10, 20])
+def test_the_median_interval_covers_at_its_level(pairs):
+    # log-normal pair ratios around a true median of 1, the interval as the probes take it (2000
+    # resamples). The plain percentile interval covered 78% at 4 pairs and 88-91% at 6-20 in a
+    # simulation of 500 sets each (stats.expanded_tail); the expanded one reaches 90% from 5
+    # pairs on; at 4 no interval of a median can (the range covers 87.5%). 300 sets: a binomial
+    # spread of 1.7 points.
     rng = random.Random(pairs)
-    runs = 400
-    covered = 0
-    for seed in range(runs):
-        ratios = [2.718281828 ** rng.gauss(0.0, 0.1) for _ in range(pairs)]
-        low, high = bootstrap_median_interval(ratios, resamples=400, seed=seed)
-        covered += low <= 1.0 <= high
-    assert covered / runs >= 0.87
+    runs = 300
+    covered = sum(
+        low <= 1.0 <= high
+        for low, high in (
+            bootstrap_median_interval([rng.lognormvariate(0.0, 0.1) for _ in range(pairs)])
+            for _ in range(runs)
+        )
+    )
+    assert covered / runs >= (0.84 if pairs == 4 else 0.87)
+
+
+def test_the_expanded_interval_holds_the_plain_one_and_is_wider_at_an_even_number_of_pairs():
+    rng = random.Random(1)
+    wider = 0
+    for seed in range(50):
+        values = [rng.lognormvariate(0.0, 0.1) for _ in range(6)]
+        resampler = random.Random(seed)  # the plain interval, from the same resamples
+        plain = [statistics.median(resampler.choices(values, k=6)) for _ in range(2000)]
+        plain_low, plain_high = percentile(plain, 0.05), percentile(plain, 0.95)
+        low, high = bootstrap_median_interval(values, seed=seed)
+        assert low <= plain_low and high >= plain_high
+        wider += low < plain_low or high > plain_high
+    assert wider >= 40  # the median of 6 pairs: an interval 20% wider at the median
