@@ -18,7 +18,7 @@ helpers. Never the rules, the reports or the CLI: the parent process turns the f
 findings, and the rules' cut-offs reach the capture as options (``WindowOptions``).
 
 Submodules import TensorFlow or Keras at import time (except :mod:`.step_window`,
-:mod:`.session`, :mod:`.budget`, :mod:`.profile`, the xprof converter's own process, and
-:mod:`.__main__`'s top level); import them only in the capture child or in
+:mod:`.session`, :mod:`.budget`, :mod:`.profile`, the xprof converter's own process,
+:mod:`.conversion` and :mod:`.__main__`'s top level); import them only in the capture child or in
 :func:`rnndoctor.diagnose`.
 """

@@ -10,13 +10,10 @@ it once their :class:`~rnndoctor.capture.step_window.StepWindow` is done.
 from __future__ import annotations
 
 import gc
-import subprocess
 from typing import TYPE_CHECKING, Any
 
-from rnndoctor.capture import distribute, heap, probes, sequences, traces
-from rnndoctor.capture.budget import Overrun, run_bounded
+from rnndoctor.capture import conversion, distribute, heap, probes, sequences, traces
 from rnndoctor.capture.model import collect_model
-from rnndoctor.capture.profile import summarize_in_subprocess, summarize_profile
 from rnndoctor.facts import Outcome, Phase
 
 if TYPE_CHECKING:
@@ -88,33 +85,20 @@ def _diagnose(
 
 def convert_profile(session: CaptureSession, profiled_steps: int, error: str | None) -> None:
     """The xprof conversion of the profiled steps into ``session.facts.profile``, within its
-    own budget (``capture/budget.py: SHARES``), before the probes. In the capture child it runs
-    in a converter process (:func:`summarize_in_subprocess`), so xprof's library and heap never
-    add to the child's peak, the batch-size probe's largest point; in the user's own process, in
-    a thread (``run_bounded``). Then what the phases left is collected and handed back to the
-    system (:func:`heap.release_freed`) before the probes grow the process (the demo's capture
-    grew 1374 -> 1535 MiB in the conversion when it ran after the probes, on top of their
-    peak)."""
+    own budget (``capture/budget.py: SHARES``), before the probes
+    (:func:`rnndoctor.capture.conversion.convert_bounded`). In the capture child it runs in a
+    converter process, so xprof's library and heap never add to the child's peak, the
+    batch-size probe's largest point; in the user's own process, in a thread. Then what the
+    phases left is collected and handed back to the system (:func:`heap.release_freed`) before
+    the probes grow the process (the demo's capture grew 1374 -> 1535 MiB in the conversion
+    when it ran after the probes, on top of their peak)."""
     session.save()  # the window's facts are on disk before the conversion runs
     session.set_phase(Phase.PROFILE)
     if error:
         session.facts.run.notes.append(f"profiler not captured: {error}")
-    environment = session.facts.environment
-    gpus = environment.gpu_count if environment else 0
-    budget = session.budget("profile conversion")
-    folder = session.options.profile_dir
-    try:
-        if session.child:  # xprof never loads into the process that runs the probes
-            session.facts.profile = summarize_in_subprocess(
-                folder, profiled_steps, gpus, budget.left()
-            )
-        else:  # the user's own process (rnndoctor.diagnose, DoctorCallback): no converter
-            session.facts.profile = run_bounded(
-                lambda: summarize_profile(folder, profiled_steps, gpus), budget
-            )
-    except (Overrun, subprocess.TimeoutExpired):  # a thread left behind, or the converter killed
-        session.facts.run.notes.append(f"profile not converted: {Overrun.of(budget)}")
-        session.cut_short(budget, "the xprof conversion did not finish")
+    conversion.convert_bounded(
+        session, session.options.profile_dir, profiled_steps, session.budget("profile conversion")
+    )
     gc.collect()  # automatic collection is off (heap.frozen): free what the phases left first
     heap.release_freed()
 

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rnndoctor import cluster
-from rnndoctor.capture import sites
+from rnndoctor.capture import conversion, sites
+from rnndoctor.capture.budget import Budget, Overrun, run_bounded
 from rnndoctor.facts import (
     KerasFitFailure,
     Outcome,
@@ -530,7 +531,10 @@ def window_ended(session: CaptureSession) -> None:
 
 def trace_facts(session: CaptureSession, facts: StrategyFacts) -> None:
     """The chief's merged profile run: ``profile_logdir``, ``profile_hosts`` (one
-    ``<host>.xplane.pb`` per worker) and ``facts.profile`` summarised from it."""
+    ``<host>.xplane.pb`` per worker), each worker's op stats (:func:`traced_rows`) and
+    ``facts.profile`` summarised from it, all within the ``"profile conversion"`` budget
+    (``capture/budget.py: SHARES``): xprof stuck on one host's file leaves ``not_measured`` and
+    a cut-short phase, not a check held until ``--timeout``."""
     state = session.distribute_state
     logdir = os.environ.get(cluster.TRACE_LOGDIR_VAR)
     if state is None or not logdir or not os.environ.get(cluster.TRACE_SERVICES_VAR):
@@ -543,17 +547,34 @@ def trace_facts(session: CaptureSession, facts: StrategyFacts) -> None:
         return
     import glob
 
-    from rnndoctor.capture.profile import summarize_profile
-
     runs = sorted(glob.glob(os.path.join(logdir, "plugins", "profile", "*")))
     files = sorted(glob.glob(os.path.join(runs[-1], "*.xplane.pb"))) if runs else []
     facts.profile_logdir = os.path.abspath(logdir)
     facts.profile_hosts = [os.path.basename(f)[: -len(".xplane.pb")] for f in files]
-    traced_rows(facts, files, os.environ.get(cluster.TRACE_SERVICES_VAR, ""))
+    budget = session.budget("profile conversion")
+    if not _traced_rows_bounded(session, facts, files, budget):
+        return
     if files and session.facts.profile is None:
-        environment = session.facts.environment
-        gpus = environment.gpu_count if environment else 0
-        session.facts.profile = summarize_profile(logdir, 0, gpus)
+        conversion.convert_bounded(session, logdir, 0, budget)
+
+
+def _traced_rows_bounded(
+    session: CaptureSession, facts: StrategyFacts, files: list[str], budget: Budget
+) -> bool:
+    """:func:`traced_rows` in a thread joined with ``budget``'s time left, into a scratch
+    :class:`StrategyFacts` copied into ``facts`` once it is done (a thread left behind never
+    writes into the facts being saved). False when it ran past the budget."""
+    scratch = StrategyFacts(strategy=facts.strategy)
+    services = os.environ.get(cluster.TRACE_SERVICES_VAR, "")
+    try:
+        run_bounded(lambda: traced_rows(scratch, files, services), budget)
+    except Overrun:
+        facts.not_measured = f"the workers' op stats: {Overrun.of(budget)}"
+        session.cut_short(budget, "the xprof conversion of the workers' trace did not finish")
+        return False
+    facts.traced, facts.collective_share = scratch.traced, scratch.collective_share
+    facts.not_measured = scratch.not_measured or facts.not_measured
+    return True
 
 
 _SPE_FAILURE = "InvalidArgumentError"  # the multi-step function's failure under a strategy

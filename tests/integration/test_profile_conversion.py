@@ -1,21 +1,26 @@
-"""Where the capture converts the profile (``capture/diagnosis.py: convert_profile``): the
+"""Where the capture converts the profile (``capture/conversion.py: convert_bounded``): the
 capture child in the xprof converter process, the user's own process (``rnndoctor.diagnose``,
 ``DoctorCallback``) in a thread; a converter past its budget leaves a note and a cut-short
-phase, and the capture goes on. The conversion of a real profile is checked end to end
-(tests/e2e/test_check_cli.py)."""
+phase, and the capture goes on. The ``--workers`` chief converts its merged trace of every
+worker (``capture/distribute.py: trace_facts``) within the same phase's budget. The conversion
+of a real profile is checked end to end (tests/e2e/test_check_cli.py, and
+tests/e2e/test_distribute_e2e.py for the merged trace)."""
 
 from __future__ import annotations
 
 import sys
+import threading
+import time
 
 import pytest
 
 pytest.importorskip("tensorflow")
 
-from rnndoctor.capture import diagnosis, profile  # noqa: E402
+from rnndoctor import cluster  # noqa: E402
+from rnndoctor.capture import conversion, diagnosis, distribute, profile  # noqa: E402
 from rnndoctor.capture.session import CaptureSession  # noqa: E402
 from rnndoctor.capture.step_window import WindowOptions  # noqa: E402
-from rnndoctor.facts import Facts, RunInfo  # noqa: E402
+from rnndoctor.facts import Facts, RunInfo, StrategyFacts  # noqa: E402
 
 _NO_PROFILE = "the profiler wrote no .xplane.pb file"
 
@@ -36,8 +41,8 @@ def test_the_capture_child_converts_in_the_converter_process(tmp_path, monkeypat
     def in_process(*args):
         raise AssertionError("the capture child converted in its own process")
 
-    monkeypatch.setattr(diagnosis, "summarize_in_subprocess", recorded)
-    monkeypatch.setattr(diagnosis, "summarize_profile", in_process)
+    monkeypatch.setattr(conversion, "summarize_in_subprocess", recorded)
+    monkeypatch.setattr(conversion, "summarize_profile", in_process)
     session = _session(tmp_path, child=True)
     diagnosis.convert_profile(session, 3, None)
     assert len(calls) == 1 and calls[0][:3] == (str(tmp_path / "profile"), 3, 0)
@@ -49,7 +54,7 @@ def test_the_users_own_process_converts_in_a_thread(tmp_path, monkeypatch):
     def converter(*args):
         raise AssertionError("a converter process was started from the user's own process")
 
-    monkeypatch.setattr(diagnosis, "summarize_in_subprocess", converter)
+    monkeypatch.setattr(conversion, "summarize_in_subprocess", converter)
     session = _session(tmp_path, child=False)
     diagnosis.convert_profile(session, 3, None)
     assert session.facts.profile.error == _NO_PROFILE
@@ -69,3 +74,64 @@ def test_a_converter_past_its_budget_leaves_a_note_and_a_cut_short_phase(tmp_pat
     (cut,) = session.facts.run.cut_short
     assert cut.phase == "profile conversion" and cut.budget_s == 2.0
     assert cut.reason == "the xprof conversion did not finish"
+
+
+def _chief(tmp_path, monkeypatch) -> tuple[CaptureSession, StrategyFacts]:
+    """A ``--workers`` chief whose trace of two workers wrote one xplane file each."""
+    run = tmp_path / "trace" / "plugins" / "profile" / "2026_12_04_22_00_00"
+    run.mkdir(parents=True)
+    for port in (4001, 4002):
+        (run / f"127.0.0.1_{port}.xplane.pb").write_bytes(b"")
+    monkeypatch.setenv(cluster.TRACE_LOGDIR_VAR, str(tmp_path / "trace"))
+    monkeypatch.setenv(cluster.TRACE_SERVICES_VAR, "grpc://127.0.0.1:4001,grpc://127.0.0.1:4002")
+    session = _session(tmp_path, child=True, timeout_s=10.0)  # the phase gets its 2 s floor
+    session.distribute_state = distribute.DistributeState(trace=object())
+    return session, StrategyFacts(strategy="MultiWorkerMirroredStrategy", workers=2)
+
+
+def test_the_chiefs_merged_trace_converts_within_the_budget(tmp_path, monkeypatch):
+    session, facts = _chief(tmp_path, monkeypatch)
+    monkeypatch.setattr(profile, "host_op_times", lambda path: {"MatMul": (600.0, 3)})
+    hangs = tmp_path / "python"  # in place of the converter's interpreter: xprof hanging
+    hangs.write_text("#!/bin/sh\nexec sleep 60\n")
+    hangs.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(hangs))
+    started = time.monotonic()
+    distribute.trace_facts(session, facts)
+    assert time.monotonic() - started < 10.0  # the 2 s budget, not the converter's 60 s
+    assert [w.task for w in facts.traced] == ["worker:0", "worker:1"]  # the op stats kept
+    assert facts.profile_hosts == ["127.0.0.1_4001", "127.0.0.1_4002"]
+    assert session.facts.profile is None
+    assert session.facts.run.notes == [
+        "profile not converted: profile conversion did not finish within its 2 s budget"
+    ]
+    (cut,) = session.facts.run.cut_short
+    assert cut.phase == "profile conversion" and cut.reason == "the xprof conversion did not finish"
+
+
+def test_a_workers_op_stats_past_the_budget_leave_not_measured(tmp_path, monkeypatch):
+    session, facts = _chief(tmp_path, monkeypatch)
+    release = threading.Event()
+
+    def stuck(path):
+        release.wait(60)  # xprof stuck on one host's file
+        return {"MatMul": (600.0, 3)}
+
+    def converter(*args):
+        raise AssertionError("the merged profile was converted after the op stats overran")
+
+    monkeypatch.setattr(profile, "host_op_times", stuck)
+    monkeypatch.setattr(conversion, "summarize_in_subprocess", converter)
+    started = time.monotonic()
+    try:
+        distribute.trace_facts(session, facts)
+    finally:
+        release.set()
+    assert time.monotonic() - started < 10.0
+    assert facts.not_measured == (
+        "the workers' op stats: profile conversion did not finish within its 2 s budget"
+    )
+    time.sleep(0.2)  # the thread left behind finishes: it never writes into the facts
+    assert facts.traced == [] and facts.collective_share is None
+    (cut,) = session.facts.run.cut_short
+    assert cut.phase == "profile conversion" and cut.budget_s == 2.0

@@ -1,0 +1,55 @@
+"""The xprof conversion of a profile folder into ``session.facts.profile``, within a budget.
+
+Two callers share it: the capture's own profiled steps
+(:func:`rnndoctor.capture.diagnosis.convert_profile`) and, under ``--workers``, the chief's merged
+trace of every worker (:func:`rnndoctor.capture.distribute.trace_facts`). Either way the
+conversion is bounded by the ``"profile conversion"`` phase's budget (``capture/budget.py:
+SHARES``), so xprof stuck on a profile cannot hold the check past ``--timeout``'s share for it.
+Imports no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from typing import TYPE_CHECKING
+
+from rnndoctor.capture.budget import Budget, Overrun, run_bounded
+from rnndoctor.capture.profile import summarize_in_subprocess, summarize_profile
+
+if TYPE_CHECKING:
+    from rnndoctor.capture.session import CaptureSession
+
+
+def convert_bounded(
+    session: CaptureSession, logdir: str, profiled_steps: int, budget: Budget
+) -> None:
+    """Sets ``session.facts.profile`` to the summary of the profile under ``logdir``.
+
+    In the capture child the conversion runs in a converter process
+    (:func:`~rnndoctor.capture.profile.summarize_in_subprocess`), so xprof's library and heap
+    never add to the child's memory; in the user's own process (``rnndoctor.diagnose``,
+    ``DoctorCallback``), in a thread (:func:`~rnndoctor.capture.budget.run_bounded`). A
+    conversion past ``budget`` leaves ``session.facts.profile`` as it was, a note ("profile not
+    converted: ...") and a cut-short phase; the capture goes on.
+
+    Args:
+        session: the check's session (``facts.environment.gpu_count``: the GPUs whose cuDNN
+            ops the summary looks for).
+        logdir: the profile folder (TensorBoard's layout: ``plugins/profile/<run>/``).
+        profiled_steps: steps the profile holds (0: not counted, a merged trace of workers).
+        budget: the phase's budget, ``session.budget("profile conversion")``.
+    """
+    environment = session.facts.environment
+    gpus = environment.gpu_count if environment else 0
+    try:
+        if session.child:  # xprof never loads into the process that runs the probes
+            session.facts.profile = summarize_in_subprocess(
+                logdir, profiled_steps, gpus, budget.left()
+            )
+        else:
+            session.facts.profile = run_bounded(
+                lambda: summarize_profile(logdir, profiled_steps, gpus), budget
+            )
+    except (Overrun, subprocess.TimeoutExpired):  # a thread left behind, or the converter killed
+        session.facts.run.notes.append(f"profile not converted: {Overrun.of(budget)}")
+        session.cut_short(budget, "the xprof conversion did not finish")
