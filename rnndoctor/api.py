@@ -13,7 +13,9 @@ Example::
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+import weakref
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,7 +79,8 @@ def diagnose(
         warmup_steps: steps run first and not timed.
         profile_steps: steps captured by the TF profiler (0: no profile).
         out: directory for ``facts.json``, ``report.html``, ``report.json`` and the profile
-            logdir; None keeps the facts in memory and profiles into a temporary directory.
+            logdir; None keeps the facts in memory and profiles into a temporary directory,
+            removed once the returned report is garbage collected or Python exits.
         probe_fast_path: run the cuDNN fast-path probe on each LSTM/GRU layer.
         run_probes: after the window, run the input-only, compute-only, batch-size and
             steps_per_execution probes and the sequence sampling (they train the model a little
@@ -106,22 +109,24 @@ def diagnose(
 
     location = sites.user_frame_location(skip=1, call_names=("diagnose",))
     options = WindowOptions(
-        warmup_steps=warmup_steps,
-        measured_steps=steps,
-        profile_steps=profile_steps,
-        profile_dir=_profile_dir(out),
-        probe_fast_path=probe_fast_path,
-        run_probes=run_probes,
-        skip_probes=unread_probes(select, ignore),
-        spe_share_cutoffs=spe_share_cutoffs(),
+        warmup_steps=warmup_steps, measured_steps=steps, profile_steps=profile_steps,
+        profile_dir=_profile_dir(out), probe_fast_path=probe_fast_path, run_probes=run_probes,
+        skip_probes=unread_probes(select, ignore), spe_share_cutoffs=spe_share_cutoffs(),
         batch_min_speedup=batch_min_speedup(),
-    )
-    session = _session(location, options, out)
-    fit = _run_window(session, model, data, fit_kwargs, location)
-    report = evaluate(session.facts, select=select, ignore=ignore)
-    if verify:
-        _verify(report, model, data, fit, fit_kwargs)
-    if out is not None:
+    )  # fmt: skip
+    try:
+        session = _session(location, options, out)
+        fit = _run_window(session, model, data, fit_kwargs, location)
+        report = evaluate(session.facts, select=select, ignore=ignore)
+        if verify:
+            _verify(report, model, data, fit, fit_kwargs)
+    except BaseException:
+        if out is None:  # the temporary profile folder: nothing will read it
+            shutil.rmtree(options.profile_dir, ignore_errors=True)
+        raise
+    if out is None:
+        remove_with(report, options.profile_dir)
+    else:
         _write(report, out)
     if display is not False:
         show_in_ipython(report)
@@ -178,11 +183,21 @@ def show_in_ipython(report: Report) -> None:
 
 
 def _profile_dir(out: str | os.PathLike | None) -> str:
-    """``<out>/profile`` (absolute), or a fresh temporary directory when ``out`` is None."""
+    """``<out>/profile`` (absolute), or a fresh temporary directory when ``out`` is None (its
+    owner removes it: :func:`remove_with`)."""
     if out is None:
         return tempfile.mkdtemp(prefix="rnndoctor-profile-")
     Path(out).mkdir(parents=True, exist_ok=True)
     return os.path.join(os.path.abspath(out), "profile")
+
+
+def remove_with(owner: Any, folder: str) -> None:
+    """Removes ``folder`` (a temporary profile folder, :func:`_profile_dir` without ``out``) once
+    ``owner`` is garbage collected, or when Python exits (``weakref.finalize``): the profile
+    stays readable, e.g. by the ``tensorboard --logdir`` command the report shows, while the
+    report (or the callback) that points at it is alive, and no diagnosis leaves a folder in
+    the temporary directory behind."""
+    weakref.finalize(owner, shutil.rmtree, folder, ignore_errors=True)
 
 
 def _session(

@@ -158,7 +158,9 @@ class _Doctor:
 
     Args:
         out: folder for ``report.html``, ``report.json``, ``facts.json`` and the profile; None
-            keeps the facts in memory (the report is still shown in a notebook).
+            keeps the facts in memory (the report is still shown in a notebook) and profiles
+            into a temporary folder, removed once the callback is garbage collected or Python
+            exits.
         stop_after: end ``fit`` once the diagnosis is done (``model.stop_training``; Keras stops
             after the step under way). False: training goes on.
         steps, warmup_steps, profile_steps: the window, as in :func:`rnndoctor.diagnose`.
@@ -245,6 +247,8 @@ class _Doctor:
         location = sites.user_frame_location(skip=1, call_names=("fit",))
         arguments = fit_arguments(model)
         options = WindowOptions(profile_dir=api._profile_dir(self.out), **self.window_args)
+        if self.out is None:  # a temporary folder: it lives as long as this callback
+            api.remove_with(self, options.profile_dir)
         session = api._session(location, options, self.out)
         session.fit_called = True
         window.note_flavour(session, model)
