@@ -80,7 +80,8 @@ def diagnose(
         profile_steps: steps captured by the TF profiler (0: no profile).
         out: directory for ``facts.json``, ``report.html``, ``report.json`` and the profile
             logdir; None keeps the facts in memory and profiles into a temporary directory,
-            removed once the returned report is garbage collected or Python exits.
+            removed once the returned report is garbage collected or Python exits
+            (:class:`TemporaryFolder`; the report's notes say where it is).
         probe_fast_path: run the cuDNN fast-path probe on each LSTM/GRU layer.
         run_probes: after the window, run the input-only, compute-only, batch-size and
             steps_per_execution probes and the sequence sampling (they train the model a little
@@ -108,26 +109,25 @@ def diagnose(
     from rnndoctor.capture.step_window import WindowOptions
 
     location = sites.user_frame_location(skip=1, call_names=("diagnose",))
-    options = WindowOptions(
-        warmup_steps=warmup_steps, measured_steps=steps, profile_steps=profile_steps,
-        profile_dir=_profile_dir(out), probe_fast_path=probe_fast_path, run_probes=run_probes,
-        skip_probes=unread_probes(select, ignore), spe_share_cutoffs=spe_share_cutoffs(),
-        batch_min_speedup=batch_min_speedup(),
-    )  # fmt: skip
+    folder = TemporaryFolder() if out is None else None
     try:
+        options = WindowOptions(
+            warmup_steps=warmup_steps, measured_steps=steps, profile_steps=profile_steps,
+            profile_dir=folder.path if folder else _profile_dir(out),
+            probe_fast_path=probe_fast_path, run_probes=run_probes,
+            skip_probes=unread_probes(select, ignore), spe_share_cutoffs=spe_share_cutoffs(),
+            batch_min_speedup=batch_min_speedup(),
+        )  # fmt: skip
         session = _session(location, options, out)
         fit = _run_window(session, model, data, fit_kwargs, location)
         report = evaluate(session.facts, select=select, ignore=ignore)
         if verify:
             _verify(report, model, data, fit, fit_kwargs)
     except BaseException:
-        if out is None:  # the temporary profile folder: nothing will read it
-            shutil.rmtree(options.profile_dir, ignore_errors=True)
+        if folder is not None:  # the temporary profile folder: nothing will read it
+            folder.remove()
         raise
-    if out is None:
-        remove_with(report, options.profile_dir)
-    else:
-        _write(report, out)
+    _keep(report, folder, out)
     if display is not False:
         show_in_ipython(report)
     return report
@@ -182,22 +182,50 @@ def show_in_ipython(report: Report) -> None:
         display(report)
 
 
-def _profile_dir(out: str | os.PathLike | None) -> str:
-    """``<out>/profile`` (absolute), or a fresh temporary directory when ``out`` is None (its
-    owner removes it: :func:`remove_with`)."""
-    if out is None:
-        return tempfile.mkdtemp(prefix="rnndoctor-profile-")
+def _keep(report: Report, folder: TemporaryFolder | None, out: str | os.PathLike | None) -> None:
+    """Writes the report's files into ``out``, or ties the temporary profile ``folder`` (no
+    ``out``) to the report."""
+    if folder is not None:
+        folder.keep_with(report)
+    else:
+        _write(report, out)
+
+
+def _profile_dir(out: str | os.PathLike) -> str:
+    """``<out>/profile`` (absolute); ``out`` is created."""
     Path(out).mkdir(parents=True, exist_ok=True)
     return os.path.join(os.path.abspath(out), "profile")
 
 
-def remove_with(owner: Any, folder: str) -> None:
-    """Removes ``folder`` (a temporary profile folder, :func:`_profile_dir` without ``out``) once
-    ``owner`` is garbage collected, or when Python exits (``weakref.finalize``): the profile
-    stays readable, e.g. by the ``tensorboard --logdir`` command the report shows, while the
-    report (or the callback) that points at it is alive, and no diagnosis leaves a folder in
-    the temporary directory behind."""
-    weakref.finalize(owner, shutil.rmtree, folder, ignore_errors=True)
+class TemporaryFolder:
+    """The profile folder of a diagnosis without ``out``: a fresh ``rnndoctor-profile-*`` folder
+    in the temporary directory (``tempfile.mkdtemp``), removed once this object is garbage
+    collected, at a normal exit of Python (``weakref.finalize``), or by :meth:`remove`. Every
+    object that points at the folder (the report, whose ``tensorboard --logdir`` command names
+    it; the :class:`rnndoctor.keras.DoctorCallback` that profiles into it) holds this object,
+    so the folder lives as long as any of them. A process killed (``os._exit``, SIGKILL, a
+    killed notebook kernel) leaves it behind.
+
+    Raises:
+        OSError: from ``tempfile.mkdtemp`` (the temporary directory is not writable).
+    """
+
+    def __init__(self) -> None:
+        self.path = tempfile.mkdtemp(prefix="rnndoctor-profile-")
+        self._finalizer = weakref.finalize(self, shutil.rmtree, self.path, ignore_errors=True)
+
+    def keep_with(self, report: Report) -> None:
+        """Ties the folder's life to ``report`` too (``report.temporary_profile``), and notes in
+        its facts that the profile is temporary."""
+        report.temporary_profile = self
+        report.facts.run.notes.append(
+            f"the profile is in a temporary folder ({self.path}), removed with this report or "
+            "when Python exits: pass out=... to keep it"
+        )
+
+    def remove(self) -> None:
+        """Removes the folder now (idempotent)."""
+        self._finalizer()
 
 
 def _session(

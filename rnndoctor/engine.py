@@ -122,6 +122,9 @@ class Report:
     facts: Facts
     outcomes: list[RuleOutcome]
     verification: VerifySummary | None = None  # after --verify, or diagnose(verify=True)
+    # the owner of a temporary profile folder (rnndoctor.api.TemporaryFolder, for a diagnosis
+    # without out): held so that the folder the report's facts point at lives as long as it
+    temporary_profile: object | None = field(default=None, repr=False, compare=False)
 
     @property
     def findings(self) -> list[Finding]:

@@ -159,8 +159,8 @@ class _Doctor:
     Args:
         out: folder for ``report.html``, ``report.json``, ``facts.json`` and the profile; None
             keeps the facts in memory (the report is still shown in a notebook) and profiles
-            into a temporary folder, removed once the callback is garbage collected or Python
-            exits.
+            into a temporary folder, removed once both the callback and its ``report`` are
+            garbage collected, or Python exits (:class:`rnndoctor.api.TemporaryFolder`).
         stop_after: end ``fit`` once the diagnosis is done (``model.stop_training``; Keras stops
             after the step under way). False: training goes on.
         steps, warmup_steps, profile_steps: the window, as in :func:`rnndoctor.diagnose`.
@@ -207,6 +207,7 @@ class _Doctor:
         self._session = None
         self._window = None
         self._arguments: dict[str, Any] = {}
+        self._temporary: Any = None  # api.TemporaryFolder, without out
 
     # -- Keras hooks -----------------------------------------------------------------------------
     def on_train_begin(self, logs=None):
@@ -246,9 +247,10 @@ class _Doctor:
         model = self.model
         location = sites.user_frame_location(skip=1, call_names=("fit",))
         arguments = fit_arguments(model)
-        options = WindowOptions(profile_dir=api._profile_dir(self.out), **self.window_args)
-        if self.out is None:  # a temporary folder: it lives as long as this callback
-            api.remove_with(self, options.profile_dir)
+        if self.out is None:  # a temporary folder: it lives as long as this callback or its report
+            self._temporary = api.TemporaryFolder()
+        profile_dir = self._temporary.path if self._temporary else api._profile_dir(self.out)
+        options = WindowOptions(profile_dir=profile_dir, **self.window_args)
         session = api._session(location, options, self.out)
         session.fit_called = True
         window.note_flavour(session, model)
@@ -294,6 +296,8 @@ class _Doctor:
             snapshot.restore()
             model.stop_training = stop_training or self.stop_after
         self.report = evaluate(facts, select=self.select, ignore=self.ignore)
+        if self._temporary is not None:
+            self._temporary.keep_with(self.report)
         if self.out is not None:
             from rnndoctor.reports import write_reports
 

@@ -1,7 +1,7 @@
 """Without ``out``, ``rnndoctor.diagnose`` and ``DoctorCallback`` profile into a temporary folder
-that lives as long as the report (the callback) and is removed after it, or when Python exits
-(``rnndoctor/api.py: remove_with``): no diagnosis leaves a folder in the temporary directory
-behind (before, every call left one, about 4 MB of profile each)."""
+that lives as long as the report (and the callback) and is removed after them, or when Python
+exits (``rnndoctor/api.py: TemporaryFolder``): no diagnosis leaves a folder in the temporary
+directory behind (before, every call left one, about 4 MB of profile each)."""
 
 from __future__ import annotations
 
@@ -66,5 +66,21 @@ def test_the_callbacks_profile_lives_as_long_as_the_callback(scratch):
     (folder,) = _folders(scratch)
     assert doctor.report.facts.profile.logdir == folder
     del doctor
+    gc.collect()
+    assert not os.path.exists(folder)
+
+
+def test_the_callbacks_report_keeps_the_profile_after_the_callback_is_gone(scratch):
+    """The usual inline form: Keras holds no reference to the callback once fit returns, and the
+    report's tensorboard command names the folder, so the report alone keeps it."""
+    model, x, y = _model_and_data()
+    callbacks = [DoctorCallback(out=None, **_WINDOW)]
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=callbacks)
+    report = callbacks.pop().report
+    gc.collect()
+    (folder,) = _folders(scratch)
+    assert report.facts.profile.logdir == folder
+    assert any("temporary folder" in note for note in report.facts.run.notes)
+    del report
     gc.collect()
     assert not os.path.exists(folder)
