@@ -28,6 +28,11 @@ SHARES: dict[str, float] = {
     "batch-size probe": 0.08,
     "steps_per_execution probe": 0.06,
     "fast-path probe": 0.08,
+    # xprof's conversion of the profiled steps (capture/conversion.py), and under --workers a
+    # second share for the chief's merged trace (capture/distribute.py: trace_facts): 48 s at
+    # the default --timeout, against 1.0 s for the bundled demo's profile on the 2-core
+    # development machine (README, "Overhead at 4956f45"); xprof's time grows with the
+    # profile's events, and a merged trace holds every worker's. Source: rnndoctor's choice.
     "profile conversion": 0.08,
     # the script's run-on after the window of a fit inside a loop, until its next fit call
     # (capture/after_window.py): what runs there repeats with every call of the loop

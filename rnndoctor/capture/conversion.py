@@ -30,7 +30,11 @@ def convert_bounded(
     never add to the child's memory; in the user's own process (``rnndoctor.diagnose``,
     ``DoctorCallback``), in a thread (:func:`~rnndoctor.capture.budget.run_bounded`). A
     conversion past ``budget`` leaves ``session.facts.profile`` as it was, a note ("profile not
-    converted: ...") and a cut-short phase; the capture goes on.
+    converted: ...") and a cut-short phase; the capture goes on (in the user's process the
+    thread runs on until xprof returns; its result is dropped).
+
+    Never raises: a failed conversion is the summary's ``error`` (``summarize_profile``,
+    ``summarize_in_subprocess``), an overrun the note above.
 
     Args:
         session: the check's session (``facts.environment.gpu_count``: the GPUs whose cuDNN

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import socket
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -439,10 +441,13 @@ def _split(totals: dict[str, tuple[float, int]]) -> tuple[float, float, float]:
     return collective, inputs, sum(us for us, _ in totals.values()) - collective - inputs
 
 
-def traced_rows(facts: StrategyFacts, files: list[str], services: str) -> None:
+def traced_rows(
+    facts: StrategyFacts, files: list[str], services: str, scratch: str | None = None
+) -> None:
     """Per worker, from its host's xplane file in the merged run: ``facts.traced`` and
     ``facts.collective_share`` (a file ``<host>_<port>.xplane.pb`` is the worker whose address
-    is ``grpc://<host>:<port>`` in ``services``, in worker order; else the one with that port)."""
+    is ``grpc://<host>:<port>`` in ``services``, in worker order; else the one with that port).
+    ``scratch``: the folder for the files' copies (``profile.host_op_times``)."""
     from rnndoctor.capture.profile import host_op_times
 
     addresses = [s.split("://", 1)[-1] for s in services.split(",") if s]
@@ -457,7 +462,7 @@ def traced_rows(facts: StrategyFacts, files: list[str], services: str) -> None:
             continue
         index = names.index(host) if host in names else ports.index(port)
         try:
-            collective, inputs, compute = _split(host_op_times(path))
+            collective, inputs, compute = _split(host_op_times(path, scratch))
         except Exception as exc:
             facts.not_measured = f"op stats of {host}: {type(exc).__name__}: {exc}"[:300]
             continue
@@ -529,12 +534,23 @@ def window_ended(session: CaptureSession) -> None:
         time.sleep(0.05)
 
 
+# The least budget left for which the chief starts the merged trace's summary: the bundled
+# demo's own profile took 1.0 s to convert on the 2-core development machine (README, "Overhead
+# at 4956f45"), and a merged trace of several workers is larger. Source: that measurement.
+_MIN_CONVERSION_S = 1.0
+
+
 def trace_facts(session: CaptureSession, facts: StrategyFacts) -> None:
     """The chief's merged profile run: ``profile_logdir``, ``profile_hosts`` (one
-    ``<host>.xplane.pb`` per worker), each worker's op stats (:func:`traced_rows`) and
-    ``facts.profile`` summarised from it, all within the ``"profile conversion"`` budget
-    (``capture/budget.py: SHARES``): xprof stuck on one host's file leaves ``not_measured`` and
-    a cut-short phase, not a check held until ``--timeout``."""
+    ``<host>.xplane.pb`` per worker), each worker's op stats (:func:`traced_rows`) and, where
+    the chief's own profile gave none, ``session.facts.profile`` summarised from it. Both
+    conversions share one ``"profile conversion"`` budget (``capture/budget.py: SHARES``), a
+    second one after the chief's own conversion: xprof stuck on one host's file leaves
+    ``not_measured`` and a cut-short phase, not a check held until ``--timeout``; a thread left
+    behind by it runs on in the chief (one core at most) until the child exits. With less
+    than :data:`_MIN_CONVERSION_S` of the budget left after the op stats, the merged summary
+    is not started (a note says so). Exceptions of :func:`traced_rows` other than the overrun
+    propagate (:func:`collect` records them)."""
     state = session.distribute_state
     logdir = os.environ.get(cluster.TRACE_LOGDIR_VAR)
     if state is None or not logdir or not os.environ.get(cluster.TRACE_SERVICES_VAR):
@@ -555,6 +571,13 @@ def trace_facts(session: CaptureSession, facts: StrategyFacts) -> None:
     if not _traced_rows_bounded(session, facts, files, budget):
         return
     if files and session.facts.profile is None:
+        if budget.left() < _MIN_CONVERSION_S:
+            spent = budget.seconds - budget.left()
+            session.facts.run.notes.append(
+                f"profile not converted: the workers' op stats took {spent:.1f} s of the "
+                f"{budget.seconds:g} s profile conversion budget"
+            )
+            return
         conversion.convert_bounded(session, logdir, 0, budget)
 
 
@@ -566,12 +589,16 @@ def _traced_rows_bounded(
     writes into the facts being saved). False when it ran past the budget."""
     scratch = StrategyFacts(strategy=facts.strategy)
     services = os.environ.get(cluster.TRACE_SERVICES_VAR, "")
+    # the copies of the files: removed here, even where the thread is left behind in xprof
+    copies = tempfile.mkdtemp(prefix="rnndoctor-hosts-")
     try:
-        run_bounded(lambda: traced_rows(scratch, files, services), budget)
+        run_bounded(lambda: traced_rows(scratch, files, services, copies), budget)
     except Overrun:
         facts.not_measured = f"the workers' op stats: {Overrun.of(budget)}"
         session.cut_short(budget, "the xprof conversion of the workers' trace did not finish")
         return False
+    finally:
+        shutil.rmtree(copies, ignore_errors=True)
     facts.traced, facts.collective_share = scratch.traced, scratch.collective_share
     facts.not_measured = scratch.not_measured or facts.not_measured
     return True

@@ -327,9 +327,10 @@ def _float(value: Any) -> float | None:
         return None
 
 
-def host_op_times(xplane_path: str) -> dict[str, tuple[float, int]]:
+def host_op_times(xplane_path: str, scratch: str | None = None) -> dict[str, tuple[float, int]]:
     """One host's ``framework_op_stats``: op type -> (self time in us, occurrences), IDLE left
-    out. The file is converted alone, from a copy in a temporary folder: xprof caches the op
+    out. The file is converted alone, from a copy in a temporary folder (inside ``scratch``
+    when given, so that a caller which stops waiting can remove it): xprof caches the op
     stats of all the hosts of a run folder (``ALL_HOSTS.op_stats_v2.pb``) and would answer
     for all of them.
 
@@ -339,7 +340,9 @@ def host_op_times(xplane_path: str) -> dict[str, tuple[float, int]]:
     import shutil
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="rnndoctor-host-") as folder:
+    with tempfile.TemporaryDirectory(
+        prefix="rnndoctor-host-", dir=scratch, ignore_cleanup_errors=True
+    ) as folder:
         copy = os.path.join(folder, os.path.basename(xplane_path))
         shutil.copyfile(xplane_path, copy)
         rows = _rows(_tool_json([copy], "framework_op_stats")[0])

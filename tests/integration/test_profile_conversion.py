@@ -9,6 +9,7 @@ tests/e2e/test_distribute_e2e.py for the merged trace)."""
 from __future__ import annotations
 
 import sys
+import tempfile
 import threading
 import time
 
@@ -91,7 +92,7 @@ def _chief(tmp_path, monkeypatch) -> tuple[CaptureSession, StrategyFacts]:
 
 def test_the_chiefs_merged_trace_converts_within_the_budget(tmp_path, monkeypatch):
     session, facts = _chief(tmp_path, monkeypatch)
-    monkeypatch.setattr(profile, "host_op_times", lambda path: {"MatMul": (600.0, 3)})
+    monkeypatch.setattr(profile, "host_op_times", lambda path, scratch: {"MatMul": (600.0, 3)})
     hangs = tmp_path / "python"  # in place of the converter's interpreter: xprof hanging
     hangs.write_text("#!/bin/sh\nexec sleep 60\n")
     hangs.chmod(0o755)
@@ -111,16 +112,19 @@ def test_the_chiefs_merged_trace_converts_within_the_budget(tmp_path, monkeypatc
 
 def test_a_workers_op_stats_past_the_budget_leave_not_measured(tmp_path, monkeypatch):
     session, facts = _chief(tmp_path, monkeypatch)
+    temporary = tmp_path / "tmp"  # the temporary directory, for this test alone
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
     release = threading.Event()
 
-    def stuck(path):
-        release.wait(60)  # xprof stuck on one host's file
-        return {"MatMul": (600.0, 3)}
+    def stuck(paths, tool):
+        release.wait(60)  # xprof stuck on one host's file (its copy, in a temporary folder)
+        raise RuntimeError("released")
 
     def converter(*args):
         raise AssertionError("the merged profile was converted after the op stats overran")
 
-    monkeypatch.setattr(profile, "host_op_times", stuck)
+    monkeypatch.setattr(profile, "_tool_json", stuck)
     monkeypatch.setattr(conversion, "summarize_in_subprocess", converter)
     started = time.monotonic()
     try:
@@ -131,7 +135,27 @@ def test_a_workers_op_stats_past_the_budget_leave_not_measured(tmp_path, monkeyp
     assert facts.not_measured == (
         "the workers' op stats: profile conversion did not finish within its 2 s budget"
     )
+    assert list(temporary.iterdir()) == []  # the copies, removed under the stuck thread
     time.sleep(0.2)  # the thread left behind finishes: it never writes into the facts
     assert facts.traced == [] and facts.collective_share is None
     (cut,) = session.facts.run.cut_short
     assert cut.phase == "profile conversion" and cut.budget_s == 2.0
+
+
+def test_op_stats_that_spend_the_budget_leave_the_merged_summary_unstarted(tmp_path, monkeypatch):
+    session, facts = _chief(tmp_path, monkeypatch)
+
+    def slow(path, scratch):
+        time.sleep(0.6)  # two hosts: 1.2 s of the 2 s budget, less than a conversion needs
+        return {"MatMul": (600.0, 3)}
+
+    def converter(*args):
+        raise AssertionError("a converter started with less than a conversion's time left")
+
+    monkeypatch.setattr(profile, "host_op_times", slow)
+    monkeypatch.setattr(conversion, "summarize_in_subprocess", converter)
+    distribute.trace_facts(session, facts)
+    assert [w.task for w in facts.traced] == ["worker:0", "worker:1"]
+    (note,) = session.facts.run.notes
+    assert note.startswith("profile not converted: the workers' op stats took 1.")
+    assert note.endswith("s of the 2 s profile conversion budget")
