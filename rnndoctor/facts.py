@@ -731,7 +731,9 @@ class PairedRatio:
     ``cut_short``: why it stopped before each arm had its 10 steps and 1 s (None: it had them);
     ``phase``: the capture phase it was measured in; ``a`` / ``b``: what each arm ran.
     Since 1.4, ``second_stage``: why the pairs went on past the first stage (its interval
-    straddled a rule's cut-off: ``capture/pairs.py: alternate``); None: one stage.
+    straddled a rule's cut-off: ``capture/pairs.py: alternate``; or the time allowance ended
+    with the rule's decision not made at the early look: ``EarlyLook.extends``); None: one
+    stage.
     """
 
     ratio: float

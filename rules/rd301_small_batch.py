@@ -28,7 +28,12 @@ Evidence:
     (``capture/pairs.py: ThroughputDecided``, the cut-off handed to the probe by
     ``rnndoctor.engine.batch_min_speedup``; one look, at the sign test's 1-in-32 level, so a
     ratio on the cut-off clears it by chance at most that much more often); never on a phase
-    noisy so far. The evidence's "cut short" then says so.
+    noisy so far. The evidence's "cut short" then says so. Where the probe's time allowance
+    ends the rounds with the decision not made (one slow pair of five keeps the interval
+    across the cut-off), a second stage runs on to 10 pairs within one more allowance
+    (``capture/pairs.py: EXTENDED_PAIRS``, ``EarlyLook.extends``), where the interval's lower
+    bound is the third-lowest pair's ratio, not the lowest; the evidence's "second stage" says
+    so, and the rule decides on all the pairs (one more look: two in all).
 
 Bounds:
     The gain is the measured throughput (samples/s) ratio, never a step-time ratio: a larger
@@ -241,6 +246,7 @@ def _basis(point: ProbePoint) -> str:
     return (
         f"{paired.pairs} interleaved pairs, {paired.steps_a} and {paired.steps_b} timed steps"
         + (f"; cut short: {paired.cut_short}" if paired.cut_short else "")
+        + (f"; second stage: {paired.second_stage}" if paired.second_stage else "")
     )
 
 

@@ -47,6 +47,20 @@ PRECISE_WIDTH = 0.20
 # per side (the sign test). Source: rnndoctor's choice, from that bound.
 EARLY_LOOK_PAIRS = 5
 
+# The pairs a comparison with an early look goes on to, within its phase's budget, where its
+# time allowance ends the rounds before the floor and the look did not find the rule's decision
+# made (EarlyLook.extends): at 5 pairs the interval is the pairs' extremes, so one slow pair (a
+# collection, another process's burst) decides whether a ratio clears its cut-off; at 10 the
+# 90% interval's bounds are the third-lowest and third-highest pair's ratio (with the expanded
+# interval and 2000 resamples of paired_from_samples), so one or two slow pairs no longer
+# decide. The bundled demo's RD301 at 5 pairs on an idle machine, in 4 checks: lower bounds
+# 1.56, 1.26, 1.64 and 1.56x against its 1.5x cut-off, warning, inconclusive, warning, warning
+# (README, "Stability"). Source: rnndoctor's choice, from those order statistics.
+EXTENDED_PAIRS = 10
+
+# The start of stop_reason's text for rounds that the comparison's time allowance ended
+_ALLOWANCE = "out of the comparison's time allowance"
+
 # A burst: run one burst of the arm and return its timed intervals, each as (ms per step, steps
 # it covered: steps_per_execution), empty when it timed none; or raise.
 Burst = Callable[[], Sequence[tuple[float, int]]]
@@ -96,16 +110,68 @@ class EarlyLook:
 
     test: Callable[[Sequence[ArmRecord]], str | None]
     pairs: int = EARLY_LOOK_PAIRS
+    # the seconds a second stage may run (extends), besides the phase's budget: one more
+    # allowance of the comparison (budget.PAIRED_WALL_S); inf: the phase's budget alone
+    extension_s: float = float("inf")
+    clock: Callable[[], float] = time.monotonic
     asked: bool = False
+    decided: str | None = None  # the look's text where it found the decision made
+    extended_from: int | None = None  # the pairs at which the allowance ended (extends)
+    _extension_end: float | None = None
 
     def __call__(self, arms: Sequence[ArmRecord]) -> str | None:
         if self.asked or len(arms) < 2 or min(len(a.steps) for a in arms) < self.pairs:
             return None
         self.asked = True
         try:
-            return self.test(arms)
+            self.decided = self.test(arms)
         except Exception:  # a failed test: the rounds go on as without one
+            self.decided = None
+        return self.decided
+
+    def extends(
+        self,
+        arms: Sequence[ArmRecord],
+        reason: str | None,
+        last_round_s: float,
+        phase_left_s: float | None,
+    ) -> bool:
+        """Whether rounds that the time allowance ends (``reason``, :func:`stop_reason`) go on,
+        in a **second stage**: the look did not find the decision made (not reached yet, a
+        straddle, a noisy phase), the arms have fewer than :data:`EXTENDED_PAIRS` pairs, and
+        the phase's budget (``phase_left_s``; None: not given, no second stage) and the second
+        stage's own allowance (:attr:`extension_s`, from its first round) leave more than a
+        round's time. The look is still taken at its pairs during the second stage; the rule
+        reads the pairs where the rounds end, one more look (two in all, as in
+        :func:`alternate`'s second stage)."""
+        if reason is None or not reason.startswith(_ALLOWANCE) or self.decided is not None:
+            return False
+        rounds = min(len(a.steps) for a in arms) if arms else 0
+        if len(arms) < 2 or rounds >= EXTENDED_PAIRS or phase_left_s is None:
+            return False
+        if self._extension_end is None:
+            self._extension_end = self.clock() + self.extension_s
+        left_s = min(phase_left_s, self._extension_end - self.clock())
+        if _round_s(arms, last_round_s) >= left_s:
+            return False
+        if self.extended_from is None:
+            self.extended_from = rounds
+        return True
+
+    def second_stage(self, pairs: int) -> str | None:
+        """``PairedRatio.second_stage`` for a comparison that ended at ``pairs`` pairs: why its
+        rounds went on past the allowance, or None where they did not."""
+        if self.extended_from is None or pairs <= self.extended_from:
             return None
+        return (
+            f"the time allowance ended at {self.extended_from} pairs with the rule's decision "
+            f"not made at the early look: pairs went on to {pairs} (at most {EXTENDED_PAIRS}) "
+            + (
+                "within the phase's budget"
+                if self.extension_s == float("inf")
+                else f"within one more allowance of {self.extension_s:g} s"
+            )
+        )
 
 
 @dataclass
@@ -184,7 +250,9 @@ def alternate(
     J. R. Statist. Soc. A 132(2), 1969); two looks keep that small.
 
     With ``early`` (:class:`EarlyLook`), the rounds before the floor end where its one look
-    says the rule's decision is made; its text is the returned reason.
+    says the rule's decision is made; its text is the returned reason. Where the allowance
+    ends them before the floor with the decision not made, they go on to
+    :data:`EXTENDED_PAIRS` pairs within ``phase_left()`` (:meth:`EarlyLook.extends`).
 
     Returns:
         None when every arm has its steps and time; else why it stopped (the budget, the round
@@ -209,8 +277,8 @@ def alternate(
             beyond = stop_reason(arms, left(), last_round_s, 2**31, float("inf"), max_rounds,
                                  hard)  # fmt: skip
             reason = None if beyond is None else _DONE
-        if reason is None and early is not None and not second and not wide:
-            reason = early(arms)  # before the floor only; None: not asked yet, or not decided
+        if not second and not wide:
+            reason = look(early, arms, reason, last_round_s, hard)
         if reason is not None:
             break
         started = clock()
@@ -231,6 +299,27 @@ def alternate(
 
 
 _DONE = "done"
+
+
+def look(
+    early: EarlyLook | None,
+    arms: Sequence[ArmRecord],
+    reason: str | None,
+    last_round_s: float,
+    phase_left_s: float | None,
+) -> str | None:
+    """The stop reason once ``early`` has had its say on rounds before the floor (``reason``
+    from :func:`stop_reason`, not done): its one look's text where it finds the rule's
+    decision made, else None where the allowance's stop is extended
+    (:meth:`EarlyLook.extends`), else ``reason`` as it was."""
+    if early is None or reason == _DONE:
+        return reason
+    decided = early(arms)
+    if decided is not None:
+        return decided
+    if early.extends(arms, reason, last_round_s, phase_left_s):
+        return None
+    return reason
 
 
 def imprecise(arms: Sequence[ArmRecord], width: float = PRECISE_WIDTH) -> bool:
@@ -278,7 +367,7 @@ def stop_reason(
         if few and phase_left_s is not None and _round_s(arms, last_round_s) < phase_left_s:
             return None  # an interval needs its pairs: past the allowance, within the phase
         left = f"{remaining_s:.1f} s left" if remaining_s >= 0.0 else f"{-remaining_s:.1f} s past"
-        return f"out of the comparison's time allowance ({left})"
+        return f"{_ALLOWANCE} ({left})"
     return None
 
 

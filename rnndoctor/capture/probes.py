@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 from rnndoctor import cluster, dispatch
 from rnndoctor.capture import data as data_mod
 from rnndoctor.capture import flavour, interleave, memory, pairs, sampling, sites
-from rnndoctor.capture.budget import Budget, paired_left
+from rnndoctor.capture.budget import PAIRED_WALL_S, Budget, paired_left
 from rnndoctor.capture.pairs import Burst
 from rnndoctor.capture.sampling import Batches
 from rnndoctor.capture.step_window import read_back
@@ -1263,12 +1263,11 @@ def _rounds_in_one_fit(
     def on_round(done: interleave.Round) -> bool:
         for record, intervals in zip(records, done, strict=True):
             record.add(intervals)
-        state["why"] = pairs.stop_reason(
+        why = pairs.stop_reason(
             records, left(), clock.last_round_s, max_rounds=interleave.MAX_ROUNDS,
             phase_left_s=budget.left(),
         )  # fmt: skip
-        if state["why"] is None and early is not None:
-            state["why"] = early(records)
+        state["why"] = pairs.look(early, records, why, clock.last_round_s, budget.left())
         return state["why"] is not None
 
     why = pairs.stop_reason(
@@ -1577,6 +1576,9 @@ def _pair_batch_points(
         _pair_in_one_fit(session, model, arms, datasets, left, budget, early)
     for point, _ in arms:
         point.samples_per_s = round(point.value * 1000.0 / point.step_time_ms, 2)
+        second = early.second_stage(point.paired.pairs) if early and point.paired else None
+        if second:
+            point.paired = replace(point.paired, second_stage=second)
 
 
 def _early_look(session: CaptureSession, sizes: list[int]) -> pairs.EarlyLook | None:
@@ -1586,7 +1588,10 @@ def _early_look(session: CaptureSession, sizes: list[int]) -> pairs.EarlyLook | 
     ``WindowOptions.batch_min_speedup``), and says nothing on a phase noisy so far
     (``session.load_so_far``). None without the cut-off (then the rounds run to their floor or
     allowance). Why: on long steps the floor, 10 steps and 1 s per point, is more than the
-    probe's allowance, spent where five pairs on one side of the cut-off already decide."""
+    probe's allowance, spent where five pairs on one side of the cut-off already decide.
+    Where the allowance ends the rounds with the decision not made, a second stage runs on to
+    ``pairs.EXTENDED_PAIRS`` pairs within one more allowance (``pairs.EarlyLook.extends``):
+    at 5 pairs one slow pair decides."""
     cutoff = session.options.batch_min_speedup
     if cutoff is None:
         return None
@@ -1595,7 +1600,8 @@ def _early_look(session: CaptureSession, sizes: list[int]) -> pairs.EarlyLook | 
         load = session.load_so_far()
         return load is not None and load.noisy
 
-    return pairs.EarlyLook(pairs.ThroughputDecided(sizes, cutoff, noisy))
+    extension_s = PAIRED_WALL_S["batch-size probe"]  # a second stage: one more allowance
+    return pairs.EarlyLook(pairs.ThroughputDecided(sizes, cutoff, noisy), extension_s=extension_s)
 
 
 def _spe_values(current: int) -> tuple[int, int]:

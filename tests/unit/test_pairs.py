@@ -188,3 +188,74 @@ def test_a_failing_early_test_lets_the_rounds_go_on():
     arms = _batch_arms(400.0, {256: [1.9] * 20})
     assert pairs.alternate(arms, lambda: 600.0, early=pairs.EarlyLook(broken)) is None
     assert [len(a.steps) for a in arms] == [10, 10]
+
+
+def _timed_batch_arms(now: list[float], ratios: dict[int, list[float]], base_ms: float = 400.0):
+    """:func:`_batch_arms` whose bursts advance the fake clock ``now`` by their timed time."""
+    arms = _batch_arms(base_ms, ratios)
+    for record in arms:
+        inner = record.burst
+
+        def burst(inner=inner):
+            intervals = inner()
+            now[0] += sum(ms * n for ms, n in intervals) / 1000.0
+            return intervals
+
+        record.burst = burst
+    return arms
+
+
+# the demo's shape: one slow pair of five (1.26x) keeps batch 256's interval across RD301's 1.5x
+_ONE_SLOW_PAIR = {256: [1.8, 1.26, 1.85, 1.75, 1.9, 1.8, 1.82, 1.78, 1.86, 1.8, 1.79, 1.83]}
+
+
+def test_an_undecided_early_look_when_the_allowance_ends_runs_a_second_stage_to_ten_pairs():
+    now = [0.0]
+    arms = _timed_batch_arms(now, _ONE_SLOW_PAIR)
+    look = pairs.EarlyLook(pairs.ThroughputDecided([64, 256], 1.5), extension_s=60.0,
+                           clock=lambda: now[0])  # fmt: skip
+    # the allowance ends after the 5th round (a round: 0.4 + 0.4 * 4 / 1.8 s, about 1.3 s)
+    why = pairs.alternate(arms, lambda: 7.2 - now[0], clock=lambda: now[0],
+                          phase_left=lambda: 600.0 - now[0], early=look)  # fmt: skip
+    assert look.asked and look.decided is None and look.extended_from == 5
+    assert [len(a.steps) for a in arms] == [pairs.EXTENDED_PAIRS] * 2
+    assert why is None  # done: 10 pairs of 1 step are each arm's 10 steps (and 1 s)
+    ratio = pairs.pair(arms[0], arms[1], phase=None)
+    assert ratio.low * 4 > 1.5  # the slow pair no longer decides: the third-lowest pair does
+    assert look.second_stage(ratio.pairs) == (
+        "the time allowance ended at 5 pairs with the rule's decision not made at the early "
+        "look: pairs went on to 10 (at most 10) within one more allowance of 60 s"
+    )
+
+
+def test_the_second_stage_stops_at_its_own_allowance_and_at_the_phases_budget():
+    now = [0.0]
+    arms = _timed_batch_arms(now, _ONE_SLOW_PAIR)
+    look = pairs.EarlyLook(pairs.ThroughputDecided([64, 256], 1.5), extension_s=2.7,
+                           clock=lambda: now[0])  # fmt: skip
+    pairs.alternate(arms, lambda: 7.2 - now[0], clock=lambda: now[0],
+                    phase_left=lambda: 600.0 - now[0], early=look)  # fmt: skip
+    assert [len(a.steps) for a in arms] == [7, 7]  # two rounds of 1.3 s in 2.7 s
+    now = [0.0]
+    arms = _timed_batch_arms(now, _ONE_SLOW_PAIR)
+    look = pairs.EarlyLook(pairs.ThroughputDecided([64, 256], 1.5), extension_s=60.0,
+                           clock=lambda: now[0])  # fmt: skip
+    pairs.alternate(arms, lambda: 7.2 - now[0], clock=lambda: now[0],
+                    phase_left=lambda: 8.5 - now[0], early=look)  # fmt: skip
+    assert [len(a.steps) for a in arms] == [6, 6] and look.second_stage(6) is not None
+
+
+def test_no_second_stage_where_the_early_look_decided_or_without_the_phases_budget():
+    now = [0.0]
+    arms = _timed_batch_arms(now, {256: [1.9, 1.8, 2.0, 1.85, 1.95] * 4})  # decided at 5
+    look = pairs.EarlyLook(pairs.ThroughputDecided([64, 256], 1.5), extension_s=60.0,
+                           clock=lambda: now[0])  # fmt: skip
+    why = pairs.alternate(arms, lambda: 7.2 - now[0], clock=lambda: now[0],
+                          phase_left=lambda: 600.0 - now[0], early=look)  # fmt: skip
+    assert why.startswith("RD301's decision made at 5 pairs") and look.second_stage(5) is None
+    now = [0.0]
+    arms = _timed_batch_arms(now, _ONE_SLOW_PAIR)
+    look = pairs.EarlyLook(pairs.ThroughputDecided([64, 256], 1.5), clock=lambda: now[0])
+    why = pairs.alternate(arms, lambda: 7.2 - now[0], clock=lambda: now[0], early=look)
+    assert [len(a.steps) for a in arms] == [5, 5] and look.extended_from is None
+    assert why.startswith("out of the comparison's time allowance")
