@@ -32,7 +32,7 @@ Evidence:
     ends the rounds with the decision not made (one slow pair of five keeps the interval
     across the cut-off), a second stage runs on to 10 pairs within one more allowance
     (``capture/pairs.py: EXTENDED_PAIRS``, ``EarlyLook.extends``), where the interval's lower
-    bound is the third-lowest pair's ratio, not the lowest; the evidence's "second stage" says
+    bound is about the third-lowest pair's ratio, not the lowest; the evidence's "second stage" says
     so, and the rule decides on all the pairs (one more look: two in all).
 
 Bounds:

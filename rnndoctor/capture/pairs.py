@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rnndoctor.facts import PairedRatio
 from rnndoctor.paired import INTERVAL_PAIRS, MIN_SECONDS, MIN_STEPS, paired_from_samples
@@ -51,11 +51,13 @@ EARLY_LOOK_PAIRS = 5
 # time allowance ends the rounds before the floor and the look did not find the rule's decision
 # made (EarlyLook.extends): at 5 pairs the interval is the pairs' extremes, so one slow pair (a
 # collection, another process's burst) decides whether a ratio clears its cut-off; at 10 the
-# 90% interval's bounds are the third-lowest and third-highest pair's ratio (with the expanded
-# interval and 2000 resamples of paired_from_samples), so one or two slow pairs no longer
-# decide. The bundled demo's RD301 at 5 pairs on an idle machine, in 4 checks: lower bounds
-# 1.56, 1.26, 1.64 and 1.56x against its 1.5x cut-off, warning, inconclusive, warning, warning
-# (README, "Stability"). Source: rnndoctor's choice, from those order statistics.
+# 90% interval's bounds are about the third-lowest and third-highest pair's ratio (with the
+# expanded interval and 2000 resamples of paired_from_samples: that pair's, or at times the
+# mean of two neighbouring pairs', since a resample's median of 10 is the mean of two), so one
+# or two slow pairs no longer decide. The bundled demo's RD301 at 5 pairs on an idle machine,
+# in 4 checks at 4956f45: lower bounds 1.56, 1.26, 1.64 and 1.56x against its 1.5x cut-off,
+# warning, inconclusive, warning, warning (README, "The batch-size probe's second stage").
+# Source: rnndoctor's choice, from those order statistics.
 EXTENDED_PAIRS = 10
 
 # The start of stop_reason's text for rounds that the comparison's time allowance ended
@@ -117,6 +119,7 @@ class EarlyLook:
     asked: bool = False
     decided: str | None = None  # the look's text where it found the decision made
     extended_from: int | None = None  # the pairs at which the allowance ended (extends)
+    ended: str | None = None  # why a second stage stopped (extends), its rounds' stop reason
     _extension_end: float | None = None
 
     def __call__(self, arms: Sequence[ArmRecord]) -> str | None:
@@ -147,25 +150,45 @@ class EarlyLook:
         if reason is None or not reason.startswith(_ALLOWANCE) or self.decided is not None:
             return False
         rounds = min(len(a.steps) for a in arms) if arms else 0
-        if len(arms) < 2 or rounds >= EXTENDED_PAIRS or phase_left_s is None:
+        if len(arms) < 2 or phase_left_s is None:
             return False
+        if rounds >= EXTENDED_PAIRS:
+            return self._end(f"the second stage's {EXTENDED_PAIRS} pairs reached")
         if self._extension_end is None:
             self._extension_end = self.clock() + self.extension_s
-        left_s = min(phase_left_s, self._extension_end - self.clock())
-        if _round_s(arms, last_round_s) >= left_s:
-            return False
+        stage_left_s = self._extension_end - self.clock()
+        if _round_s(arms, last_round_s) >= min(phase_left_s, stage_left_s):
+            if stage_left_s <= phase_left_s:
+                return self._end(f"out of the second stage's allowance ({_seconds(stage_left_s)})")
+            return self._end(f"out of the phase's budget ({_seconds(phase_left_s)})")
         if self.extended_from is None:
             self.extended_from = rounds
         return True
+
+    def _end(self, why: str) -> bool:
+        """Records why a second stage stopped (:attr:`ended`, where one ran); False."""
+        if self.extended_from is not None:
+            self.ended = why
+        return False
+
+    def mark(self, paired: PairedRatio | None) -> PairedRatio | None:
+        """``paired`` (one comparison's record) with its ``second_stage`` set where its pairs
+        went on past the allowance (:meth:`second_stage`); as it was otherwise."""
+        why = self.second_stage(paired.pairs) if paired is not None else None
+        return replace(paired, second_stage=why) if why else paired
 
     def second_stage(self, pairs: int) -> str | None:
         """``PairedRatio.second_stage`` for a comparison that ended at ``pairs`` pairs: why its
         rounds went on past the allowance, or None where they did not."""
         if self.extended_from is None or pairs <= self.extended_from:
             return None
+        if self.extended_from < self.pairs:
+            why = f"before the early look at {self.pairs}"
+        else:
+            why = "with the rule's decision not made at the early look"
         return (
-            f"the time allowance ended at {self.extended_from} pairs with the rule's decision "
-            f"not made at the early look: pairs went on to {pairs} (at most {EXTENDED_PAIRS}) "
+            f"the time allowance ended at {self.extended_from} pairs {why}: pairs went on to "
+            f"{pairs} (at most {EXTENDED_PAIRS}) "
             + (
                 "within the phase's budget"
                 if self.extension_s == float("inf")
@@ -319,7 +342,7 @@ def look(
         return decided
     if early.extends(arms, reason, last_round_s, phase_left_s):
         return None
-    return reason
+    return early.ended or reason
 
 
 def imprecise(arms: Sequence[ArmRecord], width: float = PRECISE_WIDTH) -> bool:
@@ -366,9 +389,13 @@ def stop_reason(
     if remaining_s <= 0.0 or last_round_s > remaining_s:
         if few and phase_left_s is not None and _round_s(arms, last_round_s) < phase_left_s:
             return None  # an interval needs its pairs: past the allowance, within the phase
-        left = f"{remaining_s:.1f} s left" if remaining_s >= 0.0 else f"{-remaining_s:.1f} s past"
-        return f"{_ALLOWANCE} ({left})"
+        return f"{_ALLOWANCE} ({_seconds(remaining_s)})"
     return None
+
+
+def _seconds(left_s: float) -> str:
+    """Seconds left of an allowance, or past it: "1.2 s left", "0.3 s past"."""
+    return f"{left_s:.1f} s left" if left_s >= 0.0 else f"{-left_s:.1f} s past"
 
 
 def _round_s(arms: Sequence[ArmRecord], last_round_s: float) -> float:

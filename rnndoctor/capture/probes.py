@@ -1576,9 +1576,8 @@ def _pair_batch_points(
         _pair_in_one_fit(session, model, arms, datasets, left, budget, early)
     for point, _ in arms:
         point.samples_per_s = round(point.value * 1000.0 / point.step_time_ms, 2)
-        second = early.second_stage(point.paired.pairs) if early and point.paired else None
-        if second:
-            point.paired = replace(point.paired, second_stage=second)
+        if early is not None:
+            point.paired = early.mark(point.paired)
 
 
 def _early_look(session: CaptureSession, sizes: list[int]) -> pairs.EarlyLook | None:

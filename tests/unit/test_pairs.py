@@ -190,15 +190,18 @@ def test_a_failing_early_test_lets_the_rounds_go_on():
     assert [len(a.steps) for a in arms] == [10, 10]
 
 
-def _timed_batch_arms(now: list[float], ratios: dict[int, list[float]], base_ms: float = 400.0):
-    """:func:`_batch_arms` whose bursts advance the fake clock ``now`` by their timed time."""
+def _timed_batch_arms(
+    now: list[float], ratios: dict[int, list[float]], base_ms: float = 400.0, call_s: float = 0.0
+):
+    """:func:`_batch_arms` whose bursts advance the fake clock ``now`` by their timed time, plus
+    ``call_s`` of untimed wall time each (a ``fit`` call's own cost)."""
     arms = _batch_arms(base_ms, ratios)
     for record in arms:
         inner = record.burst
 
         def burst(inner=inner):
             intervals = inner()
-            now[0] += sum(ms * n for ms, n in intervals) / 1000.0
+            now[0] += sum(ms * n for ms, n in intervals) / 1000.0 + call_s
             return intervals
 
         record.burst = burst
@@ -221,11 +224,13 @@ def test_an_undecided_early_look_when_the_allowance_ends_runs_a_second_stage_to_
     assert [len(a.steps) for a in arms] == [pairs.EXTENDED_PAIRS] * 2
     assert why is None  # done: 10 pairs of 1 step are each arm's 10 steps (and 1 s)
     ratio = pairs.pair(arms[0], arms[1], phase=None)
-    assert ratio.low * 4 > 1.5  # the slow pair no longer decides: the third-lowest pair does
+    assert ratio.low * 4 > 1.5  # the slow pair no longer decides: about the third-lowest pair does
     assert look.second_stage(ratio.pairs) == (
         "the time allowance ended at 5 pairs with the rule's decision not made at the early "
         "look: pairs went on to 10 (at most 10) within one more allowance of 60 s"
     )
+    assert look.mark(ratio).second_stage == look.second_stage(ratio.pairs)  # what the probe records
+    assert look.mark(None) is None and pairs.EarlyLook(look.test).mark(ratio) == ratio
 
 
 def test_the_second_stage_stops_at_its_own_allowance_and_at_the_phases_budget():
@@ -233,16 +238,49 @@ def test_the_second_stage_stops_at_its_own_allowance_and_at_the_phases_budget():
     arms = _timed_batch_arms(now, _ONE_SLOW_PAIR)
     look = pairs.EarlyLook(pairs.ThroughputDecided([64, 256], 1.5), extension_s=2.7,
                            clock=lambda: now[0])  # fmt: skip
-    pairs.alternate(arms, lambda: 7.2 - now[0], clock=lambda: now[0],
-                    phase_left=lambda: 600.0 - now[0], early=look)  # fmt: skip
+    why = pairs.alternate(arms, lambda: 7.2 - now[0], clock=lambda: now[0],
+                          phase_left=lambda: 600.0 - now[0], early=look)  # fmt: skip
     assert [len(a.steps) for a in arms] == [7, 7]  # two rounds of 1.3 s in 2.7 s
+    # the stop reason is the second stage's, not the first allowance's (then long past)
+    assert why.startswith("out of the second stage's allowance (0.1 s left);")
     now = [0.0]
     arms = _timed_batch_arms(now, _ONE_SLOW_PAIR)
     look = pairs.EarlyLook(pairs.ThroughputDecided([64, 256], 1.5), extension_s=60.0,
                            clock=lambda: now[0])  # fmt: skip
-    pairs.alternate(arms, lambda: 7.2 - now[0], clock=lambda: now[0],
-                    phase_left=lambda: 8.5 - now[0], early=look)  # fmt: skip
+    why = pairs.alternate(arms, lambda: 7.2 - now[0], clock=lambda: now[0],
+                          phase_left=lambda: 8.5 - now[0], early=look)  # fmt: skip
     assert [len(a.steps) for a in arms] == [6, 6] and look.second_stage(6) is not None
+    assert why.startswith("out of the phase's budget (0.4 s left);")
+
+
+def test_the_second_stage_stops_at_ten_pairs_short_of_the_floor():
+    # 50 ms steps, one per burst, and 1 s of wall time per fit call: 10 pairs are 0.5 s of
+    # timed steps in the first arm, short of its floor (1 s), so only the cap ends the rounds
+    now = [0.0]
+    arms = _timed_batch_arms(now, _ONE_SLOW_PAIR, base_ms=50.0, call_s=1.0)
+    look = pairs.EarlyLook(pairs.ThroughputDecided([64, 256], 1.5), extension_s=600.0,
+                           clock=lambda: now[0])  # fmt: skip
+    why = pairs.alternate(arms, lambda: 11.0 - now[0], clock=lambda: now[0],
+                          phase_left=lambda: 600.0 - now[0], early=look)  # fmt: skip
+    assert look.extended_from == 5 and [len(a.steps) for a in arms] == [10, 10]
+    assert why.startswith("the second stage's 10 pairs reached;")
+
+
+def test_a_second_stage_from_before_the_early_look_says_so():
+    # the allowance ends at the 3 pairs an interval needs, before the look at 5, which then
+    # finds the decision made: the two texts agree
+    now = [0.0]
+    arms = _timed_batch_arms(now, {256: [1.9, 1.8, 2.0, 1.85, 1.95] * 4})
+    look = pairs.EarlyLook(pairs.ThroughputDecided([64, 256], 1.5), extension_s=60.0,
+                           clock=lambda: now[0])  # fmt: skip
+    why = pairs.alternate(arms, lambda: 1.0 - now[0], clock=lambda: now[0],
+                          phase_left=lambda: 600.0 - now[0], early=look)  # fmt: skip
+    assert look.extended_from == 3 and [len(a.steps) for a in arms] == [5, 5]
+    assert why.startswith("RD301's decision made at 5 pairs")
+    assert look.second_stage(5) == (
+        "the time allowance ended at 3 pairs before the early look at 5: pairs went on to 5 "
+        "(at most 10) within one more allowance of 60 s"
+    )
 
 
 def test_no_second_stage_where_the_early_look_decided_or_without_the_phases_budget():

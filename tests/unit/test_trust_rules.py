@@ -48,6 +48,15 @@ def test_rd301_warns_only_when_the_interval_clears_its_cut_off():
     assert finding.speedup == 1.6
 
 
+def test_rd301s_evidence_says_why_its_pairs_had_a_second_stage():
+    f = batch_facts(0.78, 0.83)
+    why = "the time allowance ended at 6 pairs with the rule's decision not made at the early look"
+    f.probes.batch_probe[1].paired.second_stage = why
+    _, (finding,) = run(f, "RD301")
+    sources = [e.source for e in finding.evidence if e.source and "interleaved pairs" in e.source]
+    assert sources and all(s.endswith("; second stage: " + why) for s in sources)
+
+
 def test_rd301_quotes_the_point_whose_interval_clears_over_a_wider_larger_median():
     """From a real run (tests/e2e/test_verify_e2e.py's script, a drifting window): batch 16 vs 8
     gave 2.01x (1.75-2.27x), batch 32 vs 8 gave 3.80x (0.19-5.15x). The clear 2x is the
