@@ -116,7 +116,7 @@ def diagnose(
             profile_dir=folder.path if folder else _profile_dir(out),
             probe_fast_path=probe_fast_path, run_probes=run_probes,
             skip_probes=unread_probes(select, ignore), spe_share_cutoffs=spe_share_cutoffs(),
-            batch_min_speedup=batch_min_speedup(),
+            batch_min_speedup=batch_min_speedup(), profile_keeper=folder,
         )  # fmt: skip
         session = _session(location, options, out)
         fit = _run_window(session, model, data, fit_kwargs, location)
@@ -202,8 +202,9 @@ class TemporaryFolder:
     in the temporary directory (``tempfile.mkdtemp``), removed once this object is garbage
     collected, at a normal exit of Python (``weakref.finalize``), or by :meth:`remove`. Every
     object that points at the folder (the report, whose ``tensorboard --logdir`` command names
-    it; the :class:`rnndoctor.keras.DoctorCallback` that profiles into it) holds this object,
-    so the folder lives as long as any of them. A process killed (``os._exit``, SIGKILL, a
+    it; the :class:`rnndoctor.keras.DoctorCallback` that profiles into it; a profile conversion
+    still reading it past its budget, ``WindowOptions.profile_keeper``) holds this object, so
+    the folder lives as long as any of them. A process killed (``os._exit``, SIGKILL, a
     killed notebook kernel) leaves it behind.
 
     Raises:
@@ -226,6 +227,14 @@ class TemporaryFolder:
     def remove(self) -> None:
         """Removes the folder now (idempotent)."""
         self._finalizer()
+
+    def read_done(self) -> None:
+        """Called by a profile conversion once xprof has returned
+        (``rnndoctor.capture.conversion.convert_bounded``, whose thread holds this object
+        while xprof reads the folder, past its budget too): where the folder was removed
+        meanwhile (:meth:`remove`, Python's exit), removes what xprof wrote into it after."""
+        if not self._finalizer.alive:
+            shutil.rmtree(self.path, ignore_errors=True)
 
 
 def _session(

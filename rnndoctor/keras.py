@@ -250,7 +250,9 @@ class _Doctor:
         if self.out is None:  # a temporary folder: it lives as long as this callback or its report
             self._temporary = api.TemporaryFolder()
         profile_dir = self._temporary.path if self._temporary else api._profile_dir(self.out)
-        options = WindowOptions(profile_dir=profile_dir, **self.window_args)
+        options = WindowOptions(
+            profile_dir=profile_dir, profile_keeper=self._temporary, **self.window_args
+        )
         session = api._session(location, options, self.out)
         session.fit_called = True
         window.note_flavour(session, model)

@@ -18,6 +18,7 @@ from rnndoctor.capture.profile import summarize_in_subprocess, summarize_profile
 
 if TYPE_CHECKING:
     from rnndoctor.capture.session import CaptureSession
+    from rnndoctor.facts import ProfileSummary
 
 
 def convert_bounded(
@@ -31,7 +32,11 @@ def convert_bounded(
     ``DoctorCallback``), in a thread (:func:`~rnndoctor.capture.budget.run_bounded`). A
     conversion past ``budget`` leaves ``session.facts.profile`` as it was, a note ("profile not
     converted: ...") and a cut-short phase; the capture goes on (in the user's process the
-    thread runs on until xprof returns; its result is dropped).
+    thread runs on until xprof returns; its result is dropped). That thread holds the
+    temporary folder's owner (``session.options.profile_keeper``), so the folder is not
+    removed under it when the report goes, and calls its ``read_done()`` when xprof returns:
+    where the folder was removed meanwhile (an error after the window, Python's exit), what
+    xprof wrote after is removed then.
 
     Never raises: a failed conversion is the summary's ``error`` (``summarize_profile``,
     ``summarize_in_subprocess``), an overrun the note above.
@@ -51,9 +56,16 @@ def convert_bounded(
                 logdir, profiled_steps, gpus, budget.left()
             )
         else:
-            session.facts.profile = run_bounded(
-                lambda: summarize_profile(logdir, profiled_steps, gpus), budget
-            )
+            keeper = getattr(session.options, "profile_keeper", None)
+
+            def convert() -> ProfileSummary:
+                try:
+                    return summarize_profile(logdir, profiled_steps, gpus)
+                finally:
+                    if keeper is not None:
+                        keeper.read_done()
+
+            session.facts.profile = run_bounded(convert, budget)
     except (Overrun, subprocess.TimeoutExpired):  # a thread left behind, or the converter killed
         session.facts.run.notes.append(f"profile not converted: {Overrun.of(budget)}")
         session.cut_short(budget, "the xprof conversion did not finish")

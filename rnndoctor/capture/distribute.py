@@ -48,6 +48,8 @@ from rnndoctor.facts import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rnndoctor.capture.session import CaptureSession
 
 # The public names, most specific first (MultiWorkerMirroredStrategy is
@@ -442,12 +444,17 @@ def _split(totals: dict[str, tuple[float, int]]) -> tuple[float, float, float]:
 
 
 def traced_rows(
-    facts: StrategyFacts, files: list[str], services: str, scratch: str | None = None
+    facts: StrategyFacts,
+    files: list[str],
+    services: str,
+    scratch: str | None = None,
+    cancelled: Callable[[], bool] = lambda: False,
 ) -> None:
     """Per worker, from its host's xplane file in the merged run: ``facts.traced`` and
     ``facts.collective_share`` (a file ``<host>_<port>.xplane.pb`` is the worker whose address
     is ``grpc://<host>:<port>`` in ``services``, in worker order; else the one with that port).
-    ``scratch``: the folder for the files' copies (``profile.host_op_times``)."""
+    ``scratch``: the folder for the files' copies (``profile.host_op_times``); ``cancelled()``
+    true: no further host is started (a caller that stopped waiting)."""
     from rnndoctor.capture.profile import host_op_times
 
     addresses = [s.split("://", 1)[-1] for s in services.split(",") if s]
@@ -458,6 +465,8 @@ def traced_rows(
     for path in files:
         host = os.path.basename(path)[: -len(".xplane.pb")]
         port = host.rsplit("_", 1)[-1]
+        if cancelled():
+            break
         if host not in names and port not in ports:
             continue
         index = names.index(host) if host in names else ports.index(port)
@@ -571,11 +580,13 @@ def trace_facts(session: CaptureSession, facts: StrategyFacts) -> None:
     if not _traced_rows_bounded(session, facts, files, budget):
         return
     if files and session.facts.profile is None:
-        if budget.left() < _MIN_CONVERSION_S:
-            spent = budget.seconds - budget.left()
+        left = budget.left()
+        if left < _MIN_CONVERSION_S:
             session.facts.run.notes.append(
-                f"profile not converted: the workers' op stats took {spent:.1f} s of the "
-                f"{budget.seconds:g} s profile conversion budget"
+                f"profile not converted: {max(left, 0.0):.1f} s of the {budget.seconds:g} s "
+                f"profile conversion budget left after the workers' op stats "
+                f"({budget.seconds - left:.1f} s), under the {_MIN_CONVERSION_S:g} s a "
+                "conversion is started with"
             )
             return
         conversion.convert_bounded(session, logdir, 0, budget)
@@ -586,18 +597,37 @@ def _traced_rows_bounded(
 ) -> bool:
     """:func:`traced_rows` in a thread joined with ``budget``'s time left, into a scratch
     :class:`StrategyFacts` copied into ``facts`` once it is done (a thread left behind never
-    writes into the facts being saved). False when it ran past the budget."""
+    writes into the facts being saved). False when it ran past the budget.
+
+    The files' copies go to a ``rnndoctor-hosts-*`` folder in the temporary directory, removed
+    here and, by a thread left behind in xprof, once its host is done (it starts no other):
+    whichever is last removes what the other could not. A child that exits while that thread
+    is still in xprof leaves the folder. Without a temporary folder (``OSError``), the op
+    stats are ``not_measured`` and the merged summary may still run."""
     scratch = StrategyFacts(strategy=facts.strategy)
     services = os.environ.get(cluster.TRACE_SERVICES_VAR, "")
-    # the copies of the files: removed here, even where the thread is left behind in xprof
-    copies = tempfile.mkdtemp(prefix="rnndoctor-hosts-")
     try:
-        run_bounded(lambda: traced_rows(scratch, files, services, copies), budget)
+        copies = tempfile.mkdtemp(prefix="rnndoctor-hosts-")
+    except OSError as exc:
+        facts.not_measured = f"the workers' op stats: no temporary folder: {exc}"[:300]
+        return True
+    stopped = threading.Event()  # the chief stopped waiting
+
+    def rows() -> None:
+        try:
+            traced_rows(scratch, files, services, copies, stopped.is_set)
+        finally:
+            if stopped.is_set():  # left behind: what xprof wrote after the chief's removal
+                shutil.rmtree(copies, ignore_errors=True)
+
+    try:
+        run_bounded(rows, budget)
     except Overrun:
         facts.not_measured = f"the workers' op stats: {Overrun.of(budget)}"
         session.cut_short(budget, "the xprof conversion of the workers' trace did not finish")
         return False
     finally:
+        stopped.set()
         shutil.rmtree(copies, ignore_errors=True)
     facts.traced, facts.collective_share = scratch.traced, scratch.collective_share
     facts.not_measured = scratch.not_measured or facts.not_measured

@@ -61,6 +61,11 @@ class WindowOptions:
             batch-size probe's one early look; None: no look.
         window_only: measure the window and nothing after it (``Options.window_only``).
         control: the parent's pipes, ``"R,W"`` (``Options.control``; None: one window).
+        profile_keeper: in the user's own process, the owner of a temporary ``profile_dir``
+            (``rnndoctor.api.TemporaryFolder``): a conversion thread holds it while xprof reads
+            the folder and calls its ``read_done()`` once xprof returns
+            (:func:`rnndoctor.capture.conversion.convert_bounded`). None: the folder is the
+            user's (``out``) or the capture child's.
     """
 
     warmup_steps: int = DEFAULTS.warmup
@@ -76,6 +81,7 @@ class WindowOptions:
     batch_min_speedup: float | None = None
     window_only: bool = DEFAULTS.window_only
     control: str | None = DEFAULTS.control
+    profile_keeper: Any = None
 
 
 class Profiler(Protocol):

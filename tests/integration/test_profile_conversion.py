@@ -8,6 +8,8 @@ tests/e2e/test_distribute_e2e.py for the merged trace)."""
 
 from __future__ import annotations
 
+import gc
+import os
 import sys
 import tempfile
 import threading
@@ -157,5 +159,99 @@ def test_op_stats_that_spend_the_budget_leave_the_merged_summary_unstarted(tmp_p
     distribute.trace_facts(session, facts)
     assert [w.task for w in facts.traced] == ["worker:0", "worker:1"]
     (note,) = session.facts.run.notes
-    assert note.startswith("profile not converted: the workers' op stats took 1.")
-    assert note.endswith("s of the 2 s profile conversion budget")
+    assert (
+        note.startswith("profile not converted: ")
+        and "of the 2 s profile conversion budget" in note
+    )
+    assert note.endswith("under the 1 s a conversion is started with")
+    left = float(note.split(": ", 1)[1].split(" s of", 1)[0])
+    assert left < 1.0  # the op stats spent at least 1.2 s of the 2 s
+
+
+def test_a_thread_left_behind_starts_no_other_host_and_removes_its_late_files(
+    tmp_path, monkeypatch
+):
+    session, facts = _chief(tmp_path, monkeypatch)
+    temporary = tmp_path / "tmp"  # the temporary directory, for this test alone
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    release, returned = threading.Event(), threading.Event()
+    hosts = []
+
+    def stuck(path, scratch):
+        hosts.append(path)
+        release.wait(60)  # xprof stuck on the first host past the budget
+        # then writes its cache beside the copy, after the chief removed the folder
+        os.makedirs(os.path.join(scratch, "late"), exist_ok=True)
+        open(os.path.join(scratch, "late", "ALL_HOSTS.op_stats_v2.pb"), "w").close()
+        returned.set()
+        return {"MatMul": (600.0, 3)}
+
+    monkeypatch.setattr(profile, "host_op_times", stuck)
+    try:
+        distribute.trace_facts(session, facts)
+    finally:
+        release.set()
+    assert returned.wait(10)
+    for _ in range(50):  # the thread's own removal, after its host
+        if not list(temporary.iterdir()):
+            break
+        time.sleep(0.1)
+    assert list(temporary.iterdir()) == []
+    assert len(hosts) == 1  # the second host was never started
+    assert facts.traced == []
+
+
+def _users_session_on(folder, release: threading.Event, wrote: threading.Event):
+    """A session in the user's own process whose profile is the temporary ``folder``, and a
+    conversion stuck in xprof until ``release``, then writing its cache into the folder."""
+
+    def stuck(logdir, steps, gpus):
+        release.wait(60)
+        os.makedirs(logdir, exist_ok=True)  # xprof's write racing a removal of the folder
+        open(os.path.join(logdir, "ALL_HOSTS.op_stats_v2.pb"), "w").close()
+        wrote.set()
+        raise RuntimeError("released")
+
+    facts = Facts(run=RunInfo(script="x.py", argv=[], cwd="."))
+    options = WindowOptions(profile_dir=folder.path, timeout_s=10.0, profile_keeper=folder)
+    return CaptureSession(facts, options, None, child=False), stuck
+
+
+def _gone(path: str) -> bool:
+    for _ in range(50):  # the thread's own removal, once xprof returns
+        gc.collect()  # xprof's exception, kept for the caller, holds the thread's frames
+        if not os.path.exists(path):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("how", ["removed", "dropped"])
+def test_a_conversion_left_behind_keeps_the_temporary_folder_until_xprof_returns(
+    tmp_path, monkeypatch, how
+):
+    """``rnndoctor.diagnose`` without ``out``: a conversion past its budget runs on in a thread
+    that reads the temporary folder. Removed meanwhile (diagnose raising after the window), the
+    folder is removed again once xprof has written into it; dropped with the report, it stays
+    until xprof returns, then goes."""
+    from rnndoctor.api import TemporaryFolder
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    release, wrote = threading.Event(), threading.Event()
+    folder = TemporaryFolder()
+    path = folder.path
+    session, stuck = _users_session_on(folder, release, wrote)
+    monkeypatch.setattr(conversion, "summarize_profile", stuck)
+    try:
+        diagnosis.convert_profile(session, 3, None)  # its 2 s budget runs out
+        assert session.facts.profile is None and session.facts.run.cut_short
+        if how == "removed":
+            folder.remove()
+        else:
+            del folder, session
+            gc.collect()
+            assert os.path.isdir(path)  # the thread still holds it
+    finally:
+        release.set()
+    assert wrote.wait(10) and _gone(path)
