@@ -255,3 +255,18 @@ def test_a_conversion_left_behind_keeps_the_temporary_folder_until_xprof_returns
     finally:
         release.set()
     assert wrote.wait(10) and _gone(path)
+
+
+def test_no_temporary_folder_leaves_the_op_stats_not_measured_and_the_hosts_kept(
+    tmp_path, monkeypatch
+):
+    session, facts = _chief(tmp_path, monkeypatch)
+
+    def unwritable(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", "/tmp")
+
+    monkeypatch.setattr(distribute.tempfile, "mkdtemp", unwritable)
+    monkeypatch.setattr(conversion, "summarize_in_subprocess", lambda *args: None)
+    distribute.trace_facts(session, facts)  # before: the OSError went up to collect
+    assert facts.not_measured.startswith("the workers' op stats: no temporary folder: ")
+    assert facts.profile_hosts == ["127.0.0.1_4001", "127.0.0.1_4002"] and facts.traced == []
