@@ -36,7 +36,8 @@ EXIT_CODES_HELP = f"""Exit codes:
 
   {ExitCode.INTERNAL:d}  internal error in rnndoctor (see <out>/script.log)
 
-  {ExitCode.INTERRUPTED:d}  interrupted (Ctrl-C); a partial report is still written
+  {ExitCode.INTERRUPTED:d}  interrupted (Ctrl-C, SIGTERM or SIGHUP): every process of the script is killed;
+     a partial report is still written
 """  # noqa: E501 (the help text keeps its line breaks)
 
 _DEMO_FAIL_ON = "never"  # the demo shows findings; it does not gate on them
@@ -377,6 +378,9 @@ def main() -> None:
     An unexpected error in rnndoctor itself exits 5 with one line (``check --debug`` or
     ``RNNDOCTOR_DEBUG=1`` show the traceback), never 1, which CI gates read as "findings".
     """
+    from rnndoctor.cli.signals import stop_on_signals
+
+    stop_on_signals()  # SIGTERM and SIGHUP end the script's processes as Ctrl-C does
     console = Console()  # the commands find it as their context object
     try:
         app(obj=console)

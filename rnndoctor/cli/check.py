@@ -185,7 +185,7 @@ def _no_facts(
 ) -> ExitCode:
     """The exit code, and its message, when the child saved no readable facts."""
     if child.interrupted:
-        console.error("interrupted before any fact was saved")
+        console.error(f"interrupted ({child.interrupted_by}) before any fact was saved")
         return ExitCode.INTERRUPTED
     show_log_tail(paths.log, console)
     if child.timed_out:
@@ -216,13 +216,13 @@ def settle(facts: Facts, child: supervisor.ChildRun, timeout: float | None) -> N
         reason = (
             f"--timeout {timeout:g} s reached: the script's processes were killed"
             if child.timed_out
-            else "interrupted (Ctrl-C): the script's processes were killed"
+            else f"interrupted ({child.interrupted_by}): the script's processes were killed"
         )
         run.cut_short.append(CutShort(phase=run.phase, reason=reason, budget_s=None))
         run.message = (
             f"--timeout {timeout:g} s reached during phase '{run.phase}'; the script was stopped"
             if child.timed_out
-            else f"interrupted (Ctrl-C) during phase '{run.phase}'"
+            else f"interrupted ({child.interrupted_by}) during phase '{run.phase}'"
         )
         run.wall_time_s = round(time.monotonic() - child.started_s, 3)
     elif run.outcome == Outcome.RUNNING and child.status != ExitCode.CHILD_INTERNAL:

@@ -23,6 +23,7 @@ from typing import Any
 
 import psutil
 
+from rnndoctor.cli.signals import cause_of
 from rnndoctor.options import Options
 
 RUN_ID_VAR = "RNNDOCTOR_RUN_ID"  # marks the child's environment: its descendants inherit it
@@ -42,7 +43,9 @@ class ChildRun:
         status: its exit status (negative: the signal that killed it; None: it was killed by
             the supervisor before it exited).
         timed_out: the timeout ran out and the tree was killed.
-        interrupted: Ctrl-C reached the supervisor and the tree was killed.
+        interrupted: Ctrl-C (or SIGTERM, SIGHUP: :mod:`rnndoctor.cli.signals`) reached the
+            supervisor and the tree was killed.
+        interrupted_by: what interrupted it: ``"Ctrl-C"``, ``"SIGTERM"``, ``"SIGHUP"``.
         escaped: pids of processes that had left the child's process group, killed by their
             environment marker.
         started_s: ``time.monotonic()`` when the child was spawned (seconds).
@@ -51,6 +54,7 @@ class ChildRun:
     status: int | None = None
     timed_out: bool = False
     interrupted: bool = False
+    interrupted_by: str = "Ctrl-C"
     escaped: list[int] = field(default_factory=list)
     started_s: float = 0.0
 
@@ -114,8 +118,8 @@ class Supervisor:
                     result.status = self._wait_with_progress(proc)
             except subprocess.TimeoutExpired:
                 result.timed_out = True
-            except KeyboardInterrupt:
-                result.interrupted = True
+            except KeyboardInterrupt as exc:
+                result.interrupted, result.interrupted_by = True, cause_of(exc)
             finally:
                 result.escaped = end_process_tree(proc, self.run_id)
         return result

@@ -44,6 +44,7 @@ from typing import Any
 from rnndoctor import cluster
 from rnndoctor.cli import supervisor
 from rnndoctor.cli.console import Console
+from rnndoctor.cli.signals import cause_of
 from rnndoctor.facts import Facts, Outcome
 from rnndoctor.options import ExitCode, Options
 
@@ -167,9 +168,9 @@ def wait_workers(workers: list[Worker], timeout_s: float) -> None:
             if peer_deadline is not None and now >= peer_deadline:
                 break  # the others wait in a collective for the failed worker: kill them
             time.sleep(_POLL_S)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         for w in workers:
-            w.run.interrupted = True
+            w.run.interrupted, w.run.interrupted_by = True, cause_of(exc)
     finally:
         for w in workers:
             w.run.escaped = supervisor.end_process_tree(w.proc, w.run_id)
@@ -360,5 +361,6 @@ def _merged_run(workers: list[Worker]) -> supervisor.ChildRun:
         status=next((w.run.status for w in workers if w.run.status), 0),
         timed_out=any(w.run.timed_out for w in workers),
         interrupted=any(w.run.interrupted for w in workers),
+        interrupted_by=next((w.run.interrupted_by for w in workers if w.run.interrupted), "Ctrl-C"),
         escaped=[pid for w in workers for pid in w.run.escaped],
     )

@@ -110,6 +110,9 @@ CASES = [
     Case("interrupted", "loops_before_fit.py", 130,
          r"^interrupted \(Ctrl-C\) during phase 'running the script until its first Model\.fit "
          r"call or gradient update'$", timeout=120, outcome="interrupted"),
+    Case("terminated", "loops_before_fit.py", 130,
+         r"^interrupted \(SIGTERM\) during phase 'running the script until its first "
+         r"Model\.fit call or gradient update'$", timeout=120, outcome="interrupted"),
     Case("hanging_generator", "hanging_generator.py", 4,
          r"--timeout 30 s reached during phase 'measured steps'; the script was stopped$",
          timeout=30, outcome="timeout"),
@@ -196,9 +199,15 @@ def _marked(mark: str) -> list[tuple[int, str]]:
 
 
 def _interrupt(
-    command: list[str], work: Path, env: dict[str, str], facts: Path, phase: str
+    command: list[str],
+    work: Path,
+    env: dict[str, str],
+    facts: Path,
+    phase: str,
+    signum: int = signal.SIGINT,
 ) -> subprocess.CompletedProcess:
-    """Runs the CLI and sends it SIGINT (what Ctrl-C sends) once the child reaches ``phase``.
+    """Runs the CLI and sends it SIGINT (what Ctrl-C sends; or ``signum``, to the CLI's process
+    alone, as ``kill`` does) once the child reaches ``phase``.
 
     The CLI starts with SIGINT at its default, as a command in a terminal's foreground does: a
     pytest started in the background by a non-interactive shell (``.ci/run &``) ignores SIGINT,
@@ -219,7 +228,7 @@ def _interrupt(
             pass
         time.sleep(0.2)
     time.sleep(1.0)  # the loop before fit is running
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     stdout, stderr = proc.communicate(timeout=60)
     return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
 
@@ -262,8 +271,9 @@ def _run(case: Case, root: Path) -> Run:
     env[MARK] = mark
     before = _tree(work, out) if case.project else None
     started = time.monotonic()
-    if case.name == "interrupted":
-        result = _interrupt(command, work, env, out / "facts.json", "running the script")
+    if case.name in ("interrupted", "terminated"):
+        signum = signal.SIGINT if case.name == "interrupted" else signal.SIGTERM
+        result = _interrupt(command, work, env, out / "facts.json", "running the script", signum)
     else:
         result = subprocess.run(
             command, cwd=work, env=env, capture_output=True, text=True,
@@ -366,6 +376,15 @@ def test_ctrl_c_ends_every_process_and_keeps_the_partial_report(runs):
     assert facts["run"]["cut_short"][-1]["reason"].startswith("interrupted (Ctrl-C)")
     assert facts["environment"] is not None
     assert run.leftovers == []
+
+
+def test_sigterm_to_the_cli_alone_ends_the_scripts_processes_as_ctrl_c_does(runs):
+    """The capture child has its own session, so a signal to the CLI never reaches it: before,
+    SIGTERM killed the CLI at once and left the script running past --timeout."""
+    run = runs["terminated"]
+    facts = run.doc["facts"]
+    assert facts["run"]["cut_short"][-1]["reason"].startswith("interrupted (SIGTERM)")
+    assert run.leftovers == [] and run.seconds < 60
 
 
 def test_a_hanging_generator_keeps_the_steps_measured_before_the_hang(runs):
