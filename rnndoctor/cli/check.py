@@ -126,8 +126,12 @@ def validate(script: Path, cli: Mapping[str, Any], console: Console) -> Options 
 
 def prepare_out(options: Options, console: Console) -> CheckPaths | None:
     """Creates the report folder and removes what an earlier check left there (our files only,
-    never the user's); None after a usage error (already printed)."""
+    never the user's: an earlier ``--verify``'s ``verify.json``, ``verify.md`` and
+    ``fixes.patch`` too, which would otherwise sit beside the new report as if they were its
+    own); None after a usage error (already printed)."""
     from rnndoctor.reports import FILENAMES
+    from rnndoctor.verify.output import VERIFY_JSON, VERIFY_MD
+    from rnndoctor.verify.session import PATCH_NAME
 
     out = Path(options.out).resolve()
     try:
@@ -135,7 +139,7 @@ def prepare_out(options: Options, console: Console) -> CheckPaths | None:
     except OSError as exc:
         console.error(f"cannot create the output directory {out}: {exc.strerror}")
         return None
-    for stale in (_FACTS_NAME, _FACTS_TMP, *FILENAMES.values()):
+    for stale in (_FACTS_NAME, _FACTS_TMP, *FILENAMES.values(), VERIFY_JSON, VERIFY_MD, PATCH_NAME):
         (out / stale).unlink(missing_ok=True)
     return CheckPaths(out)
 

@@ -47,15 +47,25 @@ def load_report_facts(path: Path) -> Facts:
 
 
 def load_verification(path: Path) -> VerifySummary | None:
-    """The verification a ``report.json`` of ``check --verify`` holds (its ``verified`` list
-    and ``verification``), or None (a ``facts.json``, a check without ``--verify``).
+    """The verification of ``check --verify`` that ``path`` belongs to: a ``report.json``'s
+    ``verified`` list and ``verification``, or, for a ``facts.json``, the ``verify.json`` beside
+    it (the same ``--out``: a check removes an earlier one's, ``cli/check.py: prepare_out``);
+    None for a check without ``--verify``.
 
     Raises:
-        ValueError: the file cannot be read, or its ``verified`` entries are not valid.
+        ValueError: a file cannot be read, or its ``verified`` entries are not valid.
     """
+    from rnndoctor.verify.output import VERIFY_JSON
     from rnndoctor.verify.summary import VerifySummary
 
     data = _read_json(path)
+    if isinstance(data, dict) and "run" in data and "verified" not in data:  # a facts.json
+        beside = path.parent / VERIFY_JSON
+        if not beside.is_file():
+            return None
+        path, data = beside, _read_json(beside)
+        if isinstance(data, dict):
+            data = {"verification": data, "verified": data.get("verified")}
     if not isinstance(data, dict) or not isinstance(data.get("verified"), list):
         return None
     try:

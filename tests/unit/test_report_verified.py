@@ -228,6 +228,37 @@ def test_report_command_re_renders_a_verified_report_json(tmp_path):
     assert 'id="verify-RD301"' in html and "after the fixes (measured)" in html
 
 
+def test_report_command_on_a_verified_facts_json_keeps_the_verification(tmp_path):
+    """The README's ``rnndoctor report <out>/facts.json`` on a ``check --verify`` folder: the
+    verification is in ``verify.json`` beside it (before, the command rewrote report.html and
+    report.json without it)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    facts_json = run / "facts.json"
+    facts_json.write_text(json.dumps(_facts().to_dict()))
+    (run / "verify.json").write_text(SUMMARY.read_text())
+    result = runner.invoke(app, ["report", str(facts_json), "--format", "html,json"])
+    assert result.exit_code in (0, 1), result.output
+    html = (run / "report.html").read_text()
+    assert 'id="verify-RD301"' in html and "after the fixes (measured)" in html
+    doc = json.loads((run / "report.json").read_text())
+    assert doc["verified"] == json.loads(SUMMARY.read_text())["verified"]
+    (run / "verify.json").unlink()  # a check without --verify: no verification
+    result = runner.invoke(app, ["report", str(facts_json), "--format", "json"])
+    assert result.exit_code in (0, 1), result.output
+    assert not json.loads((run / "report.json").read_text()).get("verified")
+
+
+def test_a_new_check_removes_an_earlier_verifys_files_from_its_out(tmp_path):
+    from rnndoctor.cli.check import prepare_out
+    from rnndoctor.cli.console import Console
+
+    for name in ("verify.json", "verify.md", "fixes.patch", "report.html", "train.py"):
+        (tmp_path / name).write_text("x")
+    assert prepare_out(dataclasses.replace(Options(), out=str(tmp_path)), Console()) is not None
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]  # the user's file stays
+
+
 def test_compare_shows_estimate_against_measurement_per_rule(tmp_path):
     before = _saved(tmp_path, "before", _summary())
     after_summary = _summary()
