@@ -170,16 +170,19 @@ def _write(report: Report, out: str | os.PathLike) -> None:
     write_reports(report, out, ["html", "json"])
 
 
-def show_in_ipython(report: Report) -> None:
+def show_in_ipython(report: Report) -> bool:
     """Shows ``report`` in the running notebook cell (``IPython.display.display``, which calls
-    ``Report._repr_html_``) when this process runs IPython (``get_ipython()`` is not None)."""
+    ``Report._repr_html_``) when this process runs IPython (``get_ipython()`` is not None);
+    whether it did."""
     try:
         from IPython import get_ipython
         from IPython.display import display
     except ImportError:
-        return
-    if get_ipython() is not None:
-        display(report)
+        return False
+    if get_ipython() is None:
+        return False
+    display(report)
+    return True
 
 
 def _keep(report: Report, folder: TemporaryFolder | None, out: str | os.PathLike | None) -> None:

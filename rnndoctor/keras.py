@@ -168,7 +168,9 @@ class _Doctor:
         run_probes: run the probes and the sequence sampling when the window ends (not for a
             Python generator, whose batches belong to the ``fit`` under way).
         select, ignore: rule IDs or names to run / skip.
-        display: show the report in IPython (None: when ``get_ipython()`` is not None).
+        display: show the report in IPython (None: when ``get_ipython()`` is not None; with
+            ``out=None`` outside IPython, its terminal summary is printed on stdout instead,
+            as nothing else would show it); False: neither.
 
     Attributes:
         report: the :class:`rnndoctor.engine.Report`, once the diagnosis is done.
@@ -307,7 +309,20 @@ class _Doctor:
         if self.display is not False:
             from rnndoctor.api import show_in_ipython
 
-            show_in_ipython(self.report)
+            if not show_in_ipython(self.report) and self.out is None:
+                _print_summary(self.report)
+
+
+def _print_summary(report: Any) -> None:
+    """The terminal summary of a report kept in memory only (``out=None`` outside a notebook),
+    on stdout: with the usual inline ``callbacks=[DoctorCallback(out=None)]`` nothing else
+    holds the callback once ``fit`` returns, so its ``report`` would be lost unseen."""
+    from rnndoctor.reports.terminal import summary_lines
+
+    print("rnndoctor: the diagnosis (DoctorCallback(out=None): not saved; keep the callback for "
+          "its .report, or pass out=... for report.html)")  # fmt: skip
+    for line in summary_lines(report):
+        print(f"  {line}")
 
 
 @functools.cache

@@ -84,3 +84,21 @@ def test_the_callbacks_report_keeps_the_profile_after_the_callback_is_gone(scrat
     del report
     gc.collect()
     assert not os.path.exists(folder)
+
+
+def test_the_inline_callback_outside_a_notebook_prints_its_summary(scratch, capsys):
+    """``callbacks=[DoctorCallback(out=None)]`` in a plain script: nothing holds the callback
+    once fit returns and nothing is written, so the summary goes to stdout (before: nothing at
+    all); ``display=False`` keeps it quiet."""
+    model, x, y = _model_and_data()
+    window = dict(_WINDOW, display=None)
+    model.fit(
+        x, y, batch_size=16, epochs=1, verbose=0, callbacks=[DoctorCallback(out=None, **window)]
+    )
+    printed = capsys.readouterr().out
+    assert printed.startswith("rnndoctor: the diagnosis (DoctorCallback(out=None): not saved")
+    assert "  step time: median " in printed
+    model.fit(
+        x, y, batch_size=16, epochs=1, verbose=0, callbacks=[DoctorCallback(out=None, **_WINDOW)]
+    )
+    assert "rnndoctor" not in capsys.readouterr().out
