@@ -136,6 +136,23 @@ def test_rd403_decides_on_the_paired_dispatch_share():
     assert finding.severity is Severity.INFO and "inconclusive: " in finding.message
 
 
+def test_rd403s_gain_adds_up_where_the_compute_only_step_holds_the_step_after():
+    """From a fresh user's trial (a batch-16 LSTM): "4.77 ms less per step ... 16.16 ms ->
+    11.72 ms", where 16.16 - 4.77 = 11.39: the step after the fix was held at the compute-only
+    step at 16 (Bounds), and the sentence did not say so."""
+    import re
+
+    f = facts(step=16.16, compute=16.95)
+    timed = paired(1.446, 1.40, 1.49, 16.95, 11.72, "steps_per_execution probe")
+    f.probes.spe_probe = [ProbePoint(1, 16.95), ProbePoint(16, 11.72, paired=timed)]
+    _, (finding,) = run(f, "RD403")
+    less, before, after = re.search(
+        r"([\d.]+) ms less per step .* step ([\d.]+) ms -> ([\d.]+) ms", finding.gain
+    ).groups()
+    assert float(before) - float(after) == pytest.approx(float(less), abs=0.011)
+    assert float(after) == 11.72 and "held at the compute-only step" in finding.gain
+
+
 def test_rd403_share_rests_on_the_probes_pairs_not_on_the_windows_median():
     """From three runs of tests/scripts/tiny_lstm.py (issue 11): the window's median step moved
     from 2.31 to 3.96 ms (20 steps of about 2.5 ms) while the paired 1 vs 16 ratio held at
