@@ -306,7 +306,8 @@ def _measured_finding(
                 Fix(
                     title=(
                         f"Use batch size {best.value}, and scale the learning rate with it "
-                        f"(x{best.value // base.value}, the linear scaling rule)"
+                        f"(x{best.value // base.value}, the linear scaling rule) in your "
+                        "optimizer: the code below changes the batch size only"
                     ),
                     code=code,
                     safety=FixSafety.UNSAFE,
