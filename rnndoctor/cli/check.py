@@ -4,6 +4,7 @@ child, settle the facts' outcome, render, and map the result to an :class:`ExitC
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import time
 from collections.abc import Mapping
@@ -126,12 +127,9 @@ def validate(script: Path, cli: Mapping[str, Any], console: Console) -> Options 
 
 def prepare_out(options: Options, console: Console) -> CheckPaths | None:
     """Creates the report folder and removes what an earlier check left there (our files only,
-    never the user's: an earlier ``--verify``'s ``verify.json``, ``verify.md`` and
-    ``fixes.patch`` too, which would otherwise sit beside the new report as if they were its
-    own); None after a usage error (already printed)."""
+    never the user's, and an earlier ``--verify``'s files: :func:`_stale_verification`); None
+    after a usage error (already printed)."""
     from rnndoctor.reports import FILENAMES
-    from rnndoctor.verify.output import VERIFY_JSON, VERIFY_MD
-    from rnndoctor.verify.session import PATCH_NAME
 
     out = Path(options.out).resolve()
     try:
@@ -139,9 +137,26 @@ def prepare_out(options: Options, console: Console) -> CheckPaths | None:
     except OSError as exc:
         console.error(f"cannot create the output directory {out}: {exc.strerror}")
         return None
-    for stale in (_FACTS_NAME, _FACTS_TMP, *FILENAMES.values(), VERIFY_JSON, VERIFY_MD, PATCH_NAME):
+    for stale in (_FACTS_NAME, _FACTS_TMP, *FILENAMES.values(), *_stale_verification(out)):
         (out / stale).unlink(missing_ok=True)
     return CheckPaths(out)
+
+
+def _stale_verification(out: Path) -> tuple[str, ...]:
+    """An earlier ``--verify``'s ``verify.json``, ``verify.md`` and ``fixes.patch`` in ``out``,
+    which would otherwise sit beside the new report as if they were its own: only where
+    ``verify.json`` is ours (a JSON object with a ``verified`` list), so a file of the user's
+    with one of those names in a shared folder is never removed; else none."""
+    from rnndoctor.verify.output import VERIFY_JSON, VERIFY_MD
+    from rnndoctor.verify.session import PATCH_NAME
+
+    try:
+        data = json.loads((out / VERIFY_JSON).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return ()
+    if not isinstance(data, dict) or not isinstance(data.get("verified"), list):
+        return ()
+    return VERIFY_JSON, VERIFY_MD, PATCH_NAME
 
 
 def supervise(

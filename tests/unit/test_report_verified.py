@@ -253,10 +253,19 @@ def test_a_new_check_removes_an_earlier_verifys_files_from_its_out(tmp_path):
     from rnndoctor.cli.check import prepare_out
     from rnndoctor.cli.console import Console
 
-    for name in ("verify.json", "verify.md", "fixes.patch", "report.html", "train.py"):
+    options = dataclasses.replace(Options(), out=str(tmp_path))
+    for name in ("verify.md", "fixes.patch", "report.html", "train.py"):
         (tmp_path / name).write_text("x")
-    assert prepare_out(dataclasses.replace(Options(), out=str(tmp_path)), Console()) is not None
+    (tmp_path / "verify.json").write_text(SUMMARY.read_text())  # an earlier --verify's
+    assert prepare_out(options, Console()) is not None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]  # the user's file stays
+    # files of the user's with those names, and no verify.json of ours beside them: kept
+    for name in ("verify.json", "verify.md", "fixes.patch"):
+        (tmp_path / name).write_text("the user's own")
+    assert prepare_out(options, Console()) is not None
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "fixes.patch", "train.py", "verify.json", "verify.md"
+    ]  # fmt: skip
 
 
 def test_compare_shows_estimate_against_measurement_per_rule(tmp_path):
