@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rnndoctor.cli import supervisor
+from rnndoctor.cli.signals import deferred
 from rnndoctor.facts import Facts, Outcome, RunInfo, StepTimes
 from rnndoctor.options import Options
 from rnndoctor.verify import RunEnd
@@ -99,7 +100,10 @@ class WarmRunner:
             self._end(self.arms.get(script.resolve()))
             return RunEnd(None, timed_out=True, wall_s=time.monotonic() - began)
         except KeyboardInterrupt:
-            self.close()
+            try:
+                self.close()
+            except KeyboardInterrupt:  # a second one while the children were ended
+                pass
             return RunEnd(None, interrupted=True, wall_s=time.monotonic() - began)
 
     def prepare(self, scripts: list[Path], timeout_s: float) -> None:
@@ -182,23 +186,35 @@ class WarmRunner:
         """Ends a child and all it started; its exit status (None: it was killed)."""
         if arm is None or arm.closed:
             return None if arm is None else arm.proc.returncode
-        arm.closed = True
-        for pipe in (arm.commands, arm.results):
+        with deferred():  # a signal meanwhile raises once this child's tree is ended
+            for pipe in (arm.commands, arm.results):
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
             try:
-                pipe.close()
-            except OSError:
+                arm.proc.wait(timeout=_WAIT_S)  # a child that ran out of data exits by itself
+            except subprocess.TimeoutExpired:
                 pass
-        try:
-            arm.proc.wait(timeout=_WAIT_S)  # a child that ran out of data exits by itself
-        except subprocess.TimeoutExpired:
-            pass
-        supervisor.end_process_tree(arm.proc, arm.run_id)
+            supervisor.end_process_tree(arm.proc, arm.run_id)
+            arm.closed = True
         return arm.proc.returncode
 
     def close(self) -> None:
-        """Ends every child."""
+        """Ends every child, whatever arrives meanwhile; then raises the first Ctrl-C or stop
+        signal that did.
+
+        Raises:
+            KeyboardInterrupt: as :func:`rnndoctor.cli.signals.deferred`.
+        """
+        first: KeyboardInterrupt | None = None
         for arm in self.arms.values():
-            self._end(arm)
+            try:
+                self._end(arm)
+            except KeyboardInterrupt as exc:
+                first = first or exc
+        if first is not None:
+            raise first
 
 
 def arm_environment(base: Mapping[str, str]) -> dict[str, str]:

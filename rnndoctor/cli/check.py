@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from rnndoctor.cli import supervisor
 from rnndoctor.cli.common import failed, fails, load_options, render
 from rnndoctor.cli.console import Console
+from rnndoctor.cli.signals import cause_of
 from rnndoctor.facts import CutShort, Facts, Outcome
 from rnndoctor.options import ExitCode, Options, OptionsError
 
@@ -60,6 +61,26 @@ def run_check(
         return ExitCode.USAGE
     started = time.monotonic()
     child = supervise(script, script_args, options, paths, console)
+    try:
+        return _after_the_run(script, script_args, options, paths, child, started, console)
+    except KeyboardInterrupt as exc:  # Ctrl-C or a stop signal once the script's run had ended
+        console.error(
+            f"interrupted ({cause_of(exc)}) after the script's run (its processes were already "
+            f"ended): the reports in {paths.out} may be incomplete"
+        )
+        return ExitCode.INTERRUPTED
+
+
+def _after_the_run(
+    script: Path,
+    script_args: list[str],
+    options: Options,
+    paths: CheckPaths,
+    child: supervisor.ChildRun,
+    started: float,
+    console: Console,
+) -> ExitCode:
+    """The facts the child saved, settled and rendered, the exit code, and ``--verify``."""
     (paths.out / _FACTS_TMP).unlink(missing_ok=True)  # a save the kill cut short
     if options.redact:
         redact_log(paths.log, script, console)

@@ -23,7 +23,7 @@ from typing import Any
 
 import psutil
 
-from rnndoctor.cli.signals import cause_of
+from rnndoctor.cli.signals import cause_of, deferred
 from rnndoctor.options import Options
 
 RUN_ID_VAR = "RNNDOCTOR_RUN_ID"  # marks the child's environment: its descendants inherit it
@@ -121,7 +121,12 @@ class Supervisor:
             except KeyboardInterrupt as exc:
                 result.interrupted, result.interrupted_by = True, cause_of(exc)
             finally:
-                result.escaped = end_process_tree(proc, self.run_id)
+                try:
+                    result.escaped = end_process_tree(proc, self.run_id)
+                except KeyboardInterrupt as exc:  # a signal during the (finished) cleanup
+                    result.interrupted = True
+                    if result.interrupted_by == "Ctrl-C":
+                        result.interrupted_by = cause_of(exc)
         return result
 
     def _wait_with_progress(self, proc: subprocess.Popen) -> int:
@@ -223,7 +228,16 @@ def end_process_tree(proc: subprocess.Popen, run_id: str) -> list[int]:
     Called after every run, not only on a timeout: a script's worker processes (a
     ``multiprocessing.Pool``, a ``PyDataset`` with ``use_multiprocessing=True``) outlive the
     child, which ends with ``os._exit`` and does not wait for them.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C or a stop signal (:class:`rnndoctor.cli.signals.Stopped`)
+            that arrived meanwhile, once the tree is ended (:func:`rnndoctor.cli.signals.deferred`).
     """
+    with deferred():
+        return _end_process_tree(proc, run_id)
+
+
+def _end_process_tree(proc: subprocess.Popen, run_id: str) -> list[int]:
     _kill_group(proc.pid)
     try:
         proc.wait(timeout=_REAP_S)

@@ -172,8 +172,13 @@ def wait_workers(workers: list[Worker], timeout_s: float) -> None:
         for w in workers:
             w.run.interrupted, w.run.interrupted_by = True, cause_of(exc)
     finally:
-        for w in workers:
-            w.run.escaped = supervisor.end_process_tree(w.proc, w.run_id)
+        for w in workers:  # every worker's tree, whatever arrives meanwhile
+            try:
+                w.run.escaped = supervisor.end_process_tree(w.proc, w.run_id)
+            except KeyboardInterrupt as exc:  # after this worker's tree was ended
+                for other in workers:
+                    if not other.run.interrupted:
+                        other.run.interrupted, other.run.interrupted_by = True, cause_of(exc)
 
 
 def _collect(workers: list[Worker], options: Options, out: Path) -> tuple[list, list[str]]:

@@ -248,7 +248,7 @@ def status_of(low: float, high: float, diverged: bool) -> Status:
 def _unmeasured(candidate: Candidate, pairs: int) -> str:
     """Why a candidate that did not fail has fewer than ``MIN_PAIRS`` pairs."""
     if candidate.interrupted:
-        return "interrupted (Ctrl-C)"
+        return "interrupted (Ctrl-C or a stop signal)"
     short = next((r for r in candidate.runs if r.ran_out), None)
     if short is not None:
         side = "the original" if short.arm == "A" else "the copy"

@@ -177,7 +177,7 @@ def read_run(arm: str, pair: int, out: Path, end: RunEnd) -> Run:
     """One run's result from its ``facts.json`` and how its process ended."""
     run = Run(arm=arm, pair=pair, out=str(out), wall_s=round(end.wall_s, 3))
     if end.timed_out or end.interrupted:
-        run.error = "timed out" if end.timed_out else "interrupted (Ctrl-C)"
+        run.error = "timed out" if end.timed_out else "interrupted (Ctrl-C or a stop signal)"
         return run
     try:
         facts = Facts.load(out / "facts.json")

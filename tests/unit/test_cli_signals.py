@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from rnndoctor.cli.signals import STOP_SIGNALS, Stopped, cause_of, stop_on_signals
+from rnndoctor.cli.signals import STOP_SIGNALS, Stopped, cause_of, deferred, stop_on_signals
 
 
 @pytest.fixture
@@ -39,3 +39,33 @@ def test_a_signal_ignored_at_start_stays_ignored(handlers):
     stop_on_signals()
     assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
     assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+
+
+def test_a_signal_during_a_deferred_block_waits_for_its_end(handlers):
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    stop_on_signals()
+    saved_int = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        steps = []
+        with pytest.raises(Stopped):
+            with deferred():
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.2)
+                steps.append("the cleanup went on")  # before: Stopped here, cleanup abandoned
+        assert steps == ["the cleanup went on"]
+        with pytest.raises(KeyboardInterrupt) as interrupted:
+            with deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.2)
+                steps.append("again")
+        assert steps[-1] == "again" and cause_of(interrupted.value) == "Ctrl-C"
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+        with pytest.raises(OSError):  # the block's own exception is kept
+            with deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.2)
+                raise OSError("the block's own")
+    finally:
+        signal.signal(signal.SIGINT, saved_int)

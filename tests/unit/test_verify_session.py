@@ -163,7 +163,8 @@ def test_ctrl_c_stops_the_runs_and_says_so(project, at_call):
     result = verify(findings, facts_for(script, root), job, clock=runner.clock)
     assert result.interrupted and len(runner.calls) == at_call
     reasons = {i.fix: i.reason for i in result.items}
-    assert reasons["all"] == "interrupted (Ctrl-C)" and reasons["RD101"] == "interrupted (Ctrl-C)"
+    stopped = "interrupted (Ctrl-C or a stop signal)"
+    assert reasons["all"] == stopped and reasons["RD101"] == stopped
 
 
 class _WarmFake(FakeRunner):
