@@ -49,23 +49,17 @@ def load_report_facts(path: Path) -> Facts:
 def load_verification(path: Path) -> VerifySummary | None:
     """The verification of ``check --verify`` that ``path`` belongs to: a ``report.json``'s
     ``verified`` list and ``verification``, or, for a ``facts.json``, the ``verify.json`` beside
-    it (the same ``--out``: a check removes an earlier one's, ``cli/check.py: prepare_out``);
-    None for a check without ``--verify``.
+    it where it is that check's (:func:`_verification_beside`); None for a check without
+    ``--verify``.
 
     Raises:
-        ValueError: a file cannot be read, or its ``verified`` entries are not valid.
+        ValueError: ``path`` cannot be read, or its ``verified`` entries are not valid.
     """
-    from rnndoctor.verify.output import VERIFY_JSON
     from rnndoctor.verify.summary import VerifySummary
 
     data = _read_json(path)
     if isinstance(data, dict) and "run" in data and "verified" not in data:  # a facts.json
-        beside = path.parent / VERIFY_JSON
-        if not beside.is_file():
-            return None
-        path, data = beside, _read_json(beside)
-        if isinstance(data, dict):
-            data = {"verification": data, "verified": data.get("verified")}
+        return _verification_beside(path)
     if not isinstance(data, dict) or not isinstance(data.get("verified"), list):
         return None
     try:
@@ -73,6 +67,26 @@ def load_verification(path: Path) -> VerifySummary | None:
                                         "verified": data["verified"]})  # fmt: skip
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{path}: its 'verified' entries are not valid: {exc}") from None
+
+
+def _verification_beside(facts_file: Path) -> VerifySummary | None:
+    """The ``verify.json`` beside a ``facts.json``, where it is that check's: rnndoctor's (a
+    JSON object with a valid ``verified`` list) and written after the facts (``--verify`` runs
+    once the plain check has saved them); else None, so that a file of the user's with that
+    name, or one older than the facts, is never shown as this run's measurement."""
+    from rnndoctor.verify.output import VERIFY_JSON
+    from rnndoctor.verify.summary import VerifySummary
+
+    beside = facts_file.parent / VERIFY_JSON
+    try:
+        if beside.stat().st_mtime < facts_file.stat().st_mtime:
+            return None
+        data = _read_json(beside)
+        if not isinstance(data, dict) or not isinstance(data.get("verified"), list):
+            return None
+        return VerifySummary.from_dict(data)
+    except (OSError, KeyError, TypeError, ValueError):
+        return None
 
 
 def _load(path: Path, options: Options) -> Report:

@@ -21,6 +21,7 @@ from rnndoctor.facts import Facts, Phase
 from rnndoctor.options import ExitCode, Options
 from rnndoctor.reports.verified import terminal_lines
 from rnndoctor.verify.output import summarise
+from rnndoctor.verify.session import PATCH_NAME
 
 if TYPE_CHECKING:
     from rnndoctor.cli.arms import WarmRunner
@@ -134,6 +135,7 @@ def run_verify(
     )  # fmt: skip
     console.say(f"rnndoctor: verifying the fixes A/B (budget {budget:.0f} s)", err=True)
     scrub = _scrubber(script, options)
+    written: dict[str, Path] | None = None
     try:
         verification = verify(_findings(facts, report, options), facts, job)
         summary = summarise(verification, scrub)
@@ -142,6 +144,8 @@ def run_verify(
         console.error(f"--verify stopped: {exc}")
         return None
     finally:
+        if written is None:  # a patch with no verify.json beside it: the next check keeps it
+            (out / PATCH_NAME).unlink(missing_ok=True)
         runner.close()
     for line, bad in terminal_lines(summary):
         console.say(typer.style(line, fg="red") if bad else line)

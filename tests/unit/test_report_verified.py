@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from html.parser import HTMLParser
 from importlib import resources
@@ -237,16 +238,24 @@ def test_report_command_on_a_verified_facts_json_keeps_the_verification(tmp_path
     facts_json = run / "facts.json"
     facts_json.write_text(json.dumps(_facts().to_dict()))
     (run / "verify.json").write_text(SUMMARY.read_text())
+    os.utime(facts_json, (1_000_000, 1_000_000))  # the check saved its facts, then verified
     result = runner.invoke(app, ["report", str(facts_json), "--format", "html,json"])
     assert result.exit_code in (0, 1), result.output
     html = (run / "report.html").read_text()
     assert 'id="verify-RD301"' in html and "after the fixes (measured)" in html
     doc = json.loads((run / "report.json").read_text())
     assert doc["verified"] == json.loads(SUMMARY.read_text())["verified"]
-    (run / "verify.json").unlink()  # a check without --verify: no verification
-    result = runner.invoke(app, ["report", str(facts_json), "--format", "json"])
-    assert result.exit_code in (0, 1), result.output
-    assert not json.loads((run / "report.json").read_text()).get("verified")
+    # not that check's: older than the facts, the user's own file, or none at all
+    os.utime(run / "verify.json", (500_000, 500_000))
+    theirs = ("my notes, not JSON", '{"verified": [{"x": 1}]}')
+    for verify_json in (SUMMARY.read_text(), *theirs, None):
+        if verify_json is None:
+            (run / "verify.json").unlink()
+        elif verify_json != SUMMARY.read_text():
+            (run / "verify.json").write_text(verify_json)
+        result = runner.invoke(app, ["report", str(facts_json), "--format", "json"])
+        assert result.exit_code in (0, 1), result.output
+        assert not json.loads((run / "report.json").read_text()).get("verified")
 
 
 def test_a_new_check_removes_an_earlier_verifys_files_from_its_out(tmp_path):
