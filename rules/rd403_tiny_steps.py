@@ -68,7 +68,9 @@ Bounds:
     ``cpus / (cpus - foreign cores)``: ``compute_slowdown``); where its share reaches the
     cut-off, the finding is "inconclusive", not absent.
 
-    The step after the fix is never below the compute-only step at N steps per call. The
+    The step after the fix is never below the compute-only step at N steps per call; where that
+    step is not below the window's median step (a probe timed slower than the window), no gain
+    is quoted and the finding is ``info``, whatever the share. The
     saving is a share of the compute-only step at 1 (``1 - 1 / r``, paired), and that step is
     part of the real step, so the share of the real step is at most ``1 - 1 / r``: a probe
     timed slower than the window (a tiny LSTM's probe at 3.3 ms against a 2.4 ms window step
@@ -267,8 +269,20 @@ def _basis(point: ProbePoint) -> str:
     )
 
 
+def _severity(
+    decision: Decision, share: Interval, options: OptionValues, gainless: bool
+) -> Severity:
+    """``warning`` (``error`` from ``error_dispatch_share``) where the share's interval clears
+    the cut-off and the step after the fix is below the window's step; else ``info``."""
+    if decision is not Decision.CLEARS or gainless:
+        return Severity.INFO
+    if share.low >= options.error_dispatch_share:
+        return Severity.ERROR
+    return Severity.WARNING
+
+
 def _gain_text(
-    spe: int, value: int, quoted: str, step: float, after: float, saved_ms: float, speedup: float
+    spe: int, value: int, quoted: str, step: float, after: float, saved_ms: float
 ) -> str:
     """The gain: the milliseconds the step loses, ``step - after``; where the step after the
     fix is held at the compute-only step at ``value`` (Bounds), the dispatch share's larger
@@ -284,7 +298,7 @@ def _gain_text(
     return (
         f"{source} {step - after:.2f} ms less per step at steps_per_execution={value} "
         f"(compute-only probe, dispatch share {quoted}{held}): step {step:.2f} ms -> "
-        f"{after:.2f} ms, about {speedup:.1f}x faster"
+        f"{after:.2f} ms, about {step / after:.1f}x faster"
     )
 
 
@@ -329,13 +343,9 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     # never below the compute-only step at the new value: at N, that of N less what 4 N saves
     after = max(step - saved_ms, many.step_time_ms - (saved_ms if spe > 1 else 0.0))
     speedup = step / after
+    gainless = after >= step  # that bound leaves nothing to gain (Bounds): never a warning
     quoted = describe(decision, share, kind="share")
-    if decision is not Decision.CLEARS:
-        severity = Severity.INFO
-    elif share.low >= options.error_dispatch_share:
-        severity = Severity.ERROR
-    else:
-        severity = Severity.WARNING
+    severity = _severity(decision, share, options, gainless)
     left = "" if spe == 1 else f" still left at steps_per_execution={spe}"
     return [
         finding(
@@ -345,6 +355,12 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 f"the {step:.2f} ms median step: the compute-only step takes "
                 f"{one.step_time_ms:.2f} ms at steps_per_execution=1 and "
                 f"{many.step_time_ms:.2f} ms at {many.value}."
+                + (
+                    f" No gain can be quoted: the compute-only step at {value} is not below "
+                    "the window's median step (the probe ran slower than the window)."
+                    if gainless
+                    else ""
+                )
             ),
             location=m.to_location(facts.fit.compile_location) or m.fit_location(facts),
             evidence=(
@@ -367,7 +383,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 *m.noisy_evidence(facts),
             ),
             fix=_fix(facts, value),
-            gain=_gain_text(spe, value, quoted, step, after, saved_ms, speedup),
-            speedup=round(speedup, 2) if decision is Decision.CLEARS else None,
+            gain=None if gainless else _gain_text(spe, value, quoted, step, after, saved_ms),
+            speedup=round(speedup, 2) if decision is Decision.CLEARS and not gainless else None,
         )
     ]

@@ -153,6 +153,17 @@ def test_rd403s_gain_adds_up_where_the_compute_only_step_holds_the_step_after():
     assert float(after) == 11.72 and "held at the compute-only step" in finding.gain
 
 
+def test_rd403_quotes_no_gain_where_the_compute_only_step_at_n_is_not_below_the_window():
+    """A probe timed slower than the window (the window's step 10 ms, the compute-only step
+    13 ms even at 16 per call): before, a warning with "-3.00 ms less per step", about 0.8x."""
+    f = facts(step=10.0, compute=16.95)
+    timed = paired(1.30, 1.27, 1.33, 16.95, 13.0, "steps_per_execution probe")
+    f.probes.spe_probe = [ProbePoint(1, 16.95), ProbePoint(16, 13.0, paired=timed)]
+    _, (finding,) = run(f, "RD403")
+    assert finding.severity is Severity.INFO and finding.speedup is None and finding.gain is None
+    assert "No gain can be quoted" in finding.message
+
+
 def test_rd403_share_rests_on_the_probes_pairs_not_on_the_windows_median():
     """From three runs of tests/scripts/tiny_lstm.py (issue 11): the window's median step moved
     from 2.31 to 3.96 ms (20 steps of about 2.5 ms) while the paired 1 vs 16 ratio held at
