@@ -172,14 +172,15 @@ def _write(report: Report, out: str | os.PathLike) -> None:
 
 def show_in_ipython(report: Report) -> bool:
     """Shows ``report`` in the running notebook cell (``IPython.display.display``, which calls
-    ``Report._repr_html_``) when this process runs IPython (``get_ipython()`` is not None);
-    whether it did."""
+    ``Report._repr_html_``) when this process is a notebook's kernel (``get_ipython()`` with a
+    ``kernel``: a terminal IPython, ``ipython train.py``, would print the object's text form
+    instead); whether it did."""
     try:
         from IPython import get_ipython
         from IPython.display import display
     except ImportError:
         return False
-    if get_ipython() is None:
+    if getattr(get_ipython(), "kernel", None) is None:
         return False
     display(report)
     return True
@@ -235,7 +236,8 @@ class TemporaryFolder:
         """Called by a profile conversion once xprof has returned
         (``rnndoctor.capture.conversion.convert_bounded``, whose thread holds this object
         while xprof reads the folder, past its budget too): where the folder was removed
-        meanwhile (:meth:`remove`, Python's exit), removes what xprof wrote into it after."""
+        meanwhile (:meth:`remove`), removes what xprof wrote into it after. Not at Python's
+        exit, which stops that (daemon) thread wherever it is."""
         if not self._finalizer.alive:
             shutil.rmtree(self.path, ignore_errors=True)
 

@@ -35,8 +35,9 @@ def convert_bounded(
     thread runs on until xprof returns; its result is dropped). That thread holds the
     temporary folder's owner (``session.options.profile_keeper``), so the folder is not
     removed under it when the report goes, and calls its ``read_done()`` when xprof returns:
-    where the folder was removed meanwhile (an error after the window, Python's exit), what
-    xprof wrote after is removed then.
+    where the folder was removed meanwhile (an error after the window), what xprof wrote after
+    is removed then. At Python's exit the thread (a daemon) is stopped wherever it is, so
+    what xprof wrote after the exit's removal can stay.
 
     Never raises: a failed conversion is the summary's ``error`` (``summarize_profile``,
     ``summarize_in_subprocess``), an overrun the note above.
