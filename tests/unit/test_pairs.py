@@ -208,18 +208,34 @@ def _timed_batch_arms(
     return arms
 
 
+def _rounds(
+    ratios: dict[int, list[float]],
+    allowance_s: float,
+    phase_s: float | None = 600.0,
+    extension_s: float = 60.0,
+    **arm_kwargs,
+):
+    """The batch-size probe's rounds of the user's batch 64 against ``ratios`` on a fake clock
+    (:func:`_timed_batch_arms`), with RD301's early look at 1.5x: the comparison's allowance
+    ``allowance_s``, the phase's budget ``phase_s`` (None: not given), the second stage's
+    ``extension_s``. Returns the arms, the look and the stop reason."""
+    now = [0.0]
+    arms = _timed_batch_arms(now, ratios, **arm_kwargs)
+    look = pairs.EarlyLook(pairs.ThroughputDecided([64, 256], 1.5), extension_s=extension_s,
+                           clock=lambda: now[0])  # fmt: skip
+    phase_left = None if phase_s is None else (lambda: phase_s - now[0])
+    why = pairs.alternate(arms, lambda: allowance_s - now[0], clock=lambda: now[0],
+                          phase_left=phase_left, early=look)  # fmt: skip
+    return arms, look, why
+
+
 # the demo's shape: one slow pair of five (1.26x) keeps batch 256's interval across RD301's 1.5x
 _ONE_SLOW_PAIR = {256: [1.8, 1.26, 1.85, 1.75, 1.9, 1.8, 1.82, 1.78, 1.86, 1.8, 1.79, 1.83]}
 
 
 def test_an_undecided_early_look_when_the_allowance_ends_runs_a_second_stage_to_ten_pairs():
-    now = [0.0]
-    arms = _timed_batch_arms(now, _ONE_SLOW_PAIR)
-    look = pairs.EarlyLook(pairs.ThroughputDecided([64, 256], 1.5), extension_s=60.0,
-                           clock=lambda: now[0])  # fmt: skip
     # the allowance ends after the 5th round (a round: 0.4 + 0.4 * 4 / 1.8 s, about 1.3 s)
-    why = pairs.alternate(arms, lambda: 7.2 - now[0], clock=lambda: now[0],
-                          phase_left=lambda: 600.0 - now[0], early=look)  # fmt: skip
+    arms, look, why = _rounds(_ONE_SLOW_PAIR, 7.2)
     assert look.asked and look.decided is None and look.extended_from == 5
     assert [len(a.steps) for a in arms] == [pairs.EXTENDED_PAIRS] * 2
     assert why is None  # done: 10 pairs of 1 step are each arm's 10 steps (and 1 s)
@@ -234,21 +250,11 @@ def test_an_undecided_early_look_when_the_allowance_ends_runs_a_second_stage_to_
 
 
 def test_the_second_stage_stops_at_its_own_allowance_and_at_the_phases_budget():
-    now = [0.0]
-    arms = _timed_batch_arms(now, _ONE_SLOW_PAIR)
-    look = pairs.EarlyLook(pairs.ThroughputDecided([64, 256], 1.5), extension_s=2.7,
-                           clock=lambda: now[0])  # fmt: skip
-    why = pairs.alternate(arms, lambda: 7.2 - now[0], clock=lambda: now[0],
-                          phase_left=lambda: 600.0 - now[0], early=look)  # fmt: skip
+    arms, look, why = _rounds(_ONE_SLOW_PAIR, 7.2, extension_s=2.7)
     assert [len(a.steps) for a in arms] == [7, 7]  # two rounds of 1.3 s in 2.7 s
     # the stop reason is the second stage's, not the first allowance's (then long past)
     assert why.startswith("out of the second stage's allowance (0.1 s left);")
-    now = [0.0]
-    arms = _timed_batch_arms(now, _ONE_SLOW_PAIR)
-    look = pairs.EarlyLook(pairs.ThroughputDecided([64, 256], 1.5), extension_s=60.0,
-                           clock=lambda: now[0])  # fmt: skip
-    why = pairs.alternate(arms, lambda: 7.2 - now[0], clock=lambda: now[0],
-                          phase_left=lambda: 8.5 - now[0], early=look)  # fmt: skip
+    arms, look, why = _rounds(_ONE_SLOW_PAIR, 7.2, phase_s=8.5)
     assert [len(a.steps) for a in arms] == [6, 6] and look.second_stage(6) is not None
     assert why.startswith("out of the phase's budget (0.4 s left);")
 
@@ -256,12 +262,7 @@ def test_the_second_stage_stops_at_its_own_allowance_and_at_the_phases_budget():
 def test_the_second_stage_stops_at_ten_pairs_short_of_the_floor():
     # 50 ms steps, one per burst, and 1 s of wall time per fit call: 10 pairs are 0.5 s of
     # timed steps in the first arm, short of its floor (1 s), so only the cap ends the rounds
-    now = [0.0]
-    arms = _timed_batch_arms(now, _ONE_SLOW_PAIR, base_ms=50.0, call_s=1.0)
-    look = pairs.EarlyLook(pairs.ThroughputDecided([64, 256], 1.5), extension_s=600.0,
-                           clock=lambda: now[0])  # fmt: skip
-    why = pairs.alternate(arms, lambda: 11.0 - now[0], clock=lambda: now[0],
-                          phase_left=lambda: 600.0 - now[0], early=look)  # fmt: skip
+    arms, look, why = _rounds(_ONE_SLOW_PAIR, 11.0, extension_s=600.0, base_ms=50.0, call_s=1.0)
     assert look.extended_from == 5 and [len(a.steps) for a in arms] == [10, 10]
     assert why.startswith("the second stage's 10 pairs reached;")
 
@@ -269,12 +270,7 @@ def test_the_second_stage_stops_at_ten_pairs_short_of_the_floor():
 def test_a_second_stage_from_before_the_early_look_says_so():
     # the allowance ends at the 3 pairs an interval needs, before the look at 5, which then
     # finds the decision made: the two texts agree
-    now = [0.0]
-    arms = _timed_batch_arms(now, {256: [1.9, 1.8, 2.0, 1.85, 1.95] * 4})
-    look = pairs.EarlyLook(pairs.ThroughputDecided([64, 256], 1.5), extension_s=60.0,
-                           clock=lambda: now[0])  # fmt: skip
-    why = pairs.alternate(arms, lambda: 1.0 - now[0], clock=lambda: now[0],
-                          phase_left=lambda: 600.0 - now[0], early=look)  # fmt: skip
+    arms, look, why = _rounds({256: [1.9, 1.8, 2.0, 1.85, 1.95] * 4}, 1.0)
     assert look.extended_from == 3 and [len(a.steps) for a in arms] == [5, 5]
     assert why.startswith("RD301's decision made at 5 pairs")
     assert look.second_stage(5) == (
@@ -284,16 +280,8 @@ def test_a_second_stage_from_before_the_early_look_says_so():
 
 
 def test_no_second_stage_where_the_early_look_decided_or_without_the_phases_budget():
-    now = [0.0]
-    arms = _timed_batch_arms(now, {256: [1.9, 1.8, 2.0, 1.85, 1.95] * 4})  # decided at 5
-    look = pairs.EarlyLook(pairs.ThroughputDecided([64, 256], 1.5), extension_s=60.0,
-                           clock=lambda: now[0])  # fmt: skip
-    why = pairs.alternate(arms, lambda: 7.2 - now[0], clock=lambda: now[0],
-                          phase_left=lambda: 600.0 - now[0], early=look)  # fmt: skip
+    arms, look, why = _rounds({256: [1.9, 1.8, 2.0, 1.85, 1.95] * 4}, 7.2)  # decided at 5
     assert why.startswith("RD301's decision made at 5 pairs") and look.second_stage(5) is None
-    now = [0.0]
-    arms = _timed_batch_arms(now, _ONE_SLOW_PAIR)
-    look = pairs.EarlyLook(pairs.ThroughputDecided([64, 256], 1.5), clock=lambda: now[0])
-    why = pairs.alternate(arms, lambda: 7.2 - now[0], clock=lambda: now[0], early=look)
+    arms, look, why = _rounds(_ONE_SLOW_PAIR, 7.2, phase_s=None, extension_s=float("inf"))
     assert [len(a.steps) for a in arms] == [5, 5] and look.extended_from is None
     assert why.startswith("out of the comparison's time allowance")
