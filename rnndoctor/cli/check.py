@@ -4,7 +4,6 @@ child, settle the facts' outcome, render, and map the result to an :class:`ExitC
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import time
 from collections.abc import Mapping
@@ -168,14 +167,10 @@ def _stale_verification(out: Path) -> tuple[str, ...]:
     which would otherwise sit beside the new report as if they were its own: only where
     ``verify.json`` is ours (a JSON object with a ``verified`` list), so a file of the user's
     with one of those names in a shared folder is never removed; else none."""
-    from rnndoctor.verify.output import VERIFY_JSON, VERIFY_MD
+    from rnndoctor.verify.output import VERIFY_JSON, VERIFY_MD, read_own_json
     from rnndoctor.verify.session import PATCH_NAME
 
-    try:
-        data = json.loads((out / VERIFY_JSON).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return ()
-    if not isinstance(data, dict) or not isinstance(data.get("verified"), list):
+    if read_own_json(out / VERIFY_JSON) is None:
         return ()
     return VERIFY_JSON, VERIFY_MD, PATCH_NAME
 

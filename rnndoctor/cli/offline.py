@@ -74,18 +74,19 @@ def _verification_beside(facts_file: Path) -> VerifySummary | None:
     JSON object with a valid ``verified`` list) and written after the facts (``--verify`` runs
     once the plain check has saved them); else None, so that a file of the user's with that
     name, or one older than the facts, is never shown as this run's measurement."""
-    from rnndoctor.verify.output import VERIFY_JSON
+    from rnndoctor.verify.output import VERIFY_JSON, read_own_json
     from rnndoctor.verify.summary import VerifySummary
 
     beside = facts_file.parent / VERIFY_JSON
     try:
         if beside.stat().st_mtime < facts_file.stat().st_mtime:
             return None
-        data = _read_json(beside)
-        if not isinstance(data, dict) or not isinstance(data.get("verified"), list):
-            return None
-        return VerifySummary.from_dict(data)
-    except (OSError, KeyError, TypeError, ValueError):
+    except OSError:
+        return None
+    data = read_own_json(beside)
+    try:
+        return VerifySummary.from_dict(data) if data is not None else None
+    except (KeyError, TypeError, ValueError):
         return None
 
 

@@ -27,6 +27,19 @@ def summarise(verification: Verification, scrub: Scrub = str) -> VerifySummary:
     return VerifySummary.of(verification).scrubbed(lambda doc: scrub_strings(doc, scrub))
 
 
+def read_own_json(path: Path) -> dict | None:
+    """The document of the ``verify.json`` at ``path`` where it is rnndoctor's (a JSON object
+    with a ``verified`` list, as :func:`write_json` writes it); None where the file is missing,
+    unreadable, not JSON or another shape (a file of the user's with that name)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("verified"), list):
+        return None
+    return data
+
+
 def write_json(summary: VerifySummary, out: Path) -> Path:
     """Writes ``verify.json`` into ``out`` and returns its path.
 
