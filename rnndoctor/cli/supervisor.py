@@ -58,6 +58,12 @@ class ChildRun:
     escaped: list[int] = field(default_factory=list)
     started_s: float = 0.0
 
+    def interrupt(self, exc: BaseException) -> None:
+        """Records an interruption (``exc``: a ``KeyboardInterrupt``, :func:`cause_of` names
+        it); the first one's cause is kept."""
+        if not self.interrupted:
+            self.interrupted, self.interrupted_by = True, cause_of(exc)
+
 
 class Supervisor:
     """Runs one command as the capture child, with a progress display and a time limit.
@@ -119,14 +125,12 @@ class Supervisor:
             except subprocess.TimeoutExpired:
                 result.timed_out = True
             except KeyboardInterrupt as exc:
-                result.interrupted, result.interrupted_by = True, cause_of(exc)
+                result.interrupt(exc)
             finally:
                 try:
                     result.escaped = end_process_tree(proc, self.run_id)
                 except KeyboardInterrupt as exc:  # a signal during the (finished) cleanup
-                    result.interrupted = True
-                    if result.interrupted_by == "Ctrl-C":
-                        result.interrupted_by = cause_of(exc)
+                    result.interrupt(exc)
         return result
 
     def _wait_with_progress(self, proc: subprocess.Popen) -> int:

@@ -44,7 +44,6 @@ from typing import Any
 from rnndoctor import cluster
 from rnndoctor.cli import supervisor
 from rnndoctor.cli.console import Console
-from rnndoctor.cli.signals import cause_of
 from rnndoctor.facts import Facts, Outcome
 from rnndoctor.options import ExitCode, Options
 
@@ -170,15 +169,14 @@ def wait_workers(workers: list[Worker], timeout_s: float) -> None:
             time.sleep(_POLL_S)
     except KeyboardInterrupt as exc:
         for w in workers:
-            w.run.interrupted, w.run.interrupted_by = True, cause_of(exc)
+            w.run.interrupt(exc)
     finally:
         for w in workers:  # every worker's tree, whatever arrives meanwhile
             try:
                 w.run.escaped = supervisor.end_process_tree(w.proc, w.run_id)
             except KeyboardInterrupt as exc:  # after this worker's tree was ended
                 for other in workers:
-                    if not other.run.interrupted:
-                        other.run.interrupted, other.run.interrupted_by = True, cause_of(exc)
+                    other.run.interrupt(exc)
 
 
 def _collect(workers: list[Worker], options: Options, out: Path) -> tuple[list, list[str]]:
