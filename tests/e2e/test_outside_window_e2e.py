@@ -93,7 +93,12 @@ def test_the_forecast_includes_the_loop(doc):
     training = facts.steps.median_step_time_ms / 1000.0 * facts.fit.batches_per_epoch
     assert forecast.fit_calls == 5 and forecast.training_s == pytest.approx(training)
     (predict,) = facts.outside_window.calls
-    assert forecast.outside_s >= 200 * predict.median_ms / 1000.0  # the 200 predicts at least
+    # the 200 predicts at least: their measured total where the run-on saw all 200 (a sum of
+    # calls can sit below 200 medians), else the calls extrapolated from the median
+    if predict.calls == 200:
+        assert forecast.outside_s >= predict.total_s
+    else:
+        assert forecast.outside_s >= 200 * predict.median_ms / 1000.0
     assert forecast.now_s == pytest.approx(5 * (training + forecast.outside_s))
     assert "x 5 fit calls" in forecast.covers and "outside fit:" in forecast.covers
 
