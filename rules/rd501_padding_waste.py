@@ -219,7 +219,7 @@ def fit_rewrite(facts: Facts, record: SequenceInput, result: bk.BucketPlan) -> F
         return None
     return Fix(
         f"Bucket by length: {len(result.boundaries)} boundaries, padding "
-        f"{result.padded_fraction_now:.0%} -> {result.padded_fraction_after:.0%}, fit on a "
+        f"{record.padded_fraction:.0%} -> {result.padded_fraction_after:.0%}, fit on a "
         f"bucketed tf.data pipeline ({_changes(len(result.boundaries) + 1, shuffle)})",
         "\n".join([*block, prefix + call]),
         FixSafety.UNSAFE,
@@ -288,7 +288,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         code, safety = bucket_code(facts, record, result)
         fix = fit_rewrite(facts, record, result) or Fix(
             f"Bucket by length: {len(result.boundaries)} boundaries, padding "
-            f"{result.padded_fraction_now:.0%} -> {result.padded_fraction_after:.0%} "
+            f"{record.padded_fraction:.0%} -> {result.padded_fraction_after:.0%} "
             "(this changes the order of examples: each batch holds similar lengths)",
             code,
             safety,
@@ -297,7 +297,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         layers = sq.fed_layers(facts, record)
         no_mask = _no_mask_sentence(record)
         message = (
-            f"{result.padded_fraction_now:.1%} of the timesteps computed for input "
+            f"{record.padded_fraction:.1%} of the timesteps computed for input "
             f"'{record.input}' are padding (median padded length "
             f"{sq.median(record.padded_lengths):g}, median valid length "
             f"{record.quantiles.get('p50', 0):g}). Bucketing by length at "
@@ -307,7 +307,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         )
         evidence = [
             *sq.common_evidence(record),
-            Evidence("padded fraction now", round(result.padded_fraction_now, 4),
+            Evidence("padded fraction now", round(record.padded_fraction, 4),
                      source="sampled batches"),
             Evidence("padded fraction after bucketing (expected)",
                      round(result.padded_fraction_after, 4), source="rnndoctor/stats.py"),

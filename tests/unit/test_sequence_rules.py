@@ -144,6 +144,22 @@ def test_rd501_threshold_evidence_and_code_follow_the_bucketing_plan():
     assert _findings(facts, "RD501") == []
 
 
+def test_rd501_quotes_the_recorded_padded_fraction_it_decided_on():
+    # 801 valid of 2,000 computed timesteps: 1 - 801/2000 is 0.59949999... in floating point,
+    # which prints as 59.9%, while capture records round(..., 6) = 0.5995, which prints as 60.0%
+    # (a CI run of the demo hit this: the message said 59.9%, the facts 60.0%).
+    lengths = [10] * 79 + [11]
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=25, batch=16)
+    (record,) = facts.sequences.inputs
+    record.padded_fraction = round(record.padded_fraction, 6)  # as capture/sequences.py does
+    assert f"{1 - 801 / 2000:.1%}" == "59.9%" and f"{record.padded_fraction:.1%}" == "60.0%"
+    (finding,) = _findings(facts, "RD501")
+    evidence = {e.label: e.value for e in finding.evidence}
+    assert finding.message.startswith("60.0% of the timesteps computed")
+    assert evidence["padded fraction now"] == 0.5995
+    assert "padding 60% ->" in finding.fix.title
+
+
 def test_rd502_fires_when_per_batch_padding_would_be_shorter():
     lengths = [5, 6, 7, 8] * 16
     facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=40, batch=16)
