@@ -121,7 +121,9 @@ def _workers_check(tmp_path_factory, name: str, script: str, **env: str):
 @pytest.fixture(scope="module")
 def keras2_fit(tmp_path_factory):
     pytest.importorskip("tf_keras")
-    return _workers_check(tmp_path_factory, "k2", "mwms_fit.py", TF_USE_LEGACY_KERAS="1")
+    return _workers_check(
+        tmp_path_factory, "k2", "mwms_fit.py", TF_USE_LEGACY_KERAS="1", MWMS_FIT_DIR="."
+    )
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +135,9 @@ def keras3_loop(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def keras3_fit(tmp_path_factory):
-    return _workers_check(tmp_path_factory, "k3", "mwms_fit.py", TF_USE_LEGACY_KERAS="0")
+    return _workers_check(
+        tmp_path_factory, "k3", "mwms_fit.py", TF_USE_LEGACY_KERAS="0", MWMS_FIT_DIR="."
+    )
 
 
 def _both_workers_diagnosed(doc: dict, out: Path) -> dict:

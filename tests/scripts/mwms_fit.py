@@ -1,8 +1,9 @@
 """``fit`` under MultiWorkerMirroredStrategy (``TF_CONFIG`` from ``rnndoctor check --workers``):
 a tiny LSTM through ``tf.keras``, on a pipeline that reads text files it writes to a temporary
-folder, sharded by DATA (every worker reads every file: RD704). Under ``TF_USE_LEGACY_KERAS=1``
-``tf.keras`` is tf_keras (Keras 2), whose ``fit`` trains here; without it ``tf.keras`` is
-Keras 3, whose ``fit`` fails before its first step (keras-team/keras#20585: RD706)."""
+folder (under ``MWMS_FIT_DIR`` where set), sharded by DATA (every worker reads every file:
+RD704). Under ``TF_USE_LEGACY_KERAS=1`` ``tf.keras`` is tf_keras (Keras 2), whose ``fit`` trains
+here; without it ``tf.keras`` is Keras 3, whose ``fit`` fails before its first step
+(keras-team/keras#20585: RD706)."""
 
 import os
 import tempfile
@@ -14,7 +15,9 @@ strategy = tf.distribute.MultiWorkerMirroredStrategy()
 GLOBAL_BATCH = 16
 STEPS, FEATURES = 10, 3
 
-folder = tempfile.mkdtemp(prefix="mwms-fit-")
+# MWMS_FIT_DIR: where the tests put it (a folder they own); the check ends each worker with
+# os._exit, so no cleanup of the script's own (atexit, finally) would run after the window.
+folder = tempfile.mkdtemp(prefix="mwms-fit-", dir=os.environ.get("MWMS_FIT_DIR"))
 rng = np.random.default_rng(0)
 files = []
 for i in range(4):
