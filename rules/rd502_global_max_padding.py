@@ -112,7 +112,11 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         speedup = now / after if after else 0.0
         if speedup < options.min_speedup:
             continue
-        fraction_now = bk.padded_fraction(dist.valid_steps, now)
+        fraction_now = (  # the recorded fact (round 6), as the report's sequences table shows
+            record.padded_fraction
+            if record.padded_fraction is not None
+            else bk.padded_fraction(dist.valid_steps, now)
+        )
         fraction_after = bk.padded_fraction(dist.valid_steps, after)
         padded = record.padded_lengths[0]
         expected_length = after / dist.sequences

@@ -167,6 +167,10 @@ def test_rd502_fires_when_per_batch_padding_would_be_shorter():
     after = bk.expected_padded_steps(bk.LengthDistribution.of(lengths), (), 16)
     assert finding.speedup == round(40 * 64 / after, 3)
     assert ".padded_batch(16)" in finding.fix.code
+    (record,) = facts.sequences.inputs
+    evidence = {e.label: e.value for e in finding.evidence}
+    shown = evidence["padded fraction now / with per-batch padding"]
+    assert shown.startswith(f"{record.padded_fraction:.4f} / ")  # the recorded fact
     facts.sequences.inputs[0].global_max_padding = False
     assert _findings(facts, "RD502") == []
 
