@@ -91,6 +91,11 @@ def _code(facts: Facts, record: SequenceInput, batch: int) -> tuple[str, FixSafe
     return "\n".join(lines), safety
 
 
+def _recorded(fraction: float | None, valid_steps: int, padded_steps: float) -> float:
+    """``fraction`` as capture recorded it, or ``1 - valid / padded`` where it recorded none."""
+    return fraction if fraction is not None else bk.padded_fraction(valid_steps, padded_steps)
+
+
 @rule(
     "RD502",
     "global-max-padding",
@@ -112,12 +117,9 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         speedup = now / after if after else 0.0
         if speedup < options.min_speedup:
             continue
-        fraction_now = (  # the recorded fact (round 6), as the report's sequences table shows
-            record.padded_fraction
-            if record.padded_fraction is not None
-            else bk.padded_fraction(dist.valid_steps, now)
-        )
-        fraction_after = bk.padded_fraction(dist.valid_steps, after)
+        # the recorded facts (round 6), as the report's sequences table shows them
+        fraction_now = _recorded(record.padded_fraction, dist.valid_steps, now)
+        fraction_after = _recorded(record.per_batch_padded_fraction, dist.valid_steps, after)
         padded = record.padded_lengths[0]
         expected_length = after / dist.sequences
         location, where = sq.padding_location(facts, record)

@@ -43,6 +43,8 @@ def _with_lengths(facts: Facts, lengths: list[int], padded: int, batch: int) -> 
     record.batch_sizes = [batch] * (batches - 1) + [len(lengths) - batch * (batches - 1)]
     record.padded_lengths = [padded] * batches
     record.padded_fraction = bk.padded_fraction(sum(lengths), padded * len(lengths))
+    expected = bk.expected_padded_steps(dist, (), batch)
+    record.per_batch_padded_fraction = bk.padded_fraction(sum(lengths), expected)
     record.left_padded_rows = record.holed_rows = record.fully_masked_rows = 0
     record.pad_side = "right"
     record.global_max_padding = True
@@ -167,10 +169,14 @@ def test_rd502_fires_when_per_batch_padding_would_be_shorter():
     after = bk.expected_padded_steps(bk.LengthDistribution.of(lengths), (), 16)
     assert finding.speedup == round(40 * 64 / after, 3)
     assert ".padded_batch(16)" in finding.fix.code
+    # the message and evidence quote the recorded fractions (the sequences table's), not a
+    # recomputation: stand-in values show which one is quoted
     (record,) = facts.sequences.inputs
+    record.padded_fraction, record.per_batch_padded_fraction = 0.8123, 0.2345
+    (finding,) = _findings(facts, "RD502")
     evidence = {e.label: e.value for e in finding.evidence}
-    shown = evidence["padded fraction now / with per-batch padding"]
-    assert shown.startswith(f"{record.padded_fraction:.4f} / ")  # the recorded fact
+    assert evidence["padded fraction now / with per-batch padding"] == "0.8123 / 0.2345"
+    assert "padding 81.2% -> 23.4%" in finding.message
     facts.sequences.inputs[0].global_max_padding = False
     assert _findings(facts, "RD502") == []
 
