@@ -15,8 +15,8 @@ strategy = tf.distribute.MultiWorkerMirroredStrategy()
 GLOBAL_BATCH = 16
 STEPS, FEATURES = 10, 3
 
-# MWMS_FIT_DIR: where the tests put it (a folder they own); the check ends each worker with
-# os._exit, so no cleanup of the script's own (atexit, finally) would run after the window.
+# MWMS_FIT_DIR: where the tests put it (a folder they own). The script removes nothing itself,
+# and a cleanup of its own (atexit) would not run under a check, which ends workers with os._exit.
 folder = tempfile.mkdtemp(prefix="mwms-fit-", dir=os.environ.get("MWMS_FIT_DIR"))
 rng = np.random.default_rng(0)
 files = []
