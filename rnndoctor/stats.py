@@ -113,6 +113,17 @@ def padded_fraction(valid_steps: int, padded_steps: float) -> float:
     return max(0.0, 1.0 - valid_steps / padded_steps)
 
 
+def most_common_batch_size(batch_sizes: Sequence[int]) -> int:
+    """The most common rows per sampled batch (the training batch size), the smallest on a tie.
+
+    Raises:
+        ValueError: ``batch_sizes`` is empty.
+    """
+    if not batch_sizes:
+        raise ValueError("no batch sizes")
+    return max(sorted(set(batch_sizes)), key=list(batch_sizes).count)
+
+
 def padded_steps(padded_lengths: Sequence[int], batch_sizes: Sequence[int]) -> int:
     """Timesteps computed for sampled batches: sum of ``rows x padded length`` over batches."""
     if len(padded_lengths) != len(batch_sizes):

@@ -190,9 +190,10 @@ def median(values: list[int]) -> float:
 
 
 def batch_size(record: SequenceInput) -> int:
-    """The most common rows per sampled batch (the training batch size)."""
-    sizes = record.batch_sizes or [1]
-    return max(sorted(set(sizes)), key=sizes.count)
+    """The most common rows per sampled batch (the training batch size), the smallest on a tie
+    (:func:`rnndoctor.stats.most_common_batch_size`, as capture records
+    ``per_batch_padded_fraction``); 1 where no batch was sampled."""
+    return bk.most_common_batch_size(record.batch_sizes or [1])
 
 
 # -- code for fixes ------------------------------------------------------------------------------

@@ -976,8 +976,7 @@ def _length_stats(record: SequenceInput, lengths: Any, lengths_per_batch: list[A
     )
     if len(lengths):
         dist = stats.LengthDistribution(tuple(record.length_values), tuple(counts.tolist()))
-        # the most common batch size, the smallest on a tie (as rules/_sequences.py: batch_size)
-        batch_size = max(sorted(set(record.batch_sizes)), key=record.batch_sizes.count)
+        batch_size = stats.most_common_batch_size(record.batch_sizes)
         expected = stats.expected_padded_steps(dist, (), batch_size)
         if expected > 0:
             record.per_batch_padded_fraction = round(stats.padded_fraction(valid, expected), 6)

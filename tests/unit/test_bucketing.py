@@ -160,3 +160,12 @@ def test_padding_speedup_interval_covers_the_estimate_and_narrows_with_more_samp
     assert bk.padding_speedup_interval(same, (), 32, [80, 80], [32, 32]) == (1.0, 1.0)
     with pytest.raises(ValueError):
         bk.padding_speedup_interval(same, (), 32, [], [])
+
+
+def test_the_training_batch_size_is_the_most_common_the_smallest_on_a_tie():
+    # capture (per_batch_padded_fraction) and the rules (RD501, RD502) read this one function
+    assert bk.most_common_batch_size([32, 32, 32, 7]) == 32
+    assert bk.most_common_batch_size([32, 16]) == 16  # a tie: the smallest
+    assert bk.most_common_batch_size([16, 8, 8, 16]) == 8  # set order would not decide this
+    with pytest.raises(ValueError, match="no batch sizes"):
+        bk.most_common_batch_size([])
