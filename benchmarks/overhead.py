@@ -12,8 +12,9 @@ install of that version, e.g. ``git worktree add /tmp/base main && pip install -
 --target /tmp/basepkg /tmp/base``, then ``--against /tmp/basepkg``: a source tree on
 ``PYTHONPATH`` is not enough where this rnndoctor is an editable install, whose finder still
 serves ``rnndoctor.rules`` and ``rnndoctor.reports`` from this checkout. Also prints,
-from the checks' own facts, where the check's time went (its phases). Run by hand, never in CI;
-the figures go in the README.
+from the checks' own facts, where each round's check spent its time (its phases: a probe that
+was measured again, as the batch-size probe's referee does, appears twice). Run by hand, never
+in CI; the figures go in the README.
 """
 
 from __future__ import annotations
@@ -64,8 +65,10 @@ def main() -> int:
     script = str(Path(args.script).resolve())
     arms: dict[str, list] = {"bare": [], "check": []}
     envs = {"check": None}
+    phases: dict[str, list[list[tuple[str, float, float | None]]]] = {"check": []}
     if args.against:
         arms["check of --against"] = []
+        phases["check of --against"] = []
         envs["check of --against"] = dict(os.environ, PYTHONPATH=str(Path(args.against)))
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.pairs):
@@ -75,10 +78,10 @@ def main() -> int:
             for name, env in envs.items():
                 out = Path(tmp) / f"{name.split()[-1]}-{i}"
                 arms[name].append(run_check(args.rnndoctor, ["check", script], out, Path(tmp), env))
+                phases[name].append(_phases(out))
             print(f"round {i + 1} (load {os.getloadavg()[0]:.2f}): " + ", ".join(
                 f"{n} {a[-1]['wall_s']} s {a[-1]['peak_mib']} MiB" for n, a in arms.items()),
                 file=sys.stderr)  # fmt: skip
-        phases = {n: _phases(Path(tmp) / f"{n.split()[-1]}-{args.pairs - 1}") for n in envs}
     bare = arms["bare"]
     for key, unit in (("wall_s", "s"), ("peak_mib", "MiB")):
         print(f"{key}: bare median {statistics.median(b[key] for b in bare)} {unit}")
@@ -88,10 +91,12 @@ def main() -> int:
                   f"ratios {', '.join(f'{r:.2f}' for r in ratios)}; median ratio "
                   f"{statistics.median(ratios):.2f}x")  # fmt: skip
     print(f"\nload average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
-    for arm, rows in phases.items():
-        print(f"\nphases of the last {arm} (s, and the capture's resident MiB as it started):")
-        for name, seconds, rss in rows:
-            print(f"  {seconds:7.2f}  {rss if rss is not None else '-':>7}  {name}")
+    for arm, rounds in phases.items():
+        for i, rows in enumerate(rounds):
+            print(f"\nphases of {arm}, round {i + 1} (s, and the capture's resident MiB as it "
+                  f"started; a probe named twice was measured again):")  # fmt: skip
+            for name, seconds, rss in rows:
+                print(f"  {seconds:7.2f}  {rss if rss is not None else '-':>7}  {name}")
     return 0
 
 
