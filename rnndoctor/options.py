@@ -37,7 +37,7 @@ class ExitCode(enum.IntEnum):
 
     OK = 0  # nothing at or above --fail-on
     FINDINGS = 1  # findings at or above --fail-on
-    USAGE = 2  # a missing script, a directory instead of a script, a bad option
+    USAGE = 2  # a missing script, a directory instead of a script, a bad option, a foreign --out
     SCRIPT_FAILED = 3  # the script failed before the diagnosis finished, or cannot be checked
     TIMEOUT = 4  # --timeout: every process of the script was killed
     INTERNAL = 5  # an error in rnndoctor itself

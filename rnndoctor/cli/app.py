@@ -25,7 +25,8 @@ EXIT_CODES_HELP = f"""Exit codes:
 
   {ExitCode.FINDINGS:d}  findings at or above --fail-on
 
-  {ExitCode.USAGE:d}  usage error (a missing script, a bad option)
+  {ExitCode.USAGE:d}  usage error (a missing script, a bad option, an --out holding files of yours
+     with the names a check writes)
 
   {ExitCode.SCRIPT_FAILED:d}  the script failed before the diagnosis finished (raised, exited, its process died,
      or never called Model.fit), or cannot be checked here (another Keras backend, no
@@ -52,7 +53,12 @@ app = typer.Typer(
 )
 
 Out = Annotated[
-    str | None, typer.Option("--out", help=f"Directory for the reports [default: {DEFAULTS.out}].")
+    str | None,
+    typer.Option(
+        "--out",
+        help=f"Directory for the reports [default: {DEFAULTS.out}]; files of yours there with "
+        "the names a check writes are never replaced (the check stops, exit 2).",
+    ),
 ]
 Steps = Annotated[
     int | None,

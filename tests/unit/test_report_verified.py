@@ -259,21 +259,22 @@ def test_report_command_on_a_verified_facts_json_keeps_the_verification(tmp_path
 
 
 def test_a_new_check_removes_an_earlier_verifys_files_from_its_out(tmp_path):
-    from rnndoctor.cli.check import prepare_out
+    from rnndoctor.cli.check import OUT_MARKER, prepare_out
     from rnndoctor.cli.console import Console
 
     options = dataclasses.replace(Options(), out=str(tmp_path))
     for name in ("verify.md", "fixes.patch", "report.html", "train.py"):
         (tmp_path / name).write_text("x")
     (tmp_path / "verify.json").write_text(SUMMARY.read_text())  # an earlier --verify's
+    (tmp_path / OUT_MARKER).write_text("")  # the earlier check's folder
     assert prepare_out(options, Console()) is not None
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]  # the user's file stays
+    assert sorted(p.name for p in tmp_path.iterdir()) == [OUT_MARKER, "train.py"]  # the user's
     # files of the user's with those names, and no verify.json of ours beside them: kept
     for name in ("verify.json", "verify.md", "fixes.patch"):
         (tmp_path / name).write_text("the user's own")
     assert prepare_out(options, Console()) is not None
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "fixes.patch", "train.py", "verify.json", "verify.md"
+        OUT_MARKER, "fixes.patch", "train.py", "verify.json", "verify.md"
     ]  # fmt: skip
 
 
