@@ -119,10 +119,11 @@ def _verify(
     """``--verify`` after a plain check that measured its window (``facts``: as the child saved
     them, never redacted); the exit code stays the plain check's (Ctrl-C during the runs:
     interrupted)."""
-    from rnndoctor.cli.verify import plain_facts_ok, run_verify
+    from rnndoctor.cli.verify import run_verify, verify_blocker
 
-    if code not in (ExitCode.OK, ExitCode.FINDINGS) or not plain_facts_ok(report.facts):
-        console.error("--verify skipped: the plain check did not measure its window")
+    blocker = verify_blocker(report.facts)
+    if code not in (ExitCode.OK, ExitCode.FINDINGS) or blocker:
+        console.error(f"--verify skipped: {blocker or 'the plain check did not finish'}")
         return code
     plain_s = time.monotonic() - started
     verdict = run_verify(script, script_args, options, paths.out, facts, report, plain_s, console)

@@ -194,6 +194,19 @@ def _scrubber(script: Path, options: Options) -> Callable[[str], str]:
     return make_scrubber(str(script.resolve().parent), os.getcwd())
 
 
-def plain_facts_ok(facts: Facts) -> bool:
-    """Whether the plain check measured a window to verify against."""
-    return facts.steps is not None and bool(facts.steps.samples_per_s)
+def verify_blocker(facts: Facts) -> str | None:
+    """Why ``--verify`` cannot run after this plain check, or None: the window was not measured,
+    or its samples per second, the quantity every A/B pair compares, are not known (``fit``
+    was given no batch size and the input is not a ``tf.data`` dataset whose samples a
+    window can count: a Python generator or a ``PyDataset`` makes its batches itself)."""
+    steps = facts.steps
+    if steps is None or not steps.median_step_time_ms:
+        return "the plain check did not measure its window"
+    if not steps.samples_per_s:
+        kind = facts.fit.data_kind if facts.fit is not None else None
+        source = f"a {kind} input" if kind else "this input"
+        return (
+            "the window's samples per second are not known (fit has no batch size for "
+            f"{source}), and the A/B pairs compare samples per second"
+        )
+    return None

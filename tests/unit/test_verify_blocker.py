@@ -1,0 +1,22 @@
+"""When ``--verify`` cannot run after a plain check, it says why (rnndoctor/cli/verify.py:
+verify_blocker)."""
+
+from __future__ import annotations
+
+
+def test_verify_says_why_a_window_without_samples_per_second_cannot_be_verified():
+    """A fresh user's generator-fed ``fit`` got "--verify skipped: the plain check did not
+    measure its window" after a window of 70 measured steps: the real blocker is that a
+    generator's batch size is not known, so the window has no samples per second to compare."""
+    from rnndoctor.cli.verify import verify_blocker
+    from rnndoctor.facts import Facts, FitConfig, RunInfo, StepTimes
+
+    facts = Facts(run=RunInfo(script="t.py", argv=["t.py"], cwd="/w", outcome="completed"))
+    assert verify_blocker(facts) == "the plain check did not measure its window"
+    facts.fit = FitConfig(data_kind="python_generator")
+    facts.steps = StepTimes(warmup_steps=3, measured_steps=70, median_step_time_ms=14.0)
+    reason = verify_blocker(facts)
+    assert reason is not None and "samples per second are not known" in reason
+    assert "python_generator" in reason
+    facts.steps.samples_per_s = 2285.7  # a batch size known: 32 samples in 14 ms
+    assert verify_blocker(facts) is None
