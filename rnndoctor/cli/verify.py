@@ -120,6 +120,7 @@ def run_verify(
         exit code stands).
     """
     from rnndoctor.verify import Job, verify
+    from rnndoctor.verify.run import default_budget
 
     budget, run_timeout, left = verify_limits(options, plain_s)
     estimate = run_estimate_s(facts, plain_s)
@@ -129,11 +130,13 @@ def run_verify(
     runner = make_runner(script_args, options, out)
     if left is not None:
         runner.deadline = time.monotonic() + left  # no arm waits past --timeout
+    requested = options.verify_budget or default_budget(plain_s)
     job = Job(
         script=script, out=out, runner=runner, budget_s=budget, run_timeout_s=run_timeout,
-        estimate_s=estimate,
+        estimate_s=estimate, budget_option="--timeout" if budget < requested else "--verify-budget",
     )  # fmt: skip
-    console.say(f"rnndoctor: verifying the fixes A/B (budget {budget:.0f} s)", err=True)
+    bound = ", what --timeout leaves" if job.budget_option == "--timeout" else ""
+    console.say(f"rnndoctor: verifying the fixes A/B (budget {budget:.0f} s{bound})", err=True)
     scrub = _scrubber(script, options)
     written: dict[str, Path] | None = None
     try:

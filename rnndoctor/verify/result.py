@@ -174,8 +174,11 @@ def loss_verdict(a: Sequence[float | None], b: Sequence[float | None]) -> tuple[
     return f"original {ma:.4g}, patched {mb:.4g} (median final loss)", diverged
 
 
-def measure(item: Verified, candidate: Candidate, on_cpu: bool) -> None:
-    """Fills ``item``'s measurement and status from its candidate's runs."""
+def measure(
+    item: Verified, candidate: Candidate, on_cpu: bool, budget_option: str = "--verify-budget"
+) -> None:
+    """Fills ``item``'s measurement and status from its candidate's runs; ``budget_option`` is
+    the option that bounded the verification's budget (what a reason says to raise)."""
     item.copy = str(candidate.script)
     item.runs = [asdict(r) for r in candidate.runs]
     pairs = candidate.pairs()
@@ -189,7 +192,8 @@ def measure(item: Verified, candidate: Candidate, on_cpu: bool) -> None:
         item.status, item.error = Status.FAILED, failed.error
         return
     if len(pairs) < MIN_PAIRS:
-        item.status, item.reason = Status.NOT_VERIFIABLE, _unmeasured(candidate, len(pairs))
+        item.status = Status.NOT_VERIFIABLE
+        item.reason = _unmeasured(candidate, len(pairs), budget_option)
         return
     result = paired_speedup(item.samples_per_s_a, item.samples_per_s_b)
     item.measured = round(result.ratio, 4)
@@ -206,7 +210,7 @@ def measure(item: Verified, candidate: Candidate, on_cpu: bool) -> None:
         item.status = Status.UNSAFE if diverged else Status.NOT_VERIFIABLE
         item.reason = (
             f"too few pairs to decide: {len(pairs)} (a 90% interval needs {DECISIVE_PAIRS}; "
-            "raise --verify-budget)"
+            f"raise {budget_option})"
         )
         return
     item.sign_low, item.sign_high = round(bounds[0], 4), round(bounds[1], 4)
@@ -245,8 +249,9 @@ def status_of(low: float, high: float, diverged: bool) -> Status:
     return Status.WITHIN_NOISE
 
 
-def _unmeasured(candidate: Candidate, pairs: int) -> str:
-    """Why a candidate that did not fail has fewer than ``MIN_PAIRS`` pairs."""
+def _unmeasured(candidate: Candidate, pairs: int, budget_option: str) -> str:
+    """Why a candidate that did not fail has fewer than ``MIN_PAIRS`` pairs (over budget: raise
+    ``budget_option``)."""
     if candidate.interrupted:
         return "interrupted (Ctrl-C or a stop signal)"
     short = next((r for r in candidate.runs if r.ran_out), None)
@@ -260,4 +265,4 @@ def _unmeasured(candidate: Candidate, pairs: int) -> str:
     if candidate.budget_note is not None:
         need_s, left_s = candidate.budget_note
         need = f": the rest needs about {need_s:.0f} s, {left_s:.0f} s of the budget was left"
-    return f"over budget ({pairs} of {MIN_PAIRS} A/B pairs run{need}; raise --verify-budget)"
+    return f"over budget ({pairs} of {MIN_PAIRS} A/B pairs run{need}; raise {budget_option})"

@@ -36,6 +36,9 @@ class Job:
         budget_s: seconds for all the runs together.
         run_timeout_s: the time limit of one run (seconds).
         estimate_s: a run's expected wall time before one was timed (seconds).
+        budget_option: the option that set ``budget_s`` (``--verify-budget``, or ``--timeout``
+            where what it left after the plain check was less): what a fix that ran out of
+            budget tells the user to raise.
     """
 
     script: Path
@@ -44,6 +47,7 @@ class Job:
     budget_s: float
     run_timeout_s: float
     estimate_s: float
+    budget_option: str = "--verify-budget"
 
 
 @dataclass
@@ -182,7 +186,7 @@ def verify(
         prepare([job.script, *(c.script for c in candidates)], job.run_timeout_s)
     run_all(schedule, candidates, job.estimate_s)
     for candidate in candidates:
-        measure(items[candidate.name], candidate, cpu)
+        measure(items[candidate.name], candidate, cpu, job.budget_option)
     for item in items.values():
         if item.status == Status.NOT_VERIFIABLE and item.reason is None:
             item.reason = "not run"

@@ -79,6 +79,16 @@ def test_fewer_than_two_pairs_is_not_verifiable_over_budget():
     assert item.status == Status.NOT_VERIFIABLE and "over budget" in item.reason
 
 
+def test_over_budget_names_the_option_that_set_the_budget():
+    """A fresh user ran ``--verify --timeout 30 --verify-budget 100``: the budget was the 14 s
+    that --timeout left, and every fix said "raise --verify-budget", already 100."""
+    item = Verified(fix="RD301", rules=["RD301"], title="t")
+    measure(item, _candidate([100], [150]), False, budget_option="--timeout")
+    assert item.reason.endswith("raise --timeout)"), item.reason
+    assert "--verify-budget" not in item.reason
+    assert _measured([100], [150]).reason.endswith("raise --verify-budget)")
+
+
 def test_an_original_that_failed_in_its_run_says_so():
     c = Candidate("RD301", Path("/tmp/c.py"))
     c.runs.append(Run("A", 0, "a", 5.0, None, error="OSError: disk full"))
