@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rnndoctor import __version__
+from rnndoctor import __version__, outdir
 from rnndoctor.engine import (
     Report,
     batch_min_speedup,
@@ -78,10 +78,9 @@ def diagnose(
         steps: measured steps (wall time per step, in ms, after warm-up).
         warmup_steps: steps run first and not timed.
         profile_steps: steps captured by the TF profiler (0: no profile).
-        out: directory for ``facts.json``, ``report.html``, ``report.json`` and the profile
-            logdir; None keeps the facts in memory and profiles into a temporary directory,
-            removed once the returned report is garbage collected or Python exits
-            (:class:`TemporaryFolder`; the report's notes say where it is).
+        out: directory for ``OUT_FILES`` and the profile logdir; None keeps the facts in
+            memory and profiles into a temporary directory, removed once the returned report is
+            garbage collected or Python exits (:class:`TemporaryFolder`, named in its notes).
         probe_fast_path: run the cuDNN fast-path probe on each LSTM/GRU layer.
         run_probes: after the window, run the input-only, compute-only, batch-size and
             steps_per_execution probes and the sequence sampling (they train the model a little
@@ -103,6 +102,7 @@ def diagnose(
         The :class:`rnndoctor.engine.Report` (``report.findings``, ``report.facts``).
 
     Raises:
+        rnndoctor.outdir.ForeignFiles: ``out`` holds the user's own ``OUT_FILES`` (no step run).
         Whatever the model's ``fit`` raises.
     """
     from rnndoctor.capture import sites
@@ -195,9 +195,18 @@ def _keep(report: Report, folder: TemporaryFolder | None, out: str | os.PathLike
         _write(report, out)
 
 
+# The files a diagnosis in process writes into its ``out`` (:func:`_write`, :func:`_session`).
+OUT_FILES = ("facts.json", "report.html", "report.json")
+
+
 def _profile_dir(out: str | os.PathLike) -> str:
-    """``<out>/profile`` (absolute); ``out`` is created."""
-    Path(out).mkdir(parents=True, exist_ok=True)
+    """``<out>/profile`` (absolute); ``out`` is created and marked as rnndoctor's.
+
+    Raises:
+        rnndoctor.outdir.ForeignFiles: ``out`` holds the user's own files of the names written
+            there (:data:`OUT_FILES`), which a diagnosis would replace.
+    """
+    outdir.claim(Path(out), OUT_FILES, option="out=")
     return os.path.join(os.path.abspath(out), "profile")
 
 

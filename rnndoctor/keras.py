@@ -43,6 +43,7 @@ import os
 import random
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rnndoctor.options import DEFAULTS
@@ -174,6 +175,11 @@ class _Doctor:
 
     Attributes:
         report: the :class:`rnndoctor.engine.Report`, once the diagnosis is done.
+
+    Raises:
+        rnndoctor.outdir.ForeignFiles: ``out`` holds files of the user's named ``facts.json``,
+            ``report.html`` or ``report.json`` (a ``ValueError``), which the diagnosis would
+            replace: raised here, before ``fit``.
     """
 
     def __init__(
@@ -194,6 +200,11 @@ class _Doctor:
         self.validation_data = None  # what tf_keras' Callback.__init__ sets, but its `model`
         self._chief_worker_only = None  # (a read-only property in Keras 3)
         self._supports_tf_logs = False
+        if out is not None:  # before fit starts: the user's own report files are never replaced
+            from rnndoctor import outdir
+            from rnndoctor.api import OUT_FILES
+
+            outdir.refuse_foreign(Path(out), OUT_FILES, option="out=")
         self.out = out
         self.stop_after = stop_after
         from rnndoctor.engine import batch_min_speedup, spe_share_cutoffs, unread_probes

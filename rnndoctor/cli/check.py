@@ -4,13 +4,13 @@ child, settle the facts' outcome, render, and map the result to an :class:`ExitC
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rnndoctor import outdir
 from rnndoctor.cli import supervisor
 from rnndoctor.cli.common import failed, fails, load_options, render
 from rnndoctor.cli.console import Console
@@ -25,14 +25,6 @@ LOG_NAME = "script.log"
 _FACTS_NAME = "facts.json"
 _FACTS_TMP = "facts.json.tmp"  # Facts.save writes here first, then renames
 _PROCESS_ENDED = "ProcessEnded"  # RunInfo.error_type when the child ended without saying how
-# Written into every check's --out: the folder's report files are rnndoctor's, and the next check
-# there may replace them (prepare_out). A folder without it whose files carry those names holds
-# the user's files, which a check never removes.
-OUT_MARKER = ".rnndoctor"
-_MARKER_TEXT = (
-    "This folder holds the output of `rnndoctor check`. A later check with the same --out\n"
-    "replaces its facts.json, script.log and report.* files.\n"
-)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,48 +151,23 @@ def prepare_out(options: Options, console: Console) -> CheckPaths | None:
     """Creates the report folder and removes what an earlier check left there (our files only,
     never the user's, and an earlier ``--verify``'s files: :func:`_stale_verification`); None
     after a usage error (already printed): the folder cannot be created, or it holds files with
-    the names a check writes that rnndoctor did not write (:func:`_foreign_files`: a check would
-    replace them). Marks the folder as a check's (:data:`OUT_MARKER`)."""
+    the names a check writes that rnndoctor did not write (:func:`rnndoctor.outdir.claim`: a
+    check would replace them). Marks the folder as a check's (``rnndoctor.outdir.MARKER``)."""
     from rnndoctor.reports import FILENAMES
 
     out = Path(options.out).resolve()
+    own = (_FACTS_NAME, _FACTS_TMP, LOG_NAME, *FILENAMES.values(), *_verify_names(options))
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        outdir.claim(out, own)
+    except outdir.ForeignFiles as exc:
+        console.error(str(exc))
+        return None
     except OSError as exc:
         console.error(f"cannot create the output directory {out}: {exc.strerror}")
-        return None
-    own = (_FACTS_NAME, _FACTS_TMP, LOG_NAME, *FILENAMES.values(), *_verify_names(options))
-    foreign = _foreign_files(out, own)
-    if foreign:
-        console.error(
-            f"--out {out} holds {', '.join(foreign)}, which rnndoctor did not write (no "
-            f"{OUT_MARKER} file there), and a check would replace them: choose another --out"
-        )
-        return None
-    try:
-        (out / OUT_MARKER).write_text(_MARKER_TEXT, encoding="utf-8")
-    except OSError as exc:
-        console.error(f"cannot write to the output directory {out}: {exc.strerror}")
         return None
     for stale in (_FACTS_NAME, _FACTS_TMP, *FILENAMES.values(), *_stale_verification(out)):
         (out / stale).unlink(missing_ok=True)
     return CheckPaths(out)
-
-
-def _foreign_files(out: Path, own: tuple[str, ...]) -> list[str]:
-    """The names among ``own`` (the files a check writes or replaces) that exist in ``out``
-    where the folder is not a check's: it has no :data:`OUT_MARKER` and no ``facts.json`` of
-    rnndoctor's (a JSON object with ``schema_version`` and ``run``: a check by a version that
-    wrote no marker). Empty where the folder is a check's, or holds none of those names."""
-    if (out / OUT_MARKER).is_file():
-        return []
-    try:
-        facts = json.loads((out / _FACTS_NAME).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        facts = None
-    if isinstance(facts, dict) and "schema_version" in facts and "run" in facts:
-        return []
-    return [name for name in own if (out / name).exists()]
 
 
 def _verify_names(options: Options) -> tuple[str, ...]:

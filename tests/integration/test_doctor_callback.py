@@ -99,3 +99,24 @@ def test_stop_after_ends_fit_once_the_diagnosis_is_done(flavour, tmp_path):
     assert len(history.history["loss"]) == 1  # the window fits in the first epoch
     assert doctor.report is not None and doctor.report.facts.steps.measured_steps == 3
     assert not os.path.exists("None")  # out=None writes no report folder
+
+
+def test_the_users_own_report_files_in_out_are_refused_before_fit(tmp_path):
+    """``DoctorCallback(out=)`` and ``diagnose(out=)`` never replace a file of the user's named
+    as their outputs (rnndoctor/outdir.py): they raise before any step runs."""
+    import rnndoctor
+    from rnndoctor.keras import DoctorCallback
+    from rnndoctor.outdir import ForeignFiles
+
+    (tmp_path / "report.html").write_text("<p>my own page</p>")
+    with pytest.raises(ForeignFiles, match=r"holds report\.html, which rnndoctor did not write"):
+        DoctorCallback(out=tmp_path)
+    layers = keras3.layers
+    model = keras3.Sequential([keras3.Input((10, 4)), layers.LSTM(8), layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    x = np.zeros((32, 10, 4), "float32")
+    with pytest.raises(ForeignFiles):
+        rnndoctor.diagnose(model, x, y=np.zeros((32, 1), "float32"), batch_size=8, out=tmp_path)
+    assert int(model.optimizer.iterations.numpy()) == 0  # no step ran
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]
+    assert (tmp_path / "report.html").read_text() == "<p>my own page</p>"

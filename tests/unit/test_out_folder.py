@@ -12,9 +12,10 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from rnndoctor.cli import app
-from rnndoctor.cli.check import OUT_MARKER, prepare_out
+from rnndoctor.cli.check import prepare_out
 from rnndoctor.cli.console import Console
 from rnndoctor.options import ExitCode, Options
+from rnndoctor.outdir import MARKER as OUT_MARKER
 
 runner = CliRunner()
 
@@ -87,3 +88,23 @@ def test_verify_outputs_of_the_users_are_refused_only_with_verify(tmp_path):
     verify = dataclasses.replace(plain, verify=True)
     assert prepare_out(verify, Console()) is None
     assert (tmp_path / "verify.md").read_text() == "my verification notes"
+
+
+def test_claim_marks_a_new_folder_and_refuses_a_foreign_one_without_writing(tmp_path):
+    from rnndoctor import outdir
+
+    fresh = tmp_path / "new" / "reports"
+    outdir.claim(fresh, ("report.html",))
+    assert (fresh / OUT_MARKER).is_file()
+    outdir.claim(fresh, ("report.html",))  # again: the folder is ours
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "report.html").write_text("mine")
+    try:
+        outdir.claim(theirs, ("report.html", "facts.json"), option="out=")
+    except outdir.ForeignFiles as exc:
+        assert str(exc).startswith(f"out= {theirs} holds report.html, which rnndoctor did not")
+        assert "\n" not in str(exc)
+    else:
+        raise AssertionError("a folder with the user's report.html was claimed")
+    assert sorted(p.name for p in theirs.iterdir()) == ["report.html"]

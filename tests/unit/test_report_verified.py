@@ -259,8 +259,9 @@ def test_report_command_on_a_verified_facts_json_keeps_the_verification(tmp_path
 
 
 def test_a_new_check_removes_an_earlier_verifys_files_from_its_out(tmp_path):
-    from rnndoctor.cli.check import OUT_MARKER, prepare_out
+    from rnndoctor.cli.check import prepare_out
     from rnndoctor.cli.console import Console
+    from rnndoctor.outdir import MARKER as OUT_MARKER
 
     options = dataclasses.replace(Options(), out=str(tmp_path))
     for name in ("verify.md", "fixes.patch", "report.html", "train.py"):
