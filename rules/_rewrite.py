@@ -235,6 +235,40 @@ def set_assigned_value(statement: str | None, value: str) -> str | None:
     return text[:begin] + value + text[end:]
 
 
+def set_x_call_literal(call_source: str | None, old: int, new: int) -> tuple[str, str] | None:
+    """``model.fit(batch_gen(32), epochs=2)`` with ``(32, 128)`` ->
+    ``("model.fit(batch_gen(128), epochs=2)", "batch_gen(32)")``: the call with the one integer
+    literal equal to ``old`` among the arguments of its ``x`` (its first positional argument, else
+    its ``x`` keyword) replaced by ``new``, and the user's text of that ``x`` call.
+
+    None when the source is not one call, when its ``x`` is not itself a call, or when that call
+    has not exactly one argument (positional or keyword) that is the integer literal ``old``.
+    Matched by value only: the literal is not known to be the batch size, so a fix built on it is
+    a sketch to check by hand.
+    """
+    text = (call_source or "").strip()
+    call = parse_call(text)
+    if call is None:
+        return None
+    if call.args and not isinstance(call.args[0], ast.Starred):
+        x = call.args[0]
+    else:
+        x = next((k.value for k in call.keywords if k.arg == "x"), None)
+    if not isinstance(x, ast.Call):
+        return None
+    literals = [
+        value
+        for value in (*x.args, *(k.value for k in x.keywords))
+        if isinstance(value, ast.Constant) and type(value.value) is int and value.value == old
+    ]
+    if len(literals) != 1:
+        return None
+    starts = _offsets(text)
+    begin, end = _span(text, starts, literals[0])
+    x_begin, x_end = _span(text, starts, x)
+    return text[:begin] + str(int(new)) + text[end:], text[x_begin:x_end]
+
+
 def rename_func(call_source: str | None, name: str) -> str | None:
     """The call with its callable renamed (``layers.SimpleRNN(8)`` -> ``layers.LSTM(8)``): only
     the last name of the callable changes."""

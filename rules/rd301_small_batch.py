@@ -53,7 +53,10 @@ Example:
     ``model.fit(x, y, batch_size=4)``
 
 Use instead:
-    ``model.fit(x, y, batch_size=16)`` with the learning rate scaled with the batch size
+    ``model.fit(x, y, batch_size=16)`` with the learning rate scaled with the batch size, for
+    arrays (NumPy, tensors): the only input whose batch ``fit``'s ``batch_size`` sets. A
+    ``tf.data`` pipeline, a generator or a PyDataset makes its own batches (Keras ignores
+    ``fit``'s ``batch_size`` for them): ``ds.batch(16)``, a generator that yields batches of 16.
 
 Fix safety:
     unsafe: the batch size changes the optimisation (gradient noise, steps per epoch). Scale
@@ -66,7 +69,28 @@ Fix safety:
     the option's ``default`` in its ``add_argument`` call for ``fit(...,
     batch_size=args.batch_size)`` when the script ran with that default (so that the option
     still sets the batch; a literal in the ``fit`` call would make it do nothing), else the
-    ``fit`` call; every other argument stays as written.
+    ``fit`` call; every other argument stays as written. ``fit``'s ``batch_size`` is written
+    only where ``fit`` receives arrays (``facts.data.kind``: ``DataKind.is_array``), the only
+    input Keras batches by it.
+    display-only, with the reason in the title and the code, where the batch cannot be
+    rewritten exactly where it is made:
+
+    - ``fit(..., batch_size=args.batch_size)`` run with that option given (``--batch-size 8``
+      or ``--batch-size=8`` in the script's argv, ``facts.run.argv``; an abbreviation of it
+      when its value is the batch ``fit`` ran with): the ``fit`` call keeps
+      ``args.batch_size``, and the fix says to run with ``--batch-size 16`` (the command line,
+      not the code). An option the argv does not name after the attribute (``-b 8``, one with
+      ``dest=``) is not found there (the rule reads the command line, not the parser);
+    - a generator, a PyDataset, a tf_keras ``Sequence`` or any other non-array ``x``: the
+      ``fit`` call with the one integer literal equal to the batch size in its ``x`` call
+      changed (``fit(batch_gen(32), ...)`` -> ``fit(batch_gen(128), ...)``: matched by value,
+      so it is a sketch to check), else a note at the generator's ``def`` or the PyDataset's
+      construction: "your generator yields batches of 32: make it yield batches of 128", with a
+      note that ``steps_per_epoch`` counts batches where ``fit`` sets it;
+    - a ``tf.data`` pipeline whose batch call was not recorded with its line: the dataset is
+      already batched, so the note says where it batches (its batch step, or its source where
+      it has no batch op) must change; neither ``fit``'s ``batch_size`` nor an appended
+      ``ds.batch(...)`` (batches of batches) would.
 
 Options:
     ``min_speedup`` = 1.5 (x (samples/s ratio)): the throughput ratio a larger batch must reach
@@ -84,10 +108,11 @@ References:
 from __future__ import annotations
 
 import ast
+from typing import NamedTuple
 
 from rnndoctor import dispatch
 from rnndoctor.decide import Decision, decide, describe
-from rnndoctor.facts import Facts, ProbePoint
+from rnndoctor.facts import DataKind, Facts, ProbePoint
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Location, Severity
 from rnndoctor.rules import NotEvaluated, Option, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
@@ -111,13 +136,30 @@ _GPU_SMALL_BATCH = Option(
 )
 
 
-def _fix(facts: Facts, size: int) -> tuple[str, Location | None, str | None]:
-    """The fix code, its location (the pipeline's batch call, the line that sets the name ``fit``
+class _Change(NamedTuple):
+    """What RD301's fix writes: its ``code``, its ``location``, the user's code it replaces
+    (``before``; None for a sketch), its ``safety``, and ``why`` it is display-only (added to the
+    fix's title; None for a rewrite)."""
+
+    code: str
+    location: Location | None
+    before: str | None
+    safety: FixSafety = FixSafety.UNSAFE
+    why: str | None = None
+
+
+def _fix(facts: Facts, size: int, current: int | None) -> _Change:
+    """RD301's fix from the user's batch size ``current`` to ``size``, written where the batch is
+    made (the docstring's Fix safety): for a ``tf.data`` pipeline its batch call; for arrays (the
+    only input whose batch ``fit``'s ``batch_size`` sets) the line that sets the name ``fit``
     receives as ``batch_size``, the ``add_argument`` call whose default gave
-    ``args.batch_size``, else the ``fit`` call) and the code it rewrites."""
-    data = facts.data
-    if data is not None and data.kind == "tf.data":
-        return _pipeline_fix(facts, size)
+    ``args.batch_size``, the command line where the script's arguments set it, else the ``fit``
+    call; for any other source (a generator, a PyDataset) a display-only sketch."""
+    kind = _data_kind(facts)
+    if kind == DataKind.TF_DATA:
+        return _pipeline_fix(facts, size, current)
+    if not DataKind.is_array(kind):
+        return _source_fix(facts, kind, size, current)
     fit = facts.fit
     site = fit.batch_size_location if fit else None
     source = site.call_source if site else None
@@ -125,12 +167,22 @@ def _fix(facts: Facts, size: int) -> tuple[str, Location | None, str | None]:
     if assigned is None and _is_add_argument(source):  # fit(..., batch_size=args.batch_size)
         assigned = rw.set_keyword(source, "default", str(size))
     if assigned is not None:
-        return assigned, m.to_location(site), source
+        return _Change(assigned, m.to_location(site), source)
     call = fit.location.call_source if fit and fit.location else None
+    given = _option_given(facts, call, current)
+    if given is not None:
+        return _command_line_fix(facts, given, size, current)
     code = rw.set_keyword(call, "batch_size", str(size))
     if code is None:
-        return f"model.fit(..., batch_size={size})", m.fit_location(facts), None
-    return code, m.fit_location(facts), call
+        return _Change(f"model.fit(..., batch_size={size})", m.fit_location(facts), None)
+    return _Change(code, m.fit_location(facts), call)
+
+
+def _data_kind(facts: Facts) -> str | None:
+    """The kind of ``fit``'s ``x`` (``DataFacts.kind``, else ``FitConfig.data_kind``)."""
+    if facts.data is not None:
+        return facts.data.kind
+    return facts.fit.data_kind if facts.fit else None
 
 
 def _is_add_argument(source: str | None) -> bool:
@@ -140,6 +192,159 @@ def _is_add_argument(source: str | None) -> bool:
     call = rw.parse_call(source)
     func = call.func if call is not None else None
     return isinstance(func, ast.Attribute) and func.attr == "add_argument"
+
+
+class _Given(NamedTuple):
+    """A script argument that set ``fit``'s ``batch_size=args.batch_size``: the ``attribute``
+    as the ``fit`` call writes it, the ``option`` as the command line typed it
+    (``--batch-size``), its ``value`` as typed, and ``sep`` between them (``" "`` or ``"="``)."""
+
+    attribute: str
+    option: str
+    value: str
+    sep: str
+
+
+def _option_given(facts: Facts, call: str | None, current: int | None) -> _Given | None:
+    """The script argument that set ``fit``'s ``batch_size=NAME.ATTR`` (keyword, or third
+    positional argument), read from the script's argv (``facts.run.argv``, before any
+    ``--``): the last ``--OPTION VALUE`` or ``--OPTION=VALUE`` whose option is ``ATTR`` with
+    dashes for underscores (``--batch-size`` or ``--batch_size`` for ``args.batch_size``:
+    argparse's ``dest``), or a prefix of it (argparse's abbreviations, ``--batch``) whose value
+    is the batch ``fit`` ran with, ``current``. None when ``fit`` passes no such attribute or no
+    such argument was given (an option named otherwise, ``-b 8`` or ``dest=``, is not found:
+    the rule sees the command line, not the parser)."""
+    node = rw.parse_call(call)
+    if node is None or facts.run is None:
+        return None
+    value = next((k.value for k in node.keywords if k.arg == "batch_size"), None)
+    if (
+        value is None
+        and len(node.args) > 2
+        and not any(isinstance(a, ast.Starred) for a in node.args[:3])
+    ):
+        value = node.args[2]  # Model.fit(x, y, batch_size, ...)
+    if not (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)):
+        return None
+    dest = value.attr
+    argv = list(facts.run.argv[1:])
+    given = None
+    for i, token in enumerate(argv):
+        if token == "--":
+            break
+        if not token.startswith("--") or len(token) < 3:
+            continue
+        option, sep, typed = token.partition("=")
+        if not sep:
+            sep, typed = " ", argv[i + 1] if i + 1 < len(argv) else ""
+        name = option[2:].replace("-", "_")
+        if name == dest or (name and dest.startswith(name) and _int(typed) == current):
+            given = _Given(ast.unparse(value), option, typed, sep)
+    return given
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def _command_line_fix(facts: Facts, given: _Given, size: int, current: int | None) -> _Change:
+    """``fit(..., batch_size=args.batch_size)`` run with ``--batch-size 8``: the option sets the
+    batch, so the fix is to the command line (display-only), and the ``fit`` call stays as it
+    is (a literal there would make the option do nothing)."""
+    ran = f"{given.option}{given.sep}{given.value}"
+    run = f"{given.option}{given.sep}{size}"
+    if _int(given.value) == current:
+        first = f"# run the script with {run} in place of {ran} ({given.attribute} = {size});"
+    else:  # the script changed the value after parsing it
+        first = (
+            f"# the script ran with {ran} and fit's batch was {current}: give {given.option} the "
+            f"value\n# that makes it {size} ({given.attribute} = {size} at the fit call);"
+        )
+    code = (
+        f"{first}\n# keep fit(..., batch_size={given.attribute}) as it is: a literal there would "
+        f"make {given.option} do nothing"
+    )
+    why = f"display-only: the command line sets the batch ({ran}): the change is to the command"
+    return _Change(code, m.fit_location(facts), None, FixSafety.DISPLAY_ONLY, why)
+
+
+# The sources that make their own batches, which ``fit``'s ``batch_size`` does not set (Keras 3
+# ``Model.fit``: "Do not specify the batch_size if your input data x is a keras.utils.PyDataset,
+# tf.data.Dataset, torch.utils.data.DataLoader or Python generator function since they generate
+# batches"; Keras 2 ignores it for a Sequence): what each is called, and how it makes a batch.
+_SOURCES = {
+    DataKind.PYTHON_GENERATOR: ("generator", "your generator yields", "make it yield"),
+    DataKind.PY_DATASET: ("PyDataset", "your PyDataset's __getitem__ returns", "make it return"),
+    DataKind.TF_KERAS_SEQUENCE: ("Sequence", "your Sequence's __getitem__ returns",
+                                 "make it return"),
+}  # fmt: skip
+
+
+def _source_fix(facts: Facts, kind: str | None, size: int, current: int | None) -> _Change:
+    """The fix where ``fit``'s ``x`` is not an array (a generator, a PyDataset, or a kind the
+    rule does not know): ``fit``'s ``batch_size`` does not set its batches, so no ``fit(...,
+    batch_size=)`` rewrite. A display-only sketch: the ``fit`` call with the one integer literal
+    equal to the batch size in its ``x`` call changed (``batch_gen(32)`` -> ``batch_gen(128)``,
+    :func:`rnndoctor.rules._rewrite.set_x_call_literal`), else a note at the line that makes
+    the source (the generator's ``def``, the PyDataset's construction) saying where the batch
+    must change."""
+    known = kind in _SOURCES
+    name, makes, make = _SOURCES[kind] if known else (kind or "input of unknown kind", "", "")
+    reason = (
+        f"fit's batch_size does not apply to a {name}: the {name} makes the batch"
+        if known
+        else f"fit's batch_size applies only where Keras batches x itself (NumPy arrays, "
+        f"tensors), and x is a {name}"
+    )
+    call = facts.fit.location.call_source if facts.fit and facts.fit.location else None
+    changed = rw.set_x_call_literal(call, current, size) if current else None
+    steps = _steps_note(facts, size, current)
+    if changed is not None:
+        code, source = changed
+        lines = [
+            code,
+            f"# display-only: {current}, the one argument of {source} equal to the batch size, "
+            "is taken to set it",
+            f"# ({reason})",
+            *steps,
+        ]
+        why = f"display-only: {source} is taken to make the batch ({reason})"
+        return _Change("\n".join(lines), m.fit_location(facts), None, FixSafety.DISPLAY_ONLY, why)
+    now = f"batches of {current}" if current else "its batches"
+    if known:
+        first = f"# {makes} {now}: {make} batches of {size}"
+    else:
+        first = f"# set the batch size where the {name} given to fit makes {now} to {size}"
+    data = facts.data
+    location = m.to_location(data.location) if data and data.location else m.fit_location(facts)
+    code = "\n".join([first, f"# ({reason})", *steps])
+    return _Change(code, location, None, FixSafety.DISPLAY_ONLY, f"display-only: {reason}")
+
+
+def _steps_note(facts: Facts, size: int, current: int | None) -> list[str]:
+    """A note where ``fit`` has ``steps_per_epoch``: it counts batches, so a larger batch makes
+    each epoch more samples."""
+    steps = facts.fit.steps_per_epoch if facts.fit else None
+    if not steps or not current or size % current:
+        return []
+    times = size // current
+    keep = f" (steps_per_epoch={steps // times} keeps them)" if steps % times == 0 else ""
+    return [
+        f"# steps_per_epoch={steps} counts batches: at batch {size} an epoch is {times}x the "
+        f"samples{keep}"
+    ]
+
+
+def _batch_fix(facts: Facts, title: str, change: _Change) -> Fix:
+    """The finding's fix: ``change`` under ``title`` (with why it is display-only, where it
+    is), made display-only for a stateful RNN (:func:`_stateful_fix`)."""
+    if change.why:
+        title = f"{title}; {change.why}"
+    fix = Fix(title=title, code=change.code, safety=change.safety, before=change.before)
+    return _stateful_fix(facts, fix)
 
 
 def _stateful_fix(facts: Facts, fix: Fix) -> Fix:
@@ -163,16 +368,23 @@ def _stateful_fix(facts: Facts, fix: Fix) -> Fix:
     )
 
 
-def _pipeline_fix(facts: Facts, size: int) -> tuple[str, Location | None, str | None]:
+def _pipeline_fix(facts: Facts, size: int, current: int | None) -> _Change:
+    """The fix of a ``tf.data`` pipeline: its bucketing or batch call rewritten, else (no such
+    call recorded with its line) a display-only sketch that says where the batch is made."""
     data = facts.data
+    if data is None:
+        return _dataset_sketch(facts, size, current)
     buckets = [n for n in m.nodes_of(facts, "bucket") if n.location is not None]
     if data.batch_kind == "bucket" and buckets:
         loc = buckets[-1].location
-        code = _with_bucket_batch_sizes(loc.call_source, size) or (
-            f"ds = ds.bucket_by_sequence_length(length_fn, BOUNDARIES, "
-            f"bucket_batch_sizes=[{size}] * (len(BOUNDARIES) + 1))"
-        )
-        return code, m.to_location(loc), loc.call_source
+        code = _with_bucket_batch_sizes(loc.call_source, size)
+        if code is None:  # a sketch with placeholder names: it replaces no code as written
+            sketch = (
+                f"ds = ds.bucket_by_sequence_length(length_fn, BOUNDARIES, "
+                f"bucket_batch_sizes=[{size}] * (len(BOUNDARIES) + 1))"
+            )
+            return _Change(sketch, m.to_location(loc), None)
+        return _Change(code, m.to_location(loc), loc.call_source)
     for kind in ("batch", "padded_batch"):
         nodes = [n for n in m.nodes_of(facts, kind) if n.location is not None]
         if nodes:
@@ -183,9 +395,36 @@ def _pipeline_fix(facts: Facts, size: int) -> tuple[str, Location | None, str | 
             else:  # a Keras util (timeseries_dataset_from_array...): its batch_size keyword
                 code = rw.set_keyword(call, "batch_size", str(size))
             if code is None:
-                return f"ds = ds.{kind}({size})", m.to_location(node.location), None
-            return code, m.to_location(node.location), call
-    return f"ds = ds.batch({size})", m.to_location(data.location), None
+                return _Change(f"ds = ds.{kind}({size})", m.to_location(node.location), None)
+            return _Change(code, m.to_location(node.location), call)
+    return _dataset_sketch(facts, size, current)
+
+
+def _dataset_sketch(facts: Facts, size: int, current: int | None) -> _Change:
+    """A ``tf.data`` pipeline whose batch call was not recorded with its line: the dataset
+    ``fit`` receives is already batched (Keras iterates it as it is), so neither ``fit``'s
+    ``batch_size`` nor an appended ``ds.batch(...)`` (batches of batches) changes the batch. A
+    display-only note at the pipeline's line: where the pipeline batches, or, with no batch op
+    in its graph, its source (``from_generator`` of batches), must make batches of ``size``."""
+    data = facts.data
+    now = f"batches of {current}" if current else "its batches"
+    batch_kind = data.batch_kind if data else None
+    batch_kind = batch_kind or next(
+        (k for k in ("batch", "padded_batch") if m.nodes_of(facts, k)), None
+    )
+    if batch_kind is not None:
+        where = f"your pipeline's {batch_kind} step makes {now}: set its batch size to {size}"
+    elif data is not None and data.nodes:  # the graph was read, and holds no batch op
+        where = (
+            f"your dataset's source yields {now} (the pipeline has no batch op): make it yield "
+            f"batches of {size}"
+        )
+    else:
+        where = f"set the batch size where your pipeline makes {now} to {size}"
+    reason = "fit's batch_size does not apply to a dataset: the dataset makes the batch"
+    code = f"# {where}\n# ({reason}; appending .batch({size}) would batch its batches)"
+    location = m.to_location(data.location) if data and data.location else m.fit_location(facts)
+    return _Change(code, location, None, FixSafety.DISPLAY_ONLY, f"display-only: {reason}")
 
 
 def _with_bucket_batch_sizes(call: str | None, size: int) -> str | None:
@@ -289,7 +528,7 @@ def _measured_finding(
                              best.value / base.value),
         *m.noisy_evidence(facts),
     )  # fmt: skip
-    code, location, before = _fix(facts, best.value)
+    change = _fix(facts, best.value, base.value)
     return [
         finding(
             severity=severity,
@@ -299,20 +538,14 @@ def _measured_finding(
                 f"batch {best.value} "
                 f"against {base.samples_per_s:,.0f} at {base.value} ({quoted} samples/s)."
             ),
-            location=location,
+            location=change.location,
             evidence=evidence,
-            fix=_stateful_fix(
+            fix=_batch_fix(
                 facts,
-                Fix(
-                    title=(
-                        f"Use batch size {best.value}, and scale the learning rate with it "
-                        f"(x{best.value // base.value}, the linear scaling rule) in your "
-                        "optimizer: the code below changes the batch size only"
-                    ),
-                    code=code,
-                    safety=FixSafety.UNSAFE,
-                    before=before,
-                ),
+                f"Use batch size {best.value}, and scale the learning rate with it "
+                f"(x{best.value // base.value}, the linear scaling rule) in your "
+                "optimizer: the code below changes the batch size only",
+                change,
             ),
             gain=(
                 f"measured compute-only throughput {quoted} samples/s at batch "
@@ -355,7 +588,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     env = facts.environment
     size = m.batch_size(facts)
     if env is not None and env.gpu_count and size and size < options.gpu_small_batch:
-        code, location, before = _fix(facts, options.gpu_small_batch)
+        change = _fix(facts, options.gpu_small_batch, size)
         why = facts.probes.batch_probe_not_measured or "the batch-size probe did not run"
         return [
             finding(
@@ -364,16 +597,10 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                     f"Batch size {size} on a GPU: most of the device idles at this size "
                     "(the batch-size probe could not measure it)."
                 ),
-                location=location,
+                location=change.location,
                 evidence=(*evidence, Evidence("batch size", size, "", "fit")),
-                fix=_stateful_fix(
-                    facts,
-                    Fix(
-                        title="Try a larger batch, and scale the learning rate with it",
-                        code=code,
-                        safety=FixSafety.UNSAFE,
-                        before=before,
-                    ),
+                fix=_batch_fix(
+                    facts, "Try a larger batch, and scale the learning rate with it", change
                 ),
                 gain=f"not measured: {why}",
             )

@@ -1,0 +1,285 @@
+"""RD301's fix where the batch is made (a fresh user's two reports): ``fit``'s ``batch_size``
+is rewritten only for arrays, the one input Keras batches by it; a generator, a PyDataset or an
+already batched ``tf.data`` dataset gets a display-only sketch that says where the batch is
+made; and ``fit(..., batch_size=args.batch_size)`` run with ``--batch-size`` given keeps the
+option, the fix being to the command line. Pure: rules on facts, no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+from test_rules_input_batch import check_finding, facts, loc, pipeline, run, with_batch_probe
+
+from rnndoctor.facts import DataFacts, DataNode, Facts, SourceLocation
+from rnndoctor.findings import Severity
+from rnndoctor.rules import _rewrite as rw
+
+GEN_FIT = "model.fit(batch_gen(32), steps_per_epoch=100, epochs=2, verbose=2)"
+
+
+def _code_lines(code: str) -> list[str]:
+    """The fix's lines that are code, not comments."""
+    lines = (line.strip() for line in code.splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def _source_facts(kind: str, fit_call: str, location: SourceLocation | None = None) -> Facts:
+    """A run whose ``fit`` got ``kind`` (not arrays) at batch 32, with the probe measuring
+    2.5x samples/s at batch 128 (a warning)."""
+    data = DataFacts(kind=kind, reiterable=kind != "python_generator", location=location)
+    f = with_batch_probe(facts(data=data), [(32, 2.0, None), (64, 2.4, None), (128, 3.2, None)])
+    f.fit.location = loc(33, fit_call)
+    f.fit.batch_size = None  # what the capture records for a source that makes its batches
+    return f
+
+
+def _rd301(f: Facts):
+    _, findings = run(f, "RD301")
+    (finding,) = findings
+    check_finding(finding, "RD301")
+    ast.parse(finding.fix.code)  # the sketch parses, comments and all
+    return finding
+
+
+# -- defect 1: no fit(batch_size=) rewrite where the source makes the batch ------------------
+
+
+def test_a_generator_call_with_the_batch_literal_is_changed_in_a_display_only_sketch():
+    f = _source_facts("python_generator", GEN_FIT, loc(17, None))
+    f.fit.steps_per_epoch = 100
+    finding = _rd301(f)
+    assert finding.severity is Severity.WARNING  # the finding itself is unchanged
+    fix = finding.fix
+    assert fix.safety == "display-only" and fix.before is None
+    assert "batch_size" not in _code_lines(fix.code)[0]  # no fit(batch_size=) that does nothing
+    assert _code_lines(fix.code) == [
+        "model.fit(batch_gen(128), steps_per_epoch=100, epochs=2, verbose=2)"
+    ]  # the one literal changed, every other argument as written
+    assert "fit's batch_size does not apply to a generator" in fix.code
+    assert "display-only" in fix.title and "batch_gen(32)" in fix.title
+    assert "steps_per_epoch=100 counts batches" in fix.code  # 4x the samples per epoch now
+    assert "steps_per_epoch=25 keeps them" in fix.code
+    assert finding.location.line == 33  # the fit line it sketches
+
+
+def test_a_generator_passed_by_name_gets_a_note_at_its_def():
+    f = _source_facts("python_generator", "model.fit(gen, epochs=2)", loc(17, None))
+    fix = (finding := _rd301(f)).fix
+    assert fix.safety == "display-only" and fix.before is None
+    assert _code_lines(fix.code) == []  # a note, no code to paste
+    assert "your generator yields batches of 32: make it yield batches of 128" in fix.code
+    assert "fit's batch_size does not apply to a generator" in fix.code
+    assert finding.location.line == 17  # the generator's def: where the batch is made
+    assert "steps_per_epoch" not in fix.code  # fit does not set it here
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "model.fit(batch_gen(32, 32), epochs=2)",  # two literals equal to the batch: which one?
+        "model.fit(batch_gen(16), epochs=2)",  # no literal equal to the batch
+        "model.fit(batch_gen(size=32, seq=32), epochs=2)",
+        "model.fit(batch_gen(True), epochs=2)",  # not an integer literal
+    ],
+)
+def test_no_literal_is_changed_unless_exactly_one_equals_the_batch_size(call):
+    f = _source_facts("python_generator", call, loc(17, None))
+    fix = _rd301(f).fix
+    assert fix.safety == "display-only"
+    assert _code_lines(fix.code) == []
+    assert "make it yield batches of 128" in fix.code
+
+
+def test_a_pydataset_built_in_the_fit_line_has_its_batch_literal_changed():
+    call = "model.fit(\n    Windows(x, y, batch_size=32),  # ours\n    epochs=2,\n)"
+    fix = _rd301(_source_facts("keras.PyDataset", call, loc(15, None))).fix
+    assert fix.safety == "display-only" and fix.before is None
+    assert fix.code.startswith(
+        "model.fit(\n    Windows(x, y, batch_size=128),  # ours\n    epochs=2,\n)"
+    )
+    assert "fit's batch_size does not apply to a PyDataset" in fix.code
+
+
+def test_a_pydataset_built_elsewhere_gets_a_note_at_its_construction():
+    f = _source_facts("keras.PyDataset", "model.fit(train, epochs=2)", loc(15, None))
+    finding = _rd301(f)
+    assert finding.fix.safety == "display-only" and _code_lines(finding.fix.code) == []
+    assert "your PyDataset's __getitem__ returns batches of 32" in finding.fix.code
+    assert "make it return batches of 128" in finding.fix.code
+    assert finding.location.line == 15
+
+
+def test_a_tf_keras_sequence_is_never_given_fit_batch_size():
+    f = _source_facts("tf_keras.Sequence", "model.fit(train, epochs=2, batch_size=32)", None)
+    finding = _rd301(f)
+    assert finding.fix.safety == "display-only" and _code_lines(finding.fix.code) == []
+    assert "fit's batch_size does not apply to a Sequence" in finding.fix.code
+    assert finding.location.line == 33  # no construction site: the fit line
+
+
+def test_an_input_of_unknown_kind_gets_no_fit_batch_size_rewrite():
+    fix = _rd301(_source_facts("DataLoader", "model.fit(loader, epochs=2)")).fix
+    assert fix.safety == "display-only" and _code_lines(fix.code) == []
+    assert "x is a DataLoader" in fix.code and "to 128" in fix.code
+
+
+def test_an_already_batched_dataset_whose_batch_line_is_unknown_gets_a_note_not_ds_batch():
+    batch = DataNode(name="BatchDatasetV2/_3", op="BatchDatasetV2", kind="batch",
+                     attrs={"batch_size": 32})  # fmt: skip
+    data = pipeline(
+        DataNode(name="TensorSliceDataset/_1", op="TensorSliceDataset", kind="source",
+                 location=loc(20, "tf.data.Dataset.from_tensor_slices((x, y))")),
+        batch,
+    )  # fmt: skip
+    data.location, data.batch_kind = loc(22, None), "batch"
+    f = with_batch_probe(facts(data=data), [(32, 2.0, None), (128, 3.2, None)])
+    finding = _rd301(f)
+    fix = finding.fix
+    assert fix.safety == "display-only" and fix.before is None
+    assert _code_lines(fix.code) == []  # neither ds.batch(128) (batches of batches) nor fit's
+    assert "batch step makes batches of 32: set its batch size to 128" in fix.code
+    assert "fit's batch_size does not apply to a dataset" in fix.code
+    assert finding.location.line == 22
+
+
+def test_a_dataset_with_no_batch_op_says_its_source_makes_the_batches():
+    data = pipeline(
+        DataNode(name="FlatMapDataset/_2", op="FlatMapDataset", kind="source",
+                 location=loc(20, "tf.data.Dataset.from_generator(gen)"), python=True),
+    )  # fmt: skip
+    f = with_batch_probe(facts(data=data), [(32, 2.0, None), (128, 3.2, None)])
+    fix = _rd301(f).fix
+    assert fix.safety == "display-only" and _code_lines(fix.code) == []
+    assert "your dataset's source yields batches of 32" in fix.code
+
+
+def test_a_located_batch_call_is_still_rewritten():
+    f = with_batch_probe(facts(), [(32, 2.0, None), (128, 3.2, None)])  # ds.batch(32), line 24
+    fix = _rd301(f).fix
+    assert (fix.code, fix.before, fix.safety) == ("ds.batch(128)", "ds.batch(32)", "unsafe")
+
+
+@pytest.mark.parametrize("kind", ["numpy", "numpy (multi-input)", "tensor"])
+def test_arrays_keep_the_fit_batch_size_rewrite(kind):
+    f = with_batch_probe(facts(data=DataFacts(kind=kind)), [(32, 2.0, None), (128, 3.2, None)])
+    f.fit.location = loc(33, "model.fit(x, y, epochs=2, verbose=2)")
+    fix = _rd301(f).fix
+    assert fix.code == "model.fit(x, y, epochs=2, verbose=2, batch_size=128)"
+    assert fix.before == "model.fit(x, y, epochs=2, verbose=2)" and fix.safety == "unsafe"
+
+
+def test_the_gpu_fix_without_a_probe_changes_the_generator_literal_too():
+    f = _source_facts("python_generator", GEN_FIT, loc(17, None))
+    f.environment.gpu_count = 1
+    f.probes.batch_probe = []
+    f.probes.batch_probe_not_measured = "the compute-only probe did not run"
+    finding = _rd301(f)
+    assert finding.severity is Severity.INFO
+    assert finding.fix.safety == "display-only"
+    assert _code_lines(finding.fix.code) == [
+        "model.fit(batch_gen(64), steps_per_epoch=100, epochs=2, verbose=2)"
+    ]
+
+
+# -- defect 2: --batch-size given on the command line keeps working ---------------------------
+
+ARGS_FIT = (
+    "model.fit(x, y, epochs=args.epochs, batch_size=args.batch_size, validation_split=0.2,\n"
+    "          callbacks=cbs, verbose=2)"
+)
+
+
+def _argv_facts(*args: str, used: int = 8) -> Facts:
+    """``fit(..., batch_size=args.batch_size)`` on arrays, run as ``train.py ARGS``, ``fit`` at
+    batch ``used``; no ``add_argument`` site (the capture records none when argv may set the
+    option); the probe measures 3.7x samples/s at 4x the batch."""
+    f = with_batch_probe(
+        facts(data=DataFacts(kind="numpy")), [(used, 2.0, None), (used * 2, 2.0, None),
+                                              (used * 4, 2.2, None)]
+    )  # fmt: skip
+    f.run.argv = [f.run.script, *args]
+    f.fit.location = loc(31, ARGS_FIT)
+    f.fit.batch_size = f.steps.batch_size = used
+    f.fit.batch_size_location = None
+    return f
+
+
+def test_an_explicit_batch_size_option_is_kept_and_the_fix_is_to_the_command_line():
+    f = _argv_facts("--batch-size", "8", "--outdir", "/tmp/runs")
+    finding = _rd301(f)
+    fix = finding.fix
+    assert fix.safety == "display-only" and fix.before is None  # not a rewrite of the code
+    assert _code_lines(fix.code) == []  # no fit(batch_size=32): a note about the command
+    assert "batch_size=args.batch_size" in fix.code  # the fit call stays as it is
+    assert "run the script with --batch-size 32 in place of --batch-size 8" in fix.code
+    assert "command line" in fix.title and "learning rate" in fix.title
+    assert finding.location.line == 31
+
+
+@pytest.mark.parametrize(
+    ("argv", "ran", "run_with"),
+    [
+        (["--batch-size=8"], "--batch-size=8", "--batch-size=32"),
+        (["--batch_size", "8"], "--batch_size 8", "--batch_size 32"),
+        (["--epochs", "3", "--batch", "8"], "--batch 8", "--batch 32"),  # argparse abbreviation
+    ],
+)
+def test_the_option_is_quoted_as_the_command_line_typed_it(argv, ran, run_with):
+    fix = _rd301(_argv_facts(*argv)).fix
+    assert fix.safety == "display-only"
+    assert f"run the script with {run_with} in place of {ran}" in fix.code
+
+
+def test_an_option_given_with_another_value_than_fit_used_is_still_not_overridden():
+    fix = _rd301(_argv_facts("--batch-size", "16")).fix  # the script halved it after parsing
+    assert fix.safety == "display-only" and fix.before is None
+    assert "ran with --batch-size 16 and fit's batch was 8" in fix.code
+    assert "args.batch_size = 32" in fix.code
+
+
+def test_arguments_that_do_not_set_the_option_leave_the_rewrite_as_it_was():
+    # the default gave the value: the capture recorded the add_argument call, rewritten there
+    f = _argv_facts("--outdir", "/tmp/runs", "--batch-norm", "1")
+    f.fit.batch_size_location = loc(10, 'p.add_argument("--batch-size", type=int, default=8)')
+    fix = _rd301(f).fix
+    assert fix.code == 'p.add_argument("--batch-size", type=int, default=32)'
+    assert fix.safety == "unsafe"
+    # an abbreviation whose value is not fit's batch is another option (--b for --beta)
+    f = _argv_facts("--b", "0.9")
+    assert _rd301(f).fix.before == ARGS_FIT
+    # a token after "--" is not an option of the script's parser
+    f = _argv_facts("--", "--batch-size", "8")
+    assert _rd301(f).fix.before == ARGS_FIT
+
+
+def test_a_literal_batch_size_is_rewritten_whatever_the_argv():
+    f = _argv_facts("--batch-size", "8")
+    f.fit.location = loc(31, "model.fit(x, y, batch_size=8)")
+    fix = _rd301(f).fix
+    assert (fix.code, fix.safety) == ("model.fit(x, y, batch_size=32)", "unsafe")
+
+
+# -- rules._rewrite.set_x_call_literal ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        (GEN_FIT, ("model.fit(batch_gen(128), steps_per_epoch=100, epochs=2, verbose=2)",
+                   "batch_gen(32)")),
+        ("model.fit(x=gen(data, bs=32), epochs=2)",
+         ("model.fit(x=gen(data, bs=128), epochs=2)", "gen(data, bs=32)")),
+        ("model.fit(\n    gen(32),  # keep\n    epochs=2,\n)",
+         ("model.fit(\n    gen(128),  # keep\n    epochs=2,\n)", "gen(32)")),
+        ("model.fit(gen, epochs=32)", None),  # x is no call
+        ("model.fit(gen(32, 32))", None),
+        ("model.fit(gen(32.0))", None),
+        ("model.fit(gen(True))", None),
+        ("model.fit(*xs)", None),
+        ("not a call(", None),
+    ],
+)  # fmt: skip
+def test_set_x_call_literal(call, expected):
+    assert rw.set_x_call_literal(call, 32, 128) == expected
