@@ -281,19 +281,23 @@ def rename_func(call_source: str | None, name: str) -> str | None:
     return text[: end - len(old)] + name + text[end:]
 
 
-FIT_DATA_KEYWORDS = ("x", "y", "batch_size", "validation_split", "shuffle")
-_FIT_REFUSED = ("sample_weight", "class_weight", "validation_data", "steps_per_epoch")
+FIT_DATA_KEYWORDS = ("x", "y", "batch_size", "validation_split", "shuffle", "sample_weight")
+# read too, and kept in the call: how the rewrite treats validation_split and the validation batch
+_FIT_KEPT_READ = ("validation_data", "validation_batch_size")
+_FIT_REFUSED = ("class_weight", "steps_per_epoch")
 
 
 def fit_data_arguments(call_source: str | None) -> dict[str, str] | None:
     """The user's source text of what a ``model.fit(x, y, batch_size=..., validation_split=...,
-    shuffle=...)`` call passes for its data, for a rewrite that moves them into a dataset:
-    keys ``x``, ``y``, and ``batch_size``, ``validation_split``, ``shuffle`` when written.
+    shuffle=..., sample_weight=...)`` call passes for its data, for a rewrite that moves them
+    into a dataset: keys ``x``, ``y``, and ``batch_size``, ``validation_split``, ``shuffle``,
+    ``sample_weight``, ``validation_data``, ``validation_batch_size`` when written.
 
-    None when the call is no ``.fit(...)``, passes no ``x`` and ``y`` as plain names or
-    attributes, passes anything past ``y`` by position, ``*args`` or ``**kwargs``, or an
-    argument a dataset cannot carry the same way (``sample_weight``, ``class_weight``,
-    ``validation_data``, ``steps_per_epoch``).
+    None when the call is no ``.fit(...)``, passes no ``x`` and ``y`` (or a ``sample_weight``)
+    as plain names or attributes, passes anything past ``y`` by position, ``*args`` or
+    ``**kwargs``, or an argument a dataset cannot carry the same way (``class_weight``: Keras
+    maps it over a dataset's batches from a table as long as its largest key, unlike arrays;
+    ``steps_per_epoch``: Keras does not restart a dataset each epoch).
     """
     text = (call_source or "").strip()
     call = parse_call(text)
@@ -305,20 +309,27 @@ def fit_data_arguments(call_source: str | None) -> dict[str, str] | None:
     if None in keywords or any(name in keywords for name in _FIT_REFUSED):
         return None
     given: dict[str, ast.expr] = dict(zip(("x", "y"), call.args, strict=False))
-    given.update({k: v for k, v in keywords.items() if k in FIT_DATA_KEYWORDS})
-    if not all(isinstance(given.get(k), (ast.Name, ast.Attribute)) for k in ("x", "y")):
+    given.update(
+        {k: v for k, v in keywords.items() if k in FIT_DATA_KEYWORDS or k in _FIT_KEPT_READ}
+    )
+    named = ("x", "y", "sample_weight") if "sample_weight" in given else ("x", "y")
+    if not all(isinstance(given.get(k), (ast.Name, ast.Attribute)) for k in named):
         return None
     return {k: ast.get_source_segment(text, v) or ast.unparse(v) for k, v in given.items()}
 
 
 def move_fit_data(call_source: str | None, dataset: str, validation: str | None) -> str | None:
     """The ``fit`` call with its data moved into ``dataset`` (Python source): ``x`` (first
-    argument) replaced by it, ``y``, ``batch_size``, ``validation_split`` and ``shuffle`` removed,
-    and ``validation_data=validation`` added when given. Every other argument keeps the user's
-    text. None when :func:`fit_data_arguments` refuses the call.
+    argument) replaced by it, ``y``, ``batch_size``, ``validation_split``, ``shuffle`` and
+    ``sample_weight`` removed, and ``validation_data=validation`` added when given. Where the
+    call keeps its own ``validation_data`` and writes ``batch_size`` (Keras validated in batches
+    of it: ``validation_batch_size or batch_size``), ``validation_batch_size`` is set to it
+    unless written. Every other argument keeps the user's text. None when
+    :func:`fit_data_arguments` refuses the call.
     """
     text = (call_source or "").strip()
-    if fit_data_arguments(text) is None:
+    given = fit_data_arguments(text)
+    if given is None:
         return None
     call = parse_call(text)
     assert call is not None
@@ -327,10 +338,13 @@ def move_fit_data(call_source: str | None, dataset: str, validation: str | None)
         text = text[:begin] + dataset + text[end:]
     else:
         text = set_keyword(text, "x", dataset) or text
-    for name in ("y", "batch_size", "validation_split", "shuffle"):
+    for name in ("y", "batch_size", "validation_split", "shuffle", "sample_weight"):
         text = _remove_argument(text, name, 1 if name == "y" else None)
     if validation is not None:
         text = set_keyword(text, "validation_data", validation) or text
+    elif "validation_data" in given and "batch_size" in given:
+        if "validation_batch_size" not in given:
+            text = set_keyword(text, "validation_batch_size", given["batch_size"]) or text
     return text
 
 

@@ -9,6 +9,7 @@ and their cuDNN fast-path probe.
 from __future__ import annotations
 
 import ast
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -221,6 +222,231 @@ def data_names(facts: Facts) -> tuple[str, str]:
     return names[0], names[1]
 
 
+# Keras 3's ``Model.fit`` parameters in their order (keras/src/trainers/trainer.py: Trainer.fit):
+# a call's positional arguments, read by name.
+FIT_PARAMETERS = (
+    "x", "y", "batch_size", "epochs", "verbose", "callbacks", "validation_split",
+    "validation_data", "shuffle", "class_weight", "sample_weight", "initial_epoch",
+    "steps_per_epoch", "validation_steps", "validation_batch_size", "validation_freq",
+)  # fmt: skip
+# The kinds of ``fit``'s ``x`` (``DataKind``) that ``from_tensor_slices`` takes under the user's
+# own name; None: not recorded (facts from before the kind was).
+_ARRAY_KINDS = (None, "numpy", "numpy (multi-input)", "tensor")
+
+
+@dataclass(frozen=True)
+class FitData:
+    """The user's ``fit`` data as the padding fixes' pipelines (RD501, RD502) write it.
+
+    ``x``, ``y``: the names the call gives its input and target arrays (plain names or
+    attributes), else the placeholders ``x`` / ``y``, which ``head`` names as such.
+    ``weights``: the source text of its ``sample_weight``, which the pipeline carries as each
+    element's third part (``fit`` on a dataset raises on ``sample_weight``); None without one.
+    ``shuffle``: the source text of its ``shuffle`` where written. ``head``: comment lines to
+    put above the code (the placeholders). ``notes``: comment lines to put after the pipeline:
+    the ``fit`` call on it (what to leave out, what to keep) and, per argument the pipeline does
+    not carry, what to do with it. ``exact``: the names are the user's and every argument is
+    carried or kept as it is; False makes the fix display-only.
+    """
+
+    x: str
+    y: str
+    weights: str | None
+    shuffle: str | None
+    head: tuple[str, ...]
+    notes: tuple[str, ...]
+    exact: bool
+
+    @property
+    def arrays(self) -> list[str]:
+        """``[x_tr, y_tr]`` or ``[x_tr, y_tr, w_tr]``: the parts of the pipeline's elements."""
+        return [self.x, self.y] + ([self.weights] if self.weights else [])
+
+    @property
+    def parameters(self) -> str:
+        """``x, y`` or ``x, y, w``: the parameters of a function mapped over the elements."""
+        return "x, y, w" if self.weights else "x, y"
+
+    @property
+    def shuffled(self) -> bool:
+        """Whether the pipeline shuffles: Keras' default (True) unless ``shuffle=False``."""
+        return self.shuffle != "False"
+
+
+def _comment(text: str) -> list[str]:
+    return textwrap.wrap(
+        text, 96, initial_indent="# ", subsequent_indent="# ", break_long_words=False,
+        break_on_hyphens=False,
+    )  # fmt: skip
+
+
+def _and(names: list[str]) -> str:
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+
+
+def _fit_arguments(facts: Facts) -> tuple[dict[str, ast.expr], list[str]] | None:
+    """The recorded ``fit`` (or ``rnndoctor.diagnose``) call's arguments by parameter name, and
+    the text of those it passes that cannot be named (``*args``, ``**kwargs``, past the last
+    parameter); None where no such call was recorded or it does not parse."""
+    loc = facts.fit.location if facts.fit else None
+    node = fp.parse_call(loc.call_source if loc else None)
+    func = node.func if node is not None else None
+    called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if node is None or called not in ("fit", "diagnose"):
+        return None
+    names = ("model", "x") if called == "diagnose" else FIT_PARAMETERS
+    given: dict[str, ast.expr] = {}
+    unread: list[str] = []
+    for i, arg in enumerate(node.args):
+        if isinstance(arg, ast.Starred) or i >= len(names):
+            unread.append(ast.unparse(arg))
+        else:
+            given[names[i]] = arg
+    for keyword in node.keywords:
+        if keyword.arg is None:
+            unread.append(f"**{ast.unparse(keyword.value)}")
+        else:  # diagnose(model, data=...): data is fit's x
+            given["x" if (called, keyword.arg) == ("diagnose", "data") else keyword.arg] = (
+                keyword.value
+            )
+    return given, unread
+
+
+def fit_data(facts: Facts) -> FitData:
+    """What the user's ``fit`` call (or ``rnndoctor.diagnose``) passes for its data, for the
+    padding fixes' pipelines: see :class:`FitData`.
+
+    Names are the user's where ``fit`` takes arrays (``facts.fit.data_kind``) under plain names
+    or attributes; otherwise (a generator, a ``PyDataset``, an expression, no recorded call)
+    the code says ``x`` / ``y`` and a comment marks them as placeholders. ``sample_weight`` is
+    carried into the pipeline; ``batch_size``, ``shuffle`` and ``y`` move into it; ``fit`` keeps
+    every other argument, ``validation_data`` included (``validation_batch_size`` set to the
+    ``batch_size`` it was validated with, where written). Not carried exactly, each with its
+    comment: ``class_weight`` (kept in ``fit``: Keras maps it over a dataset's batches,
+    ``keras/src/trainers/data_adapters/tf_dataset_adapter.py``: ``make_class_weight_map_fn``,
+    gathering from a table as long as the dict's largest key, so a label above that key fails on
+    a CPU and weighs 0 on a GPU, where arrays weigh it 1.0), ``validation_split`` (Keras raises
+    on it with a dataset; beside ``validation_data`` Keras ignores it, and so does the code),
+    ``steps_per_epoch`` (Keras reads a dataset on across epochs without restarting it) and
+    arguments that cannot be named (``**kwargs``).
+    """
+    kind = facts.fit.data_kind if facts.fit else None
+    read = _fit_arguments(facts)
+    given, unread = read if read is not None else ({}, [])
+
+    def own(name: str) -> bool:
+        value = given.get(name)
+        return kind in _ARRAY_KINDS and isinstance(value, (ast.Name, ast.Attribute))
+
+    x = ast.unparse(given["x"]) if own("x") else "x"
+    y = ast.unparse(given["y"]) if own("y") else "y"
+    placeholders = [
+        f"{name} (your {what})"
+        for name, what in (("x", "padded input array"), ("y", "target array"))
+        if not own(name)
+    ]
+    head: list[str] = []
+    if placeholders:
+        if read is None:
+            where = "the fit call was not recorded"
+        elif "x" not in given:
+            where = "the fit call passes no x"
+        else:
+            where = f"fit takes {ast.unparse(given['x'])}"
+            where += f", a {kind}" if kind not in _ARRAY_KINDS else ""
+        head = _comment(
+            "A sketch: placeholders, not names from your script: "
+            f"{' and '.join(placeholders)} ({where})."
+        )
+    value = given.get("sample_weight")
+    weights = None
+    if value is not None and not (isinstance(value, ast.Constant) and value.value is None):
+        weights = ast.unparse(value)
+    shuffle = ast.unparse(given["shuffle"]) if "shuffle" in given else None
+    data = FitData(x, y, weights, shuffle, tuple(head), (), not placeholders)
+    notes, exact = _fit_notes(data, given, unread, recorded=read is not None)
+    return FitData(x, y, weights, shuffle, tuple(head), tuple(notes), data.exact and exact)
+
+
+def _fit_line(given: dict[str, ast.expr], uncarried: bool) -> str:
+    """The comment on the ``fit`` call that takes the pipeline: what to leave out, what to add."""
+    validation = "validation_data" in given
+    out = [n for n in ("y", "batch_size", "sample_weight", "shuffle") if n in given]
+    if "validation_split" in given and validation:
+        out.append("validation_split")
+    line = "model.fit(dataset, ...), the dataset as x"
+    if out:
+        them = "them" if len(out) > 1 else "it"
+        line += f": leave out {_and(out)} (the dataset holds {them}"
+        ignored = "; Keras ignores validation_split beside validation_data"
+        line += (ignored if "validation_split" in out else "") + ")"
+    if validation and "batch_size" in given and "validation_batch_size" not in given:
+        size = ast.unparse(given["batch_size"])
+        line += f", add validation_batch_size={size} (validation_data was batched by batch_size)"
+    return (
+        line
+        + "; keep every other argument as it is"
+        + (", but for those below" if uncarried else "")
+    )
+
+
+def _fit_notes(
+    data: FitData, given: dict[str, ast.expr], unread: list[str], recorded: bool
+) -> tuple[list[str], bool]:
+    """The comment lines after the pipeline (:class:`FitData`'s ``notes``), and whether every
+    argument is carried or kept as it is."""
+    split = ast.unparse(given["validation_split"]) if "validation_split" in given else None
+    split_alone = split is not None and "validation_data" not in given
+    exact = not ({"class_weight", "steps_per_epoch"} & given.keys() or unread or split_alone)
+    notes = _comment(_fit_line(given, not exact) + ".")
+    if not recorded:
+        notes = _comment(
+            "model.fit(dataset, ...): leave out y, batch_size, shuffle and sample_weight (the "
+            "dataset holds them); validation_split does not apply to a dataset, so pass "
+            "validation_data (built the same way from held-out arrays)."
+        )
+    if data.weights is not None:
+        notes += _comment(
+            f"sample_weight={data.weights} rides in the dataset as each element's third part "
+            "(fit raises on sample_weight with a dataset)."
+        )
+    if "class_weight" in given:
+        notes += _comment(
+            f"class_weight={ast.unparse(given['class_weight'])}: keep it in fit: Keras weighs "
+            "the dataset's batches by it (tf_dataset_adapter.py: make_class_weight_map_fn) as it "
+            "did the arrays only where no label is above the dict's largest key (such a label: "
+            "an error on a CPU, weight 0 on a GPU; on arrays, weight 1.0): list every class in it."
+        )
+    if split_alone:
+        notes += _comment(
+            f"validation_split={split} is not carried (fit raises on it with a dataset): Keras "
+            "validated on the last part of the arrays; with "
+            f"n = int(len({data.x}) * (1 - {split})), build this dataset from "
+            f"{', '.join(f'{a}[:n]' for a in data.arrays)} and validation_data the same way, "
+            f"unshuffled, from {', '.join(f'{a}[n:]' for a in data.arrays)}."
+        )
+    if "steps_per_epoch" in given:
+        notes += _comment(
+            f"steps_per_epoch={ast.unparse(given['steps_per_epoch'])} is not carried: Keras "
+            "reads a dataset on from epoch to epoch without restarting it (a finite one runs out "
+            "of data), and this one holds other batches than fit took: leave it out to go "
+            "through the data once an epoch, or add .repeat() and count this dataset's batches."
+        )
+    if data.shuffle is not None and data.shuffle not in ("True", "False"):
+        notes += _comment(
+            f"shuffle={data.shuffle}: the .shuffle above shuffles the whole training set each "
+            'epoch (with "batch", Keras shuffled within batch-sized chunks); leave it out '
+            f"where {data.shuffle} is False."
+        )
+    if unread:
+        notes += _comment(
+            f"fit also gets {', '.join(unread)}, not read here: what it holds is not carried "
+            "(a sample_weight in it goes into the dataset as its third part; batch_size, "
+            "shuffle and validation_split out of fit)."
+        )
+    return notes, exact
+
+
 def pad_step_code(record: SequenceInput, module: str = "tf") -> str:
     """The pad step as code: the value (``-1``, ``0.0``), or the one-hot vector
     (``tf.one_hot(3, 40)`` / ``np.eye(40)[3]``)."""
@@ -264,15 +490,33 @@ def valid_steps_expr(record: SequenceInput, var: str) -> tuple[str, str]:
     return f"tf.not_equal({var}, {value!r})", comment
 
 
-def unpad_function(record: SequenceInput, per_step_targets: bool) -> list[str]:
+def unpad_function(
+    record: SequenceInput, per_step_targets: bool, weights: bool = False
+) -> list[str]:
     """``def unpad(x, y)``: drops the padded steps of one (unbatched) sequence and, when the
-    targets are per step, the same steps of the targets."""
+    targets are per step, the same steps of the targets.
+
+    ``weights``: the elements carry ``fit``'s ``sample_weight`` as a third part,
+    ``def unpad(x, y, w)``: a weight per sample passes as it is; with per-step targets a weight
+    per step (its first dimension is the sequence's length) loses the same steps as the targets.
+    """
     expr, comment = valid_steps_expr(record, "x")
     y_out = "tf.boolean_mask(y, valid)" if per_step_targets else "y"
+    if not weights:
+        return [
+            "def unpad(x, y):",
+            f"    valid = {expr}  # {comment}",
+            f"    return tf.boolean_mask(x, valid), {y_out}",
+        ]
+    per_step = [
+        "    if w.shape.rank and w.shape[0] == valid.shape[0]:  # a weight per step, as y",
+        "        w = tf.boolean_mask(w, valid)",
+    ]
     return [
-        "def unpad(x, y):",
+        "def unpad(x, y, w):",
         f"    valid = {expr}  # {comment}",
-        f"    return tf.boolean_mask(x, valid), {y_out}",
+        *(per_step if per_step_targets else []),
+        f"    return tf.boolean_mask(x, valid), {y_out}, w",
     ]
 
 

@@ -35,7 +35,10 @@ Example:
 
 Use instead:
     ``tf.data.Dataset.from_tensor_slices((x, y)).map(unpad).bucket_by_sequence_length(length,
-    BOUNDARIES, BATCH_SIZES)`` with the boundaries the finding gives. Without a mask (the pad
+    BOUNDARIES, BATCH_SIZES)`` with the boundaries the finding gives; where ``fit`` takes
+    ``sample_weight=w``, the elements are ``(x, y, w)`` (``length`` reads ``x`` only; a weight
+    per step loses the padded steps with the targets), since ``fit`` raises on
+    ``sample_weight`` with a dataset. Without a mask (the pad
     step found in the data, ``pad_value``: a zero, ``-1``, another pad id, a one-hot vector),
     also a mask that keeps the cuDNN fast path of the installed Keras: ``Embedding(...,
     mask_zero=True)`` with the pad id remapped to 0 where it is not 0, or
@@ -44,13 +47,22 @@ Use instead:
 
 Fix safety:
     unsafe: batches then hold sequences of similar lengths and come in another order, which can
-    change convergence a little; ``fit`` takes the dataset instead of arrays (no
-    ``validation_split``: pass ``validation_data``). Where ``fit`` takes arrays of token ids
-    under a mask, by name (``fit(x, y, batch_size=..., validation_split=..., shuffle=...)``),
-    the fix is a rewrite of that ``fit`` line (``rnndoctor check --verify`` measures it): the
-    pipeline above it, and the call with ``x`` replaced by the bucketed dataset and every other
-    argument kept; ``validation_split`` becomes the same last part of the arrays as
-    ``validation_data``. A ``tf.data`` pipeline's fix stays a sketch to adapt by hand.
+    change convergence a little; ``fit`` takes the dataset instead of arrays. The fix carries
+    every argument of the user's ``fit`` or says in a comment what to do with it:
+    ``sample_weight`` rides in the dataset, ``validation_data`` stays (with
+    ``validation_batch_size`` set to the ``batch_size`` it was validated with),
+    ``validation_split`` becomes the same last part of the arrays (weights included) as
+    ``validation_data``. Where ``fit`` takes arrays of token ids under a mask, by name
+    (``fit(x, y, batch_size=..., validation_split=..., shuffle=..., sample_weight=w,
+    validation_data=...)``), the fix is a rewrite of that ``fit`` line (``rnndoctor check
+    --verify`` measures it): the pipeline above it, and the call with ``x`` replaced by the
+    bucketed dataset and every other argument kept. Otherwise it is the pipeline with comments,
+    ``display-only`` where it must be adapted by hand: a ``tf.data`` pipeline; placeholder names
+    ``x`` / ``y``, marked so (``fit`` takes a generator, a ``PyDataset``, an expression, or was
+    not recorded); an argument it cannot carry exactly, each named with what to do:
+    ``class_weight`` (Keras weighs a dataset's batches by it as it did arrays only where no
+    label is above the dict's largest key), ``validation_split``, ``steps_per_epoch`` (Keras
+    does not restart a dataset each epoch), ``**kwargs``.
 
 Options:
     ``min_padded_fraction`` = 0.3 (fraction of the timesteps): the measured padded fraction of
@@ -102,27 +114,14 @@ def bucket_code(
     facts: Facts, record: SequenceInput, result: bk.BucketPlan
 ) -> tuple[str, FixSafety]:
     """Ready-to-paste bucketing code and its safety (``unsafe``, or ``display-only`` where the
-    pipeline cannot be written from the facts)."""
-    x, y = sq.data_names(facts)
+    pipeline cannot be written from the facts: a ``tf.data`` pipeline, placeholder names, an
+    argument of ``fit`` the pipeline does not carry exactly; :func:`sq.fit_data`)."""
+    data = sq.fit_data(facts)
     per_step = bool(record.targets_per_step)
     kind = facts.fit.data_kind if facts.fit else None
-    head = [
-        "import tensorflow as tf",
-        "",
-        f"BOUNDARIES = {list(result.boundaries)}  # from {record.sequences} sampled lengths",
-        f"BATCH_SIZES = [{result.batch_sizes[0]}] * (len(BOUNDARIES) + 1)",
-        "",
-        "",
-        *sq.unpad_function(record, per_step),
-        "",
-        "",
-        "def length(x, y):",
-        "    return tf.shape(x)[0]",
-        "",
-        "",
-    ]
     bucket = "    .bucket_by_sequence_length(length, BOUNDARIES, BATCH_SIZES)"
     if kind == "tf.data":
+        head = _head(record, result, sq.unpad_function(record, per_step), "x, y")
         body = [
             "# in your pipeline, on single (unbatched) sequences, in place of batch/padded_batch:",
             "dataset = (",
@@ -132,25 +131,49 @@ def bucket_code(
             ")",
         ]
         return "\n".join(head + body), FixSafety.DISPLAY_ONLY
+    unpad = sq.unpad_function(record, per_step, weights=data.weights is not None)
+    head = _head(record, result, unpad, data.parameters)
     body = [
+        *data.head,
         "dataset = (",
-        f"    tf.data.Dataset.from_tensor_slices(({x}, {y}))",
+        f"    tf.data.Dataset.from_tensor_slices(({', '.join(data.arrays)}))",
         "    .map(unpad, num_parallel_calls=tf.data.AUTOTUNE)",
         "    .cache()",
-        f"    .shuffle(len({x}))",
+        *([f"    .shuffle(len({data.x}))"] if data.shuffled else []),
         bucket,
         "    .prefetch(tf.data.AUTOTUNE)",
         ")",
-        "# model.fit(dataset, ...): drop batch_size; validation_split does not apply to a",
-        "# dataset, so pass validation_data (built the same way from held-out arrays).",
+        *data.notes,
         "# The model's Input must take any length: keras.Input(shape=(None, ...)).",
     ]
     if not record.mask_used:
         advice, lines = sq.mask_advice(record)
         body += ["", f"# no mask is used: {advice[0].lower()}{advice[1:]}", *lines]
-    rewritable = kind in (None, "numpy") and record.input_rank in (2, 3)
+    rewritable = kind in (None, "numpy") and record.input_rank in (2, 3) and data.exact
     safety = FixSafety.UNSAFE if rewritable else FixSafety.DISPLAY_ONLY
     return "\n".join(head + body), safety
+
+
+def _head(
+    record: SequenceInput, result: bk.BucketPlan, unpad: list[str], parameters: str
+) -> list[str]:
+    """The sketch's definitions: the boundaries, ``unpad`` and ``length`` (which reads ``x``
+    only, whatever else the elements hold)."""
+    return [
+        "import tensorflow as tf",
+        "",
+        f"BOUNDARIES = {list(result.boundaries)}  # from {record.sequences} sampled lengths",
+        f"BATCH_SIZES = [{result.batch_sizes[0]}] * (len(BOUNDARIES) + 1)",
+        "",
+        "",
+        *unpad,
+        "",
+        "",
+        f"def length({parameters}):",
+        "    return tf.shape(x)[0]",
+        "",
+        "",
+    ]
 
 
 def fit_rewrite(facts: Facts, record: SequenceInput, result: bk.BucketPlan) -> Fix | None:
@@ -164,8 +187,14 @@ def fit_rewrite(facts: Facts, record: SequenceInput, result: bk.BucketPlan) -> F
     the arrays (``keras/src/trainers/data_adapters/array_slicing.py``:
     ``train_validation_split``) as ``validation_data``, ``shuffle`` (default True) a
     ``Dataset.shuffle`` of the whole training set; every other argument keeps the user's text
-    (:func:`rnndoctor.rules._rewrite.move_fit_data`). The statement is replaced from its line's
-    start (``history = model.fit(...)`` keeps ``history = ``), the definitions above it.
+    (:func:`rnndoctor.rules._rewrite.move_fit_data`). ``sample_weight`` (a plain name or
+    attribute) becomes each element's third part, split with the arrays by ``validation_split``
+    as Keras splits it; the user's own ``validation_data`` stays, with ``validation_batch_size``
+    set to the written ``batch_size`` it was validated with (Keras: ``validation_batch_size or
+    batch_size``), and makes ``validation_split`` void, as in Keras. ``class_weight`` and
+    ``steps_per_epoch`` keep the sketch (:func:`rnndoctor.rules._rewrite.fit_data_arguments`).
+    The statement is replaced from its line's start (``history = model.fit(...)`` keeps
+    ``history = ``), the definitions above it.
     """
     fit = facts.fit
     loc = fit.location if fit else None
@@ -182,38 +211,20 @@ def fit_rewrite(facts: Facts, record: SequenceInput, result: bk.BucketPlan) -> F
     first = loc.call_source.split("\n", 1)[0]
     code_line = loc.code or first
     prefix = code_line[: code_line.index(first)] if first in code_line else ""
-    x, y = given["x"], given["y"]
-    unpad = [line.replace("def unpad(", "def rd501_unpad(") for line in
-             sq.unpad_function(record, bool(record.targets_per_step))]  # fmt: skip
-    block = [
-        "import tensorflow as tf",
-        "",
-        f"RD501_BOUNDARIES = {list(result.boundaries)}  # from {record.sequences} sampled lengths",
-        "",
-        "",
-        *unpad,
-        "",
-        "",
-        "def rd501_bucketed(x, y, shuffle):",
-        "    dataset = tf.data.Dataset.from_tensor_slices((x, y))",
-        "    dataset = dataset.map(rd501_unpad, num_parallel_calls=tf.data.AUTOTUNE).cache()",
-        "    if shuffle:",
-        "        dataset = dataset.shuffle(len(x))",
-        "    return dataset.bucket_by_sequence_length(",
-        "        lambda x, y: tf.shape(x)[0],",
-        "        RD501_BOUNDARIES,",
-        f"        [{given.get('batch_size', '32')}] * (len(RD501_BOUNDARIES) + 1),",
-        "    ).prefetch(tf.data.AUTOTUNE)",
-        "",
-        "",
-    ]
+    arrays = [given["x"], given["y"]]
+    if "sample_weight" in given:  # per-sample (or per-step) weights: each element's third part
+        arrays.append(given["sample_weight"])
+    block = _bucketed_block(record, result, given.get("batch_size", "32"), len(arrays) == 3)
     shuffle = given.get("shuffle", "True")
-    train, validation = f"rd501_bucketed({x}, {y}, {shuffle})", None
-    if "validation_split" in given:
-        block.append(f"rd501_split = int(len({x}) * (1 - {given['validation_split']}))  "
+    train, validation = f"rd501_bucketed({', '.join(arrays)}, {shuffle})", None
+    # beside validation_data, Keras ignores validation_split (and move_fit_data drops it)
+    if "validation_split" in given and "validation_data" not in given:
+        block.append(f"rd501_split = int(len({arrays[0]}) * (1 - {given['validation_split']}))  "
                      "# fit's validation_split: the last part")  # fmt: skip
-        train = f"rd501_bucketed({x}[:rd501_split], {y}[:rd501_split], {shuffle})"
-        validation = f"rd501_bucketed({x}[rd501_split:], {y}[rd501_split:], False)"
+        head = ", ".join(f"{a}[:rd501_split]" for a in arrays)
+        tail = ", ".join(f"{a}[rd501_split:]" for a in arrays)
+        train = f"rd501_bucketed({head}, {shuffle})"
+        validation = f"rd501_bucketed({tail}, False)"
     call = rw.move_fit_data(loc.call_source, train, validation)
     if call is None:
         return None
@@ -226,6 +237,39 @@ def fit_rewrite(facts: Facts, record: SequenceInput, result: bk.BucketPlan) -> F
         before=prefix + loc.call_source,
         location=fp.to_location(loc),
     )
+
+
+def _bucketed_block(
+    record: SequenceInput, result: bk.BucketPlan, batch_size: str, weights: bool
+) -> list[str]:
+    """The definitions above the rewritten ``fit``: the boundaries, ``rd501_unpad`` and
+    ``rd501_bucketed`` over ``(x, y)`` elements, or ``(x, y, w)`` with ``fit``'s
+    ``sample_weight``; the bucket length reads ``x`` only."""
+    names = "x, y, w" if weights else "x, y"
+    unpad = [line.replace("def unpad(", "def rd501_unpad(") for line in
+             sq.unpad_function(record, bool(record.targets_per_step), weights)]  # fmt: skip
+    return [
+        "import tensorflow as tf",
+        "",
+        f"RD501_BOUNDARIES = {list(result.boundaries)}  # from {record.sequences} sampled lengths",
+        "",
+        "",
+        *unpad,
+        "",
+        "",
+        f"def rd501_bucketed({names}, shuffle):",
+        f"    dataset = tf.data.Dataset.from_tensor_slices(({names}))",
+        "    dataset = dataset.map(rd501_unpad, num_parallel_calls=tf.data.AUTOTUNE).cache()",
+        "    if shuffle:",
+        "        dataset = dataset.shuffle(len(x))",
+        "    return dataset.bucket_by_sequence_length(",
+        f"        lambda {names}: tf.shape(x)[0],",
+        "        RD501_BOUNDARIES,",
+        f"        [{batch_size}] * (len(RD501_BOUNDARIES) + 1),",
+        "    ).prefetch(tf.data.AUTOTUNE)",
+        "",
+        "",
+    ]
 
 
 def _changes(buckets: int, shuffle: str) -> str:

@@ -28,11 +28,25 @@ Example:
     ``x = pad_sequences(seqs, maxlen=200)`` where most batches' longest sequence has 120 steps.
 
 Use instead:
-    ``tf.data.Dataset.from_tensor_slices((x, y)).map(unpad).shuffle(n).padded_batch(64)``.
+    ``tf.data.Dataset.from_tensor_slices((x, y)).map(unpad).shuffle(n).padded_batch(64)``;
+    ``from_tensor_slices((x, y, w))`` where ``fit`` takes ``sample_weight=w`` (``fit`` raises
+    on ``sample_weight`` with a dataset). In a ``tf.data`` pipeline: ``padded_batch`` in place
+    of ``batch``.
 
 Fix safety:
-    unsafe: ``fit`` takes a dataset instead of arrays (pass ``validation_data`` instead of
-    ``validation_split``); the batches themselves hold the same kind of random samples.
+    unsafe: ``fit`` takes a dataset instead of arrays; the batches themselves hold the same
+    kind of random samples (no ``.shuffle`` where ``fit`` says ``shuffle=False``). The code
+    carries every argument of the user's ``fit`` or says in a comment what to do with it
+    (``rnndoctor.rules._sequences.fit_data``): ``sample_weight`` rides in the dataset,
+    ``y``, ``batch_size`` and ``shuffle`` move into it, ``validation_data`` stays (with
+    ``validation_batch_size`` set to the ``batch_size`` it was validated with).
+    ``display-only`` where the code must be adapted by hand: a ``tf.data`` pipeline;
+    placeholder names ``x`` / ``y``, marked so (``fit`` takes a generator, a ``PyDataset``, an
+    expression, or was not recorded); an argument it cannot carry exactly, each named with what
+    to do: ``class_weight`` (Keras weighs a dataset's batches by it as it did arrays only where
+    no label is above the dict's largest key), ``validation_split`` (pass ``validation_data``:
+    the same last part of the arrays), ``steps_per_epoch`` (Keras does not restart a dataset
+    each epoch), ``**kwargs``.
 
 Options:
     ``min_speedup`` = 1.05 (x (estimated step-time speedup)): the estimated speedup from which
@@ -67,26 +81,51 @@ MIN_SPEEDUP = Option(
 
 
 def _code(facts: Facts, record: SequenceInput, batch: int) -> tuple[str, FixSafety]:
-    x, y = sq.data_names(facts)
+    """The per-batch padding pipeline and its safety: ``unsafe`` on arrays fed to ``fit`` under
+    their names with every argument carried (``sample_weight`` into the pipeline:
+    :func:`sq.fit_data`), else ``display-only`` (a ``tf.data`` pipeline to change in place,
+    placeholder names, an argument the comments say how to carry)."""
+    kind = facts.fit.data_kind if facts.fit else None
+    per_step = bool(record.targets_per_step)
+    padded = f"    .padded_batch({batch})  # each batch padded to its own longest sequence"
+    if kind == "tf.data":
+        lines = [
+            "import tensorflow as tf",
+            "",
+            "",
+            *sq.unpad_function(record, per_step),
+            "",
+            "",
+            "# in your pipeline, on single (unbatched) sequences, in place of batch:",
+            "dataset = (",
+            "    dataset.map(unpad, num_parallel_calls=tf.data.AUTOTUNE)",
+            padded,
+            "    .prefetch(tf.data.AUTOTUNE)",
+            ")",
+            "# The model's Input must take any length: keras.Input(shape=(None, ...)).",
+        ]
+        return "\n".join(lines), FixSafety.DISPLAY_ONLY
+    data = sq.fit_data(facts)
     lines = [
         "import tensorflow as tf",
         "",
         "",
-        *sq.unpad_function(record, bool(record.targets_per_step)),
+        *sq.unpad_function(record, per_step, weights=data.weights is not None),
         "",
         "",
+        *data.head,
         "dataset = (",
-        f"    tf.data.Dataset.from_tensor_slices(({x}, {y}))",
+        f"    tf.data.Dataset.from_tensor_slices(({', '.join(data.arrays)}))",
         "    .map(unpad, num_parallel_calls=tf.data.AUTOTUNE)",
         "    .cache()",
-        f"    .shuffle(len({x}))",
-        f"    .padded_batch({batch})  # each batch padded to its own longest sequence",
+        *([f"    .shuffle(len({data.x}))"] if data.shuffled else []),
+        padded,
         "    .prefetch(tf.data.AUTOTUNE)",
         ")",
-        "# model.fit(dataset, ...): drop batch_size; pass validation_data, not validation_split",
+        *data.notes,
+        "# The model's Input must take any length: keras.Input(shape=(None, ...)).",
     ]
-    kind = facts.fit.data_kind if facts.fit else None
-    rewritable = kind in (None, "numpy") and record.input_rank in (2, 3)
+    rewritable = kind in (None, "numpy") and record.input_rank in (2, 3) and data.exact
     safety = FixSafety.UNSAFE if rewritable else FixSafety.DISPLAY_ONLY
     return "\n".join(lines), safety
 

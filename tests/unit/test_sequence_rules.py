@@ -276,8 +276,9 @@ def test_rd501_rewrites_a_fit_on_masked_token_arrays_and_keeps_its_other_argumen
     "call",
     [
         "model.fit(x, y, 16, 3)",  # batch_size by position
-        "model.fit(x, y, sample_weight=w)",  # a weight a dataset would carry differently
-        "model.fit(x, y, validation_data=(xv, yv))",
+        "model.fit(x, y, class_weight=cw)",  # Keras weighs a dataset's batches differently
+        "model.fit(x, y, steps_per_epoch=10)",  # a dataset is not restarted each epoch
+        "model.fit(x, y, sample_weight=w[idx])",  # weights not under a plain name
         "model.fit(data[0], y)",  # no plain name
         "model.fit(x, y, **extra)",
     ],
