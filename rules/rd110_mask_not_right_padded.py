@@ -95,8 +95,17 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
             )
             return Fix(title, "\n".join(lines), FixSafety.UNSAFE, before="\n".join(before))
     if record.left_padded_rows:
+        seen = record.padding_location is not None
         code = "\n".join(
             [
+                *(
+                    []
+                    if seen
+                    else [
+                        "# no pad_sequences call was seen: your own code pads at the start",
+                        "# (e.g. out[-len(ids):] = ids); put the valid steps first there, or:",
+                    ]
+                ),
                 f"{x} = keras.utils.pad_sequences(sequences, padding='post')  # pads at the end",
                 "# or, in a tf.data pipeline, pad per batch at the end:",
                 "dataset = dataset.padded_batch(batch_size)",
