@@ -18,6 +18,7 @@ from rnndoctor.facts import Facts, RNNLayer, SequenceInput
 from rnndoctor.findings import Evidence, Location
 from rnndoctor.rules import Option
 from rnndoctor.rules import _fastpath as fp
+from rnndoctor.rules import _rewrite as rw
 
 # The padding rules' (RD501, RD502) error cut-off on the estimated speedup, as a rule option.
 ERROR_SPEEDUP = Option(
@@ -548,11 +549,24 @@ def require_sampled(facts: Facts) -> None:
     raise NotEvaluated(f"sequences were not sampled: {sequences.not_measured}")
 
 
-def mask_advice(record: SequenceInput) -> tuple[str, list[str]]:
+def embedding_call(facts: Facts) -> str | None:
+    """The source of the model's ``Embedding(...)`` call where it has exactly one Embedding
+    layer and its call was recorded (``model.layers[].location``), else None."""
+    layers = [info for info in (facts.model.layers if facts.model else []) if info.class_name
+              == "Embedding"]  # fmt: skip
+    if len(layers) != 1 or layers[0].location is None:
+        return None
+    return layers[0].location.call_source
+
+
+def mask_advice(record: SequenceInput, embedding: str | None = None) -> tuple[str, list[str]]:
     """For an unmasked input with padding: a sentence and the code of a mask that the installed
     Keras 3 keeps on the cuDNN fast path (``keras/src/backend/tensorflow/rnn.py``: a mask must
     be right-padded): ``Embedding(mask_zero=True)`` with pad id 0 (another pad id is remapped to
-    0 first), or ``Masking(mask_value=...)`` on features, with the padding at the end."""
+    0 first, and the vocabulary grows by one), or ``Masking(mask_value=...)`` on features, with
+    the padding at the end. ``embedding``: the user's ``Embedding(...)`` call
+    (:func:`embedding_call`), which the pad-id-0 code rewrites with ``mask_zero=True``, every
+    other argument as written."""
     rank3 = record.input_rank is not None and record.input_rank >= 3
     pad = record.pad_value if record.pad_value is not None else repr(record.mask_value)
     left = record.pad_side == "left"
@@ -561,10 +575,12 @@ def mask_advice(record: SequenceInput) -> tuple[str, list[str]]:
     if not rank3:
         if record.mask_value in (0, None):
             sentence = "Add mask_zero=True to the Embedding (id 0 pads)"
+            own = rw.set_keyword(embedding, "mask_zero", "True")
+            code.append(own or "layers.Embedding(vocab_size, dim, mask_zero=True)")
         else:
             sentence = f"Remap the pad id {pad} to 0 and add mask_zero=True to the Embedding"
             code.append(f"x = np.where(x == {pad}, 0, x + 1)  # pad id -> 0, real ids shift by 1")
-        code.append("layers.Embedding(vocab_size + 1, dim, mask_zero=True)")
+            code.append("layers.Embedding(vocab_size + 1, dim, mask_zero=True)")
     elif record.pad_index is None and record.mask_value is not None:
         sentence = f"Put keras.layers.Masking(mask_value={record.mask_value!r}) before the RNN"
         code.append(f"layers.Masking(mask_value={record.mask_value!r})  # first layer")

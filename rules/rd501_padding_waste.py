@@ -147,7 +147,7 @@ def bucket_code(
         "# The model's Input must take any length: keras.Input(shape=(None, ...)).",
     ]
     if not record.mask_used:
-        advice, lines = sq.mask_advice(record)
+        advice, lines = sq.mask_advice(record, sq.embedding_call(facts))
         body += ["", f"# no mask is used: {advice[0].lower()}{advice[1:]}", *lines]
     rewritable = kind in (None, "numpy") and record.input_rank in (2, 3) and data.exact
     safety = FixSafety.UNSAFE if rewritable else FixSafety.DISPLAY_ONLY
