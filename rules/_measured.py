@@ -27,7 +27,7 @@ from rnndoctor.paired import INTERVAL_PAIRS
 from rnndoctor.rules import NotEvaluated, Option
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _rewrite as rw
-from rnndoctor.stats import Interval, bootstrap_median_interval, median
+from rnndoctor.stats import Interval, bootstrap_median_interval, median, most_common_batch_size
 
 # The cut-offs on the input share of the step, as rule options (each input rule declares the
 # ones it reads). xprof's input-pipeline analysis calls a step "moderately" input-bound from 5%
@@ -235,7 +235,12 @@ def nodes_of(facts: Facts, kind: str) -> list[DataNode]:
 
 
 def batch_size(facts: Facts) -> int | None:
-    """The user's batch size: the window's, else the pipeline's last batch op's constant."""
+    """The user's batch size: the window's, else ``fit``'s, else the pipeline's last batch op's
+    constant, else (a source that makes its own batches, such as a Python generator, whose size
+    none of those record) the most common size of the batches the sequence sampling took from
+    it (:func:`rnndoctor.stats.most_common_batch_size`). Not the batch-size probe's first point:
+    that probe runs only for the rules that read it (``rnndoctor.engine.PROBE_READERS``), and a
+    shared helper reading it would make other rules' output depend on ``--select``."""
     if facts.steps and facts.steps.batch_size:
         return facts.steps.batch_size
     if facts.fit and facts.fit.batch_size:
@@ -244,7 +249,9 @@ def batch_size(facts: Facts) -> int | None:
         for node in reversed(nodes_of(facts, kind)):
             if isinstance(node.attrs.get("batch_size"), int):
                 return node.attrs["batch_size"]
-    return None
+    records = facts.sequences.inputs if facts.sequences else []
+    sizes = [b for record in records for b in record.batch_sizes or []]
+    return most_common_batch_size(sizes) if sizes else None
 
 
 def with_keyword(call_source: str | None, name: str, value: str) -> str | None:
