@@ -54,9 +54,10 @@ Example:
 
 Use instead:
     ``model.fit(x, y, batch_size=16)`` with the learning rate scaled with the batch size, for
-    arrays (NumPy, tensors): the only input whose batch ``fit``'s ``batch_size`` sets. A
-    ``tf.data`` pipeline, a generator or a PyDataset makes its own batches (Keras ignores
-    ``fit``'s ``batch_size`` for them): ``ds.batch(16)``, a generator that yields batches of 16.
+    arrays (NumPy, tensors, a DataFrame...): the inputs whose batch ``fit``'s ``batch_size``
+    sets. A ``tf.data`` pipeline, a generator, a PyDataset or a torch DataLoader makes its own
+    batches (Keras ignores ``fit``'s ``batch_size`` for them): ``ds.batch(16)``, a generator
+    that yields batches of 16.
 
 Fix safety:
     unsafe: the batch size changes the optimisation (gradient noise, steps per epoch). Scale
@@ -69,9 +70,10 @@ Fix safety:
     the option's ``default`` in its ``add_argument`` call for ``fit(...,
     batch_size=args.batch_size)`` when the script ran with that default (so that the option
     still sets the batch; a literal in the ``fit`` call would make it do nothing), else the
-    ``fit`` call; every other argument stays as written. ``fit``'s ``batch_size`` is written
-    only where ``fit`` receives arrays (``facts.data.kind``: ``DataKind.is_array``), the only
-    input Keras batches by it.
+    ``fit`` call; every other argument stays as written. ``fit``'s ``batch_size`` is never
+    written where ``fit``'s ``x`` makes its own batches (``facts.data.kind``: a ``tf.data``
+    dataset, a generator, a PyDataset, a tf_keras Sequence, a torch DataLoader), for which
+    Keras ignores it.
     display-only, with the reason in the title and the code, where the batch cannot be
     rewritten exactly where it is made:
 
@@ -81,7 +83,7 @@ Fix safety:
       ``args.batch_size``, and the fix says to run with ``--batch-size 16`` (the command line,
       not the code). An option the argv does not name after the attribute (``-b 8``, one with
       ``dest=``) is not found there (the rule reads the command line, not the parser);
-    - a generator, a PyDataset, a tf_keras ``Sequence`` or any other non-array ``x``: the
+    - a generator, a PyDataset, a tf_keras ``Sequence`` or a torch ``DataLoader``: the
       ``fit`` call with the one integer literal equal to the batch size in its ``x`` call
       changed (``fit(batch_gen(32), ...)`` -> ``fit(batch_gen(128), ...)``: matched by value,
       so it is a sketch to check), else a note at the generator's ``def`` or the PyDataset's
@@ -150,15 +152,16 @@ class _Change(NamedTuple):
 
 def _fix(facts: Facts, size: int, current: int | None) -> _Change:
     """RD301's fix from the user's batch size ``current`` to ``size``, written where the batch is
-    made (the docstring's Fix safety): for a ``tf.data`` pipeline its batch call; for arrays (the
-    only input whose batch ``fit``'s ``batch_size`` sets) the line that sets the name ``fit``
-    receives as ``batch_size``, the ``add_argument`` call whose default gave
-    ``args.batch_size``, the command line where the script's arguments set it, else the ``fit``
-    call; for any other source (a generator, a PyDataset) a display-only sketch."""
+    made (the docstring's Fix safety): for a ``tf.data`` pipeline its batch call; for a source
+    that makes its own batches (:data:`_SOURCES`: a generator, a PyDataset...) a display-only
+    sketch; for arrays and any other ``x`` Keras batches by ``batch_size`` (a DataFrame, a
+    torch tensor) the line that sets the name ``fit`` receives as ``batch_size``, the
+    ``add_argument`` call whose default gave ``args.batch_size``, the command line where the
+    script's arguments set it, else the ``fit`` call."""
     kind = _data_kind(facts)
     if kind == DataKind.TF_DATA:
         return _pipeline_fix(facts, size, current)
-    if not DataKind.is_array(kind):
+    if kind in _SOURCES:  # any other kind (a DataFrame, a torch tensor...): Keras batches it
         return _source_fix(facts, kind, size, current)
     fit = facts.fit
     site = fit.batch_size_location if fit else None
@@ -280,25 +283,20 @@ _SOURCES = {
     DataKind.PY_DATASET: ("PyDataset", "your PyDataset's __getitem__ returns", "make it return"),
     DataKind.TF_KERAS_SEQUENCE: ("Sequence", "your Sequence's __getitem__ returns",
                                  "make it return"),
+    "DataLoader": ("DataLoader", "your DataLoader yields", "give it batch_size for"),
 }  # fmt: skip
 
 
-def _source_fix(facts: Facts, kind: str | None, size: int, current: int | None) -> _Change:
-    """The fix where ``fit``'s ``x`` is not an array (a generator, a PyDataset, or a kind the
-    rule does not know): ``fit``'s ``batch_size`` does not set its batches, so no ``fit(...,
-    batch_size=)`` rewrite. A display-only sketch: the ``fit`` call with the one integer literal
-    equal to the batch size in its ``x`` call changed (``batch_gen(32)`` -> ``batch_gen(128)``,
-    :func:`rnndoctor.rules._rewrite.set_x_call_literal`), else a note at the line that makes
-    the source (the generator's ``def``, the PyDataset's construction) saying where the batch
-    must change."""
-    known = kind in _SOURCES
-    name, makes, make = _SOURCES[kind] if known else (kind or "input of unknown kind", "", "")
-    reason = (
-        f"fit's batch_size does not apply to a {name}: the {name} makes the batch"
-        if known
-        else f"fit's batch_size applies only where Keras batches x itself (NumPy arrays, "
-        f"tensors), and x is a {name}"
-    )
+def _source_fix(facts: Facts, kind: str, size: int, current: int | None) -> _Change:
+    """The fix where ``fit``'s ``x`` makes its own batches (``kind`` in :data:`_SOURCES`: a
+    generator, a PyDataset, a Sequence, a torch DataLoader): ``fit``'s ``batch_size`` does not
+    set them, so no ``fit(..., batch_size=)`` rewrite. A display-only sketch: the ``fit`` call
+    with the one integer literal equal to the batch size in its ``x`` call changed
+    (``batch_gen(32)`` -> ``batch_gen(128)``, :func:`rnndoctor.rules._rewrite.set_x_call_literal`),
+    else a note at the line that makes the source (the generator's ``def``, the PyDataset's
+    construction) saying where the batch must change."""
+    name, makes, make = _SOURCES[kind]
+    reason = f"fit's batch_size does not apply to a {name}: the {name} makes the batch"
     call = facts.fit.location.call_source if facts.fit and facts.fit.location else None
     changed = rw.set_x_call_literal(call, current, size) if current else None
     steps = _steps_note(facts, size, current)
@@ -314,10 +312,7 @@ def _source_fix(facts: Facts, kind: str | None, size: int, current: int | None) 
         why = f"display-only: {source} is taken to make the batch ({reason})"
         return _Change("\n".join(lines), m.fit_location(facts), None, FixSafety.DISPLAY_ONLY, why)
     now = f"batches of {current}" if current else "its batches"
-    if known:
-        first = f"# {makes} {now}: {make} batches of {size}"
-    else:
-        first = f"# set the batch size where the {name} given to fit makes {now} to {size}"
+    first = f"# {makes} {now}: {make} batches of {size}"
     data = facts.data
     location = m.to_location(data.location) if data and data.location else m.fit_location(facts)
     code = "\n".join([first, f"# ({reason})", *steps])

@@ -119,10 +119,26 @@ def test_a_tf_keras_sequence_is_never_given_fit_batch_size():
     assert finding.location.line == 33  # no construction site: the fit line
 
 
-def test_an_input_of_unknown_kind_gets_no_fit_batch_size_rewrite():
+def test_a_torch_dataloader_gets_no_fit_batch_size_rewrite():
     fix = _rd301(_source_facts("DataLoader", "model.fit(loader, epochs=2)")).fix
     assert fix.safety == "display-only" and _code_lines(fix.code) == []
-    assert "x is a DataLoader" in fix.code and "to 128" in fix.code
+    assert "your DataLoader yields batches of 32: give it batch_size for batches of 128" in (
+        fix.code
+    )
+    assert "fit's batch_size does not apply to a DataLoader" in fix.code
+
+
+@pytest.mark.parametrize("kind", ["DataFrame", "Tensor", "csr_matrix", None])
+def test_other_array_like_inputs_keep_the_fit_batch_size_rewrite(kind):
+    """Keras' array adapter batches a pandas DataFrame, a torch or jax tensor and a scipy sparse
+    matrix by fit's batch_size (the capture records them by type name), and facts without a
+    kind took this path before: the review of c85466c found them sent to a display-only note."""
+    f = _source_facts(kind, "model.fit(frame, labels, epochs=2)")
+    f.data = None if kind is None else f.data
+    f.fit.data_kind = kind
+    fix = _rd301(f).fix
+    assert fix.code == "model.fit(frame, labels, epochs=2, batch_size=128)"
+    assert fix.safety == "unsafe"
 
 
 def test_an_already_batched_dataset_whose_batch_line_is_unknown_gets_a_note_not_ds_batch():
