@@ -19,6 +19,7 @@ _MARKER_TEXT = (
     "facts.json, script.log and report.* files.\n"
 )
 _FACTS = "facts.json"
+_REPORT = "report.json"
 
 
 class ForeignFiles(ValueError):
@@ -27,18 +28,23 @@ class ForeignFiles(ValueError):
 
 def foreign_files(out: Path, names: Iterable[str]) -> list[str]:
     """The ``names`` (the files a diagnosis writes or replaces) that exist in ``out`` where the
-    folder is not a diagnosis's: it has no :data:`MARKER` and no ``facts.json`` of rnndoctor's
-    (a JSON object with ``schema_version`` and ``run``: written by a version without the
-    marker). Empty where the folder is a diagnosis's, is missing, or holds none of them."""
-    if (out / MARKER).is_file():
+    folder is not a diagnosis's: it has no :data:`MARKER`, and neither a ``facts.json`` nor a
+    ``report.json`` of rnndoctor's (written by a version without the marker, or copied with
+    its report). Empty where the folder is a diagnosis's, is missing, or holds none of them."""
+    if (out / MARKER).is_file() or _own_json(out / _FACTS, ("schema_version", "run")):
         return []
-    try:
-        facts = json.loads((out / _FACTS).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        facts = None
-    if isinstance(facts, dict) and "schema_version" in facts and "run" in facts:
+    if _own_json(out / _REPORT, ("schema_version", "facts", "findings")):
         return []
     return [name for name in names if (out / name).exists()]
+
+
+def _own_json(path: Path, keys: tuple[str, ...]) -> bool:
+    """Whether ``path`` is a JSON object with every one of ``keys`` (rnndoctor's shape)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(data, dict) and all(key in data for key in keys)
 
 
 def refuse_foreign(out: Path, names: Iterable[str], option: str = "--out") -> None:
@@ -51,8 +57,10 @@ def refuse_foreign(out: Path, names: Iterable[str], option: str = "--out") -> No
     foreign = foreign_files(out, names)
     if foreign:
         raise ForeignFiles(
-            f"{option} {out} holds {', '.join(foreign)}, which rnndoctor did not write (no "
-            f"{MARKER} file there), and a diagnosis would replace them: choose another folder"
+            f"{option} {out} holds {', '.join(foreign)}, not marked as rnndoctor's output (no "
+            f"{MARKER} file there; an earlier version's check that stopped before saving its "
+            "facts leaves its script.log so), and a diagnosis would replace them: move or "
+            "delete them, or choose another folder"
         )
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 LOG_NAME = "script.log"
 _FACTS_NAME = "facts.json"
 _FACTS_TMP = "facts.json.tmp"  # Facts.save writes here first, then renames
+PROFILE_DIR = "profile"  # the TF profiler's logdir under --out
 _PROCESS_ENDED = "ProcessEnded"  # RunInfo.error_type when the child ended without saying how
 
 
@@ -147,27 +148,39 @@ def validate(script: Path, cli: Mapping[str, Any], console: Console) -> Options 
     return options
 
 
-def prepare_out(options: Options, console: Console) -> CheckPaths | None:
+def prepare_out(
+    options: Options, console: Console, extra: tuple[str, ...] = ()
+) -> CheckPaths | None:
     """Creates the report folder and removes what an earlier check left there (our files only,
     never the user's, and an earlier ``--verify``'s files: :func:`_stale_verification`); None
     after a usage error (already printed): the folder cannot be created, or it holds files with
     the names a check writes that rnndoctor did not write (:func:`rnndoctor.outdir.claim`: a
-    check would replace them). Marks the folder as a check's (``rnndoctor.outdir.MARKER``)."""
+    check would replace them; ``extra``: the names a multi-worker check writes besides,
+    :func:`rnndoctor.cli.workers.out_names`). Marks the folder as a check's
+    (``rnndoctor.outdir.MARKER``)."""
     from rnndoctor.reports import FILENAMES
 
     out = Path(options.out).resolve()
-    own = (_FACTS_NAME, _FACTS_TMP, LOG_NAME, *FILENAMES.values(), *_verify_names(options))
     try:
-        outdir.claim(out, own)
+        outdir.claim(out, (*out_names(options), *extra))
     except outdir.ForeignFiles as exc:
         console.error(str(exc))
         return None
     except OSError as exc:
-        console.error(f"cannot create the output directory {out}: {exc.strerror}")
+        console.error(f"cannot create or write the output directory {out}: {exc.strerror}")
         return None
     for stale in (_FACTS_NAME, _FACTS_TMP, *FILENAMES.values(), *_stale_verification(out)):
         (out / stale).unlink(missing_ok=True)
     return CheckPaths(out)
+
+
+def out_names(options: Options) -> tuple[str, ...]:
+    """What a check writes or replaces in ``--out``: its facts, the script's log, the reports in
+    every format, the profile's folder, and with ``--verify`` its outputs."""
+    from rnndoctor.reports import FILENAMES
+
+    return (_FACTS_NAME, _FACTS_TMP, LOG_NAME, *FILENAMES.values(), PROFILE_DIR,
+            *_verify_names(options))  # fmt: skip
 
 
 def _verify_names(options: Options) -> tuple[str, ...]:

@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rnndoctor import cluster
+from rnndoctor import cluster, outdir
 from rnndoctor.cli import supervisor
 from rnndoctor.cli.console import Console
 from rnndoctor.facts import Facts
@@ -119,7 +119,7 @@ def run_launched_check(
     """One worker's check (the arguments are :func:`rnndoctor.cli.check.run_check`'s, and its
     ``TF_CONFIG`` task); the chief's exit code is the merged report's, as a plain check maps
     it; another worker's is its own run's."""
-    from rnndoctor.cli import check
+    from rnndoctor.cli import check, workers
 
     begin = time.monotonic()
     options = check.validate(script, cli, console)
@@ -134,8 +134,15 @@ def run_launched_check(
         console.error(str(exc))
         return ExitCode.USAGE
     out = Path(options.out).resolve()
-    if task.index == 0 and check.prepare_out(options, console) is None:
+    names = workers.out_names(task.count)
+    if task.index == 0 and check.prepare_out(options, console, names) is None:
         return ExitCode.USAGE
+    if task.index > 0:  # the same guard as the chief's, so that no worker waits for a chief
+        try:  # that refused a shared --out (and a host's own --out is marked as rnndoctor's)
+            outdir.claim(out, (*check.out_names(options), *names))
+        except (outdir.ForeignFiles, OSError) as exc:
+            console.error(str(exc))
+            return ExitCode.USAGE
     if task.index == 0:
         _announce(out, cluster.job_id(task, uuid.uuid4().hex))
     console.say(f"rnndoctor: worker {task.index} of {task.count} (TF_CONFIG)", err=True)
@@ -373,6 +380,12 @@ def run_merge(files: Sequence[Path], cli: Mapping[str, Any], console: Console) -
         console.error("no facts to merge")
         return ExitCode.USAGE
     out = Path(cli.get("out") or files[0].resolve().parent)
-    out.mkdir(parents=True, exist_ok=True)
+    from rnndoctor.reports import FILENAMES
+
+    try:
+        outdir.claim(out, ("facts.json", *FILENAMES.values()))
+    except (outdir.ForeignFiles, OSError) as exc:
+        console.error(str(exc))
+        return ExitCode.USAGE
     merged.save(out / "facts.json")
     return run_report(out / "facts.json", dict(cli, out=str(out)), console)

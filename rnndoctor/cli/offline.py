@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from rnndoctor import outdir
 from rnndoctor.cli.common import failed, fails, load_options, render
 from rnndoctor.cli.console import Console
 from rnndoctor.facts import Facts, Outcome
@@ -123,6 +124,13 @@ def run_report(facts_file: Path, cli: Mapping[str, Any], console: Console) -> Ex
     try:
         verification = load_verification(facts_file)
     except ValueError as exc:
+        console.error(str(exc))
+        return ExitCode.USAGE
+    from rnndoctor.reports import FILENAMES
+
+    try:
+        outdir.claim(Path(options.out).resolve(), tuple(FILENAMES.values()))
+    except (outdir.ForeignFiles, OSError) as exc:
         console.error(str(exc))
         return ExitCode.USAGE
     report, written = render(facts, options, Path(options.out), verification)

@@ -207,9 +207,12 @@ def verify_blocker(facts: Facts) -> str | None:
         return "the plain check did not measure its window"
     if not steps.samples_per_s:
         kind = facts.fit.data_kind if facts.fit is not None else None
-        source = f"a {kind} input" if kind else "this input"
+        if kind == "tf.data":
+            why = "this tf.data input's batches have no constant size"
+        else:
+            why = f"fit has no batch size for {f'a {kind} input' if kind else 'this input'}"
         return (
-            "the window's samples per second are not known (fit has no batch size for "
-            f"{source}), and the A/B pairs compare samples per second"
+            f"the window's samples per second are not known ({why}), and the A/B pairs compare "
+            "samples per second"
         )
     return None

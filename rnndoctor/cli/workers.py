@@ -203,6 +203,21 @@ def _collect(workers: list[Worker], options: Options, out: Path) -> tuple[list, 
     return loaded, files
 
 
+def out_names(workers: int) -> tuple[str, ...]:
+    """What a multi-worker check (``--workers N``, or a launched ``TF_CONFIG`` job of ``N``
+    tasks) writes or replaces in ``--out`` besides a plain check's files, which
+    :func:`rnndoctor.cli.check.prepare_out` guards too: the workers' folders and facts, the
+    crashed attempts' folders (:data:`MAX_ATTEMPTS`), and a launched job's start and merge
+    files (``cluster.JOB_FILE``, ``cluster.WORD_FILE``)."""
+    return (
+        "workers",
+        cluster.JOB_FILE,
+        cluster.WORD_FILE,
+        *(cluster.WORKER_FACTS.format(i) for i in range(workers)),
+        *(_ATTEMPT_FOLDER.format(k) for k in range(1, MAX_ATTEMPTS + 1)),
+    )
+
+
 def run_workers_check(
     script: Path, script_args: list[str], cli: Mapping[str, Any], console: Console
 ) -> ExitCode:
@@ -213,7 +228,7 @@ def run_workers_check(
     options = validate(script, cli, console)
     if options is None:
         return ExitCode.USAGE
-    paths = prepare_out(options, console)
+    paths = prepare_out(options, console, out_names(options.workers or 0))
     if paths is None:
         return ExitCode.USAGE
     return run_workers(script, script_args, options, paths.out, console)

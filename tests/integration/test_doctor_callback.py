@@ -109,7 +109,7 @@ def test_the_users_own_report_files_in_out_are_refused_before_fit(tmp_path):
     from rnndoctor.outdir import ForeignFiles
 
     (tmp_path / "report.html").write_text("<p>my own page</p>")
-    with pytest.raises(ForeignFiles, match=r"holds report\.html, which rnndoctor did not write"):
+    with pytest.raises(ForeignFiles, match=r"holds report\.html, not marked as rnndoctor's output"):
         DoctorCallback(out=tmp_path)
     layers = keras3.layers
     model = keras3.Sequential([keras3.Input((10, 4)), layers.LSTM(8), layers.Dense(1)])

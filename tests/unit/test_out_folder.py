@@ -51,7 +51,7 @@ def test_the_check_command_says_so_in_one_line_with_the_usage_exit_code(tmp_path
     errors = [line for line in result.output.splitlines() if "rnndoctor: error:" in line]
     assert len(errors) == 1, result.output
     assert "facts.json, report.md" in errors[0]
-    assert "which rnndoctor did not write" in errors[0]
+    assert "not marked as rnndoctor's output" in errors[0]
     assert "Traceback" not in result.output
     assert _listing(tmp_path) == before
 
@@ -103,8 +103,48 @@ def test_claim_marks_a_new_folder_and_refuses_a_foreign_one_without_writing(tmp_
     try:
         outdir.claim(theirs, ("report.html", "facts.json"), option="out=")
     except outdir.ForeignFiles as exc:
-        assert str(exc).startswith(f"out= {theirs} holds report.html, which rnndoctor did not")
+        assert str(exc).startswith(f"out= {theirs} holds report.html, not marked as rnndoctor")
         assert "\n" not in str(exc)
     else:
         raise AssertionError("a folder with the user's report.html was claimed")
     assert sorted(p.name for p in theirs.iterdir()) == ["report.html"]
+
+
+def test_a_profile_folder_of_the_users_is_refused_and_the_workers_names_with_workers(tmp_path):
+    from rnndoctor.cli.workers import out_names
+
+    (tmp_path / "profile").mkdir()  # the user's own TensorBoard logs: a check writes in there
+    options = dataclasses.replace(Options(), out=str(tmp_path))
+    assert prepare_out(options, Console()) is None
+    (tmp_path / "profile").rmdir()
+    (tmp_path / "workers").mkdir()
+    (tmp_path / "attempt.json").write_text("{}")
+    assert prepare_out(options, Console()) is not None  # a plain check writes neither
+    (tmp_path / OUT_MARKER).unlink()
+    names = out_names(2)
+    assert {"workers", "attempt.json", "facts-worker-1.json", "workers-attempt-3"} <= set(names)
+    assert prepare_out(options, Console(), names) is None  # a --workers check replaces them
+
+
+def test_report_and_merge_never_replace_the_users_report_files(tmp_path):
+    from rnndoctor.facts import Facts, RunInfo
+
+    facts = Facts(run=RunInfo(script="t.py", argv=["t.py"], cwd="/w", outcome="completed"))
+    facts_file = tmp_path / "in" / "facts-worker-0.json"
+    facts_file.parent.mkdir()
+    facts.save(facts_file)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "report.md").write_text("my notes")
+    for command in (["report", str(facts_file)], ["merge", str(facts_file)]):
+        result = runner.invoke(app, [*command, "--out", str(theirs)])
+        assert result.exit_code == ExitCode.USAGE, result.output
+        assert "holds report.md, not marked as rnndoctor's output" in result.output
+        assert sorted(p.name for p in theirs.iterdir()) == ["report.md"]
+    # a report.json of rnndoctor's (a report attached to a ticket) is re-rendered beside itself
+    result = runner.invoke(app, ["report", str(facts_file), "--out", str(tmp_path / "new")])
+    assert result.exit_code in (ExitCode.OK, ExitCode.FINDINGS), result.output
+    (tmp_path / "new" / OUT_MARKER).unlink()
+    report_json = tmp_path / "new" / "report.json"
+    result = runner.invoke(app, ["report", str(report_json), "--format", "md"])
+    assert result.exit_code in (ExitCode.OK, ExitCode.FINDINGS), result.output

@@ -18,6 +18,7 @@ from rnndoctor.compare import compare_facts
 from rnndoctor.engine import evaluate
 from rnndoctor.facts import Facts
 from rnndoctor.options import ExitCode
+from rnndoctor.outdir import MARKER
 from rnndoctor.redact import make_scrubber
 from rnndoctor.reports import RENDERERS
 
@@ -42,8 +43,12 @@ def test_report_rerenders_every_format_and_exits_by_fail_on(facts_file, tmp_path
     result = runner.invoke(app, args)
     assert result.exit_code == ExitCode.OK, result.output
     assert {p.name for p in out.iterdir()} == {
-        "report.html", "report.json", "report.md", "report.sarif"
-    }  # fmt: skip
+        "report.html",
+        "report.json",
+        "report.md",
+        "report.sarif",
+        MARKER,
+    }  # fmt: skip (the marker: rnndoctor's output folder, rnndoctor/outdir.py)
     assert runner.invoke(app, [*args, "--fail-on", "warning"]).exit_code == ExitCode.FINDINGS
 
 
@@ -97,7 +102,7 @@ def test_pyproject_table_sets_defaults_and_rejects_unknown_keys(facts_file, tmp_
     out = tmp_path / "cfg"
     result = runner.invoke(app, ["report", str(facts_file), "--out", str(out)])
     assert result.exit_code == ExitCode.FINDINGS
-    assert {p.name for p in out.iterdir()} == {"report.json", "report.sarif"}
+    assert {p.name for p in out.iterdir()} == {"report.json", "report.sarif", MARKER}
     # the command line wins over the table
     assert runner.invoke(app, ["report", str(facts_file), "--out", str(out),
                                "--fail-on", "error"]).exit_code == ExitCode.OK  # fmt: skip

@@ -20,3 +20,6 @@ def test_verify_says_why_a_window_without_samples_per_second_cannot_be_verified(
     assert "python_generator" in reason
     facts.steps.samples_per_s = 2285.7  # a batch size known: 32 samples in 14 ms
     assert verify_blocker(facts) is None
+    facts.steps.samples_per_s = None
+    facts.fit.data_kind = "tf.data"  # a bucketed pipeline: its batch size is no constant
+    assert "tf.data input's batches have no constant size" in verify_blocker(facts)
