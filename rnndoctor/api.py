@@ -196,7 +196,7 @@ def _keep(report: Report, folder: TemporaryFolder | None, out: str | os.PathLike
 
 
 # The files a diagnosis in process writes into its ``out`` (:func:`_write`, :func:`_session`).
-OUT_FILES = ("facts.json", "report.html", "report.json")
+OUT_FILES = ("facts.json", "report.html", "report.json", "profile")
 
 
 def _profile_dir(out: str | os.PathLike) -> str:

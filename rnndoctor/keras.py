@@ -177,8 +177,8 @@ class _Doctor:
         report: the :class:`rnndoctor.engine.Report`, once the diagnosis is done.
 
     Raises:
-        rnndoctor.outdir.ForeignFiles: ``out`` holds files of the user's named ``facts.json``,
-            ``report.html`` or ``report.json`` (a ``ValueError``), which the diagnosis would
+        rnndoctor.outdir.ForeignFiles: ``out`` holds files of the user's named as the
+            diagnosis's (``rnndoctor.api.OUT_FILES``; a ``ValueError``), which it would
             replace: raised here, before ``fit``.
     """
 
