@@ -333,6 +333,23 @@ def _steps_note(facts: Facts, size: int, current: int | None) -> list[str]:
     ]
 
 
+def _same_samples(facts: Facts, size: int, current: int) -> str:
+    """Where ``fit`` sets ``steps_per_epoch`` (it counts batches), the gain holds for an epoch of
+    the same samples, which needs ``steps_per_epoch`` scaled down: the words saying so (with a
+    space after), else ''."""
+    steps = facts.fit.steps_per_epoch if facts.fit else None
+    if not steps or not current or size <= current:
+        return ""
+    scaled = (
+        f"steps_per_epoch={steps * current // size}"
+        if steps * current % size == 0
+        else (f"steps_per_epoch scaled by {current}/{size}")
+    )
+    return f"of the same samples ({scaled}; at steps_per_epoch={steps} each epoch trains " + (
+        f"{size / current:g}x the samples and takes longer) "
+    )
+
+
 def _batch_fix(facts: Facts, title: str, change: _Change) -> Fix:
     """The finding's fix: ``change`` under ``title`` (with why it is display-only, where it
     is), made display-only for a stateful RNN (:func:`_stateful_fix`)."""
@@ -545,8 +562,8 @@ def _measured_finding(
             gain=(
                 f"measured compute-only throughput {quoted} samples/s at batch "
                 f"{best.value} (each step is longer; more samples per second): an epoch "
-                f"takes about 1/{ratio:.1f} of the time, if the input pipeline keeps up "
-                "(see RD201)"
+                f"{_same_samples(facts, best.value, base.value)}takes about 1/{ratio:.1f} of "
+                "the time, if the input pipeline keeps up (see RD201)"
             ),
             speedup=round(ratio, 2) if decision is Decision.CLEARS else None,
         )

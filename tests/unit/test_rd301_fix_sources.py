@@ -299,3 +299,16 @@ def test_a_literal_batch_size_is_rewritten_whatever_the_argv():
 )  # fmt: skip
 def test_set_x_call_literal(call, expected):
     assert rw.set_x_call_literal(call, 32, 128) == expected
+
+
+def test_the_gain_with_steps_per_epoch_holds_for_an_epoch_of_the_same_samples():
+    """With ``steps_per_epoch`` set, a larger batch makes each epoch more samples: "an epoch
+    takes about 1/x of the time" holds only once steps_per_epoch is scaled down."""
+    f = _source_facts("python_generator", GEN_FIT, loc(17, None))
+    f.fit.steps_per_epoch = 100
+    gain = _rd301(f).gain
+    same = "an epoch of the same samples (steps_per_epoch=25; at steps_per_epoch=100 each"
+    assert same in gain
+    assert "trains 4x the samples and takes longer) takes about 1/" in gain
+    f.fit.steps_per_epoch = None
+    assert "an epoch takes about 1/" in _rd301(f).gain
