@@ -105,6 +105,20 @@ def _load(path: Path, options: Options) -> Report:
     return report
 
 
+def config_start(facts: Facts, fallback: Path) -> Path:
+    """Where ``[tool.rnndoctor]`` is looked up for saved facts: the checked script's folder, as
+    ``check`` did (the README: "the nearest one at or above the script's folder"; a report
+    folder outside the project has no ``pyproject.toml`` of the project's), where that folder
+    still exists here; else ``fallback`` (the facts file's folder: facts from another machine,
+    or redacted paths)."""
+    script = Path(facts.run.script) if facts.run and facts.run.script else None
+    if script is not None and not script.is_absolute() and facts.run.cwd:
+        script = Path(facts.run.cwd) / script
+    if script is not None and script.parent.is_dir():
+        return script.parent
+    return fallback
+
+
 def run_report(facts_file: Path, cli: Mapping[str, Any], console: Console) -> ExitCode:
     """Re-runs the rules on saved facts and writes the reports (``out`` defaults to the facts
     file's folder); the exit code follows the saved outcome, then ``--fail-on``."""
@@ -117,9 +131,12 @@ def run_report(facts_file: Path, cli: Mapping[str, Any], console: Console) -> Ex
         console.error(str(exc))
         return ExitCode.USAGE
     folder = facts_file.resolve().parent
-    options = load_options(dict(cli, out=cli.get("out") or str(folder)), folder, console)
+    start = config_start(facts, folder)
+    options = load_options(dict(cli, out=cli.get("out") or str(folder)), start, console)
     if options is None:
         return ExitCode.USAGE
+    if options.config_file:
+        console.say(f"rnndoctor: options from {options.config_file} [tool.rnndoctor]", err=True)
     console.redact(options.redact, os.getcwd())
     try:
         verification = load_verification(facts_file)
