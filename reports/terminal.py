@@ -39,7 +39,7 @@ def summary_lines(
         f = item.finding
         where = f"{_rel(f.location.file)}:{f.location.line}" if f.location else "-"
         lines.append(f"{f.rule_id} {f.severity.label:<7} {where}  {f.message}")
-    lines += _rule_lines(view)
+    lines += _rule_lines(view, facts)
     lines += _run_lines(facts)
     for fmt, path in (written or {}).items():
         lines.append(f"{fmt} report: {path}")
@@ -67,16 +67,20 @@ def _strategy_line(facts: Facts) -> str:
     )
 
 
-def _rule_lines(view: ReportView) -> list[str]:
-    """The rules that did not run, and the clean-run line."""
+def _rule_lines(view: ReportView, facts: Facts) -> list[str]:
+    """The rules that did not run (for a custom training loop, why most of them did not), and
+    the clean-run line."""
     tally = view.tally
     lines = []
     if tally.need_gpu:
         lines.append(f"not evaluated, need a GPU: {', '.join(tally.need_gpu)}")
     if tally.not_evaluated:
-        lines.append(
-            f"not evaluated: {', '.join(tally.not_evaluated)} (facts missing; see the report)"
+        why = (
+            "a custom training loop: they read Model.fit's input, or facts missing"
+            if facts.loop is not None and facts.fit is None
+            else "facts missing"
         )
+        lines.append(f"not evaluated: {', '.join(tally.not_evaluated)} ({why}; see the report)")
     if tally.skipped:
         lines.append(f"skipped: {', '.join(tally.skipped)} (--select / --ignore)")
     if not view.findings:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from rnndoctor.facts import Facts
@@ -267,9 +268,22 @@ def _after(forecast: Forecast, speedup: float, rule_id: str) -> float:
     return forecast.now_s - forecast.training_s * calls * (1.0 - 1.0 / speedup)
 
 
+# The facts sections that come from ``Model.fit``'s call and its input: a custom training loop
+# (``facts.loop``), which passes Keras no data, has none of them.
+_FIT_SECTIONS = ("fit", "data", "sequences", "probes")
+
+
 def _missing(facts: Facts, needs: Iterable[str]) -> str | None:
+    """Why a rule needing the facts sections ``needs`` cannot run on ``facts``, or None."""
     for section in needs:
         if getattr(facts, section, None) is None:
+            if section in _FIT_SECTIONS and facts.loop is not None and facts.fit is None:
+                where = facts.loop.location
+                at = f" at {Path(where.file).name}:{where.line}" if where else ""
+                return (
+                    f"a custom training loop{at}: facts section '{section}' comes from "
+                    "Model.fit's call and input, and the loop calls no fit"
+                )
             return (
                 f"facts section '{section}' was not gathered (the run ended with outcome "
                 f"'{facts.run.outcome}' during phase '{facts.run.phase}')"
