@@ -9,6 +9,9 @@ the evidence. For a tf_keras (Keras 2) model the probe's verdict is tf_keras' ow
 ``_could_use_gpu_kernel``, which ``LSTM.__init__`` / ``GRU.__init__`` set
 (``tf_keras/src/layers/rnn/lstm.py``, ``gru.py``: tanh, sigmoid, ``recurrent_dropout == 0``, not
 ``unroll``, ``use_bias``, GRU ``reset_after``); the probe's ``source`` names it in the evidence.
+The messages cite the criterion of the Keras that ran, too (``environment.keras_flavour``): a
+rule's ``why`` names Keras 3's code, its ``why_keras2`` tf_keras' (:func:`tf_keras_criterion`),
+and the mask proviso cites ``gru_lstm_utils.is_cudnn_supported_inputs`` under tf_keras.
 """
 
 from __future__ import annotations
@@ -105,6 +108,24 @@ def is_keras2(facts: Facts) -> bool:
     (``"tf_keras 2.21.0"``; ``"keras 3.15.1"`` for Keras 3, and absent in older facts)."""
     flavour = facts.environment.keras_flavour if facts.environment else None
     return bool(flavour) and flavour.split()[0] == "tf_keras"
+
+
+def tf_keras_criterion(layer: RNNLayer) -> str:
+    """Where tf_keras (Keras 2) decides whether ``layer`` may take the cuDNN kernel: the
+    ``_could_use_gpu_kernel`` flag that ``LSTM.__init__`` / ``GRU.__init__`` set (tanh, sigmoid,
+    ``recurrent_dropout == 0``, not ``unroll``, ``use_bias``, GRU ``reset_after``) and ``call``
+    reads, e.g. ``"LSTM._could_use_gpu_kernel in tf_keras/src/layers/rnn/lstm.py"``."""
+    cls = "GRU" if layer.kind == "gru" else "LSTM"
+    return f"{cls}._could_use_gpu_kernel in tf_keras/src/layers/rnn/{cls.lower()}.py"
+
+
+def why_text(facts: Facts, layer: RNNLayer, why: str, why_keras2: str | None) -> str:
+    """The reason a message gives, citing the criterion of the Keras that ran: ``why`` (Keras 3's
+    code) or, for a tf_keras model, ``why_keras2`` with ``{criterion}`` replaced by
+    :func:`tf_keras_criterion` (``why`` when the rule gives no Keras 2 wording)."""
+    if why_keras2 is None or not is_keras2(facts):
+        return why
+    return why_keras2.format(criterion=tf_keras_criterion(layer))
 
 
 def mask_check_severity(facts: Facts) -> Severity:
@@ -289,6 +310,12 @@ MASK_CAVEAT = (
     "also requires (keras/src/backend/tensorflow/rnn.py: _assert_valid_mask); this run did not "
     "sample the masks"
 )
+# The same proviso under tf_keras (Keras 2), citing its run-time mask check (TF_KERAS_MASK_CHECK).
+TF_KERAS_MASK_CAVEAT = (
+    "provided every mask the layer receives is right-padded with no empty sequence, which cuDNN "
+    "also requires (tf_keras/src/layers/rnn/gru_lstm_utils.py: is_cudnn_supported_inputs); this "
+    "run did not sample the masks"
+)
 
 
 def sampled_mask(facts: Facts | None, layer: RNNLayer) -> SequenceInput | None:
@@ -325,18 +352,29 @@ def _mask_problem(record: SequenceInput) -> str | None:
 def mask_caveat(layer: RNNLayer, facts: Facts | None = None) -> str | None:
     """The mask proviso of a cuDNN verdict: None when the layer receives no mask, or when the
     sampled masks it receives were checked and are right-padded with no empty sequence; the
-    sampled problem when they are not; ``MASK_CAVEAT`` when the masks were not sampled."""
+    sampled problem when they are not; ``MASK_CAVEAT`` when the masks were not sampled. Under
+    tf_keras the proviso cites its own mask check, which sends such a batch to the generic
+    kernel instead of failing the step (:data:`TF_KERAS_MASK_CHECK`)."""
+    keras2 = facts is not None and is_keras2(facts)
     record = sampled_mask(facts, layer)
     if record is not None:
         problem = _mask_problem(record)
         if problem is None:
             return None
+        if keras2:
+            return (
+                "but cuDNN requires right-padded masks with no empty sequence "
+                "(tf_keras/src/layers/rnn/gru_lstm_utils.py: is_cudnn_supported_inputs), and "
+                f"{problem}: those batches run the generic kernel until that is fixed too"
+            )
         return (
             "but cuDNN requires right-padded masks with no empty sequence "
             f"(keras/src/backend/tensorflow/rnn.py: _assert_valid_mask), and {problem}: "
             "the step fails there until that is fixed too"
         )
-    return MASK_CAVEAT if layer.receives_mask else None
+    if not layer.receives_mask:
+        return None
+    return TF_KERAS_MASK_CAVEAT if keras2 else MASK_CAVEAT
 
 
 def after_fix(
@@ -382,8 +420,12 @@ def arg_finding(
     fix_title: str,
     safety: FixSafety,
     why: str,
+    why_keras2: str | None = None,
 ) -> Finding:
-    """A finding for fast-path arguments ``args`` of ``layer`` (removed, or set to ``set_args``)."""
+    """A finding for fast-path arguments ``args`` of ``layer`` (removed, or set to ``set_args``).
+
+    ``why`` cites Keras 3's criterion; ``why_keras2`` is the same reason citing tf_keras'
+    (``{criterion}``: :func:`tf_keras_criterion`), used when the model ran on tf_keras."""
     set_args = set_args or {}
     values = {a: layer.args.get(a) for a in args}
     shown = ", ".join(f"{a}={v!r}" for a, v in values.items())
@@ -407,7 +449,8 @@ def arg_finding(
         )
     return finding(
         severity=severity(facts),
-        message=f"{layer_label(layer)} sets {shown}: {why} {after}",
+        message=f"{layer_label(layer)} sets {shown}: {why_text(facts, layer, why, why_keras2)} "
+        f"{after}",
         layer=layer.path,
         location=location(layer),
         evidence=tuple(evidence),
@@ -426,10 +469,12 @@ def single_arg_check(
     fix_title: str,
     safety: FixSafety,
     why: str,
+    why_keras2: str | None = None,
     set_value: Any = None,
     kinds: tuple[str, ...] = FUSED_KINDS,
 ) -> list[Finding]:
-    """The common check of RD102-RD106 and RD109: one argument, one fix."""
+    """The common check of RD102-RD106 and RD109: one argument, one fix (``why`` /
+    ``why_keras2``: see :func:`arg_finding`)."""
     findings = []
     for layer in rnn_layers(facts, kinds):
         blocked, basis = blocks(layer, arg, static)
@@ -445,6 +490,7 @@ def single_arg_check(
                 fix_title=fix_title,
                 safety=safety,
                 why=why,
+                why_keras2=why_keras2,
             )
         )
     return findings

@@ -85,6 +85,8 @@ def check(facts: Facts) -> list[Finding]:
                 safety=FixSafety.UNSAFE,
                 why="Keras only tries the cuDNN kernel when recurrent_dropout is 0 "
                 "(LSTM/GRU.inner_loop).",
+                why_keras2="Keras only tries the cuDNN kernel when recurrent_dropout is 0 "
+                "({criterion}).",
             )
         )
     return findings

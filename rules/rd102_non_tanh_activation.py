@@ -53,4 +53,5 @@ def check(facts: Facts) -> list[Finding]:
         safety=FixSafety.UNSAFE,
         why="cuDNN's fused kernel computes tanh only "
         "(cudnn_ok in keras/src/backend/tensorflow/rnn.py).",
+        why_keras2="cuDNN's fused kernel computes tanh only ({criterion}).",
     )

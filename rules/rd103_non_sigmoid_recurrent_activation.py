@@ -52,4 +52,5 @@ def check(facts: Facts) -> list[Finding]:
         safety=FixSafety.UNSAFE,
         why="cuDNN's fused kernel computes sigmoid gates only "
         "(cudnn_ok in keras/src/backend/tensorflow/rnn.py).",
+        why_keras2="cuDNN's fused kernel computes sigmoid gates only ({criterion}).",
     )

@@ -46,4 +46,5 @@ def check(facts: Facts) -> list[Finding]:
         fix_title="Drop unroll=True",
         safety=FixSafety.SAFE,
         why="cuDNN needs a rolled loop (cudnn_ok requires not unroll).",
+        why_keras2="cuDNN needs a rolled loop ({criterion} requires not unroll).",
     )

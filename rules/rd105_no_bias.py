@@ -44,4 +44,5 @@ def check(facts: Facts) -> list[Finding]:
         fix_title="Drop use_bias=False (biases start at zero, so the initial model is unchanged)",
         safety=FixSafety.UNSAFE,
         why="cuDNN needs biases (cudnn_ok requires use_bias).",
+        why_keras2="cuDNN needs biases ({criterion} requires use_bias).",
     )

@@ -72,7 +72,9 @@ def _finding(facts: Facts, layer: RNNLayer) -> Finding:
         Evidence(
             "fast-path verdict",
             "never fused",
-            source="keras/src/layers/rnn/rnn.py: RNN.inner_loop runs backend.rnn",
+            source="tf_keras/src/layers/rnn/base_rnn.py: RNN.call runs backend.rnn"
+            if fp.is_keras2(facts)
+            else "keras/src/layers/rnn/rnn.py: RNN.inner_loop runs backend.rnn",
         ),
     ]
     if replacement:
