@@ -11,13 +11,19 @@ Why it slows training:
     (``keras/src/layers/rnn/rnn.py``) indexes ``sequences[:, 0, :]`` to set up dropout masks,
     which raises ``ValueError: Cannot index into an inner ragged dimension`` while ``fit``
     traces its step (checked on Keras 3.15 with ``LSTM`` and ``GRU``). So with Keras 3 the
-    finding is ``error``: the job cannot start. Keras 2 (tf.keras) accepted ragged input but never
-    fed it to the cuDNN kernel (it took the generic loop over the row lengths): ``warning``
-    there.
+    finding is ``error``: the job cannot start. Keras 2 (tf_keras, or a ``keras`` 2.x) has no
+    such problem and no finding: ``LSTM.call`` / ``GRU.call``
+    (``tf_keras/src/layers/rnn/lstm.py``, ``gru.py``) pad the ragged batch
+    (``backend.convert_inputs_if_ragged``) and hand its row lengths to the cuDNN-capable path as
+    ``sequence_lengths`` when the layer may take the kernel (``_could_use_gpu_kernel``). (Before
+    this was read in the installed tf_keras 2.21, the rule warned there that Keras 2 never fed
+    ragged input to cuDNN, and it judged Keras 2 by ``environment.keras``, which holds the
+    installed Keras 3 even when tf_keras ran: an ``error`` under tf_keras.)
 
 Evidence:
     ``sequences.inputs[].ragged`` and ``rnn_layers`` (recorded by the ``RNN.call`` hook or from
-    ragged sampled batches); ``environment.keras``; the layer's construction site.
+    ragged sampled batches); ``environment.keras_flavour`` (tf_keras) and ``environment.keras``
+    (a ``keras`` 2.x); the layer's construction site.
 
 Example:
     ``ds = tf.data.Dataset.from_tensor_slices((tf.ragged.constant(seqs), y)).batch(32)`` feeding
@@ -34,7 +40,8 @@ Fix safety:
 References:
     keras/src/layers/rnn/rnn.py: RNN.call; keras/src/backend/tensorflow/rnn.py:
     _cudnn_lstm (sequence lengths come from a right-padded mask);
-    tf.RaggedTensor.to_tensor.
+    tf_keras/src/layers/rnn/lstm.py and gru.py: ``call`` (``convert_inputs_if_ragged``,
+    ``sequence_lengths=row_lengths``); tf.RaggedTensor.to_tensor.
 """
 
 from __future__ import annotations
@@ -64,14 +71,15 @@ def _keras_major(facts: Facts) -> int | None:
 @rule(
     "RD114",
     "ragged-input",
-    "an LSTM/GRU receives a RaggedTensor: Keras 3 cannot run it, and cuDNN never takes it",
+    "an LSTM/GRU receives a RaggedTensor: Keras 3 cannot run it",
     needs=("model", "sequences"),
     severity=Severity.ERROR,
 )
 def check(facts: Facts) -> list[Finding]:
     sq.require_sampled(facts)
+    if fp.is_keras2(facts) or (_keras_major(facts) or 3) < 3:
+        return []  # Keras 2 pads ragged batches and gives cuDNN their row lengths (the doc)
     findings = []
-    keras3 = (_keras_major(facts) or 3) >= 3
     done: set[str] = set()
     for record in sq.records(facts):
         if not record.ragged:
@@ -85,8 +93,6 @@ def check(facts: Facts) -> list[Finding]:
                 "Keras 3 cannot run an RNN on ragged input: RNN.call indexes sequences[:, 0, :], "
                 "which raises 'Cannot index into an inner ragged dimension' when fit traces the "
                 "step."
-                if keras3
-                else "Keras 2 runs it on the generic loop, never on the cuDNN kernel."
             )
             evidence = [
                 Evidence("input", "tf.RaggedTensor", source=record.input),
@@ -104,7 +110,7 @@ def check(facts: Facts) -> list[Finding]:
                 evidence.append(Evidence("the script's error", facts.run.message, source="run"))
             findings.append(
                 finding(
-                    severity=Severity.ERROR if keras3 else Severity.WARNING,
+                    severity=Severity.ERROR,
                     message=f"{fp.layer_label(layer)} receives a tf.RaggedTensor. {consequence}",
                     layer=layer.path,
                     location=fp.location(layer),
@@ -114,9 +120,7 @@ def check(facts: Facts) -> list[Finding]:
                         _FIX,
                         FixSafety.DISPLAY_ONLY,
                     ),
-                    gain="not a speed estimate: with Keras 3 the job fails before its first step"
-                    if keras3
-                    else "not measured: the generic loop instead of the cuDNN kernel",
+                    gain="not a speed estimate: with Keras 3 the job fails before its first step",
                 )
             )
     return findings

@@ -69,9 +69,10 @@ def test_is_keras2_reads_the_package_name_of_the_flavour():
 
 # The rules whose subject exists in Keras 2 cite the tf_keras source they rest on (the issue's
 # "rule docs citing the tf_keras source"); RD109 (use_cudnn), RD113 (a keras.ops cell) and
-# RD114 (Keras 3 rejects ragged input) are Keras 3's alone.
+# RD114 (Keras 3 rejects ragged input) are Keras 3's alone; RD114's doc cites the tf_keras code
+# that makes it give no finding there.
 KERAS2_CITED = ["RD101", "RD102", "RD103", "RD104", "RD105", "RD106", "RD107", "RD108",
-                "RD110", "RD111", "RD206", "RD404"]  # fmt: skip
+                "RD110", "RD111", "RD114", "RD206", "RD404"]  # fmt: skip
 
 
 def _tf_keras_root() -> Path | None:
@@ -97,6 +98,20 @@ def test_the_rule_doc_cites_tf_keras_source_that_exists(rule_id):
         assert source.is_file(), path
         if "_could_use_gpu_kernel" in rule.doc and path.endswith(("/lstm.py", "/gru.py")):
             assert "self._could_use_gpu_kernel = (" in source.read_text(), path
+
+
+def test_tf_keras_hands_a_ragged_batchs_row_lengths_to_the_cudnn_path():
+    """RD114 gives no finding under Keras 2 because tf_keras' LSTM.call and GRU.call pad a
+    ragged batch and pass its row lengths on, to the fused path too (``sequence_lengths``)."""
+    root = _tf_keras_root()
+    if root is None:
+        pytest.skip("tf_keras is not installed: its source cannot be read")
+    lstm = (root / "src" / "layers" / "rnn" / "lstm.py").read_text()
+    gru = (root / "src" / "layers" / "rnn" / "gru.py").read_text()
+    for source in (lstm, gru):
+        assert "inputs, row_lengths = backend.convert_inputs_if_ragged(inputs)" in source
+    assert '"sequence_lengths": row_lengths,' in lstm
+    assert "inputs, initial_state, training, mask, row_lengths" in gru  # _defun_gru_call
 
 
 def test_tf_keras_is_the_keras2_extra_and_no_hard_dependency():
