@@ -10,7 +10,11 @@ from typing import Any
 from rnndoctor.engine import Report, evaluate
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Finding
+from rnndoctor.stats import bootstrap_ratio_of_medians_interval
 from rnndoctor.verify.summary import VerifySummary
+
+# The coverage of the step-time ratio's interval (a multiple of 0.002, as rnndoctor.stats wants).
+STEP_TIME_LEVEL = 0.90
 
 
 @dataclass
@@ -18,13 +22,29 @@ class Comparison:
     """Two runs side by side.
 
     ``step_time_ratio`` is before / after of the median step time (> 1: the second run is
-    faster), or None when either run measured no step. Findings match on (rule ID, layer path):
-    the same layer in both runs, even when the scripts differ. A finding of the first run counts
-    as ``fixed`` only when its rule ran on the second run and found nothing there; when the rule
-    could not run (missing facts, skipped), the finding is ``unverified``. ``notes`` say what
-    makes the two runs hard to compare (outcome, script, environment). ``verified_before`` and
-    ``verified_after``: each run's ``--verify`` outcome (estimate against measurement per fix),
-    None for a run checked without it.
+    faster), or None when either run measured no step. ``step_time_interval`` is its
+    :data:`STEP_TIME_LEVEL` (90%) bootstrap interval, (low, high) of the same before / after
+    ratio, from the two windows' per-step times (``facts.steps.step_time_ms``): each run's steps
+    are resampled on their own (:func:`rnndoctor.stats.bootstrap_ratio_of_medians_interval`,
+    seed 0, so the same reports give the same interval). None where either run has fewer than 2
+    step times (or a step time that is not positive): "no interval". ``step_time_change`` words
+    it: "faster" / "slower" only where the interval excludes 1, "within noise" where it holds 1.
+
+    The interval holds the step-to-step noise inside each window only. The two runs were not
+    interleaved (one ran, then the other, perhaps on another day or machine), so whatever
+    changed on the machine between them (clocks, thermal state, other load, a driver) is not in
+    it: a "faster" between runs far apart can still be drift (``check --verify`` alternates the
+    original's windows with a fix's, A B A B, which takes such drift out). The steps of one
+    window are not independent either (a slow stretch spans several steps), and a plain
+    percentile interval of few steps is narrower than its nominal 90%: with a handful of steps
+    per run, read it as rough.
+
+    Findings match on (rule ID, layer path): the same layer in both runs, even when the scripts
+    differ. A finding of the first run counts as ``fixed`` only when its rule ran on the second
+    run and found nothing there; when the rule could not run (missing facts, skipped), the
+    finding is ``unverified``. ``notes`` say what makes the two runs hard to compare (outcome,
+    script, environment). ``verified_before`` and ``verified_after``: each run's ``--verify``
+    outcome (estimate against measurement per fix), None for a run checked without it.
     """
 
     before: Facts
@@ -32,6 +52,7 @@ class Comparison:
     before_step_ms: float | None
     after_step_ms: float | None
     step_time_ratio: float | None
+    step_time_interval: tuple[float, float] | None = None
     fixed: list[Finding] = field(default_factory=list)
     unverified: list[Finding] = field(default_factory=list)
     new: list[Finding] = field(default_factory=list)
@@ -39,6 +60,31 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     verified_before: VerifySummary | None = None
     verified_after: VerifySummary | None = None
+
+    @property
+    def step_time_change(self) -> str | None:
+        """The step-time change in words: "faster" (the interval lies above 1), "slower" (below
+        1), "within noise" (it holds 1), or None: no ratio, or no interval (a run with fewer
+        than 2 step times)."""
+        if self.step_time_ratio is None or self.step_time_interval is None:
+            return None
+        low, high = self.step_time_interval
+        if low > 1.0:
+            return "faster"
+        if high < 1.0:
+            return "slower"
+        return "within noise"
+
+
+def _step_time_interval(before: Facts, after: Facts) -> tuple[float, float] | None:
+    """The :data:`STEP_TIME_LEVEL` interval of before / after of the median step time, or None
+    where either window has fewer than 2 step times, or one that is not positive."""
+    first = list(after.steps.step_time_ms) if after.steps else []
+    second = list(before.steps.step_time_ms) if before.steps else []
+    if len(first) < 2 or len(second) < 2 or min(first + second) <= 0.0:
+        return None
+    # median(second) / median(first) = before / after, as step_time_ratio.
+    return bootstrap_ratio_of_medians_interval(first, second, level=STEP_TIME_LEVEL, seed=0)
 
 
 def _key(finding: Finding) -> tuple[str, str | None]:
@@ -103,6 +149,7 @@ def compare_reports(before: Report, after: Report) -> Comparison:
         before_step_ms=b,
         after_step_ms=a,
         step_time_ratio=b / a if a and b else None,  # unrounded: displays round once
+        step_time_interval=_step_time_interval(before.facts, after.facts) if a and b else None,
         fixed=fixed,
         unverified=[f for f in gone if f.rule_id not in evaluated_after],
         new=[f for f in new if _key(f) not in old_keys],

@@ -164,12 +164,40 @@ def run_compare(
     before: Path, after: Path, html: Path, cli: Mapping[str, Any], console: Console
 ) -> ExitCode:
     """Runs the current rules on two runs' facts, prints the comparison (with each verified
-    report's estimate against measurement per rule) and writes its HTML."""
-    from rnndoctor.compare import compare_reports
-    from rnndoctor.reports.compare import print_comparison, render_comparison_html
+    report's estimate against measurement per rule) and writes its HTML. ``[tool.rnndoctor]``
+    comes from the first run's script's project, as ``report`` reads it (:func:`config_start`).
 
-    options = load_options(cli, before.resolve().parent, console)
+    Like a check's ``--out`` (:mod:`rnndoctor.outdir`), compare never replaces a file it did not
+    write: where ``html`` exists and is not a compare page
+    (:func:`rnndoctor.reports.compare.is_comparison_page`), it refuses with one line and
+    ``ExitCode.USAGE`` before printing or writing anything; a compare page there is replaced."""
+    from rnndoctor.compare import compare_reports
+    from rnndoctor.reports.compare import (
+        GENERATOR,
+        is_comparison_page,
+        print_comparison,
+        render_comparison_html,
+    )
+
+    try:
+        start = config_start(load_report_facts(before), before.resolve().parent)
+    except ValueError as exc:
+        console.error(str(exc))
+        return ExitCode.USAGE
+    options = load_options(cli, start, console)
     if options is None:
+        return ExitCode.USAGE
+    if options.config_file:
+        console.say(f"rnndoctor: options from {options.config_file} [tool.rnndoctor]", err=True)
+    if html.is_dir():
+        console.error(f"--html {html} is a folder: give the path of the page to write")
+        return ExitCode.USAGE
+    if (html.exists() or html.is_symlink()) and not is_comparison_page(html):
+        console.error(
+            f"--html {html} exists and is not an rnndoctor compare page (no <meta "
+            f'name="generator" content="{GENERATOR}"> in its head), and compare would replace '
+            "it: move or delete it, or choose another --html"
+        )
         return ExitCode.USAGE
     try:
         comparison = compare_reports(_load(before, options), _load(after, options))
@@ -177,7 +205,12 @@ def run_compare(
         console.error(str(exc))
         return ExitCode.USAGE
     print_comparison(comparison, str(before), str(after))
-    html.write_text(render_comparison_html(comparison, str(before), str(after)), encoding="utf-8")
+    page = render_comparison_html(comparison, str(before), str(after))
+    try:
+        html.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        console.error(f"cannot write --html {html}: {exc.strerror or exc}")
+        return ExitCode.USAGE
     typer.echo(f"html comparison: {html}")
     return ExitCode.OK
 

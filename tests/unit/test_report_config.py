@@ -45,3 +45,17 @@ def test_report_uses_the_scripts_pyproject_table(tmp_path):
     assert result.exit_code in (0, 1), result.output
     report = json.loads((facts_file.parent / "report.json").read_text())
     assert "RD101" in {f["rule_id"] for f in report["findings"]}
+
+
+def test_compare_uses_the_scripts_pyproject_table_too(tmp_path, monkeypatch):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[tool.rnndoctor]\nignore = ["RD101"]\n')
+    script = project / "train.py"
+    script.write_text("print('train')\n")
+    facts_file = _saved_outside(tmp_path, script)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["compare", str(facts_file), str(facts_file)])
+    assert result.exit_code == 0, result.output
+    assert f"options from {project / 'pyproject.toml'}" in result.output
+    assert "RD101" not in result.output
