@@ -1,5 +1,6 @@
-"""The report folder (``--out``, ``diagnose(out=)``, ``DoctorCallback(out=)``): rnndoctor
-replaces its own files there and never the user's.
+"""The report folder (``--out`` of ``check``, ``report`` and ``merge``; ``diagnose(out=)``,
+``DoctorCallback(out=)``): rnndoctor replaces its own files there and never the user's.
+(``compare --html`` guards its one page the same way: ``rnndoctor.reports.compare``.)
 
 A diagnosis marks its folder with :data:`MARKER`. A folder without it that holds a file with a
 name a diagnosis writes (``facts.json``, ``report.html``, ...) holds the user's file (a fresh
