@@ -88,14 +88,14 @@ def _code(facts: Facts, record: SequenceInput, batch: int) -> tuple[str, FixSafe
     kind = facts.fit.data_kind if facts.fit else None
     per_step = bool(record.targets_per_step)
     padded = f"    .padded_batch({batch})  # each batch padded to its own longest sequence"
+
+    def head(weights: bool) -> list[str]:  # the import and the unpad function
+        return ["import tensorflow as tf", "", "",
+                *sq.unpad_function(record, per_step, weights=weights), "", ""]  # fmt: skip
+
     if kind == "tf.data":
         lines = [
-            "import tensorflow as tf",
-            "",
-            "",
-            *sq.unpad_function(record, per_step),
-            "",
-            "",
+            *head(False),
             "# in your pipeline, on single (unbatched) sequences, in place of batch:",
             "dataset = (",
             "    dataset.map(unpad, num_parallel_calls=tf.data.AUTOTUNE)",
@@ -107,12 +107,7 @@ def _code(facts: Facts, record: SequenceInput, batch: int) -> tuple[str, FixSafe
         return "\n".join(lines), FixSafety.DISPLAY_ONLY
     data = sq.fit_data(facts)
     lines = [
-        "import tensorflow as tf",
-        "",
-        "",
-        *sq.unpad_function(record, per_step, weights=data.weights is not None),
-        "",
-        "",
+        *head(data.weights is not None),
         *data.head,
         "dataset = (",
         f"    tf.data.Dataset.from_tensor_slices(({', '.join(data.arrays)}))",

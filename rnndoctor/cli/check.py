@@ -10,9 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rnndoctor import outdir
 from rnndoctor.cli import supervisor
-from rnndoctor.cli.common import failed, fails, load_options, render
+from rnndoctor.cli.common import claim_out, failed, fails, load_options, render, say_config
 from rnndoctor.cli.console import Console
 from rnndoctor.cli.signals import cause_of
 from rnndoctor.facts import CutShort, Facts, Outcome
@@ -154,20 +153,14 @@ def prepare_out(
     """Creates the report folder and removes what an earlier check left there (our files only,
     never the user's, and an earlier ``--verify``'s files: :func:`_stale_verification`); None
     after a usage error (already printed): the folder cannot be created, or it holds files with
-    the names a check writes that rnndoctor did not write (:func:`rnndoctor.outdir.claim`: a
+    the names a check writes that rnndoctor did not write (:func:`rnndoctor.cli.common.claim_out`: a
     check would replace them; ``extra``: the names a multi-worker check writes besides,
     :func:`rnndoctor.cli.workers.out_names`). Marks the folder as a check's
     (``rnndoctor.outdir.MARKER``)."""
     from rnndoctor.reports import FILENAMES
 
     out = Path(options.out).resolve()
-    try:
-        outdir.claim(out, (*out_names(options), *extra))
-    except outdir.ForeignFiles as exc:
-        console.error(str(exc))
-        return None
-    except OSError as exc:
-        console.error(f"cannot create or write the output directory {out}: {exc.strerror}")
+    if not claim_out(out, (*out_names(options), *extra), console):
         return None
     for stale in (_FACTS_NAME, _FACTS_TMP, *FILENAMES.values(), *_stale_verification(out)):
         (out / stale).unlink(missing_ok=True)
@@ -225,8 +218,7 @@ def supervise(
     )  # fmt: skip
     command = supervisor.capture_command(script, script_args, child_options)
     console.say(f"rnndoctor: running {script} (script output: {paths.log})", err=True)
-    if options.config_file:
-        console.say(f"rnndoctor: options from {options.config_file} [tool.rnndoctor]", err=True)
+    say_config(options, console)
     timeout = options.timeout if options.timeout is not None else float("inf")
     return supervisor.Supervisor(command, paths.log, paths.facts, timeout, extra_env=env).run()
 

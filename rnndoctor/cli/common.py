@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rnndoctor import outdir
 from rnndoctor.cli.console import Console
 from rnndoctor.facts import Facts, Outcome
 from rnndoctor.options import FAIL_ON, Options, OptionsError, load_config, resolve
@@ -27,6 +28,27 @@ def load_options(cli: Mapping[str, Any], start: Path, console: Console) -> Optio
         console.error(str(exc))
         return None
     return options
+
+
+def say_config(options: Options, console: Console) -> None:
+    """Names the ``pyproject.toml`` whose ``[tool.rnndoctor]`` the options came from, if any."""
+    if options.config_file:
+        console.say(f"rnndoctor: options from {options.config_file} [tool.rnndoctor]", err=True)
+
+
+def claim_out(out: Path, names: tuple[str, ...], console: Console) -> bool:
+    """Claims the report folder ``out`` for a command that writes ``names`` there
+    (:func:`rnndoctor.outdir.claim`); False after saying in one line why it cannot: it holds
+    files of the user's under those names, or it cannot be created or written."""
+    try:
+        outdir.claim(out, names)
+    except outdir.ForeignFiles as exc:
+        console.error(str(exc))
+        return False
+    except OSError as exc:
+        console.error(f"cannot create or write the output directory {out}: {exc.strerror}")
+        return False
+    return True
 
 
 def render(

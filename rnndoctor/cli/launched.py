@@ -39,8 +39,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rnndoctor import cluster, outdir
+from rnndoctor import cluster
 from rnndoctor.cli import supervisor
+from rnndoctor.cli.common import claim_out
 from rnndoctor.cli.console import Console
 from rnndoctor.facts import Facts
 from rnndoctor.options import ExitCode, Options
@@ -137,12 +138,10 @@ def run_launched_check(
     names = workers.out_names(task.count)
     if task.index == 0 and check.prepare_out(options, console, names) is None:
         return ExitCode.USAGE
-    if task.index > 0:  # the same guard as the chief's, so that no worker waits for a chief
-        try:  # that refused a shared --out (and a host's own --out is marked as rnndoctor's)
-            outdir.claim(out, (*check.out_names(options), *names))
-        except (outdir.ForeignFiles, OSError) as exc:
-            console.error(str(exc))
-            return ExitCode.USAGE
+    # the chief's guard on every worker, so that none waits for a chief that refused a shared
+    # --out (and a host's own --out is marked as rnndoctor's)
+    if task.index > 0 and not claim_out(out, (*check.out_names(options), *names), console):
+        return ExitCode.USAGE
     if task.index == 0:
         _announce(out, cluster.job_id(task, uuid.uuid4().hex))
     console.say(f"rnndoctor: worker {task.index} of {task.count} (TF_CONFIG)", err=True)
@@ -382,10 +381,7 @@ def run_merge(files: Sequence[Path], cli: Mapping[str, Any], console: Console) -
     out = Path(cli.get("out") or files[0].resolve().parent)
     from rnndoctor.reports import FILENAMES
 
-    try:
-        outdir.claim(out, ("facts.json", *FILENAMES.values()))
-    except (outdir.ForeignFiles, OSError) as exc:
-        console.error(str(exc))
+    if not claim_out(out, ("facts.json", *FILENAMES.values()), console):
         return ExitCode.USAGE
     merged.save(out / "facts.json")
     return run_report(out / "facts.json", dict(cli, out=str(out)), console)

@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from rnndoctor import outdir
-from rnndoctor.cli.common import failed, fails, load_options, render
+from rnndoctor.cli.common import claim_out, failed, fails, load_options, render, say_config
 from rnndoctor.cli.console import Console
 from rnndoctor.facts import Facts, Outcome
 from rnndoctor.options import ExitCode, Options
@@ -135,8 +134,7 @@ def run_report(facts_file: Path, cli: Mapping[str, Any], console: Console) -> Ex
     options = load_options(dict(cli, out=cli.get("out") or str(folder)), start, console)
     if options is None:
         return ExitCode.USAGE
-    if options.config_file:
-        console.say(f"rnndoctor: options from {options.config_file} [tool.rnndoctor]", err=True)
+    say_config(options, console)
     console.redact(options.redact, os.getcwd())
     try:
         verification = load_verification(facts_file)
@@ -145,10 +143,7 @@ def run_report(facts_file: Path, cli: Mapping[str, Any], console: Console) -> Ex
         return ExitCode.USAGE
     from rnndoctor.reports import FILENAMES
 
-    try:
-        outdir.claim(Path(options.out).resolve(), tuple(FILENAMES.values()))
-    except (outdir.ForeignFiles, OSError) as exc:
-        console.error(str(exc))
+    if not claim_out(Path(options.out).resolve(), tuple(FILENAMES.values()), console):
         return ExitCode.USAGE
     report, written = render(facts, options, Path(options.out), verification)
     for line in summary_lines(report, written):
@@ -187,8 +182,7 @@ def run_compare(
     options = load_options(cli, start, console)
     if options is None:
         return ExitCode.USAGE
-    if options.config_file:
-        console.say(f"rnndoctor: options from {options.config_file} [tool.rnndoctor]", err=True)
+    say_config(options, console)
     if html.is_dir():
         console.error(f"--html {html} is a folder: give the path of the page to write")
         return ExitCode.USAGE

@@ -25,12 +25,18 @@ def _saved_outside(tmp_path: Path, script: Path) -> Path:
     return out / "facts.json"
 
 
-def test_report_uses_the_scripts_pyproject_table(tmp_path):
+def _project(tmp_path: Path) -> tuple[Path, Path]:
+    """A project whose ``[tool.rnndoctor]`` ignores RD101, and its script."""
     project = tmp_path / "proj"
     project.mkdir()
     (project / "pyproject.toml").write_text('[tool.rnndoctor]\nignore = ["RD101"]\n')
     script = project / "train.py"
     script.write_text("print('train')\n")
+    return project, script
+
+
+def test_report_uses_the_scripts_pyproject_table(tmp_path):
+    project, script = _project(tmp_path)
     facts_file = _saved_outside(tmp_path, script)
     result = runner.invoke(app, ["report", str(facts_file), "--format", "json"])
     assert result.exit_code in (0, 1), result.output
@@ -48,11 +54,7 @@ def test_report_uses_the_scripts_pyproject_table(tmp_path):
 
 
 def test_compare_uses_the_scripts_pyproject_table_too(tmp_path, monkeypatch):
-    project = tmp_path / "proj"
-    project.mkdir()
-    (project / "pyproject.toml").write_text('[tool.rnndoctor]\nignore = ["RD101"]\n')
-    script = project / "train.py"
-    script.write_text("print('train')\n")
+    project, script = _project(tmp_path)
     facts_file = _saved_outside(tmp_path, script)
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["compare", str(facts_file), str(facts_file)])
