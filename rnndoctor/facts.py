@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = "1.5"
+SCHEMA_VERSION = "1.6"
 
 
 class Outcome(enum.StrEnum):
@@ -491,6 +491,11 @@ class FitConfig:
     no other source of it (matched by names and value, not traced; it errs towards None:
     ``rnndoctor.capture.sites.argparse_default_site``), with that call as ``call_source``;
     else None.
+    ``batch_size_options`` (since 1.6, optional): for ``batch_size=args.batch_size``, the
+    option strings of the one ``add_argument`` call that sets that attribute (``["-b",
+    "--batch-size"]``), whether or not the command line gave the option
+    (``rnndoctor.capture.sites.argparse_options``), so that a rule finds it in the script's argv
+    under any of its names; else None.
     ``fit_in_loop`` (since 1.2, optional): the ``fit`` call is inside Python loops of the user's
     file (read from the source), or None.
     ``y_kind`` (since 1.2, optional): what ``fit`` received as ``y``: ``array`` (one array or
@@ -513,6 +518,7 @@ class FitConfig:
     location: SourceLocation | None = None
     compile_location: SourceLocation | None = None
     batch_size_location: SourceLocation | None = None
+    batch_size_options: list[str] | None = None
     x_location: SourceLocation | None = None
     fit_in_loop: FitLoop | None = None
     y_kind: str | None = None

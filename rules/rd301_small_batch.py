@@ -81,8 +81,10 @@ Fix safety:
       or ``--batch-size=8`` in the script's argv, ``facts.run.argv``; an abbreviation of it
       when its value is the batch ``fit`` ran with): the ``fit`` call keeps
       ``args.batch_size``, and the fix says to run with ``--batch-size 16`` (the command line,
-      not the code). An option the argv does not name after the attribute (``-b 8``, one with
-      ``dest=``) is not found there (the rule reads the command line, not the parser);
+      not the code). The option is found under any of the names its ``add_argument`` call
+      gives it (``-b 8``, ``-b8``, an option with ``dest=``: ``fit.batch_size_options``,
+      recorded by the capture from the source), else under the attribute's name; a short
+      option inside a group (``-vb 8``) is not read;
     - a generator, a PyDataset, a tf_keras ``Sequence`` or a torch ``DataLoader``: the
       ``fit`` call with the one integer literal equal to the batch size in its ``x`` call
       changed (``fit(batch_gen(32), ...)`` -> ``fit(batch_gen(128), ...)``: matched by value,
@@ -210,13 +212,17 @@ class _Given(NamedTuple):
 
 def _option_given(facts: Facts, call: str | None, current: int | None) -> _Given | None:
     """The script argument that set ``fit``'s ``batch_size=NAME.ATTR`` (keyword, or third
-    positional argument), read from the script's argv (``facts.run.argv``, before any
-    ``--``): the last ``--OPTION VALUE`` or ``--OPTION=VALUE`` whose option is ``ATTR`` with
-    dashes for underscores (``--batch-size`` or ``--batch_size`` for ``args.batch_size``:
-    argparse's ``dest``), or a prefix of it (argparse's abbreviations, ``--batch``) whose value
-    is the batch ``fit`` ran with, ``current``. None when ``fit`` passes no such attribute or no
-    such argument was given (an option named otherwise, ``-b 8`` or ``dest=``, is not found:
-    the rule sees the command line, not the parser)."""
+    positional argument), read from the script's argv (``facts.run.argv``, before any ``--``):
+    the last one that names the option and its value.
+
+    Where the capture recorded the option's strings from its ``add_argument`` call
+    (``facts.fit.batch_size_options``: ``["-b", "--batch-size"]``), any of them as argparse
+    reads it: ``--batch-size 8``, ``--batch-size=8``, ``-b 8``, ``-b8``, ``-b=8``, or a prefix
+    of a long one (argparse's abbreviations, ``--batch``) whose value is the batch ``fit`` ran
+    with, ``current``. Else the option named after ``ATTR`` with dashes for underscores
+    (``--batch-size`` or ``--batch_size``: argparse's default ``dest``) or such a prefix of it.
+    None when ``fit`` passes no such attribute or no such argument was given (a short option
+    in a group, ``-vb 8``, is not read)."""
     node = rw.parse_call(call)
     if node is None or facts.run is None:
         return None
@@ -229,21 +235,51 @@ def _option_given(facts: Facts, call: str | None, current: int | None) -> _Given
         value = node.args[2]  # Model.fit(x, y, batch_size, ...)
     if not (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)):
         return None
-    dest = value.attr
+    recorded = facts.fit.batch_size_options if facts.fit else None
     argv = list(facts.run.argv[1:])
     given = None
     for i, token in enumerate(argv):
         if token == "--":
             break
-        if not token.startswith("--") or len(token) < 3:
+        found = _option_token(token, recorded, value.attr)
+        if found is None:
             continue
-        option, sep, typed = token.partition("=")
-        if not sep:
+        option, sep, typed, exact = found
+        if sep is None:
             sep, typed = " ", argv[i + 1] if i + 1 < len(argv) else ""
-        name = option[2:].replace("-", "_")
-        if name == dest or (name and dest.startswith(name) and _int(typed) == current):
+        if exact or _int(typed) == current:
             given = _Given(ast.unparse(value), option, typed, sep)
     return given
+
+
+def _option_token(
+    token: str, recorded: list[str] | None, dest: str
+) -> tuple[str, str | None, str, bool] | None:
+    """How one argv ``token`` names the batch-size option: ``(option as typed, separator or
+    None when the value is the next token, value, exact)``; ``exact`` is False for an
+    abbreviation (a prefix of a long option). None when it does not name it. ``recorded``: the
+    option strings from the ``add_argument`` call (None: the long option named after
+    ``dest``)."""
+    if not token.startswith("-") or len(token) < 2:
+        return None
+    word, eq, after = token.partition("=")
+    sep = "=" if eq else None
+    if recorded is None:
+        if not word.startswith("--") or len(word) < 3:
+            return None
+        name = word[2:].replace("-", "_")
+        if name == dest:
+            return word, sep, after, True
+        return (word, sep, after, False) if name and dest.startswith(name) else None
+    longs = [o for o in recorded if len(o) > 2]
+    if word in recorded:
+        return word, sep, after, True
+    for short in (o for o in recorded if len(o) == 2):
+        if token.startswith(short) and _int(token[2:]) is not None:  # -b8, not -bn
+            return short, "", token[2:], True
+    if len(word) > 2 and any(o.startswith(word) for o in longs):
+        return word, sep, after, False
+    return None
 
 
 def _int(text: str) -> int | None:

@@ -416,6 +416,43 @@ def _defaults_elsewhere(tree: ast.Module, dest: str) -> bool:
     return False
 
 
+def _argument_call(
+    tree: ast.Module, namespace: str, dest: str, before_line: int
+) -> tuple[ast.Call, list[str]] | None:
+    """The one ``add_argument`` call in ``tree`` with literal option strings that sets ``dest``,
+    before ``before_line``, and those option strings, when the name ``namespace`` is only ever
+    assigned from a parsing call (:func:`_namespace_only_parsed`); else None (none, or more
+    than one such call)."""
+    if not _namespace_only_parsed(tree, namespace):
+        return None
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _call_name(node) == "add_argument":
+            options = _option_strings(node)
+            if options is not None and _dest(node, options) == dest:
+                found.append((node, options))
+    if len(found) != 1 or found[0][0].lineno >= before_line:
+        return None
+    return found[0]
+
+
+def argparse_options(
+    filename: str, namespace: str, dest: str, before_line: int
+) -> list[str] | None:
+    """The option strings (``["-b", "--batch-size"]``) of the ``add_argument`` call before
+    ``before_line`` in ``filename`` that sets the attribute ``dest`` of the name ``namespace``
+    (``args.batch_size``), read from the source as :func:`argparse_default_site` reads it, but
+    whatever the value and the command line: what a rule needs to find the option in the
+    script's argv under any of its names (``-b 8``, ``--bs=8``, one with ``dest=``). None when
+    the file cannot be parsed, ``namespace`` is assigned otherwise than from a parsing call, or
+    not exactly one such call sets ``dest``."""
+    path = os.path.abspath(filename)
+    source = "".join(linecache.getlines(path))
+    tree = _parse(source) if source else None
+    found = _argument_call(tree, namespace, dest, before_line) if tree is not None else None
+    return None if found is None else found[1]
+
+
 def argparse_default_site(
     filename: str, namespace: str, dest: str, before_line: int, value: object, argv: list[str]
 ) -> SourceLocation | None:
@@ -440,17 +477,10 @@ def argparse_default_site(
     tree = _parse(source) if source else None
     if tree is None or _defaults_elsewhere(tree, dest):
         return None
-    if not _namespace_only_parsed(tree, namespace):
+    found = _argument_call(tree, namespace, dest, before_line)
+    if found is None:
         return None
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _call_name(node) == "add_argument":
-            options = _option_strings(node)
-            if options is not None and _dest(node, options) == dest:
-                found.append((node, options))
-    if len(found) != 1 or found[0][0].lineno >= before_line:
-        return None
-    call, options = found[0]
+    call, options = found
     keywords = {k.arg: k.value for k in call.keywords}
     default = keywords.get("default")
     if None in keywords or "choices" in keywords or not isinstance(default, ast.Constant):

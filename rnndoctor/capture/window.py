@@ -263,6 +263,7 @@ def fit_config(model: Any, arguments: dict[str, Any], location: SourceLocation |
         location=location,
         compile_location=sites.lookup("compiles", model),
         batch_size_location=_name_site(location, "batch_size", None, arguments.get("batch_size")),
+        batch_size_options=_argparse_options(location),
         x_location=_name_site(location, "x", 0),
         y_kind=_y_kind(arguments.get("y")),
     )
@@ -287,14 +288,12 @@ def _script_argv() -> list[str]:
     return [*sys.argv[1:], *getattr(sys, "orig_argv", [])[1:]]
 
 
-def _name_site(
-    location: SourceLocation | None, keyword: str, position: int | None, used: Any = None
-) -> SourceLocation | None:
-    """Where the name that the ``fit`` call passes as ``keyword`` (or as positional argument
-    ``position``) was last assigned before the call; for an attribute (``args.batch_size``)
-    with the value ``used`` that ``fit`` received, the ``add_argument`` call whose default
-    gave it (:func:`rnndoctor.capture.sites.argparse_default_site`); None when it passes
-    neither, or no such site is found."""
+def _argument_node(
+    location: SourceLocation | None, keyword: str, position: int | None
+) -> ast.expr | None:
+    """The expression the ``fit`` call at ``location`` (its ``call_source``) passes as
+    ``keyword`` or as positional argument ``position``; None when it passes neither or the
+    source is not one call."""
     if location is None or not location.call_source:
         return None
     try:
@@ -306,6 +305,36 @@ def _name_site(
     value = next((k.value for k in call.keywords if k.arg == keyword), None)
     if value is None and position is not None and len(call.args) > position:
         value = call.args[position]
+    return value
+
+
+def _argparse_options(location: SourceLocation | None) -> list[str] | None:
+    """For ``fit(..., batch_size=args.batch_size)`` (keyword, or third positional argument), the
+    option strings of the ``add_argument`` call that sets it
+    (:func:`rnndoctor.capture.sites.argparse_options`), given on the command line or not; None
+    for any other argument, or when the source shows no single such call."""
+    value = _argument_node(location, "batch_size", 2)
+    if location is None or not (
+        isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)
+    ):
+        return None
+    try:
+        return sites.argparse_options(location.file, value.value.id, value.attr, location.line)
+    except Exception:  # a site is a nicety: never break the fit
+        return None
+
+
+def _name_site(
+    location: SourceLocation | None, keyword: str, position: int | None, used: Any = None
+) -> SourceLocation | None:
+    """Where the name that the ``fit`` call passes as ``keyword`` (or as positional argument
+    ``position``) was last assigned before the call; for an attribute (``args.batch_size``)
+    with the value ``used`` that ``fit`` received, the ``add_argument`` call whose default
+    gave it (:func:`rnndoctor.capture.sites.argparse_default_site`); None when it passes
+    neither, or no such site is found."""
+    value = _argument_node(location, keyword, position)
+    if location is None or value is None:
+        return None
     try:
         if isinstance(value, ast.Name):
             return sites.assignment_site(location.file, value.id, location.line)

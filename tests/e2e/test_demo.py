@@ -60,6 +60,7 @@ def test_the_demos_batch_size_is_traced_to_its_argparse_default(demo_run):
     site = doc["facts"]["fit"]["batch_size_location"]
     assert lines[site["line"] - 1] == 'parser.add_argument("--batch-size", type=int, default=64)'
     assert site["call_source"] == lines[site["line"] - 1]
+    assert doc["facts"]["fit"]["batch_size_options"] == ["--batch-size"]  # its strings, for argv
     for rd301 in (f for f in doc["findings"] if f["rule_id"] == "RD301"):
         assert rd301["location"]["line"] == site["line"]
         assert rd301["fix"]["before"] == site["call_source"]

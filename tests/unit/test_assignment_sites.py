@@ -156,3 +156,21 @@ def test_no_site_when_something_else_may_set_the_value(tmp_path):
 def test_parse_known_args_gives_the_namespace_its_first_target(tmp_path):
     known = ARGPARSE.replace("args = parser.parse_args()", "args, rest = parser.parse_known_args()")
     assert site(argparse_script(tmp_path, known, "known.py")).line == 4
+
+
+# -- sites.argparse_options: the option's strings, whatever the command line ------------------
+
+
+def test_the_options_strings_are_recorded_whether_or_not_the_command_line_gave_them(tmp_path):
+    """RD301 finds ``-b 8`` in the script's argv by the strings of the ``add_argument`` call
+    (``FitConfig.batch_size_options``); before, a fix for ``-b 8`` wrote a literal into the
+    ``fit`` call, which made ``-b`` do nothing."""
+    path = argparse_script(tmp_path)
+    assert sites.argparse_options(path, "args", "batch_size", 9) == ["-b", "--batch-size"]
+    assert sites.argparse_options(path, "args", "hidden", 9) == ["--units"]  # dest=
+    assert sites.argparse_options(path, "args", "units", 9) is None  # its dest is "hidden"
+    assert sites.argparse_options(path, "cfg", "batch_size", 9) is None  # not from parse_args
+    assert sites.argparse_options(path, "args", "batch_size", 3) is None  # after the fit line
+    twice = ARGPARSE.replace("args = ", 'other.add_argument("-n", dest="batch_size")\nargs = ')
+    path = argparse_script(tmp_path, twice, "twice_options.py")
+    assert sites.argparse_options(path, "args", "batch_size", 10) is None  # which one?

@@ -312,3 +312,32 @@ def test_the_gain_with_steps_per_epoch_holds_for_an_epoch_of_the_same_samples():
     assert "trains 4x the samples and takes longer) takes about 1/" in gain
     f.fit.steps_per_epoch = None
     assert "an epoch takes about 1/" in _rd301(f).gain
+
+
+@pytest.mark.parametrize(
+    ("options", "argv", "ran", "run_with"),
+    [
+        (["-b", "--batch-size"], ["-b", "8"], "-b 8", "-b 32"),
+        (["-b", "--batch-size"], ["-b8"], "-b8", "-b32"),
+        (["-b", "--batch-size"], ["-b=8"], "-b=8", "-b=32"),
+        (["-b", "--batch-size"], ["--batch", "8"], "--batch 8", "--batch 32"),
+        (["--bs"], ["--bs=8", "--epochs", "2"], "--bs=8", "--bs=32"),  # add_argument(dest=)
+    ],
+)
+def test_an_option_is_found_under_the_names_its_add_argument_gives_it(options, argv, ran, run_with):
+    """A fresh user's ``-b 8`` was not found in the argv (the rule looked for
+    ``--batch-size`` only), and the fix wrote ``batch_size=32`` into the ``fit`` call, where it
+    makes ``-b`` do nothing. The capture now records the option's strings from the source."""
+    f = _argv_facts(*argv)
+    f.fit.batch_size_options = options
+    fix = _rd301(f).fix
+    assert fix.safety == "display-only" and fix.before is None
+    assert f"run the script with {run_with} in place of {ran}" in fix.code
+    assert "batch_size=args.batch_size" in fix.code
+
+
+def test_recorded_options_do_not_match_other_arguments():
+    for argv in (["-bn", "1"], ["--bias", "8"], ["--", "-b", "8"], ["--batch-size", "8"]):
+        f = _argv_facts(*argv)
+        f.fit.batch_size_options = ["-b", "--bs"]  # --batch-size is not one of its names
+        assert _rd301(f).fix.before == ARGS_FIT, argv  # the fit call is rewritten
