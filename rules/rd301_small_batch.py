@@ -39,6 +39,9 @@ Bounds:
     The gain is the measured throughput (samples/s) ratio, never a step-time ratio: a larger
     batch makes each step longer while samples/s rise, so the gain reads "samples/s", not
     "faster step". An inconclusive finding carries no speedup, so the forecast does not use it.
+    With ``run_eagerly=True`` (``fit.run_eagerly``) the probe times eager steps, whose Python
+    dispatch of every op is paid once per step whatever the batch: the gain says so, since a
+    traced step (RD401's fix) has less of that cost for a larger batch to amortise.
 
     Under load, the figure reads low: a step costs a fixed host part once per batch and a
     compute part per sample, and a busy core slows the compute (spread over every core) far
@@ -537,6 +540,19 @@ def _basis(point: ProbePoint) -> str:
     )
 
 
+def _eager_note(facts: Facts) -> str:
+    """Where the model ran with ``run_eagerly=True``, that the probe measured eager steps: an
+    eager step pays Python's dispatch of every op once per step, whatever the batch, so a larger
+    batch amortises more of it than a traced step has to amortise, and the gain of a traced
+    step (RD401's fix) may be smaller. ``""`` otherwise."""
+    if not (facts.fit and facts.fit.run_eagerly):
+        return ""
+    return (
+        "; measured on eager steps (run_eagerly=True, RD401): a traced step has less per-step "
+        "overhead for a larger batch to amortise, so check again once RD401 is fixed"
+    )
+
+
 def _measured_finding(
     facts: Facts, options: OptionValues, measured: list[ProbePoint], evidence: tuple[Evidence, ...]
 ) -> list[Finding]:
@@ -599,7 +615,7 @@ def _measured_finding(
                 f"measured compute-only throughput {quoted} samples/s at batch "
                 f"{best.value} (each step is longer; more samples per second): an epoch "
                 f"{_same_samples(facts, best.value, base.value)}takes about 1/{ratio:.1f} of "
-                "the time, if the input pipeline keeps up (see RD201)"
+                f"the time, if the input pipeline keeps up (see RD201){_eager_note(facts)}"
             ),
             speedup=round(ratio, 2) if decision is Decision.CLEARS else None,
         )

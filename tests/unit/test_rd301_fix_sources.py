@@ -341,3 +341,15 @@ def test_recorded_options_do_not_match_other_arguments():
         f = _argv_facts(*argv)
         f.fit.batch_size_options = ["-b", "--bs"]  # --batch-size is not one of its names
         assert _rd301(f).fix.before == ARGS_FIT, argv  # the fit call is rewritten
+
+
+def test_a_gain_measured_on_eager_steps_says_so():
+    """A fresh user's ``run_eagerly=True`` model got RD301's gain with no word that the probe
+    timed eager steps, whose per-step dispatch a larger batch amortises more than a traced
+    step's (RD401's fix)."""
+    f = _argv_facts()
+    assert "eager" not in _rd301(f).gain
+    f.fit.run_eagerly = True
+    gain = _rd301(f).gain
+    assert "measured on eager steps (run_eagerly=True, RD401)" in gain
+    assert "check again once RD401 is fixed" in gain
