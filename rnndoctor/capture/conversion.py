@@ -14,7 +14,7 @@ import subprocess
 from typing import TYPE_CHECKING
 
 from rnndoctor.capture.budget import Budget, Overrun, run_bounded
-from rnndoctor.capture.profile import summarize_in_subprocess, summarize_profile
+from rnndoctor.capture.profile import NOT_STARTED, summarize_in_subprocess, summarize_profile
 
 if TYPE_CHECKING:
     from rnndoctor.capture.session import CaptureSession
@@ -26,13 +26,19 @@ def convert_bounded(
 ) -> None:
     """Sets ``session.facts.profile`` to the summary of the profile under ``logdir``.
 
-    In the capture child the conversion runs in a converter process
-    (:func:`~rnndoctor.capture.profile.summarize_in_subprocess`), so xprof's library and heap
-    never add to the child's memory; in the user's own process (``rnndoctor.diagnose``,
-    ``DoctorCallback``), in a thread (:func:`~rnndoctor.capture.budget.run_bounded`). A
+    The conversion runs in a converter process
+    (:func:`~rnndoctor.capture.profile.summarize_in_subprocess`): in the capture child, so
+    xprof's library and heap never add to the child's memory; in the user's own process
+    (``rnndoctor.diagnose``, ``DoctorCallback``), so that xprof's native logging (dozens of
+    ``I0000 ...`` lines) stays out of the user's output, its library out of the user's memory,
+    and a crash inside it out of the user's training. There the converter is waited for in a
+    thread (:func:`~rnndoctor.capture.budget.run_bounded`), and where it cannot be started at
+    all (``profile.NOT_STARTED``: an embedded interpreter, no process allowed) that thread
+    converts in the user's process. A
     conversion past ``budget`` leaves ``session.facts.profile`` as it was, a note ("profile not
     converted: ...") and a cut-short phase; the capture goes on (in the user's process the
-    thread runs on until xprof returns; its result is dropped). That thread holds the
+    thread runs on until the converter is killed at its timeout, or xprof returns; its result
+    is dropped). That thread holds the
     temporary folder's owner (``session.options.profile_keeper``), so the folder is not
     removed under it when the report goes, and calls its ``read_done()`` when xprof returns:
     where the folder was removed meanwhile (an error after the window), what xprof wrote after
@@ -61,7 +67,10 @@ def convert_bounded(
 
             def convert() -> ProfileSummary:
                 try:
-                    return summarize_profile(logdir, profiled_steps, gpus)
+                    summary = summarize_in_subprocess(logdir, profiled_steps, gpus, budget.left())
+                    if (summary.error or "").startswith(NOT_STARTED):
+                        summary = summarize_profile(logdir, profiled_steps, gpus)
+                    return summary
                 finally:
                     if keeper is not None:
                         keeper.read_done()

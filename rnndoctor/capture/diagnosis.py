@@ -88,7 +88,8 @@ def convert_profile(session: CaptureSession, profiled_steps: int, error: str | N
     own budget (``capture/budget.py: SHARES``), before the probes
     (:func:`rnndoctor.capture.conversion.convert_bounded`). In the capture child it runs in a
     converter process, so xprof's library and heap never add to the child's peak, the
-    batch-size probe's largest point; in the user's own process, in a thread. Then what the
+    batch-size probe's largest point; from the user's own process too, waited for in a thread
+    (xprof's native logging stays out of the user's output). Then what the
     phases left is collected and handed back to the system (:func:`heap.release_freed`) before
     the probes grow the process (the demo's capture grew 1374 -> 1535 MiB in the conversion
     when it ran after the probes, on top of their peak)."""

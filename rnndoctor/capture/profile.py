@@ -100,6 +100,10 @@ _CONVERTER = (
     "sys.path.extend(p for p in json.loads(sys.argv.pop(1)) if p not in sys.path); "
     "from rnndoctor.capture.profile import main; sys.exit(main())"
 )
+# The start of a summary's error where the converter process could not be started at all (no
+# interpreter at sys.executable, no process allowed): only then may a caller convert in its
+# own process instead (rnndoctor.capture.conversion).
+NOT_STARTED = "xprof conversion failed: the converter could not run"
 _LOG_TAIL_BYTES = 4096  # of the converter's output, read for its last line after a failure
 
 
@@ -107,16 +111,19 @@ def summarize_in_subprocess(
     logdir: str, profiled_steps: int, gpu_count: int, timeout_s: float
 ) -> ProfileSummary:
     """:func:`summarize_profile` run by a converter process (a fresh interpreter, ``python
-    -P``, running :func:`main`), for the capture child.
+    -P``, running :func:`main`), for the capture child and for the user's own process
+    (``rnndoctor.diagnose``, ``DoctorCallback``).
 
     Why a process of its own: xprof's native library and what a conversion leaves in the heap
     stay resident after it (34 MiB after ``gc.collect`` and ``malloc_trim`` in a TensorFlow
     process, the demo's profile), and the child's peak comes later, in the batch-size probe,
     so they added to the check's peak memory (README, "Benchmarks": overhead). A native crash
-    of xprof ends the converter, not the capture. The converter's working directory is a
-    temporary folder, which also holds its result and its output (nothing lands in the user's
-    tree; xprof's cache goes beside the profile, under ``--out``); it runs in the child's
-    process group, which ``--timeout`` ends as a whole.
+    of xprof ends the converter, not the capture (nor the user's own training, under
+    ``DoctorCallback``), and xprof's native logging (dozens of ``I0000 ...`` lines for a
+    profile) goes to the converter's log file, not the user's terminal. The converter's
+    working directory is a temporary folder, which also holds its result and its output
+    (nothing lands in the user's tree; xprof's cache goes beside the profile, under
+    ``--out``); it runs in the child's process group, which ``--timeout`` ends as a whole.
 
     Args:
         logdir: the profile folder (``<out>/profile``).
@@ -125,8 +132,9 @@ def summarize_in_subprocess(
         timeout_s: seconds the conversion may take (the phase's budget left).
 
     Returns:
-        the summary; where the converter gave none (it could not start, it crashed, it exited
-        without a readable result), ``error`` says why, with the last line it printed.
+        the summary; where the converter gave none (it could not start: ``error`` starts with
+        :data:`NOT_STARTED`; it crashed, it exited without a readable result), ``error`` says
+        why, with the last line it printed.
 
     Raises:
         subprocess.TimeoutExpired: the converter ran past ``timeout_s`` (it was killed).
@@ -138,9 +146,9 @@ def summarize_in_subprocess(
     except subprocess.TimeoutExpired:
         raise
     except (OSError, subprocess.SubprocessError, TypeError, ValueError) as exc:
-        why = f"could not run: {type(exc).__name__}: {exc}"
+        why = f"{type(exc).__name__}: {exc}"
     summary = _unconverted(logdir, profiled_steps)
-    summary.error = f"xprof conversion failed: the converter {why}"[:500]
+    summary.error = f"{NOT_STARTED}: {why}"[:500]
     return summary
 
 

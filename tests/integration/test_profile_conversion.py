@@ -1,8 +1,8 @@
 """Where the capture converts the profile (``capture/conversion.py: convert_bounded``): the
 capture child in the xprof converter process, the user's own process (``rnndoctor.diagnose``,
-``DoctorCallback``) in a thread; a converter past its budget leaves a note and a cut-short
-phase, and the capture goes on. The ``--workers`` chief converts its merged trace of every
-worker (``capture/distribute.py: trace_facts``) within the same phase's budget. The conversion
+``DoctorCallback``) in one too, waited for in a thread; a converter past its budget leaves a note
+and a cut-short phase, and the capture goes on. The ``--workers`` chief converts its merged trace of
+every worker (``capture/distribute.py: trace_facts``) within the same phase's budget. The conversion
 of a real profile is checked end to end (tests/e2e/test_check_cli.py, and
 tests/e2e/test_distribute_e2e.py for the merged trace)."""
 
@@ -53,14 +53,51 @@ def test_the_capture_child_converts_in_the_converter_process(tmp_path, monkeypat
     assert session.facts.run.phase == "profile conversion (xprof)"
 
 
-def test_the_users_own_process_converts_in_a_thread(tmp_path, monkeypatch):
-    def converter(*args):
-        raise AssertionError("a converter process was started from the user's own process")
+def test_the_users_own_process_converts_in_the_converter_process_from_a_thread(
+    tmp_path, monkeypatch
+):
+    """``rnndoctor.diagnose`` and ``DoctorCallback``: the converter process keeps xprof's ~90
+    native log lines out of the user's output (a fresh user's ``diagnose()`` printed them into
+    their script's), its library out of the user's memory and a crash in it out of their
+    training; a thread waits for it, within the phase's budget."""
+    calls = []
 
-    monkeypatch.setattr(conversion, "summarize_in_subprocess", converter)
+    def recorded(*args):
+        calls.append((threading.current_thread().name, args))
+        return profile.summarize_in_subprocess(*args)
+
+    def in_process(*args):
+        raise AssertionError("the user's own process converted with a converter at hand")
+
+    monkeypatch.setattr(conversion, "summarize_in_subprocess", recorded)
+    monkeypatch.setattr(conversion, "summarize_profile", in_process)
     session = _session(tmp_path, child=False)
     diagnosis.convert_profile(session, 3, None)
-    assert session.facts.profile.error == _NO_PROFILE
+    ((thread, args),) = calls
+    assert thread == "rnndoctor profile conversion"  # not the user's own thread
+    assert args[:3] == (str(tmp_path / "profile"), 3, 0) and 0 < args[3] <= 600
+    assert session.facts.profile.error == _NO_PROFILE  # the converter's own answer
+
+
+def test_a_converter_that_cannot_start_leaves_the_users_process_to_convert(tmp_path, monkeypatch):
+    """No interpreter at ``sys.executable`` (an embedded Python): the thread converts in the
+    user's process, as before the converter; a converter that started and crashed is not
+    retried there (a crash in xprof would end the user's training)."""
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    session = _session(tmp_path, child=False)
+    diagnosis.convert_profile(session, 3, None)
+    assert session.facts.profile.error == _NO_PROFILE  # summarize_profile's own answer
+
+    crashes = tmp_path / "python"
+    crashes.write_text("#!/bin/sh\nkill -SEGV $$\n")
+    crashes.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(crashes))
+    monkeypatch.setattr(conversion, "summarize_profile", lambda *args: 1 / 0)
+    session = _session(tmp_path, child=False)
+    diagnosis.convert_profile(session, 3, None)
+    assert session.facts.profile.error.startswith(
+        "xprof conversion failed: the converter was ended by SIGSEGV"
+    )
 
 
 def test_a_converter_past_its_budget_leaves_a_note_and_a_cut_short_phase(tmp_path, monkeypatch):
@@ -206,7 +243,7 @@ def _users_session_on(folder, release: threading.Event, wrote: threading.Event):
     """A session in the user's own process whose profile is the temporary ``folder``, and a
     conversion stuck in xprof until ``release``, then writing its cache into the folder."""
 
-    def stuck(logdir, steps, gpus):
+    def stuck(logdir, steps, gpus, timeout_s):
         release.wait(60)
         os.makedirs(logdir, exist_ok=True)  # xprof's write racing a removal of the folder
         open(os.path.join(logdir, "ALL_HOSTS.op_stats_v2.pb"), "w").close()
@@ -242,7 +279,7 @@ def test_a_conversion_left_behind_keeps_the_temporary_folder_until_xprof_returns
     folder = TemporaryFolder()
     path = folder.path
     session, stuck = _users_session_on(folder, release, wrote)
-    monkeypatch.setattr(conversion, "summarize_profile", stuck)
+    monkeypatch.setattr(conversion, "summarize_in_subprocess", stuck)
     try:
         diagnosis.convert_profile(session, 3, None)  # its 2 s budget runs out
         assert session.facts.profile is None and session.facts.run.cut_short

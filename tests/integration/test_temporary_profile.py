@@ -8,6 +8,8 @@ from __future__ import annotations
 import gc
 import glob
 import os
+import subprocess
+import sys
 import tempfile
 
 import keras
@@ -102,3 +104,39 @@ def test_the_inline_callback_outside_a_notebook_prints_its_summary(scratch, caps
         x, y, batch_size=16, epochs=1, verbose=0, callbacks=[DoctorCallback(out=None, **_WINDOW)]
     )
     assert "rnndoctor" not in capsys.readouterr().out
+
+
+_USER_SCRIPT = """
+import sys, keras, numpy as np, rnndoctor
+keras.utils.set_random_seed(0)
+model = keras.Sequential([keras.Input((6, 3)), keras.layers.LSTM(4), keras.layers.Dense(1)])
+model.compile(optimizer="adam", loss="mse")
+x = np.zeros((64, 6, 3), "float32")
+y = np.zeros((64, 1), "float32")
+print("=== diagnose", file=sys.stderr, flush=True)
+report = rnndoctor.diagnose(model, x, y=y, batch_size=16, epochs=1, verbose=0, steps=2,
+                            warmup_steps=1, profile_steps=1, run_probes=False, display=False)
+print("=== converted:", report.facts.profile.error is None, file=sys.stderr, flush=True)
+"""
+
+
+def test_diagnose_prints_none_of_xprofs_native_logging(scratch):
+    """A fresh user's ``diagnose()`` printed about 40 of xprof's ``I0000 ...`` lines (``serving
+    tool: overview_page``, ``ConvertMultiXSpacesToCombinedOpStats``...) into their script's
+    output; the converter process now keeps them in its own log file. A user's script of its
+    own, with TensorFlow's default logging (this suite sets ``TF_CPP_MIN_LOG_LEVEL``, which
+    TensorFlow reads once per process)."""
+    script = scratch / "user.py"
+    script.write_text(_USER_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["TMPDIR"] = str(scratch)
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=scratch, env=env, capture_output=True, text=True,
+        timeout=300, check=False,
+    )  # fmt: skip
+    printed = done.stdout + done.stderr
+    assert done.returncode == 0, printed[-3000:]
+    during = printed[printed.index("=== diagnose") :]
+    assert "=== converted: True" in during
+    assert "serving tool" not in during and "OpStats" not in during, during[-3000:]
+    assert "Profiler session started" in during  # TensorFlow's own logging is on
