@@ -86,8 +86,10 @@ Fix safety:
       ``args.batch_size``, and the fix says to run with ``--batch-size 16`` (the command line,
       not the code). The option is found under any of the names its ``add_argument`` call
       gives it (``-b 8``, ``-b8``, an option with ``dest=``: ``fit.batch_size_options``,
-      recorded by the capture from the source), else under the attribute's name; a short
-      option inside a group (``-vb 8``) is not read;
+      recorded by the capture from the source), else under the attribute's name. Where the
+      option is known but its value was traced to neither its literal default nor the argv
+      (a short option inside a group, ``-vb 8``; a computed default), the fix is a note to
+      set it where its value is set, never a literal in the ``fit`` call;
     - a generator, a PyDataset, a tf_keras ``Sequence`` or a torch ``DataLoader``: the
       ``fit`` call with the one integer literal equal to the batch size in its ``x`` call
       changed (``fit(batch_gen(32), ...)`` -> ``fit(batch_gen(128), ...)``: matched by value,
@@ -180,6 +182,9 @@ def _fix(facts: Facts, size: int, current: int | None) -> _Change:
     given = _option_given(facts, call, current)
     if given is not None:
         return _command_line_fix(facts, given, size, current)
+    options = fit.batch_size_options if fit else None
+    if options:  # an argparse option whose value came from neither its literal default nor argv
+        return _option_note(facts, options, size)
     code = rw.set_keyword(call, "batch_size", str(size))
     if code is None:
         return _Change(f"model.fit(..., batch_size={size})", m.fit_location(facts), None)
@@ -310,6 +315,22 @@ def _command_line_fix(facts: Facts, given: _Given, size: int, current: int | Non
         f"make {given.option} do nothing"
     )
     why = f"display-only: the command line sets the batch ({ran}): the change is to the command"
+    return _Change(code, m.fit_location(facts), None, FixSafety.DISPLAY_ONLY, why)
+
+
+def _option_note(facts: Facts, options: list[str], size: int) -> _Change:
+    """``fit(..., batch_size=args.batch_size)`` where ``args.batch_size`` is an argparse option
+    (``options``, its strings) whose value came from neither a literal default the capture
+    could trace nor an argument the rule could read (a grouped ``-vb 8``, a computed default,
+    ``set_defaults``): a display-only note, since a literal in the ``fit`` call would make the
+    option do nothing."""
+    names = "/".join(options)
+    code = (
+        f"# fit's batch_size comes from the option {names}: set it to {size} where its value is "
+        f"set\n# (the command line, or the option's default); a literal in fit would make "
+        f"{names} do nothing"
+    )
+    why = f"display-only: the option {names} sets the batch, and its value was not traced"
     return _Change(code, m.fit_location(facts), None, FixSafety.DISPLAY_ONLY, why)
 
 

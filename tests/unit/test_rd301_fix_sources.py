@@ -340,7 +340,9 @@ def test_recorded_options_do_not_match_other_arguments():
     for argv in (["-bn", "1"], ["--bias", "8"], ["--", "-b", "8"], ["--batch-size", "8"]):
         f = _argv_facts(*argv)
         f.fit.batch_size_options = ["-b", "--bs"]  # --batch-size is not one of its names
-        assert _rd301(f).fix.before == ARGS_FIT, argv  # the fit call is rewritten
+        code = _rd301(f).fix.code
+        assert "run the script with" not in code, argv  # no option read from these
+        assert "comes from the option -b/--bs" in code, argv  # the note, not a literal
 
 
 def test_a_gain_measured_on_eager_steps_says_so():
@@ -353,3 +355,15 @@ def test_a_gain_measured_on_eager_steps_says_so():
     gain = _rd301(f).gain
     assert "measured on eager steps (run_eagerly=True, RD401)" in gain
     assert "check again once RD401 is fixed" in gain
+
+
+def test_an_option_whose_value_was_not_traced_gets_a_note_not_a_literal():
+    """``-vb 8`` (a grouped short option) or a computed default: the option is known, its value
+    came from neither the argv the rule reads nor a literal default; a ``batch_size=32`` in the
+    ``fit`` call would make ``-b`` do nothing."""
+    f = _argv_facts("-vb", "8")
+    f.fit.batch_size_options = ["-b", "--batch-size"]
+    fix = _rd301(f).fix
+    assert fix.safety == "display-only" and fix.before is None
+    assert _code_lines(fix.code) == []
+    assert "comes from the option -b/--batch-size: set it to 32 where its value is set" in fix.code
