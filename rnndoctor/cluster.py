@@ -269,6 +269,25 @@ def failed_worker(workers: Sequence[Facts | None]) -> int | None:
     return (failed or unfinished or [None])[0]
 
 
+def _no_strategy(workers: Sequence[Facts | None]) -> str:
+    """Why the merged facts have no strategy: the chief's capture saw none; where no worker's
+    did and at least one measured its window, that the job was not one job: without a
+    ``tf.distribute`` strategy Keras trains a separate copy of the model in each worker
+    (``TF_CONFIG`` alone distributes nothing; ``tf.distribute.MultiWorkerMirroredStrategy``
+    reads it), so each worker's step time also holds the other workers' competing for the
+    machine."""
+    ran = [f for f in workers if f is not None]
+    if any(f.strategy is not None for f in ran) or not any(f.steps for f in ran):
+        return "the chief's capture saw no tf.distribute strategy"
+    return (
+        f"no worker's capture saw a tf.distribute strategy: the {len(workers)} workers each "
+        "trained a separate copy of the model (TF_CONFIG alone distributes nothing), not one "
+        "job, and each one's steps shared the machine with the others; check the script "
+        "without --workers, or build and train the model under "
+        "tf.distribute.MultiWorkerMirroredStrategy"
+    )
+
+
 def merge(workers: Sequence[Facts | None], files: Sequence[str]) -> Facts | None:
     """One report's facts from the workers' facts (None: a worker saved none).
 
@@ -282,9 +301,7 @@ def merge(workers: Sequence[Facts | None], files: Sequence[str]) -> Facts | None
         return None
     base = workers[base_index]
     rows = [worker_of(f, i, files[i]) for i, f in enumerate(workers)]
-    strategy = base.strategy or StrategyFacts(
-        "not seen", not_measured="the chief's capture saw no tf.distribute strategy"
-    )
+    strategy = base.strategy or StrategyFacts("not seen", not_measured=_no_strategy(workers))
     for traced in strategy.traced:  # the chief's trace figures, per worker
         if 0 <= traced.index < len(rows):
             for name in _TRACED_FIELDS:

@@ -247,3 +247,19 @@ def test_without_a_strategy_and_without_a_window_the_distributed_rules_are_not_e
         result = outcome(facts, rule_id)
         assert result.status is Status.NOT_EVALUATED, rule_id
         assert "facts section 'strategy' was not gathered" in result.reason, rule_id
+
+
+def test_merge_of_workers_that_saw_no_strategy_says_they_were_separate_trainings():
+    """A fresh user's ``--workers 2`` on a script with no strategy read "strategy: not seen (the
+    chief's capture saw no tf.distribute strategy)" and "no findings": two separate trainings,
+    each timed beside the other, with nothing saying so."""
+    path = Path(__file__).parents[1] / "data" / "host_hw" / "fit-run-eagerly.json"
+    workers = [Facts.from_dict(json.loads(path.read_text())) for _ in range(2)]
+    assert all(w.strategy is None and w.steps is not None for w in workers)
+    merged = cluster.merge(workers, ["facts-worker-0.json", "facts-worker-1.json"])
+    why = merged.strategy.not_measured
+    assert why.startswith("no worker's capture saw a tf.distribute strategy: the 2 workers each")
+    assert "separate copy of the model" in why and "without --workers" in why
+    from reports.terminal import _strategy_line
+
+    assert _strategy_line(merged).startswith("strategy: not seen (no worker's capture saw")
