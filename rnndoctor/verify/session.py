@@ -114,6 +114,18 @@ def _locate_all(
     return items, rewrites
 
 
+def _overlap(dropped: px.Rewrite, kept: px.Rewrite) -> str:
+    """Why ``dropped`` lost its overlap with ``kept`` (:func:`rnndoctor.verify.patch.compatible`):
+    ``kept``'s larger estimated gain, or, where neither finding estimated one (a cuDNN fix on a
+    CPU: ``speedup`` None), its place as the earlier finding."""
+    if kept.finding.speedup is None and dropped.finding.speedup is None:
+        return (
+            f"it rewrites the same lines as {kept.fix_id}, and neither has an estimated gain "
+            f"(the earlier finding, {kept.fix_id}, is kept)"
+        )
+    return f"it overlaps {kept.fix_id}, estimated larger"
+
+
 def _candidates(
     job: Job, root: Path, items: dict[str, Verified], rewrites: list[px.Rewrite], notes: list[str]
 ) -> list[Candidate]:
@@ -122,8 +134,9 @@ def _candidates(
     base = job.out / VERIFY_DIR
     skip = [job.out, base]  # never mirror the report folder (or the copies) into a copy
     kept, dropped = px.compatible(rewrites)
+    by_id = {r.fix_id: r for r in rewrites}
     for fix_id, by in dropped.items():
-        notes.append(f"{fix_id} is not in the all-fixes copy: it overlaps {by}, estimated larger")
+        notes.append(f"{fix_id} is not in the all-fixes copy: {_overlap(by_id[fix_id], by_id[by])}")
     candidates = []
     if len(kept) >= 2:
         items[ALL] = Verified(fix=ALL, rules=[r.fix_id for r in kept], title="all compatible fixes")

@@ -220,3 +220,26 @@ def test_the_budget_counts_a_copys_start_beyond_its_windows(project):
     fresh = Candidate("fresh", root / "copy.py")
     assert not _fits(schedule, fresh, 1.0, 2)  # 2 pairs of 1 s windows + a 20 s start > 8 s left
     assert fresh.budget_note == (24.0, 8.0)
+
+
+def test_an_overlap_between_fixes_without_estimates_is_not_called_estimated_larger():
+    """A fresh user's GRU with recurrent_dropout and activation='relu': RD101 and RD102 rewrite
+    the same layer call and, on a CPU, neither estimates a gain; the note read "RD102 is not in
+    the all-fixes copy: it overlaps RD101, estimated larger"."""
+    from types import SimpleNamespace
+
+    from rnndoctor.verify.session import _overlap
+
+    def rewrite(fix_id, speedup):
+        return SimpleNamespace(fix_id=fix_id, finding=SimpleNamespace(speedup=speedup))
+
+    assert _overlap(rewrite("RD102", None), rewrite("RD101", None)) == (
+        "it rewrites the same lines as RD101, and neither has an estimated gain (the earlier "
+        "finding, RD101, is kept)"
+    )
+    assert _overlap(rewrite("RD403", 1.2), rewrite("RD301", 2.5)) == (
+        "it overlaps RD301, estimated larger"
+    )
+    assert _overlap(rewrite("RD101", None), rewrite("RD301", 2.5)) == (
+        "it overlaps RD301, estimated larger"
+    )
