@@ -96,6 +96,10 @@ Fix safety:
       so it is a sketch to check), else a note at the generator's ``def`` or the PyDataset's
       construction: "your generator yields batches of 32: make it yield batches of 128", with a
       note that ``steps_per_epoch`` counts batches where ``fit`` sets it;
+    - a ``tf.data`` pipeline whose batch call reads its size from a name or an option
+      (``batch(args.batch_size)``, ``batch(bs)``): a note at the batch call to set that value
+      where it is set (to run with ``--batch-size 32`` where the argv gave the option), since
+      a literal there would make the option do nothing, and the name may be read elsewhere;
     - a ``tf.data`` pipeline whose batch call was not recorded with its line: the dataset is
       already batched, so the note says where it batches (its batch step, or its source where
       it has no batch op) must change; neither ``fit``'s ``batch_size`` nor an appended
@@ -121,7 +125,7 @@ from typing import NamedTuple
 
 from rnndoctor import dispatch
 from rnndoctor.decide import Decision, decide, describe
-from rnndoctor.facts import DataKind, Facts, ProbePoint
+from rnndoctor.facts import DataKind, Facts, ProbePoint, SourceLocation
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Location, Severity
 from rnndoctor.rules import NotEvaluated, Option, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
@@ -232,7 +236,7 @@ def _option_given(facts: Facts, call: str | None, current: int | None) -> _Given
     None when ``fit`` passes no such attribute or no such argument was given (a short option
     in a group, ``-vb 8``, is not read)."""
     node = rw.parse_call(call)
-    if node is None or facts.run is None:
+    if node is None:
         return None
     value = next((k.value for k in node.keywords if k.arg == "batch_size"), None)
     if (
@@ -241,9 +245,21 @@ def _option_given(facts: Facts, call: str | None, current: int | None) -> _Given
         and not any(isinstance(a, ast.Starred) for a in node.args[:3])
     ):
         value = node.args[2]  # Model.fit(x, y, batch_size, ...)
-    if not (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)):
-        return None
     recorded = facts.fit.batch_size_options if facts.fit else None
+    return _argv_option(facts, value, current, recorded)
+
+
+def _argv_option(
+    facts: Facts, value: ast.expr | None, current: int | None, recorded: list[str] | None
+) -> _Given | None:
+    """The last argument of the script's argv (``facts.run.argv``, before any ``--``) that
+    names the option behind ``value`` (``NAME.ATTR``, an argparse namespace's attribute) and
+    its value (:func:`_option_token`; ``recorded``: the option's strings, when known); an
+    abbreviation counts only with the value ``current``. None for any other ``value``."""
+    if facts.run is None or not (
+        isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)
+    ):
+        return None
     argv = list(facts.run.argv[1:])
     given = None
     for i, token in enumerate(argv):
@@ -462,7 +478,11 @@ def _pipeline_fix(facts: Facts, size: int, current: int | None) -> _Change:
         if nodes:
             node = nodes[-1]
             call = node.location.call_source
-            if node.attrs.get("built_by", kind) in ("batch", "padded_batch"):
+            by_batch = node.attrs.get("built_by", kind) in ("batch", "padded_batch")
+            variable = _batch_argument(call, by_batch)
+            if variable is not None:
+                return _variable_batch_note(facts, node.location, variable, size, current)
+            if by_batch:
                 code = rw.set_argument(call, 0, "batch_size", str(size))
             else:  # a Keras util (timeseries_dataset_from_array...): its batch_size keyword
                 code = rw.set_keyword(call, "batch_size", str(size))
@@ -470,6 +490,46 @@ def _pipeline_fix(facts: Facts, size: int, current: int | None) -> _Change:
                 return _Change(f"ds = ds.{kind}({size})", m.to_location(node.location), None)
             return _Change(code, m.to_location(node.location), call)
     return _dataset_sketch(facts, size, current)
+
+
+def _batch_argument(call: str | None, positional: bool) -> ast.expr | None:
+    """The batch size argument of a pipeline's batch call (``batch(args.batch_size)``: its first
+    positional argument, with ``positional``, else its ``batch_size`` keyword) when it is not
+    an integer literal (a name, an option's attribute, an expression); None for a literal, or
+    when the call passes none."""
+    node = rw.parse_call(call)
+    if node is None:
+        return None
+    value = next((k.value for k in node.keywords if k.arg == "batch_size"), None)
+    if value is None and positional and node.args and not isinstance(node.args[0], ast.Starred):
+        value = node.args[0]
+    if value is None or (isinstance(value, ast.Constant) and isinstance(value.value, int)):
+        return None
+    return value
+
+
+def _variable_batch_note(
+    facts: Facts, loc: SourceLocation, value: ast.expr, size: int, current: int | None
+) -> _Change:
+    """A pipeline that batches by a value it reads (``batch(args.batch_size)``, ``batch(bs)``):
+    a display-only note at the batch call, since a literal there would make the option (or
+    the name, which other code may read) do nothing. Where the script's argv set the option
+    (:func:`_argv_option`), the note says to run with the new value."""
+    text = ast.unparse(value)
+    ran = f" ({current} in this run)" if current else ""
+    given = _argv_option(facts, value, current, None)
+    if given is not None and _int(given.value) == current:
+        first = (
+            f"# run the script with {given.option}{given.sep}{size} in place of "
+            f"{given.option}{given.sep}{given.value} ({text} = {size});"
+        )
+        why = f"display-only: the command line sets the batch ({given.option}{given.sep}"
+        why += f"{given.value}): the change is to the command"
+    else:
+        first = f"# your pipeline batches by {text}{ran}: set it to {size} where its value is set;"
+        why = f"display-only: the pipeline batches by {text}, set elsewhere"
+    code = f"{first}\n# keep the batch call as it is: a literal there would make {text} do nothing"
+    return _Change(code, m.to_location(loc), None, FixSafety.DISPLAY_ONLY, why)
 
 
 def _dataset_sketch(facts: Facts, size: int, current: int | None) -> _Change:

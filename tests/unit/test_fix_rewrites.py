@@ -428,6 +428,58 @@ def test_rd301_rewrites_the_options_default_for_an_argparse_batch_size():
     assert finding.fix.safety == "unsafe"
 
 
+def _variable_batch_facts(batch_call: str, *argv: str) -> Facts:
+    """A tf.data pipeline whose batch call reads a value (``batch(args.batch_size)``), run as
+    ``train.py ARGV`` at batch 8; the probe measures 3.6x samples/s at 32."""
+    chain = "tf.data.Dataset.from_tensor_slices((x, y)).shuffle(4096, seed=1)"
+    data = pipeline(
+        node("TensorSliceDataset/_1", "TensorSliceDataset", "source", 16,
+             "tf.data.Dataset.from_tensor_slices((x, y))", source_kind="tensors"),
+        node("BatchDatasetV2/_2", "BatchDatasetV2", "batch", 16, f"{chain}.{batch_call}",
+             attrs={"batch_size": 8}),
+        batch_kind="batch", prefetch_last=True,
+    )  # fmt: skip
+    f = with_batch_probe(facts(data=data), [(8, 2.0, None), (32, 2.2, None)])
+    f.run.argv = [f.run.script, *argv]
+    f.fit.batch_size = 8
+    return f
+
+
+@pytest.mark.parametrize(
+    ("batch_call", "argv", "first_line"),
+    [
+        ("batch(args.batch_size)", ["--batch-size", "8"],
+         "# run the script with --batch-size 32 in place of --batch-size 8 "
+         "(args.batch_size = 32);"),
+        ("batch(args.batch_size)", ["--batch-size=8", "--epochs", "2"],
+         "# run the script with --batch-size=32 in place of --batch-size=8 "
+         "(args.batch_size = 32);"),
+        ("batch(args.batch_size)", [],
+         "# your pipeline batches by args.batch_size (8 in this run): set it to 32 where its "
+         "value is set;"),
+        ("batch(batch_size=bs, drop_remainder=True)", [],
+         "# your pipeline batches by bs (8 in this run): set it to 32 where its value is set;"),
+    ],
+)  # fmt: skip
+def test_rd301_keeps_a_pipeline_batch_that_reads_a_value(batch_call, argv, first_line):
+    """A fresh user's ``--verify`` patch turned ``.batch(args.batch_size)`` into ``.batch(32)``
+    after a run with ``--batch-size 8``: the option no longer set the batch, and a run at its
+    default (64) got slower. A variable batch argument now gets a display-only note."""
+    (finding,) = run(_variable_batch_facts(batch_call, *argv), "RD301")[1]
+    assert finding.fix.safety == "display-only" and finding.fix.before is None
+    assert finding.location.line == 16  # the batch call's line
+    code_lines = finding.fix.code.splitlines()
+    assert code_lines[0] == first_line
+    assert code_lines[1].startswith("# keep the batch call as it is: a literal there would")
+    assert all(line.startswith("#") for line in code_lines)  # nothing to paste over the code
+
+
+def test_rd301_still_rewrites_a_literal_pipeline_batch():
+    (finding,) = run(_variable_batch_facts("batch(8)"), "RD301")[1]
+    assert finding.fix.code.endswith(".shuffle(4096, seed=1).batch(32)")
+    assert finding.fix.safety == "unsafe" and finding.fix.before is not None
+
+
 def test_rd301_on_a_keras_util_sets_its_batch_size_keyword():
     data = timeseries_pipeline()
     data.nodes[-1].location = loc(
