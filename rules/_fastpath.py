@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from rnndoctor.facts import FAST_PATH_DEFAULTS, Facts, RNNLayer, SequenceInput, SourceLocation
@@ -305,6 +306,37 @@ def build_call(
     return f"{func_text(call_source, class_name)}({', '.join(parts)})"
 
 
+def rebuilt_fix(fix: Fix, args: tuple[str, ...] = ()) -> Fix:
+    """``fix`` whose code is a call rebuilt from the layer's recorded values
+    (:func:`build_call`) because the user's call could not be rewritten in place (a
+    ``**kwargs`` splat that holds ``args``, positional arguments that could not be named): a
+    display-only sketch, since pasted over the user's call it would replace their names and
+    options (``GRU(args.units, **rnn_kwargs)`` -> ``GRU(32, activation='relu')``) with this
+    run's values, and drop what the splat holds. Where no call of the user's was recorded
+    (``before`` None) the sketch replaces nothing and is returned as it is."""
+    if fix.before is None:
+        return fix
+    node = parse_call(fix.before)
+    splats = [ast.unparse(k.value) for k in node.keywords if k.arg is None] if node else []
+    if splats and args:
+        why = (
+            f"your call passes **{splats[0]} (which holds {', '.join(args)}): change it where "
+            f"{splats[0]} is built"
+        )
+    elif splats:
+        why = f"your call passes **{splats[0]}, which a rewrite of the call cannot carry over"
+    else:
+        why = "your call's arguments could not be rewritten in place"
+    note = (
+        f"# display-only: {why}. The call below is written from this run's values: a name of "
+        f"yours\n# appears as its value, so edit your own call to match rather than paste it\n"
+    )
+    return replace(
+        fix, code=note + fix.code, safety=FixSafety.DISPLAY_ONLY, before=None,
+        title=f"{fix.title} ({why})",
+    )  # fmt: skip
+
+
 MASK_CAVEAT = (
     "provided every mask the layer receives is right-padded with no empty sequence, which cuDNN "
     "also requires (keras/src/backend/tensorflow/rnn.py: _assert_valid_mask); this run did not "
@@ -436,10 +468,12 @@ def arg_finding(
         set_args=set_args,
         positional_names=layer.init_params,
     )
+    fix = Fix(title=fix_title, code=code or "", safety=safety, before=call)
     if code is None:
         overrides: dict[str, Any] = {a: None for a in args}
         overrides.update(set_args)
-        code = build_call(layer.class_name, layer.args, overrides, call)
+        rebuilt = build_call(layer.class_name, layer.args, overrides, call)
+        fix = rebuilt_fix(Fix(title=fix_title, code=rebuilt, safety=safety, before=call), args)
     eligible, after = after_fix(layer, args, facts)
     evidence = [Evidence(a, v, source="layer config") for a, v in values.items()]
     evidence.append(Evidence("fast-path verdict", "blocks the cuDNN kernel", source=basis))
@@ -454,7 +488,7 @@ def arg_finding(
         layer=layer.path,
         location=location(layer),
         evidence=tuple(evidence),
-        fix=Fix(title=fix_title, code=code, safety=safety, before=call),
+        fix=fix,
         gain=gain_text(facts),
         fast_path_after_fix=eligible,
         fast_path_caveat=mask_caveat(layer, facts) if eligible else None,

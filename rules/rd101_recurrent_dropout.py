@@ -71,8 +71,9 @@ def check(facts: Facts) -> list[Finding]:
             f"Remove recurrent_dropout; keep regularisation with dropout={rate!r} on the inputs, "
             "which the installed Keras applies outside the cuDNN kernel (probed)"
             if keep_input_dropout
-            else "Remove the dropout arguments that block the fast path; regularise with a "
-            "keras.layers.Dropout layer before or after the RNN instead"
+            else "Remove the dropout arguments that block the fast path, and re-check the "
+            "validation loss: the code below only removes them; to keep the regularisation, add "
+            "a keras.layers.Dropout layer before or after the RNN yourself"
         )
         findings.append(
             fp.arg_finding(

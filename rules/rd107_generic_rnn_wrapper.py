@@ -78,7 +78,8 @@ def _finding(facts: Facts, layer: RNNLayer) -> Finding:
         ),
     ]
     if replacement:
-        code = _merged_call(call, replacement) or fp.build_call(replacement, layer.args, {}, call)
+        merged = _merged_call(call, replacement)
+        code = merged or fp.build_call(replacement, layer.args, {}, call)
         if probe.blocking_args:
             code += f"\n# also fix {', '.join(probe.blocking_args)}: see " + ", ".join(
                 sorted({fp.RULE_OF_ARG.get(a, "?") for a in probe.blocking_args})
@@ -90,6 +91,8 @@ def _finding(facts: Facts, layer: RNNLayer) -> Finding:
             safety=FixSafety.SAFE,
             before=call,
         )
+        if merged is None:  # rebuilt from the run's values: never pasted over the user's call
+            fix = fp.rebuilt_fix(fix)
         eligible = bool(probe.fixed_takes_fast_path) and not probe.blocking_args
         after = (
             f"The installed Keras takes the cuDNN kernel for the equivalent {replacement} layer "

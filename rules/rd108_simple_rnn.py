@@ -44,9 +44,10 @@ def check(facts: Facts) -> list[Finding]:
         probe = layer.fast_path
         blocking = list(probe.blocking_args) if probe else []
         call = layer.location.call_source if layer.location else None
-        code = fp.rewrite_call(
+        rewritten = fp.rewrite_call(
             call, drop=tuple(blocking), func_name="GRU", positional_names=layer.init_params
-        ) or fp.build_call("GRU", layer.args, {a: None for a in blocking}, call)
+        )
+        code = rewritten or fp.build_call("GRU", layer.args, {a: None for a in blocking}, call)
         eligible = probe.fixed_takes_fast_path if probe and probe.probed else None
         findings.append(
             finding(
@@ -63,15 +64,22 @@ def check(facts: Facts) -> list[Finding]:
                         source=probe.source if probe else "not probed",
                     ),
                 ),
-                fix=Fix(
-                    title="When speed matters, use a GRU (a different model: retrain)",
-                    code=code,
-                    safety=FixSafety.UNSAFE,
-                    before=call,
-                ),
+                fix=_fix(code, call, rewritten is None, tuple(blocking)),
                 gain=fp.gain_text(facts),
                 fast_path_after_fix=eligible,
                 fast_path_caveat=fp.mask_caveat(layer, facts) if eligible else None,
             )
         )
     return findings
+
+
+def _fix(code: str, call: str | None, rebuilt: bool, blocking: tuple[str, ...]) -> Fix:
+    """The GRU fix; a call rebuilt from the run's values is a display-only sketch
+    (:func:`rnndoctor.rules._fastpath.rebuilt_fix`)."""
+    fix = Fix(
+        title="When speed matters, use a GRU (a different model: retrain)",
+        code=code,
+        safety=FixSafety.UNSAFE,
+        before=call,
+    )
+    return fp.rebuilt_fix(fix, blocking) if rebuilt else fix

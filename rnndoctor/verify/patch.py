@@ -162,7 +162,26 @@ def _replacement(text: str, start: int, end: int, code: str) -> str:
     if rest.strip():
         code = _strip_trailing_comment(code)
     lines = code.split("\n")
+    if _spliced(text[start:end], lines[1:], indent):
+        return "\n".join(lines)
     return "\n".join([lines[0], *[indent + s if s.strip() else s for s in lines[1:]]])
+
+
+def _spliced(before: str, later: list[str], indent: str) -> bool:
+    """Whether a fix's later lines ``later`` keep the file's own indentation: a change spliced
+    into the user's multi-line call (``before``, as the file has it) carries that call's
+    continuation lines as written, while code written afresh (a template, a rebuilt call) is
+    indented relative to its first line. Decided by the lines the fix shares with ``before``:
+    as they stand (spliced) or less the first line's ``indent`` (relative); relative on a tie.
+    Before: ``layers.LSTM(32, recurrent_dropout=0.25, ...,\n                name="enc")`` inside
+    a list at indent 4 became a continuation line at 20 spaces in ``fixes.patch``."""
+    if not indent or not later:
+        return False
+    kept = {line for line in before.split("\n")[1:] if line.strip()}
+    as_written = sum(line in kept for line in later if line.strip())
+    shifted = {line[len(indent) :] for line in kept if line.startswith(indent)}
+    relative = sum(line in shifted for line in later if line.strip())
+    return as_written > relative
 
 
 def _strip_trailing_comment(code: str) -> str:

@@ -170,3 +170,29 @@ def test_the_cited_tf_keras_flag_exists_in_the_installed_tf_keras():
         source = (root / path).read_text()
         assert f"class {flag.split('.')[0]}(" in source
         assert f"self.{flag.split('.')[1]} = (" in source
+
+
+def test_a_call_that_cannot_be_rewritten_in_place_gets_a_display_only_sketch():
+    """A fresh user's ``layers.GRU(args.units, **rnn_kwargs)``, whose splat held
+    ``recurrent_dropout``: the fix rebuilt the call from the run's values and the --verify
+    patch replaced theirs with ``layers.GRU(32, activation='relu', dropout=0.1)``, so
+    ``--units`` stopped setting the width and ``rnn_kwargs`` was dropped."""
+    facts = _facts("RD101-offending", None)
+    (layer,) = facts.model.rnn_layers
+    layer.location.call_source = "layers.LSTM(args.units, **rnn_kwargs)"
+    fix = _finding(facts, "RD101").fix
+    assert fix.safety == "display-only" and fix.before is None  # nothing replaced
+    first, second, call = fix.code.splitlines()
+    assert first == (
+        "# display-only: your call passes **rnn_kwargs (which holds recurrent_dropout): change "
+        "it where rnn_kwargs is built. The call below is written from this run's values: a "
+        "name of yours"
+    )
+    assert second.startswith("# appears as its value, so edit your own call to match")
+    assert call == "layers.LSTM(4, dropout=0.25)"  # recorded units; input dropout kept (probed)
+    assert "(your call passes **rnn_kwargs" in fix.title
+    # a call with the argument written in it is still rewritten in place
+    layer.location.call_source = "layers.LSTM(args.units, recurrent_dropout=0.25)"
+    fix = _finding(facts, "RD101").fix
+    assert fix.before == "layers.LSTM(args.units, recurrent_dropout=0.25)"
+    assert fix.code == "layers.LSTM(args.units, dropout=0.25)" and fix.safety == "unsafe"

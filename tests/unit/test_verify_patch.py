@@ -63,6 +63,34 @@ def test_the_later_lines_of_a_multi_line_fix_get_the_first_lines_indentation(scr
     compile(new, "train.py", "exec")
 
 
+def test_a_change_spliced_into_an_indented_call_keeps_its_continuation_lines(tmp_path):
+    """A fresh user's fixes.patch: RD101 removed ``recurrent_dropout`` from the first line of
+    an LSTM call inside a list at indent 4, and the kept continuation line moved from 16 to 20
+    spaces: the rule splices into the call as the file has it, so its later lines are already
+    where they belong."""
+    path = tmp_path / "t.py"
+    path.write_text(
+        "model = keras.Sequential([\n"
+        "    layers.LSTM(32, recurrent_dropout=0.25, dropout=0.1,\n"
+        '                kernel_regularizer=reg, name="enc"),\n'
+        "])\n"
+    )
+    before = (
+        "layers.LSTM(32, recurrent_dropout=0.25, dropout=0.1,\n"
+        '                kernel_regularizer=reg, name="enc")'
+    )
+    code = 'layers.LSTM(32, dropout=0.1,\n                kernel_regularizer=reg, name="enc")'
+    f = finding("RD101", path, 2, before, code)
+    new = _apply(px.locate(f, "RD101", tmp_path))
+    assert new == (
+        "model = keras.Sequential([\n"
+        "    layers.LSTM(32, dropout=0.1,\n"
+        '                kernel_regularizer=reg, name="enc"),\n'
+        "])\n"
+    )
+    compile(new, "t.py", "exec")
+
+
 def test_a_statement_fix_indents_each_line_inside_a_function(tmp_path):
     path = tmp_path / "t.py"
     path.write_text("def step(x):\n    y = x + 1\n    return y\n")
