@@ -540,6 +540,10 @@ class StepTimes:
     the one-line description; ``final_loss``: the training loss ``fit`` logged at the window's
     last step (Keras' running mean over the epoch so far; None for a custom loop, or when the
     model logs no ``loss``), which ``--verify`` compares between the original and a fix.
+    Since 1.6: ``final_loss_step``: the step of its epoch (1-based, Keras' index of the last step
+    of the execution that logged it) at which ``final_loss`` was logged; with
+    ``steps_per_execution`` N it is N steps past the one before per measured step, so --verify
+    compares losses only where both arms had trained about as many steps.
     """
 
     warmup_steps: int
@@ -556,6 +560,7 @@ class StepTimes:
     drifted: bool | None = None
     drift: str | None = None
     final_loss: float | None = None
+    final_loss_step: int | None = None
 
 
 @dataclass

@@ -145,7 +145,7 @@ def _window(arm: Arm, fit: Callable[..., Any], name: str, pair: int) -> Run:
     times = window.step_times(window.batch_size)
     return Run(name, pair, "<in process>", round(sum(times.step_time_ms) / 1000.0, 3),
                samples_per_s=_rate(window, times.step_time_ms),
-               final_loss=times.final_loss)  # fmt: skip
+               final_loss=times.final_loss, loss_step=times.final_loss_step)  # fmt: skip
 
 
 def _rate(window: Any, step_ms: list[float]) -> float | None:

@@ -76,7 +76,11 @@ class WarmWindows:
         self.windows = 0  # windows begun (the parent's ``go`` lines)
 
     def after_step(
-        self, steps: StepWindow, samples: int | None, final_loss: float | None
+        self,
+        steps: StepWindow,
+        samples: int | None,
+        final_loss: float | None,
+        loss_step: int | None = None,
     ) -> bool | None:
         """What follows the step that just ended.
 
@@ -84,6 +88,7 @@ class WarmWindows:
             steps: the window's state (its ``step_ms`` are the current window's).
             samples: the samples of the current window's measured steps (None: unknown).
             final_loss: the loss logged at the last step (None: none).
+            loss_step: the step of its epoch (1-based) that logged ``final_loss`` (None: none).
 
         Returns:
             None: go on (warm-up, or a window under way). True: a new window begins now (its
@@ -97,7 +102,9 @@ class WarmWindows:
         elif steps.measuring():
             return None
         else:
-            self.control.send(window_result(steps.step_ms, samples, final_loss, self.windows - 1))
+            self.control.send(
+                window_result(steps.step_ms, samples, final_loss, self.windows - 1, loss_step)
+            )
         if not self.control.wait():
             return False
         self.windows += 1
@@ -142,7 +149,11 @@ class SampleCounter:
 
 
 def window_result(
-    step_ms: Sequence[float], samples: int | None, final_loss: float | None, index: int
+    step_ms: Sequence[float],
+    samples: int | None,
+    final_loss: float | None,
+    index: int,
+    loss_step: int | None = None,
 ) -> dict[str, Any]:
     """One window's JSON line.
 
@@ -153,9 +164,12 @@ def window_result(
             and ``samples`` counts that execution's samples over N, so the rate is unchanged.
         final_loss: the loss ``fit`` logged at its last step (None: none logged).
         index: the window's number in this process (0-based).
+        loss_step: the step of its epoch (1-based) whose end logged ``final_loss``: with
+            ``steps_per_execution`` N, N steps per measured step (None: not known).
 
     Returns:
-        ``{"window", "steps", "step_time_ms", "samples", "samples_per_s", "final_loss"}``;
+        ``{"window", "steps", "step_time_ms", "samples", "samples_per_s", "final_loss",
+        "loss_step"}``;
         ``samples_per_s`` is ``samples`` over the steps' summed time (None when either is 0 or
         unknown).
     """
@@ -168,4 +182,5 @@ def window_result(
         "samples": samples,
         "samples_per_s": None if rate is None else round(rate, 3),
         "final_loss": final_loss,
+        "loss_step": loss_step,
     }

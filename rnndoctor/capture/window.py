@@ -80,6 +80,7 @@ class _WindowCallback:
         self.steps = StepWindow(options, FIT_PHASES, on_phase, clock, profiler)
         self._begin_step = 0
         self._last_loss: float | None = None
+        self._loss_step: int | None = None  # the step of its epoch (1-based) that logged it
         # called after the last step, before fit ends (capture.distribute.window_ended)
         self.before_done: Callable[[], None] | None = None
         self.control: WarmWindows | None = None  # a warm --verify arm's (set by run_window)
@@ -123,6 +124,7 @@ class _WindowCallback:
         read_back(logs)  # GPU work has finished
         try:  # the training loss Keras logged for this step (its running mean over the epoch)
             self._last_loss = float((logs or {})["loss"])
+            self._loss_step = int(batch) + 1  # Keras' index of the execution's last step
         except (KeyError, TypeError, ValueError):
             pass
         measured = len(self.steps.step_ms)
@@ -162,7 +164,9 @@ class _WindowCallback:
             WindowDone: the parent said ``stop`` or closed its pipe.
         """
         assert self.control is not None
-        began = self.control.after_step(self.steps, round(self._samples) or None, self._last_loss)
+        began = self.control.after_step(
+            self.steps, round(self._samples) or None, self._last_loss, self._loss_step
+        )
         if began is False:
             raise WindowDone
         if began:
@@ -176,6 +180,7 @@ class _WindowCallback:
     def step_times(self, batch_size: int | None) -> StepTimes:
         times = self.steps.step_times(batch_size)
         times.final_loss = self._last_loss
+        times.final_loss_step = self._loss_step
         if self.counter is not None and times.samples_per_s is None and self._samples:
             seconds = sum(self.steps.step_ms) / 1000.0  # counted samples over the steps' time
             times.samples_per_s = round(self._samples / seconds, 2) if seconds > 0 else None

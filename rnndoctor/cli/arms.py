@@ -286,6 +286,7 @@ def _save_window(out: Path, script: Path, warmup: int, window: dict[str, Any]) -
     facts.steps = StepTimes(
         warmup_steps=warmup, measured_steps=len(step_ms), step_time_ms=step_ms,
         samples_per_s=window.get("samples_per_s"), final_loss=window.get("final_loss"),
+        final_loss_step=window.get("loss_step"),
         requested_steps=len(step_ms), source="fit",
     )  # fmt: skip
     if step_ms:

@@ -157,11 +157,22 @@ def paired_speedup(a: Sequence[float], b: Sequence[float]) -> PairedResult:
     return paired_from_samples(per_sample_a, per_sample_b, unit="ms/sample")
 
 
-def loss_verdict(a: Sequence[float | None], b: Sequence[float | None]) -> tuple[str, bool]:
+def loss_verdict(
+    a: Sequence[float | None],
+    b: Sequence[float | None],
+    a_steps: Sequence[int | None] = (),
+    b_steps: Sequence[int | None] = (),
+) -> tuple[str, bool]:
     """The loss line (original against patched) and whether the patched loss diverged.
 
     Diverged: a patched run's loss is NaN or infinite, or the patched median is more than
-    ``DIVERGE_FACTOR`` times the original's.
+    ``DIVERGE_FACTOR`` times the original's. The arms log their losses at different points of
+    training (the original's process serves every fix's pairs, and a copy at
+    ``steps_per_execution`` 16 trains 16 batches per measured step), so the line is a
+    divergence check, not a comparison of learning: with ``a_steps`` / ``b_steps`` (the step of
+    its epoch at which each run's loss was logged, :attr:`Run.loss_step`) it gives each arm's
+    median step beside its loss, and says so. A fresh user read "loss original 0.6622, patched
+    0.4651" for an RD403 copy that had trained 16 times the batches as a fix that learns better.
     """
     a_known = [v for v in a if v is not None]
     b_known = [v for v in b if v is not None]
@@ -171,7 +182,14 @@ def loss_verdict(a: Sequence[float | None], b: Sequence[float | None]) -> tuple[
         return f"original {median(a_known):.4g}, patched not finite", True
     ma, mb = median(a_known), median(b_known)
     diverged = math.isfinite(ma) and ma > 0 and mb > DIVERGE_FACTOR * ma
-    return f"original {ma:.4g}, patched {mb:.4g} (median final loss)", diverged
+    sa, sb = [s for s in a_steps if s], [s for s in b_steps if s]
+    if not (sa and sb):
+        return f"original {ma:.4g}, patched {mb:.4g} (median final loss)", diverged
+    return (
+        f"original {ma:.4g} at step {median(sa):.0f}, patched {mb:.4g} at step {median(sb):.0f} "
+        "of its epoch (median final loss: a divergence check, not a comparison of learning)",
+        diverged,
+    )
 
 
 def measure(
@@ -202,8 +220,9 @@ def measure(
         f" ({item.cpu_label})" if item.cpu_label else ""
     )
     item.loss, diverged = loss_verdict(
-        [a.final_loss for a, _ in pairs], [b.final_loss for _, b in pairs]
-    )
+        [a.final_loss for a, _ in pairs], [b.final_loss for _, b in pairs],
+        [a.loss_step for a, _ in pairs], [b.loss_step for _, b in pairs],
+    )  # fmt: skip
     ratios = [b / a for a, b in zip(item.samples_per_s_a, item.samples_per_s_b, strict=True)]
     bounds = sign_interval(ratios, result.level)
     if bounds is None:

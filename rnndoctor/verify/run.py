@@ -59,6 +59,9 @@ class Run:
         wall_s: its wall time (seconds).
         samples_per_s: the throughput its window measured (None: not measured).
         final_loss: the training loss at the end of its window (None: not recorded).
+        loss_step: the step of its epoch (1-based) that logged ``final_loss`` (None: not
+            recorded); a copy at ``steps_per_execution`` N has trained N batches per measured
+            step by then.
         error: why it has no throughput (the script raised: its message and line), else None.
         ran_out: the run completed without a window (its ``fit`` ended first: too few steps
             for a window), which is no failure of the script.
@@ -70,6 +73,7 @@ class Run:
     wall_s: float
     samples_per_s: float | None = None
     final_loss: float | None = None
+    loss_step: int | None = None
     error: str | None = None
     ran_out: bool = False
 
@@ -190,6 +194,7 @@ def read_run(arm: str, pair: int, out: Path, end: RunEnd) -> Run:
         run.samples_per_s = float(steps.samples_per_s)
         loss = steps.final_loss
         run.final_loss = None if loss is None else float(loss)
+        run.loss_step = steps.final_loss_step
         return run
     message = facts.run.message or f"the window measured no throughput ({facts.run.outcome})"
     where = facts.run.error_location

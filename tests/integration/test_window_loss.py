@@ -25,6 +25,25 @@ def test_the_window_records_the_loss_of_its_last_step(tmp_path):
     )  # fmt: skip
     loss = report.facts.steps.final_loss
     assert isinstance(loss, float) and math.isfinite(loss) and loss > 0
+    assert report.facts.steps.final_loss_step == 1 + 4  # warm-up and measured steps
+
+
+def test_the_loss_step_counts_every_step_of_an_execution():
+    """At steps_per_execution 4 each measured step is an execution of 4 steps: --verify must not
+    compare its loss with a copy at 1 as if both had trained as much (verify/result.py:
+    loss_verdict)."""
+    import keras
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(512, 5, 3)).astype("float32")
+    y = rng.normal(size=(512, 1)).astype("float32")
+    model = keras.Sequential([keras.Input((5, 3)), keras.layers.LSTM(4), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse", steps_per_execution=4)
+    report = rnndoctor.diagnose(
+        model, x, y=y, batch_size=16, epochs=1, steps=3, warmup_steps=1, profile_steps=0,
+        run_probes=False, probe_fast_path=False,
+    )  # fmt: skip
+    assert report.facts.steps.final_loss_step == 4 * (1 + 3)
 
 
 def test_the_users_own_process_gets_its_garbage_collector_back_unfrozen():

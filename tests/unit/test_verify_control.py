@@ -31,6 +31,8 @@ def test_a_window_is_its_samples_over_its_steps_time():
     assert line["samples_per_s"] == pytest.approx(128 / 0.4)
     assert line["steps"] == 2 and line["window"] == 3 and line["final_loss"] == 2.5
     assert window_result([100.0], samples=None, final_loss=None, index=0)["samples_per_s"] is None
+    assert line["loss_step"] is None  # not given
+    assert window_result([100.0], 8, 2.5, 0, loss_step=96)["loss_step"] == 96
 
 
 def test_the_child_reports_and_waits_for_go_or_stop_through_its_pipes():

@@ -117,6 +117,21 @@ def test_loss_nan_or_far_above_the_original_is_unsafe():
     assert fine.status == Status.CONFIRMED and "patched 0.52" in fine.loss
 
 
+def test_the_loss_line_gives_the_step_each_arm_logged_it_at():
+    """A fresh user's RD403 copy (steps_per_execution=16) had trained 16 times the batches when
+    its window's loss was read: "loss original 0.6622, patched 0.4651" read as a fix that
+    learns better. The line now gives each arm's step and says it is a divergence check."""
+    text, diverged = loss_verdict([0.66, 0.65], [0.47, 0.46], [106, 111], [176, 256])
+    assert text == (
+        "original 0.655 at step 108, patched 0.465 at step 216 of its epoch (median final "
+        "loss: a divergence check, not a comparison of learning)"
+    )
+    assert not diverged
+    assert loss_verdict([0.5], [9.0], [10], [160])[1] is True  # the check still holds
+    text, _ = loss_verdict([0.5], [0.52], [], [])  # steps not recorded (older facts)
+    assert text == "original 0.5, patched 0.52 (median final loss)"
+
+
 def test_failed_and_slower_sort_first():
     items = [
         Verified("RD1", ["RD1"], "t", status=Status.CONFIRMED, measured=2.0),
