@@ -203,10 +203,25 @@ def _verified_dict(summary: VerifySummary) -> dict[str, Any]:
 
 
 def _measured_after(forecast: Forecast, summary: VerifySummary) -> None:
-    """The forecast's "after" at the all-fixes copy's measured speedup (see :class:`Forecast`)."""
+    """The forecast's "after" at the all-fixes copy's measured speedup (see :class:`Forecast`),
+    where that copy holds the fixes of ``fixes.patch`` (or no fix was confirmed); where the patch
+    holds one fix, at that fix's own measurement; else not measured, with the two lists. A fresh
+    user's forecast read "after the fixes (measured) ... all fixes together (RD301, RD403,
+    RD104), confirmed: 3.32x" while RD104 measured slower and fixes.patch left it out."""
     item = summary.all_fixes()
     if item is None:
         return
+    patch = [i for i in summary.items if i.in_patch]
+    if patch and sorted(item.rules) != sorted(i.fix for i in patch):
+        # the copy measured is not what `git apply fixes.patch` gives (a fix in it measured
+        # slower and was left out of the patch): one fix in the patch has its own measurement
+        if len(patch) > 1:
+            forecast.after_not_measured = (
+                f"the all-fixes copy held {', '.join(item.rules)}; fixes.patch holds "
+                f"{', '.join(sorted(i.fix for i in patch))}, whose combination was not measured"
+            )
+            return
+        item = patch[0]
     # decided statuses only: a failed or diverged copy, or one with too few pairs for a 90%
     # interval (not verifiable), leaves the estimate
     usable = item.status in (VerifyStatus.CONFIRMED, VerifyStatus.WITHIN_NOISE, VerifyStatus.SLOWER)
@@ -222,9 +237,14 @@ def _measured_after(forecast: Forecast, summary: VerifySummary) -> None:
     forecast.after_high_s = _after(forecast, item.low, item.fix)
     forecast.after_not_estimated = None
     forecast.after_note = item.cpu_label
-    what = "all fixes together" if item.fix == "all" else item.fix
+    if item.fix == "all":
+        what = f"all fixes together ({', '.join(item.rules)})"
+    elif len(patch) == 1:
+        what = f"{item.fix}, the one fix in fixes.patch"
+    else:
+        what = f"{item.fix}, the one fix measured"
     forecast.after_model = (
-        f"{what} ({', '.join(item.rules)}), {item.status}: {item.measured:.2f}x samples/s "
+        f"{what}, {item.status}: {item.measured:.2f}x samples/s "
         f"(90% interval {item.low:.2f}–{item.high:.2f}x, {item.pairs} A/B pairs)"
     )
 
