@@ -134,6 +134,13 @@ def validate(script: Path, cli: Mapping[str, Any], console: Console) -> Options 
     if not script.is_file():
         console.error(f"not a file: {script} (give the training script's .py file)")
         return None
+    if script.suffix.lower() == ".ipynb":  # JSON, which Python would run as code (NameError)
+        console.error(
+            f"{script} is a notebook: rnndoctor check runs a Python script; in the notebook, "
+            "add rnndoctor.keras.DoctorCallback to your fit (README: Notebooks), or export it "
+            "with `jupyter nbconvert --to script` and check the .py"
+        )
+        return None
     console.redact(False)
     options = load_options(cli, script.resolve().parent, console)
     if options is None:

@@ -32,6 +32,19 @@ def test_directory_instead_of_script_is_a_usage_error(tmp_path):
     assert "not a file" in result.output
 
 
+def test_a_notebook_is_a_usage_error_that_points_at_the_callback(tmp_path):
+    """A fresh user's ``rnndoctor check train_gru.ipynb`` ran the notebook's JSON as Python:
+    exit 3, ``NameError: name 'null' is not defined at train_gru.ipynb:5``."""
+    notebook = tmp_path / "train_gru.ipynb"
+    notebook.write_text('{"cells": [], "metadata": null, "nbformat": 4, "nbformat_minor": 5}')
+    out = tmp_path / "o"
+    result = runner.invoke(app, ["check", str(notebook), "--out", str(out)])
+    assert result.exit_code == ExitCode.USAGE
+    assert "is a notebook: rnndoctor check runs a Python script" in result.output
+    assert "DoctorCallback" in result.output and "Traceback" not in result.output
+    assert not out.exists()  # nothing ran, nothing written
+
+
 def test_bad_option_value_is_a_usage_error(tmp_path):
     script = tmp_path / "t.py"
     script.write_text("")
