@@ -196,7 +196,9 @@ def test_markdown_reports_carry_the_status_escaped_bad_fixes_first():
     verify_md = render_verify_markdown(_summary())
     assert verify_md.startswith("# rnndoctor --verify") and HOSTILE not in verify_md
     assert "| RD301 | confirmed | 3.74x | 2.60x (90% interval 2.20–3.00x) | 5 |" in verify_md
-    apply = "apply it with: cd &lt;repo&gt; &amp;&amp; git apply &lt;out&gt;/fixes.patch"
+    # a code span, which Markdown shows as text: the raw file's command pastes as it is (a fresh
+    # user's verify.md read "cd /tmp/proj\\_v2 &amp;&amp; git apply ...", which a shell refuses)
+    apply = "apply it with: `cd <repo> && git apply <out>/fixes.patch`"
     assert apply in verify_md
 
 
