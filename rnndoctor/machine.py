@@ -339,8 +339,9 @@ def _halves_text(ratio: float, low: float, high: float, level: float) -> str:
         change, lo, hi, word = ratio - 1.0, low - 1.0, high - 1.0, "slower"
     else:
         change, lo, hi, word = 1.0 - ratio, 1.0 - high, 1.0 - low, "faster"
-    return (
-        f"second half {change * 100:.0f}% {word} ({pct:g}% interval {lo * 100:.0f}–{hi * 100:.0f}%)"
+    return (  # round() to an int: a bound of -0.4% reads 0, not "-0"
+        f"second half {round(change * 100)}% {word} ({pct:g}% interval "
+        f"{round(lo * 100)}–{round(hi * 100)}%)"
     )
 
 

@@ -198,3 +198,11 @@ def test_peek_reads_the_load_so_far_and_goes_on_sampling():
     assert sampler.stop().wall_s == 4.0  # from the start, not from the peek
     with pytest.raises(RuntimeError):
         sampler.peek()
+
+
+def test_a_bound_just_below_zero_reads_zero_not_minus_zero():
+    """A fresh user's terminal read "second half 9% faster (90% interval -0–2%)"."""
+    from rnndoctor.machine import _halves_text
+
+    assert _halves_text(0.99, 0.98, 1.004, 0.9) == "second half 1% faster (90% interval 0–2%)"
+    assert _halves_text(1.05, 0.97, 1.1, 0.9) == "second half 5% slower (90% interval -3–10%)"
