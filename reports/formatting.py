@@ -71,6 +71,15 @@ def md_code(value: object) -> str:
     return f"`{text}`"
 
 
+def md_command(value: object) -> str:
+    """A shell command for Markdown: a code span (:func:`md_code`), so that the raw file's text
+    pastes into a shell as it is (``&&`` stays ``&&``), unless it holds a character a Markdown
+    renderer outside CommonMark could take for HTML or a span's end (``<``, ``>``, a
+    backtick): then escaped prose (:func:`md_text`), as any hostile text is."""
+    text = str(value)
+    return md_text(text) if any(ch in text for ch in "<>`") else md_code(text)
+
+
 def md_block(text: str, lang: str = "") -> str:
     """A fenced Markdown block, its fence longer than any backtick run in ``text``."""
     fence = "```"

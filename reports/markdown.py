@@ -24,7 +24,7 @@ def render_markdown(report: Report, view: ReportView | None = None) -> str:
     text = (
         environment()
         .get_template("report.md.j2")
-        .render(view=view, facts=view.facts, facts_json=facts_json)
+        .render(view=view, facts=view.facts, facts_json=facts_json, located=view.located)
     )
     return text + "\n"  # jinja drops the template's last newline; the report ends with one
 

@@ -21,6 +21,7 @@ FILTERS = {
     "us_as_ms": formatting.us_as_ms,
     "md_text": formatting.md_text,
     "md_code": formatting.md_code,
+    "md_command": formatting.md_command,
     "md_block": formatting.md_block,
     "md_numbered": formatting.md_numbered,
 }

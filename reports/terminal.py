@@ -37,7 +37,7 @@ def summary_lines(
         lines.append(f"model '{facts.model.name}' has no RNN layer: the RD1xx rules found nothing")
     for item in view.findings:
         f = item.finding
-        where = f"{_rel(f.location.file)}:{f.location.line}" if f.location else "-"
+        where = f"{_rel(f.location.file, facts)}:{f.location.line}" if f.location else "-"
         lines.append(f"{f.rule_id} {f.severity.label:<7} {where}  {f.message}")
     lines += _rule_lines(view, facts)
     lines += _run_lines(facts)
@@ -96,7 +96,7 @@ def _run_lines(facts: Facts) -> list[str]:
     lines = []
     for n in facts.run.neutralised:
         target = f" (would have written {_rel(n.detail)})" if n.detail else ""
-        where = f" at {_rel(n.location.file)}:{n.location.line}" if n.location else ""
+        where = f" at {_rel(n.location.file, facts)}:{n.location.line}" if n.location else ""
         calls = f", {n.calls} calls" if n.calls > 1 else ""
         lines.append(f"neutralised: {n.what}{target}{where}{calls}")
     probes = facts.probes
@@ -115,7 +115,12 @@ def _run_lines(facts: Facts) -> list[str]:
     return lines
 
 
-def _rel(path: str) -> str:
+def _rel(path: str, facts: Facts | None = None) -> str:
+    """``path`` relative to the working directory when it lies below it; a notebook cell's name
+    (``cell In[3]``, ``facts.run.cells``) for ipykernel's file of that cell."""
+    cell = facts.run.cells.get(path) if facts is not None and facts.run else None
+    if cell:
+        return f"cell {cell}"
     try:
         rel = os.path.relpath(path)
     except ValueError:

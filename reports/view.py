@@ -197,10 +197,21 @@ class ReportView:
     unmeasured: tuple[str, ...] = field(default=())
     verified: VerifyView | None = None
 
-    def short(self, path: str | None) -> str:
-        """``path`` relative to the script's folder when it lies inside it, else as given."""
+    def located(self, path: str | None) -> str:
+        """``path`` as the user knows it: a notebook cell's name (``cell In[3]``, from
+        ``facts.run.cells``) for ipykernel's file of that cell, else ``path`` as given."""
         if not path:
             return ""
+        cell = self.facts.run.cells.get(path) if self.facts.run else None
+        return f"cell {cell}" if cell else path
+
+    def short(self, path: str | None) -> str:
+        """``path`` relative to the script's folder when it lies inside it, a notebook cell's
+        name (:meth:`located`), else as given."""
+        if not path:
+            return ""
+        if self.located(path) != path:
+            return self.located(path)
         if self.base_dir:
             try:
                 rel = os.path.relpath(path, self.base_dir)

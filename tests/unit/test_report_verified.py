@@ -196,10 +196,15 @@ def test_markdown_reports_carry_the_status_escaped_bad_fixes_first():
     verify_md = render_verify_markdown(_summary())
     assert verify_md.startswith("# rnndoctor --verify") and HOSTILE not in verify_md
     assert "| RD301 | confirmed | 3.74x | 2.60x (90% interval 2.20–3.00x) | 5 |" in verify_md
-    # a code span, which Markdown shows as text: the raw file's command pastes as it is (a fresh
-    # user's verify.md read "cd /tmp/proj\\_v2 &amp;&amp; git apply ...", which a shell refuses)
-    apply = "apply it with: `cd <repo> && git apply <out>/fixes.patch`"
+    # paths with < and >: escaped prose, as any hostile text
+    apply = "apply it with: cd &lt;repo&gt; &amp;&amp; git apply &lt;out&gt;/fixes.patch"
     assert apply in verify_md
+    # a plain path: a code span, which pastes as it is (a fresh user's verify.md read
+    # "cd /tmp/proj\\_v2 &amp;&amp; git apply ...", which a shell refuses)
+    summary = _summary()
+    summary.root, summary.patch_path = "/tmp/proj_v2", "/tmp/proj_v2/report/fixes.patch"
+    plain = "apply it with: `cd /tmp/proj_v2 && git apply /tmp/proj_v2/report/fixes.patch`"
+    assert plain in render_verify_markdown(summary)
 
 
 def test_sarif_results_carry_the_status_and_still_validate():
