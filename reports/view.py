@@ -121,8 +121,10 @@ def verdict(facts: Facts, findings: Sequence[Finding], breakdown: Breakdown | No
     if not findings:
         return "No finding." + measured
     first = findings[0]
+    cell = run.cells.get(first.location.file) if first.location else None
     where = (
-        f" at {first.location.file.rsplit('/', 1)[-1]}:{first.location.line}"
+        f" at {f'cell {cell}' if cell else first.location.file.rsplit('/', 1)[-1]}:"
+        f"{first.location.line}"
         if first.location
         else ""
     )

@@ -245,7 +245,11 @@ class RunInfo:
     chief matches before it merges a worker's facts; None otherwise. ``exit_status`` (since
     1.5): the capture process's exit status as the check saw it (negative: minus the signal
     that ended it; None: killed by the check, at ``--timeout`` or Ctrl-C, or not recorded),
-    which tells the chief of a launched job a worker that crashed in native code.
+    which tells the chief of a launched job a worker that crashed in native code. ``cells``
+    (since 1.6): in a notebook (``rnndoctor.diagnose``, ``DoctorCallback`` under IPython), the
+    name IPython gives each cell whose code a location points at (``In[3]``), keyed by the file
+    path the locations hold (ipykernel's ``/tmp/ipykernel_<pid>/<hash>.py``, which exists on no
+    disk the user knows); empty elsewhere.
     """
 
     script: str
@@ -268,6 +272,7 @@ class RunInfo:
     machine: list[MachinePhase] = field(default_factory=list)
     job_id: str | None = None
     exit_status: int | None = None
+    cells: dict[str, str] = field(default_factory=dict)
 
     def machine_of(self, phase: str) -> MachinePhase | None:
         """The load recorded over ``phase`` (the last one of that name), or None."""

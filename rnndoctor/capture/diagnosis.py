@@ -12,7 +12,7 @@ from __future__ import annotations
 import gc
 from typing import TYPE_CHECKING, Any
 
-from rnndoctor.capture import conversion, distribute, heap, probes, sequences, traces
+from rnndoctor.capture import conversion, distribute, heap, probes, sequences, sites, traces
 from rnndoctor.capture.model import collect_model
 from rnndoctor.facts import Outcome, Phase
 
@@ -54,6 +54,8 @@ def finish(
         session.window_finished = True
         session.facts.run.outcome = Outcome.COMPLETED
         distribute.collect(session, model)  # the tf.distribute strategy, if any
+    if not session.child:  # a notebook's cells, named as IPython names them (In[3])
+        session.facts.run.cells = sites.notebook_cells(session.facts)
     session.set_phase(Phase.DONE)
 
 

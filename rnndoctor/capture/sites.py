@@ -492,6 +492,46 @@ def argparse_default_site(
     return location
 
 
+def notebook_cells(facts: Any) -> dict[str, str]:
+    """In a notebook, the name IPython gives each cell that a location of ``facts`` points at
+    (``{"/tmp/ipykernel_41/1284195517.py": "In[3]"}``), from the running shell's
+    ``compile.format_code_name`` (IPython 8 and later: ``("Cell", "In[3]")`` for a cell's file,
+    None for a real file); empty outside IPython, or for an IPython without it."""
+    shell_module = sys.modules.get("IPython")
+    shell = shell_module.get_ipython() if shell_module is not None else None
+    name = getattr(getattr(shell, "compile", None), "format_code_name", None)
+    if name is None:
+        return {}
+    cells = {}
+    for file in _location_files(facts.to_dict()):
+        try:
+            named = name(file)
+        except Exception:  # a label is a nicety: never break the diagnosis
+            named = None
+        if named and len(named) == 2 and str(named[0]) == "Cell":
+            cells[file] = str(named[1])
+    return cells
+
+
+def _location_files(document: Any) -> set[str]:
+    """Every ``file`` of a location in a facts document (dicts with ``file`` and ``line``), and
+    the run's ``script``."""
+    files: set[str] = set()
+    stack = [document]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if isinstance(item.get("file"), str) and "line" in item:
+                files.add(item["file"])
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    script = (document.get("run") or {}).get("script") if isinstance(document, dict) else None
+    if isinstance(script, str):
+        files.add(script)
+    return files
+
+
 def site_of(layer: object) -> SourceLocation | None:
     """The recorded construction site of ``layer``, or None if it was built before ``install``."""
     return lookup("layers", layer)

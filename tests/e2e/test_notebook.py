@@ -6,6 +6,7 @@ rnndoctor.diagnose(...) shows its report the same way (slow)."""
 from __future__ import annotations
 
 import html
+import json
 import re
 
 import pytest
@@ -75,6 +76,11 @@ def test_the_callback_shows_the_report_in_the_cell(tmp_path):
     assert document == (out / "report.html").read_text(encoding="utf-8")  # report.html itself
     text = "".join(o.get("text", "") for o in outputs if o.get("name") == "stdout")
     assert "epochs 2" in text
+    # the report names the cell as IPython does, not ipykernel's file of it (a fresh user's
+    # read "rnndoctor report: 1284195517.py" and "Where: 1284195517.py:3")
+    cells = json.loads((out / "report.json").read_text())["facts"]["run"]["cells"]
+    assert list(cells.values()) == ["In[1]"], cells
+    assert "<title>rnndoctor report: cell In[1]</title>" in document
     (diagnosed,) = _frames(executed.cells[1].outputs)  # diagnose() displayed its report
     assert diagnosed.startswith('<iframe class="rnndoctor-report" sandbox="allow-same-origin"')
     assert "RD101" in html.unescape(diagnosed)

@@ -260,6 +260,6 @@ def test_merge_of_workers_that_saw_no_strategy_says_they_were_separate_trainings
     why = merged.strategy.not_measured
     assert why.startswith("no worker's capture saw a tf.distribute strategy: the 2 workers each")
     assert "separate copy of the model" in why and "without --workers" in why
-    from reports.terminal import _strategy_line
+    from rnndoctor.reports.terminal import _strategy_line
 
     assert _strategy_line(merged).startswith("strategy: not seen (no worker's capture saw")
