@@ -269,6 +269,15 @@ def failed_worker(workers: Sequence[Facts | None]) -> int | None:
     return (failed or unfinished or [None])[0]
 
 
+def separate_trainings(workers: Sequence[Facts | None]) -> bool:
+    """Whether a multi-worker check's workers were separate trainings, not one job: no worker's
+    capture saw a ``tf.distribute`` strategy, and at least one measured its window (so the
+    script ran far enough to have built one). Ask before :func:`merge`, which gives the base
+    facts a "not seen" strategy."""
+    ran = [f for f in workers if f is not None]
+    return not any(f.strategy is not None for f in ran) and any(f.steps for f in ran)
+
+
 def _no_strategy(workers: Sequence[Facts | None]) -> str:
     """Why the merged facts have no strategy: the chief's capture saw none; where no worker's
     did and at least one measured its window, that the job was not one job: without a
@@ -276,8 +285,7 @@ def _no_strategy(workers: Sequence[Facts | None]) -> str:
     (``TF_CONFIG`` alone distributes nothing; ``tf.distribute.MultiWorkerMirroredStrategy``
     reads it), so each worker's step time also holds the other workers' competing for the
     machine."""
-    ran = [f for f in workers if f is not None]
-    if any(f.strategy is not None for f in ran) or not any(f.steps for f in ran):
+    if not separate_trainings(workers):
         return "the chief's capture saw no tf.distribute strategy"
     return (
         f"no worker's capture saw a tf.distribute strategy: the {len(workers)} workers each "

@@ -275,6 +275,7 @@ def run_workers(
         workers[0].run.escaped[:0] = escaped  # the report names every process it had to kill
         retry_note = attempts_note(crashes, native_crash(workers) is not None)
     loaded, files = _collect(workers, options, out)
+    separate = cluster.separate_trainings(loaded)  # before the merge gives the base a strategy
     facts = cluster.merge(loaded, files)
     if facts is None:
         console.error(f"no worker saved its facts; see {out / 'workers'}/worker-*/script.log")
@@ -285,7 +286,16 @@ def run_workers(
     report = render_and_summarise(facts, options, paths, console)
     shown = _first_failed(workers) or next(w for w in workers if loaded[w.index] is facts)
     log_paths = dataclasses.replace(paths, out=shown.out)  # the failing worker's log tail
-    return exit_code(facts, _merged_run(workers), report, options, log_paths, console)
+    code = exit_code(facts, _merged_run(workers), report, options, log_paths, console)
+    if code in (ExitCode.OK, ExitCode.FINDINGS) and separate:
+        # not the job --workers checks: its exit code must not pass a CI gate that a plain
+        # check of the script (probes included) may fail
+        console.error(
+            f"--workers {options.workers}: the script builds no tf.distribute strategy, so the "
+            "workers ran separate trainings, not one job; check it without --workers"
+        )
+        return ExitCode.USAGE
+    return code
 
 
 def _attempt(

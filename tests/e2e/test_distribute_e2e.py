@@ -321,3 +321,17 @@ def test_a_worker_crashing_in_native_code_runs_the_workers_again_up_to_three_tim
     assert "worker 1 was ended by SIGABRT (a crash in native code) in the second" in result.stderr
     doc = json.loads((out / "report.json").read_text())
     _the_third_attempts_report(doc, logs)
+
+
+def test_workers_on_a_script_without_a_strategy_is_a_usage_error(tmp_path_factory):
+    """A fresh user's ``--workers 2`` on a script that builds no strategy exited 0 with "no
+    findings" (the workers run no probes), where a plain check of the script gives an RD301
+    warning: a CI gate passed that should not. The workers were two separate trainings."""
+    result, doc, out, _, left = _workers_check(tmp_path_factory, "nostrat", "tiny_lstm.py")
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "the script builds no tf.distribute strategy, so the workers ran separate" in (
+        result.stderr
+    )
+    why = doc["facts"]["strategy"]["not_measured"]
+    assert why.startswith("no worker's capture saw a tf.distribute strategy: the 2 workers")
+    assert (out / "report.md").is_file() and left == []  # the report is written, no process left
