@@ -16,7 +16,7 @@ run. Ill-formed ``rule_options`` raise ``ValueError`` before any rule runs.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -32,6 +32,7 @@ from rnndoctor.rules import (
     resolve_rule_options,
 )
 from rnndoctor.rules import _outside as outside_facts
+from rnndoctor.verify.patch import fix_ids
 from rnndoctor.verify.result import Status as VerifyStatus
 from rnndoctor.verify.summary import VerifySummary
 
@@ -153,11 +154,16 @@ class Report:
         now_s = steps.median_step_time_ms / 1000.0 * per_epoch * fit.epochs
         forecast = Forecast(steps.median_step_time_ms, int(per_epoch), int(fit.epochs), now_s)
         _cover_loop(forecast, self.facts)
-        gains = [f for f in self.findings if f.speedup and f.speedup > 1]
+        refuted = _refuted(self.findings, self.verification)
+        gains = [f for f in self.findings if f.speedup and f.speedup > 1 and id(f) not in refuted]
         if gains:
             best = min(gains, key=lambda f: _after(forecast, f.speedup or 1.0, f.rule_id))
             forecast.after_s = _after(forecast, best.speedup or 1.0, best.rule_id)
             forecast.after_model = f"{best.rule_id}: {best.gain}"
+        elif refuted and any(f.speedup and f.speedup > 1 for f in self.findings):
+            forecast.after_not_estimated = (
+                "--verify did not confirm the fixes whose findings estimated a gain"
+            )
         else:
             forecast.after_not_estimated = "no finding in this run carries a measured gain" + (
                 " (the cuDNN fast-path gains can only be measured on a GPU)"
@@ -202,6 +208,19 @@ def _verified_dict(summary: VerifySummary) -> dict[str, Any]:
     return {"verified": document.pop("verified"), "verification": document}
 
 
+def _refuted(findings: Sequence[Finding], summary: VerifySummary | None) -> set[int]:
+    """The findings (their ``id``) whose fix ``--verify`` measured and did not confirm (slower,
+    within noise, failed, diverged): an estimated forecast must not rest on them. A fix is
+    matched to its finding by name (``RD301``, ``RD301-2``: the order of the rule's findings,
+    as :func:`rnndoctor.verify.patch.fix_ids` names them)."""
+    if summary is None:
+        return set()
+    decided = (VerifyStatus.SLOWER, VerifyStatus.WITHIN_NOISE, VerifyStatus.FAILED,
+               VerifyStatus.UNSAFE)  # fmt: skip
+    names = {i.fix for i in summary.items if i.status in decided}
+    return {id(f) for f, name in zip(findings, fix_ids(findings), strict=True) if name in names}
+
+
 def _measured_after(forecast: Forecast, summary: VerifySummary) -> None:
     """The forecast's "after" at the all-fixes copy's measured speedup (see :class:`Forecast`),
     where that copy holds the fixes of ``fixes.patch`` (or no fix was confirmed); where the patch
@@ -212,6 +231,14 @@ def _measured_after(forecast: Forecast, summary: VerifySummary) -> None:
     if item is None:
         return
     patch = [i for i in summary.items if i.in_patch]
+    if not patch and item.fix == "all":  # nothing to apply: the copy is not "after the fixes"
+        forecast.after_not_measured = (
+            f"fixes.patch is empty: no fix was confirmed on its own (all fixes together: "
+            f"{item.status}"
+            + (f", {item.measured:.2f}x" if item.measured is not None else "")
+            + ")"
+        )
+        return
     if patch and sorted(item.rules) != sorted(i.fix for i in patch):
         # the copy measured is not what `git apply fixes.patch` gives (a fix in it measured
         # slower and was left out of the patch): one fix in the patch has its own measurement

@@ -170,6 +170,29 @@ def test_the_measured_forecast_is_what_fixes_patch_gives():
     )
 
 
+def test_an_estimated_forecast_never_rests_on_a_fix_verify_did_not_confirm():
+    """A review of the previous change: with several patched fixes never measured together the
+    estimate stood, "RD301: 3.7x", while RD301 had measured slower; and with nothing confirmed
+    the forecast read "after the fixes (measured)" at the all-fixes copy's slower 0.80x."""
+    summary = _summary()
+    by_fix = {i.fix: i for i in summary.items}
+    by_fix["RD301"].status, by_fix["RD301"].in_patch = Status.SLOWER, False
+    by_fix["RD101"].in_patch = by_fix["RD303"].in_patch = True  # never measured together
+    fc = _report(summary).forecast
+    assert fc.after_basis == "estimated" and fc.after_s is None  # RD301's 3.74x is refuted
+    assert fc.after_not_estimated == (
+        "--verify did not confirm the fixes whose findings estimated a gain"
+    )
+    nothing = _summary()
+    for item in nothing.items:
+        item.in_patch = False
+    fc = _report(nothing).forecast
+    assert fc.after_basis == "estimated" and fc.after_not_measured == (
+        "fixes.patch is empty: no fix was confirmed on its own (all fixes together: confirmed, "
+        "2.90x)"
+    )
+
+
 def test_a_failed_or_undecided_all_fixes_copy_leaves_the_estimate_and_says_why():
     summary = _patched_as_all()
     whole = summary.all_fixes()
