@@ -153,7 +153,16 @@ def _find_at(text: str, before: str, line: int) -> int | None:
 def _replacement(text: str, start: int, end: int, code: str) -> str:
     """``code`` as it replaces ``text[start:end]``: its later lines indented like the line it
     starts on, and a trailing comment dropped when code follows on the same line (it would
-    comment that code out)."""
+    comment that code out).
+
+    Except the lines the fix carries over from the user's multi-line code as the file has them:
+    a change spliced into the call keeps its continuation lines (indented in the file already),
+    and a fix of new statements followed by the user's call (RD501) keeps what follows that
+    call's first line (where at least one of the call's continuation lines follows it as
+    written); any other line that is one of the original's continuation lines as written is
+    kept too. Before, a kept continuation line inside a list at indent 4 moved from
+    16 to 20 spaces; deciding for the whole fix at once left RD501's new statements at column
+    0 inside a function (review: ``SyntaxError: unexpected indent``)."""
     line_start = text.rfind("\n", 0, start) + 1
     prefix = text[line_start:start]
     indent = prefix[: len(prefix) - len(prefix.lstrip())]
@@ -162,26 +171,19 @@ def _replacement(text: str, start: int, end: int, code: str) -> str:
     if rest.strip():
         code = _strip_trailing_comment(code)
     lines = code.split("\n")
-    if _spliced(text[start:end], lines[1:], indent):
-        return "\n".join(lines)
-    return "\n".join([lines[0], *[indent + s if s.strip() else s for s in lines[1:]]])
-
-
-def _spliced(before: str, later: list[str], indent: str) -> bool:
-    """Whether a fix's later lines ``later`` keep the file's own indentation: a change spliced
-    into the user's multi-line call (``before``, as the file has it) carries that call's
-    continuation lines as written, while code written afresh (a template, a rebuilt call) is
-    indented relative to its first line. Decided by the lines the fix shares with ``before``:
-    as they stand (spliced) or less the first line's ``indent`` (relative); relative on a tie.
-    Before: ``layers.LSTM(32, recurrent_dropout=0.25, ...,\n                name="enc")`` inside
-    a list at indent 4 became a continuation line at 20 spaces in ``fixes.patch``."""
-    if not indent or not later:
-        return False
-    kept = {line for line in before.split("\n")[1:] if line.strip()}
-    as_written = sum(line in kept for line in later if line.strip())
-    shifted = {line[len(indent) :] for line in kept if line.startswith(indent)}
-    relative = sum(line in shifted for line in later if line.strip())
-    return as_written > relative
+    before = text[start:end].split("\n")
+    if not indent or len(before) < 2:  # at column 0, or a one-line original: all written afresh
+        return "\n".join([lines[0], *[indent + s if s.strip() else s for s in lines[1:]]])
+    # the user's call spliced in: its first line as written, then its own continuation lines
+    first = max((i for i, line in enumerate(lines) if line == before[0]), default=None)
+    kept = {line for line in before[1:] if line.strip()}
+    if first is not None and not any(line in kept for line in lines[first + 1 :]):
+        first = None  # the call rewritten afresh below its first line, relative to it
+    out = [lines[0]]
+    for i, line in enumerate(lines[1:], start=1):
+        carried = (first is not None and i > first) or line in kept
+        out.append(line if carried or not line.strip() else indent + line)
+    return "\n".join(out)
 
 
 def _strip_trailing_comment(code: str) -> str:

@@ -91,6 +91,27 @@ def test_a_change_spliced_into_an_indented_call_keeps_its_continuation_lines(tmp
     compile(new, "t.py", "exec")
 
 
+def test_new_statements_before_the_users_multi_line_fit_inside_a_function(tmp_path):
+    """RD501's fix: new statements, then the user's Black-style ``fit`` call with its data
+    moved, its other continuation lines as the file has them. A review found the first version
+    of the fix above left the new statements at column 0 inside ``main`` (SyntaxError)."""
+    path = tmp_path / "t.py"
+    call = "history = model.fit(\n        x,\n        y,\n        epochs=10,\n    )"
+    path.write_text(f"def main():\n    x, y = load()\n    {call}\n    return history\n")
+    code = (
+        "def rd501_unpad(x, y):\n    return x, y\n\n"
+        "history = model.fit(\n        rd501_bucketed(x, y),\n        epochs=10,\n    )"
+    )
+    new = _apply(px.locate(finding("RD501", path, 3, call, code), "RD501", tmp_path))
+    assert new == (
+        "def main():\n    x, y = load()\n"
+        "    def rd501_unpad(x, y):\n        return x, y\n\n"
+        "    history = model.fit(\n        rd501_bucketed(x, y),\n        epochs=10,\n    )\n"
+        "    return history\n"
+    )
+    compile(new, "t.py", "exec")
+
+
 def test_a_statement_fix_indents_each_line_inside_a_function(tmp_path):
     path = tmp_path / "t.py"
     path.write_text("def step(x):\n    y = x + 1\n    return y\n")
