@@ -86,10 +86,12 @@ Fix safety:
       ``args.batch_size``, and the fix says to run with ``--batch-size 16`` (the command line,
       not the code). The option is found under any of the names its ``add_argument`` call
       gives it (``-b 8``, ``-b8``, an option with ``dest=``: ``fit.batch_size_options``,
-      recorded by the capture from the source), else under the attribute's name. Where the
-      option is known but its value was traced to neither its literal default nor the argv
-      (a short option inside a group, ``-vb 8``; a computed default), the fix is a note to
-      set it where its value is set, never a literal in the ``fit`` call;
+      recorded by the capture from the source where that call precedes the ``fit`` line in
+      its file), else under the attribute's name;
+    - ``fit(..., batch_size=VALUE)`` whose ``VALUE`` is not an integer literal and was traced
+      to no line and no argument (``args.batch_size`` with the parser built in another
+      function below, a grouped ``-vb 8``, ``cfg.batch_size``, a parameter): a note to set it
+      where its value is set, never a literal in the ``fit`` call, which would override it;
     - a generator, a PyDataset, a tf_keras ``Sequence`` or a torch ``DataLoader``: the
       ``fit`` call with the one integer literal equal to the batch size in its ``x`` call
       changed (``fit(batch_gen(32), ...)`` -> ``fit(batch_gen(128), ...)``: matched by value,
@@ -186,9 +188,12 @@ def _fix(facts: Facts, size: int, current: int | None) -> _Change:
     given = _option_given(facts, call, current)
     if given is not None:
         return _command_line_fix(facts, given, size, current)
-    options = fit.batch_size_options if fit else None
-    if options:  # an argparse option whose value came from neither its literal default nor argv
-        return _option_note(facts, options, size)
+    value = _fit_batch_argument(call)
+    if value is not None and not (isinstance(value, ast.Constant) and type(value.value) is int):
+        # a name, an option, a config's field whose value was traced to no line: a literal in
+        # fit would silently override whatever sets it
+        options = fit.batch_size_options if fit else None
+        return _value_note(facts, ast.unparse(value), options, size, current)
     code = rw.set_keyword(call, "batch_size", str(size))
     if code is None:
         return _Change(f"model.fit(..., batch_size={size})", m.fit_location(facts), None)
@@ -235,16 +240,7 @@ def _option_given(facts: Facts, call: str | None, current: int | None) -> _Given
     (``--batch-size`` or ``--batch_size``: argparse's default ``dest``) or such a prefix of it.
     None when ``fit`` passes no such attribute or no such argument was given (a short option
     in a group, ``-vb 8``, is not read)."""
-    node = rw.parse_call(call)
-    if node is None:
-        return None
-    value = next((k.value for k in node.keywords if k.arg == "batch_size"), None)
-    if (
-        value is None
-        and len(node.args) > 2
-        and not any(isinstance(a, ast.Starred) for a in node.args[:3])
-    ):
-        value = node.args[2]  # Model.fit(x, y, batch_size, ...)
+    value = _fit_batch_argument(call)
     recorded = facts.fit.batch_size_options if facts.fit else None
     return _argv_option(facts, value, current, recorded)
 
@@ -334,20 +330,47 @@ def _command_line_fix(facts: Facts, given: _Given, size: int, current: int | Non
     return _Change(code, m.fit_location(facts), None, FixSafety.DISPLAY_ONLY, why)
 
 
-def _option_note(facts: Facts, options: list[str], size: int) -> _Change:
-    """``fit(..., batch_size=args.batch_size)`` where ``args.batch_size`` is an argparse option
-    (``options``, its strings) whose value came from neither a literal default the capture
-    could trace nor an argument the rule could read (a grouped ``-vb 8``, a computed default,
-    ``set_defaults``): a display-only note, since a literal in the ``fit`` call would make the
-    option do nothing."""
-    names = "/".join(options)
-    code = (
-        f"# fit's batch_size comes from the option {names}: set it to {size} where its value is "
-        f"set\n# (the command line, or the option's default); a literal in fit would make "
-        f"{names} do nothing"
-    )
-    why = f"display-only: the option {names} sets the batch, and its value was not traced"
+def _value_note(
+    facts: Facts, text: str, options: list[str] | None, size: int, current: int | None
+) -> _Change:
+    """``fit(..., batch_size=VALUE)`` where ``VALUE`` (``text``: ``args.batch_size``, ``bs``,
+    ``cfg.batch_size``) was traced to no line the fix could rewrite and to no argument the rule
+    could read (a parser built in another function, ``def train(args)``, a grouped ``-vb 8``, a
+    computed default, a config file): a display-only note, since a literal in the ``fit`` call
+    would make whatever sets the value do nothing. ``options``: the strings of the argparse
+    option behind it, when the capture recorded them."""
+    ran = f" ({current} in this run)" if current else ""
+    if options:
+        names = "/".join(options)
+        code = (
+            f"# fit's batch_size comes from the option {names}: set it to {size} where its value "
+            f"is set\n# (the command line, or the option's default); a literal in fit would "
+            f"make {names} do nothing"
+        )
+        why = f"display-only: the option {names} sets the batch, and its value was not traced"
+    else:
+        code = (
+            f"# fit's batch_size is {text}{ran}: set it to {size} where its value is set;\n"
+            f"# a literal in fit would override {text} and whatever sets it"
+        )
+        why = f"display-only: fit's batch_size is {text}, set where this run could not trace"
     return _Change(code, m.fit_location(facts), None, FixSafety.DISPLAY_ONLY, why)
+
+
+def _fit_batch_argument(call: str | None) -> ast.expr | None:
+    """The expression a ``fit`` call passes as ``batch_size`` (keyword, or third positional
+    argument, ``Model.fit(x, y, batch_size, ...)``), or None."""
+    node = rw.parse_call(call)
+    if node is None:
+        return None
+    value = next((k.value for k in node.keywords if k.arg == "batch_size"), None)
+    if (
+        value is None
+        and len(node.args) > 2
+        and not any(isinstance(a, ast.Starred) for a in node.args[:3])
+    ):
+        value = node.args[2]
+    return value
 
 
 # The sources that make their own batches, which ``fit``'s ``batch_size`` does not set (Keras 3

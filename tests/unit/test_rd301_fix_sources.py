@@ -262,12 +262,15 @@ def test_arguments_that_do_not_set_the_option_leave_the_rewrite_as_it_was():
     fix = _rd301(f).fix
     assert fix.code == 'p.add_argument("--batch-size", type=int, default=32)'
     assert fix.safety == "unsafe"
-    # an abbreviation whose value is not fit's batch is another option (--b for --beta)
-    f = _argv_facts("--b", "0.9")
-    assert _rd301(f).fix.before == ARGS_FIT
-    # a token after "--" is not an option of the script's parser
-    f = _argv_facts("--", "--batch-size", "8")
-    assert _rd301(f).fix.before == ARGS_FIT
+    # an abbreviation whose value is not fit's batch is another option (--b for --beta), and a
+    # token after "--" is not an option of the script's parser: neither is read as the option,
+    # and args.batch_size, traced to no line, gets a note, not a literal in the fit call
+    for argv in (["--b", "0.9"], ["--", "--batch-size", "8"]):
+        fix = _rd301(_argv_facts(*argv)).fix
+        assert "run the script with" not in fix.code, argv
+        assert fix.code.startswith("# fit's batch_size is args.batch_size (8 in this run): set it "
+                                   "to 32 where its value is set;"), argv  # fmt: skip
+        assert fix.safety == "display-only" and fix.before is None
 
 
 def test_a_literal_batch_size_is_rewritten_whatever_the_argv():
@@ -367,3 +370,26 @@ def test_an_option_whose_value_was_not_traced_gets_a_note_not_a_literal():
     assert fix.safety == "display-only" and fix.before is None
     assert _code_lines(fix.code) == []
     assert "comes from the option -b/--batch-size: set it to 32 where its value is set" in fix.code
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "model.fit(x, y, batch_size=args.batch_size)",  # def train(args): parser in main()
+        "model.fit(x, y, batch_size=cfg.batch_size)",  # a config object
+        "model.fit(x, y, batch_size=bs)",  # a parameter, traced to no assignment
+        "model.fit(x, y, args.batch_size)",  # the third positional argument
+    ],
+)
+def test_a_batch_size_traced_to_no_line_is_never_overridden_by_a_literal(call):
+    """A review found that ``-b 8`` still got ``fit(..., batch_size=32)`` where the capture
+    records no option strings: the parser built in ``main()`` below ``def train(args)``, or a
+    ``cfg`` never assigned from ``parse_args``. --verify applied that literal."""
+    f = _argv_facts("-b", "8")
+    f.fit.location = loc(31, call)
+    fix = _rd301(f).fix
+    assert fix.safety == "display-only" and fix.before is None
+    assert _code_lines(fix.code) == []  # a note, nothing to paste over the call
+    assert "set it to 32 where its value is set" in fix.code
+    f.fit.location = loc(31, "model.fit(x, y, batch_size=8)")  # a literal: rewritten
+    assert _rd301(f).fix.code == "model.fit(x, y, batch_size=32)"
