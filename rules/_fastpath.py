@@ -196,15 +196,21 @@ def rewrite_call(
     Positional arguments after the first (``units``) become keywords when one of them is to be
     dropped or set and ``positional_names`` (the constructor's parameter order) names them.
     Returns None when the call cannot be parsed, when an argument to drop was not written in the
-    call (it came from ``**kwargs`` or a config), or when positional arguments cannot be named:
-    the caller then builds the call from the layer's recorded arguments instead.
+    call (it came from ``**kwargs`` or a config), when the call passes ``**kwargs`` and the
+    rewrite would set a keyword or rename the class (the splat may hold that keyword: a
+    duplicate at run time), or when positional arguments cannot be named: the caller then
+    builds the call from the layer's recorded arguments instead. Dropping a keyword written in
+    a call that also passes ``**kwargs`` is exact, and done.
     """
     node = parse_call(call_source)
     if node is None or any(isinstance(a, ast.Starred) for a in node.args):
         return None
-    if any(k.arg is None for k in node.keywords):  # a **kwargs splat: its keys are unknown here
-        return None
     set_args = set_args or {}
+    if any(k.arg is None for k in node.keywords):  # a **kwargs splat: its keys are unknown here
+        explicit = {k.arg for k in node.keywords if k.arg}
+        if set_args or func_name or not set(drop) <= explicit:
+            return None  # a set keyword could clash with the splat's; a dropped one is in it
+
     touched = set(drop) | set(set_args)
     if len(node.args) <= 1 or not set(positional_names[1 : len(node.args)]) & touched:
         return _splice(call_source, drop, set_args, func_name)
@@ -318,11 +324,14 @@ def rebuilt_fix(fix: Fix, args: tuple[str, ...] = ()) -> Fix:
         return fix
     node = parse_call(fix.before)
     splats = [ast.unparse(k.value) for k in node.keywords if k.arg is None] if node else []
-    if splats and args:
+    explicit = {k.arg for k in node.keywords if k.arg} if node else set()
+    if splats and args and not set(args) & explicit:
         why = (
             f"your call passes **{splats[0]} (which holds {', '.join(args)}): change it where "
             f"{splats[0]} is built"
         )
+    elif splats and args:
+        why = f"your call also passes **{splats[0]}, which may hold what this fix sets"
     elif splats:
         why = f"your call passes **{splats[0]}, which a rewrite of the call cannot carry over"
     else:

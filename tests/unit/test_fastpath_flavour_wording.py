@@ -196,3 +196,20 @@ def test_a_call_that_cannot_be_rewritten_in_place_gets_a_display_only_sketch():
     fix = _finding(facts, "RD101").fix
     assert fix.before == "layers.LSTM(args.units, recurrent_dropout=0.25)"
     assert fix.code == "layers.LSTM(args.units, dropout=0.25)" and fix.safety == "unsafe"
+
+
+def test_a_keyword_written_beside_a_kwargs_splat_is_dropped_in_place():
+    """A review: ``LSTM(args.units, recurrent_dropout=0.2, **common)`` got a rebuilt display-only
+    sketch saying ``**common`` held recurrent_dropout, which the call itself wrote. Dropping a
+    written keyword is exact beside a splat; setting one is not (the splat may hold it)."""
+    facts = _facts("RD101-offending", None)
+    (layer,) = facts.model.rnn_layers
+    layer.fast_path.dropout_keeps_fast_path = False  # the fix drops, sets nothing
+    layer.location.call_source = "layers.LSTM(args.units, recurrent_dropout=0.25, **common)"
+    fix = _finding(facts, "RD101").fix
+    assert fix.code == "layers.LSTM(args.units, **common)" and fix.safety == "unsafe"
+    assert fp.rewrite_call(fix.before, set_args={"dropout": 0.25}) is None  # could clash
+    layer.fast_path.dropout_keeps_fast_path = True  # the fix sets dropout=0.25 beside the splat
+    fix = _finding(facts, "RD101").fix
+    assert fix.safety == "display-only"
+    assert "your call also passes **common, which may hold what this fix sets" in fix.code
