@@ -546,9 +546,10 @@ class StepTimes:
     last step (Keras' running mean over the epoch so far; None for a custom loop, or when the
     model logs no ``loss``), which ``--verify`` compares between the original and a fix.
     Since 1.6: ``final_loss_step``: the step of its epoch (1-based, Keras' index of the last step
-    of the execution that logged it) at which ``final_loss`` was logged; with
-    ``steps_per_execution`` N it is N steps past the one before per measured step, so --verify
-    compares losses only where both arms had trained about as many steps.
+    of the execution that logged it, as Keras 3.7 and later and tf_keras pass it to
+    ``on_train_batch_end``) at which ``final_loss`` was logged; with ``steps_per_execution`` N
+    it is N steps past the one before per measured step. --verify prints it beside each arm's
+    loss, whose comparison is a divergence check.
     """
 
     warmup_steps: int

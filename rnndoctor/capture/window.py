@@ -124,7 +124,9 @@ class _WindowCallback:
         read_back(logs)  # GPU work has finished
         try:  # the training loss Keras logged for this step (its running mean over the epoch)
             self._last_loss = float((logs or {})["loss"])
-            self._loss_step = int(batch) + 1  # Keras' index of the execution's last step
+            # Keras' index of the execution's last step (Keras >= 3.7's end_step, tf_keras'
+            # step + step_increment; Keras 3.0-3.6 passed the first step's)
+            self._loss_step = int(batch) + 1
         except (KeyError, TypeError, ValueError):
             pass
         measured = len(self.steps.step_ms)
