@@ -13,6 +13,7 @@ measures: every figure is the verification's.
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass
 
 from rnndoctor.reports import charts
@@ -120,7 +121,9 @@ def build_verify_view(summary: VerifySummary) -> VerifyView:
         bad=sum(r.bad for r in rows),
         patched=patch is not None,
         patch_href=os.path.basename(patch) if patch else None,
-        apply_line=f"cd {summary.root} && git apply {patch}" if patch else None,
+        apply_line=(
+            f"cd {shlex.quote(summary.root)} && git apply {shlex.quote(patch)}" if patch else None
+        ),  # quoted for a shell: a folder with a space pastes as it is
         measured_on=summary.measured_on,
         spent_s=summary.spent_s,
         notes=tuple(summary.notes),

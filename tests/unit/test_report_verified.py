@@ -99,7 +99,7 @@ def test_the_view_puts_failed_slower_and_unsafe_first_and_draws_each_interval():
     assert view.row_for("RD201").gauge["meas_x"] is None
     assert view.row_for("RD201").status_text == "not verifiable: display-only fix"
     assert view.patch_href == "fixes.patch"
-    assert view.apply_line == "cd <repo> && git apply <out>/fixes.patch"
+    assert view.apply_line == "cd '<repo>' && git apply '<out>/fixes.patch'"  # shell-quoted
 
 
 def test_the_html_shows_estimate_beside_measurement_with_the_interval_escaped_and_offline():
@@ -120,7 +120,10 @@ def test_the_html_shows_estimate_beside_measurement_with_the_interval_escaped_an
     assert "original 0.69, patched 0.71 (median final loss)" in rows["RD301"]
     assert [name for name, row in rows.items() if CPU_LABEL in row] == ["all", "RD101"]
     assert "original 0.69, patched not finite" in rows["RD501"]
-    assert '<a href="fixes.patch">' in section and "git apply &lt;out&gt;/fixes.patch" in section
+    assert (
+        '<a href="fixes.patch">' in section
+        and "git apply &#39;&lt;out&gt;/fixes.patch&#39;" in section
+    )
     card = html[html.index('id="finding-1"') : html.index('id="finding-2"')]
     assert 'href="#verify-RD301"' in card and "confirmed; estimate 3.74x" in card
 
@@ -220,7 +223,7 @@ def test_markdown_reports_carry_the_status_escaped_bad_fixes_first():
     assert verify_md.startswith("# rnndoctor --verify") and HOSTILE not in verify_md
     assert "| RD301 | confirmed | 3.74x | 2.60x (90% interval 2.20–3.00x) | 5 |" in verify_md
     # paths with < and >: escaped prose, as any hostile text
-    apply = "apply it with: cd &lt;repo&gt; &amp;&amp; git apply &lt;out&gt;/fixes.patch"
+    apply = "apply it with: cd '&lt;repo&gt;' &amp;&amp; git apply '&lt;out&gt;/fixes.patch'"
     assert apply in verify_md
     # a plain path: a code span, which pastes as it is (a fresh user's verify.md read
     # "cd /tmp/proj\\_v2 &amp;&amp; git apply ...", which a shell refuses)
@@ -228,6 +231,9 @@ def test_markdown_reports_carry_the_status_escaped_bad_fixes_first():
     summary.root, summary.patch_path = "/tmp/proj_v2", "/tmp/proj_v2/report/fixes.patch"
     plain = "apply it with: `cd /tmp/proj_v2 && git apply /tmp/proj_v2/report/fixes.patch`"
     assert plain in render_verify_markdown(summary)
+    summary.root, summary.patch_path = "/tmp/my proj", "/tmp/my proj/report/fixes.patch"
+    spaced = "apply it with: `cd '/tmp/my proj' && git apply '/tmp/my proj/report/fixes.patch'`"
+    assert spaced in render_verify_markdown(summary)  # quoted for the shell (review)
 
 
 def test_sarif_results_carry_the_status_and_still_validate():
@@ -247,7 +253,7 @@ def test_terminal_lines_show_bad_fixes_first_and_the_git_apply_line():
     lines = terminal_lines(_summary())
     assert [bad for _, bad in lines[1:4]] == [True, True, True] and not lines[4][1]
     assert lines[1][0].strip().startswith("RD401") and "failed: ValueError" in lines[1][0]
-    assert lines[-1][0] == "apply the confirmed fixes: cd <repo> && git apply <out>/fixes.patch"
+    assert lines[-1][0] == "apply the confirmed fixes: cd '<repo>' && git apply '<out>/fixes.patch'"
     none = _summary()
     for item in none.items:
         item.in_patch = False

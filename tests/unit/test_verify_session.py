@@ -128,7 +128,7 @@ def test_outputs_are_written_escaped_and_scrubbed(project):
     assert len(scrubbed.items) == len(result.items) and "proj" not in json.dumps(scrubbed.to_dict())
     lines = terminal_lines(summarise(result))
     assert lines[1][1] is True and lines[1][0].strip().startswith("RD403")
-    assert lines[-1][0].endswith("fixes.patch") and "git apply" in lines[-1][0]
+    assert lines[-1][0].endswith("fixes.patch'") and "git apply" in lines[-1][0]  # quoted
 
 
 def test_later_fixes_are_budgeted_on_the_runs_so_far_not_on_the_first_estimate(project):
