@@ -231,10 +231,10 @@ def _measured_after(forecast: Forecast, summary: VerifySummary) -> None:
     if item is None:
         return
     patch = [i for i in summary.items if i.in_patch]
-    if not patch and item.fix == "all":  # nothing to apply: the copy is not "after the fixes"
+    if not patch:  # nothing to apply: no copy measured is "after the fixes"
+        what = "all fixes together" if item.fix == "all" else item.fix
         forecast.after_not_measured = (
-            f"fixes.patch is empty: no fix was confirmed on its own (all fixes together: "
-            f"{item.status}"
+            f"fixes.patch is empty: no fix was confirmed on its own ({what}: {item.status}"
             + (f", {item.measured:.2f}x" if item.measured is not None else "")
             + ")"
         )

@@ -190,6 +190,13 @@ def test_an_estimated_forecast_never_rests_on_a_fix_verify_did_not_confirm():
     for item in nothing.items:
         item.in_patch = False
     fc = _report(nothing).forecast
+    lone = _summary()  # one copy ran, RD303's, measured slower; nothing in the patch
+    for item in lone.items:
+        item.in_patch = False
+        item.copy = item.copy if item.fix == "RD303" else None
+    assert _report(lone).forecast.after_not_measured == (
+        "fixes.patch is empty: no fix was confirmed on its own (RD303: slower, 0.80x)"
+    )
     assert fc.after_basis == "estimated" and fc.after_not_measured == (
         "fixes.patch is empty: no fix was confirmed on its own (all fixes together: confirmed, "
         "2.90x)"
