@@ -73,7 +73,8 @@ Fix safety:
     the option's ``default`` in its ``add_argument`` call for ``fit(...,
     batch_size=args.batch_size)`` when the script ran with that default (so that the option
     still sets the batch; a literal in the ``fit`` call would make it do nothing), else the
-    ``fit`` call; every other argument stays as written. ``fit``'s ``batch_size`` is never
+    ``fit`` call (its integer literal, or a new keyword where it passes none); every other
+    argument stays as written. ``fit``'s ``batch_size`` is never
     written where ``fit``'s ``x`` makes its own batches (``facts.data.kind``: a ``tf.data``
     dataset, a generator, a PyDataset, a tf_keras Sequence, a torch DataLoader), for which
     Keras ignores it.
