@@ -47,6 +47,7 @@ from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _host_hw as hh
+from rnndoctor.rules import _rewrite as rw
 
 # Tensor Cores need float16 matrix dimensions in multiples of 8 (TF mixed precision guide;
 # NVIDIA Deep Learning Performance Guide, "Tensor Core Requirements").
@@ -71,16 +72,40 @@ def _mixed(facts: Facts) -> bool:
 
 
 def _units_fix(layer: RNNLayer, units: int) -> str:
-    call = fp.parse_call(layer.location.call_source if layer.location else None)
-    if call is not None:
-        for keyword in call.keywords:
-            if keyword.arg == "units":
-                keyword.value = ast.Constant(units)
-                return ast.unparse(call)
-        if call.args and not isinstance(call.args[0], ast.Starred):
-            call.args[0] = ast.Constant(units)
-            return ast.unparse(call)
-    return fp.build_call(layer.class_name, layer.args, {"units": units})
+    """The layer call with its ``units`` (first positional argument, else the keyword) set to
+    ``units``, the rest as written; else a call rebuilt from the layer's recorded values."""
+    call = layer.location.call_source if layer.location else None
+    code = rw.set_argument(call, 0, "units", str(units)) if fp.parse_call(call) else None
+    return code or fp.build_call(layer.class_name, layer.args, {"units": units})
+
+
+def _units_change(layer: RNNLayer, units: int, new: int, align: int) -> Fix:
+    """The units fix: the layer call with its integer ``units`` rewritten; where the call reads
+    ``units`` from a name or an option (``LSTM(args.units)``), a display-only note to set it
+    where it is set (a literal would override it); where the call could not be rewritten in
+    place, a display-only sketch (:func:`rnndoctor.rules._fastpath.rebuilt_fix`)."""
+    title = f"Round units up to a multiple of {align}"
+    call = layer.location.call_source if layer.location else None
+    node = fp.parse_call(call)
+    value = next((k.value for k in node.keywords if k.arg == "units"), None) if node else None
+    if node is not None and value is None and node.args:
+        value = node.args[0]
+    if (
+        value is not None
+        and not isinstance(value, ast.Starred)
+        and not (isinstance(value, ast.Constant) and type(value.value) is int)
+    ):
+        text = ast.unparse(value)
+        code = (
+            f"# units is {text} ({units} in this run): set it to {new} where its value is set;\n"
+            f"# a literal in the layer call would override {text}"
+        )
+        return Fix(title=f"{title} (display-only: units is {text}, set elsewhere)", code=code,
+                   safety=FixSafety.DISPLAY_ONLY)  # fmt: skip
+    fix = Fix(title=title, code=_units_fix(layer, new), safety=FixSafety.UNSAFE, before=call)
+    if node is None or value is None or isinstance(value, ast.Starred):
+        return fp.rebuilt_fix(fix)  # rebuilt from the run's values: never pasted over the call
+    return fix
 
 
 @rule(
@@ -113,12 +138,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         evidence.append(Evidence("dtype policy", layer.dtype_policy, "",
                                  "model.rnn_layers[].dtype_policy"))  # fmt: skip
         if "units" in off:
-            fix = Fix(
-                title=f"Round units up to a multiple of {align}",
-                code=_units_fix(layer, _up(units, align)),
-                safety=FixSafety.UNSAFE,
-                before=layer.location.call_source if layer.location else None,
-            )
+            fix = _units_change(layer, units, _up(units, align), align)
         else:
             fix = Fix(
                 title=f"Pad or project the input features to {_up(features, align)} (a multiple of "

@@ -263,6 +263,27 @@ def test_rd602_flags_units_and_batch_that_are_not_multiples_of_8():
     assert findings(facts, "RD602") == []  # RD601's case
 
 
+def test_rd602_keeps_units_read_from_an_option_and_the_rest_of_the_call():
+    """The class of bug a fresh user's --verify patch showed for RD101: a literal written over
+    ``LSTM(args.units)`` makes ``--units`` do nothing. A units read from a name gets a note;
+    a literal is rewritten in the user's own text, its other arguments and spelling kept."""
+    facts = on_gpu(facts_of("fit-run-eagerly"))
+    facts.environment.precision_policy = "mixed_float16"
+    (layer,) = facts.model.rnn_layers
+    layer.args["units"] = 100
+    facts.steps.batch_size = 64
+    layer.location.call_source = "keras.layers.LSTM(args.units, return_sequences=True)"
+    (units,) = findings(facts, "RD602")
+    assert units.fix.safety == "display-only" and units.fix.before is None
+    assert units.fix.code.startswith("# units is args.units (100 in this run): set it to 104")
+    layer.location.call_source = 'keras.layers.LSTM(\n    units=100,  # width\n    name="enc",\n)'
+    (units,) = findings(facts, "RD602")
+    assert units.fix.code == 'keras.layers.LSTM(\n    units=104,  # width\n    name="enc",\n)'
+    layer.location.call_source = "keras.layers.LSTM(*spec)"
+    (units,) = findings(facts, "RD602")
+    assert units.fix.safety == "display-only" and units.fix.before is None  # rebuilt: a sketch
+
+
 @pytest.mark.parametrize(
     "cudnn, mask, fires",
     [("8.6.0", True, True), ("8.9.1", True, True), ("8.9.2", True, False),
