@@ -118,6 +118,7 @@ References:
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 
 from rnndoctor import dispatch
@@ -151,6 +152,13 @@ def _fix(facts: Facts, value: int) -> Fix:
     title = f"Run {value} steps per call: compile with steps_per_execution"
     site = facts.fit.compile_location
     call = site.call_source if site is not None else None
+    why = _not_rewritable(call)
+    if why is not None:
+        return Fix(
+            title=f"{title} (display-only: {why})",
+            code=f"# {why}: set steps_per_execution to {value} where its value is set",
+            safety=FixSafety.DISPLAY_ONLY,
+        )
     code = rw.set_keyword(call, "steps_per_execution", str(value))
     if code is not None:
         return Fix(title=title, code=code, safety=FixSafety.SAFE, before=call)
@@ -159,6 +167,25 @@ def _fix(facts: Facts, value: int) -> Fix:
         code=f"model.compile(..., steps_per_execution={value})  # your arguments, plus this one",
         safety=FixSafety.DISPLAY_ONLY,
     )
+
+
+def _not_rewritable(call: str | None) -> str | None:
+    """Why the ``compile`` call's ``steps_per_execution`` cannot be set in place, or None: the
+    call passes it a value it reads (``steps_per_execution=args.spe``: a literal would override
+    the option), or passes ``**kwargs`` without it (a keyword added beside the splat would
+    clash with one the splat holds: ``TypeError`` at run time)."""
+    node = rw.parse_call(call)
+    if node is None:
+        return None
+    given = next((k.value for k in node.keywords if k.arg == "steps_per_execution"), None)
+    if given is not None:
+        if isinstance(given, ast.Constant) and type(given.value) is int:
+            return None
+        return f"your compile call sets steps_per_execution={ast.unparse(given)}"
+    splat = next((k.value for k in node.keywords if k.arg is None), None)
+    if splat is not None:
+        return f"your compile call passes **{ast.unparse(splat)}, which may hold it"
+    return None
 
 
 def _real_scale(facts: Facts, compute_ms: float, step: float) -> tuple[float, float]:

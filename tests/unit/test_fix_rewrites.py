@@ -269,6 +269,28 @@ def test_rd403_keeps_metrics_and_points_at_compile():
     assert rw.same_except(finding.fix.before, finding.fix.code, ("steps_per_execution",))
 
 
+@pytest.mark.parametrize(
+    ("call", "why"),
+    [
+        ('model.compile(loss="mse", steps_per_execution=args.spe)',
+         "your compile call sets steps_per_execution=args.spe"),
+        ('model.compile(loss="mse", **compile_kwargs)',
+         "your compile call passes **compile_kwargs, which may hold it"),
+    ],
+)  # fmt: skip
+def test_rd403_never_overrides_a_value_the_compile_call_reads(call, why):
+    """A literal over ``steps_per_execution=args.spe`` would make the option do nothing, and a
+    keyword added beside ``**compile_kwargs`` raises TypeError where the splat holds it."""
+    f = _built_facts()[0]
+    f.fit.compile_location = loc(7, call)
+    (finding,) = run(f, "RD403")[1]
+    assert finding.fix.safety == "display-only" and finding.fix.before is None
+    assert finding.fix.code == f"# {why}: set steps_per_execution to 16 where its value is set"
+    f.fit.compile_location = loc(7, 'model.compile(loss="mse", steps_per_execution=1)')
+    (finding,) = run(f, "RD403")[1]
+    assert finding.fix.code == 'model.compile(loss="mse", steps_per_execution=16)'
+
+
 def test_rd401_points_at_the_compile_call_and_drops_only_run_eagerly():
     f = facts(step=4.0)
     f.fit.run_eagerly = True
