@@ -39,6 +39,11 @@ from collections.abc import Mapping, Sequence
 from rnndoctor.facts import Facts, StrategyFacts, WorkerFacts
 
 LOOPBACK = "127.0.0.1"
+# Marks a capture child's environment (its descendants inherit it): the check's processes, found
+# by it at teardown (rnndoctor/cli/supervisor.py) and, under --workers, where all the workers
+# carry one marker, counted as the job's own CPU by each worker's load sampler
+# (rnndoctor/machine.py: job_cpu_s).
+RUN_ID_VAR = "RNNDOCTOR_RUN_ID"
 PROFILER_PORT_VAR = "RNNDOCTOR_PROFILER_PORT"
 TRACE_DONE_VAR = "RNNDOCTOR_TRACE_DONE"
 TRACE_SERVICES_VAR = "RNNDOCTOR_TRACE_SERVICES"

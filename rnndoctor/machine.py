@@ -111,6 +111,27 @@ def own_cpu_s() -> float:
     return total
 
 
+def job_cpu_s(marker_var: str, marker: str) -> float:
+    """CPU seconds of this process tree (:func:`own_cpu_s`) plus those of every other live
+    process whose environment carries ``marker_var=marker``, with their waited-for children:
+    under ``rnndoctor check --workers`` the other workers of the job and what they started
+    (the launcher gives them all one marker), which compete for the machine as part of the job
+    being checked, not as other load. Without this each worker of a 2-worker job on 2 cores
+    read its sibling as "noisy machine: other processes used 1.4 of 2 CPUs" and widened every
+    interval (a fresh user's ``--workers 2`` check). A marked process that ends between two
+    readings drops out of the second, and its CPU time of the phase reads as foreign."""
+    total = own_cpu_s()
+    me = psutil.Process()
+    mine = {me.pid, *(c.pid for c in me.children(recursive=True))}
+    for proc in psutil.process_iter(["environ", "cpu_times"], ad_value=None):
+        environ, times = proc.info["environ"], proc.info["cpu_times"]
+        if proc.pid in mine or not environ or times is None:
+            continue
+        if environ.get(marker_var) == marker:
+            total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
 def read_counters(
     busy: Callable[[], float] = system_busy_s,
     own: Callable[[], float] = own_cpu_s,

@@ -32,12 +32,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
+from rnndoctor import cluster
 from rnndoctor.capture import ending, heap, sites
 from rnndoctor.capture.budget import Budget, Budgets
 from rnndoctor.capture.sites import SiteBook
 from rnndoctor.capture.step_window import WindowOptions
 from rnndoctor.facts import CutShort, Facts, MachinePhase, Phase, SourceLocation, StepTimes
-from rnndoctor.machine import LoadSampler, MachineLoad
+from rnndoctor.machine import LoadSampler, MachineLoad, job_cpu_s, own_cpu_s
+
+
+def job_cpu_reader() -> Callable[[], float]:
+    """The load sampler's reader of the checked job's own CPU seconds: in a worker of
+    ``rnndoctor check --workers`` (launched with the job's marker and a profiler port:
+    :mod:`rnndoctor.cluster`), every process of the job, the sibling workers included
+    (:func:`rnndoctor.machine.job_cpu_s`); else this process tree (``own_cpu_s``)."""
+    marker = os.environ.get(cluster.RUN_ID_VAR)
+    if marker and os.environ.get(cluster.PROFILER_PORT_VAR):
+        return functools.partial(job_cpu_s, cluster.RUN_ID_VAR, marker)
+    return own_cpu_s
 
 
 class RunningWindow(Protocol):
@@ -262,7 +274,7 @@ class CaptureSession:
             listener(phase)
         if phase != Phase.DONE:
             try:
-                self.load_sampler = LoadSampler().start()
+                self.load_sampler = LoadSampler(own=job_cpu_reader()).start()
             except Exception:  # /proc unreadable: no load figures, never a failed check
                 self.load_sampler = None
         self.save()

@@ -23,10 +23,11 @@ from typing import Any
 
 import psutil
 
+from rnndoctor import cluster
 from rnndoctor.cli.signals import cause_of, deferred
 from rnndoctor.options import Options
 
-RUN_ID_VAR = "RNNDOCTOR_RUN_ID"  # marks the child's environment: its descendants inherit it
+RUN_ID_VAR = cluster.RUN_ID_VAR  # marks the child's environment: its descendants inherit it
 _REAP_S = 5.0  # how long to wait for killed processes to disappear
 _POLL_S = 0.25  # how often the progress display reads the phases from facts.json
 _KILL_POLL_S = 0.05  # how often the escaped processes are looked for again while they die

@@ -206,3 +206,56 @@ def test_a_bound_just_below_zero_reads_zero_not_minus_zero():
 
     assert _halves_text(0.99, 0.98, 1.004, 0.9) == "second half 1% faster (90% interval 0–2%)"
     assert _halves_text(1.05, 0.97, 1.1, 0.9) == "second half 5% slower (90% interval -3–10%)"
+
+
+def test_the_jobs_cpu_counts_other_processes_that_carry_its_marker(tmp_path):
+    """Under ``--workers`` each worker read its sibling worker's CPU as foreign load ("noisy
+    machine: other processes used 1.4 of 2 CPUs", intervals widened 2.4x, a fresh user's
+    2-worker check on 2 cores). A process outside this tree that carries the job's marker is
+    the job's own; one with another marker is not."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from rnndoctor.machine import job_cpu_s, own_cpu_s
+
+    done = tmp_path / "burned"
+    burn = (
+        "import time, pathlib\n"
+        "while time.process_time() < 0.5: pass\n"
+        f"pathlib.Path({str(done)!r}).write_text('x')\n"
+        "time.sleep(60)\n"
+    )
+    # started from a shell that exits at once: the burner is no descendant of this process
+    env = dict(os.environ, RNNDOCTOR_TEST_JOB="job-1")
+    subprocess.run(["sh", "-c", f"{sys.executable} -c \"$BURN\" >/dev/null 2>&1 &"],
+                   env={**env, "BURN": burn}, check=True)  # fmt: skip
+    try:
+        for _ in range(300):
+            if done.exists():
+                break
+            time.sleep(0.05)
+        assert done.exists(), "the burner did not finish its CPU second"
+        assert job_cpu_s("RNNDOCTOR_TEST_JOB", "job-1") - own_cpu_s() >= 0.45
+        assert job_cpu_s("RNNDOCTOR_TEST_JOB", "job-2") - own_cpu_s() < 0.2  # not the job's
+    finally:
+        subprocess.run(["pkill", "-f", str(done)], check=False)
+
+
+def test_a_worker_of_workers_reads_its_jobs_cpu_and_a_plain_check_its_own(monkeypatch):
+    import functools
+
+    from rnndoctor import cluster
+    from rnndoctor.capture.session import job_cpu_reader
+    from rnndoctor.machine import job_cpu_s, own_cpu_s
+
+    monkeypatch.delenv(cluster.RUN_ID_VAR, raising=False)
+    monkeypatch.delenv(cluster.PROFILER_PORT_VAR, raising=False)
+    assert job_cpu_reader() is own_cpu_s
+    monkeypatch.setenv(cluster.RUN_ID_VAR, "abc")  # a plain check's child: its own tree
+    assert job_cpu_reader() is own_cpu_s
+    monkeypatch.setenv(cluster.PROFILER_PORT_VAR, "4001")  # a worker of --workers
+    reader = job_cpu_reader()
+    assert isinstance(reader, functools.partial) and reader.func is job_cpu_s
+    assert reader.args == (cluster.RUN_ID_VAR, "abc")
