@@ -206,6 +206,31 @@ def same_except(before: str, after: str, keywords: tuple[str, ...]) -> bool:
     return left is not None and left == right
 
 
+def argument(call_source: str | None, position: int | None, name: str) -> ast.expr | None:
+    """The expression a call passes as keyword ``name``, else as its positional argument at
+    ``position`` (None: keyword only); None when it passes neither, when a ``*args`` comes at
+    or before ``position``, or when the source is not one call. What :func:`set_argument`
+    would replace, for a rule that must first know whether it is a literal."""
+    call = parse_call(call_source)
+    if call is None:
+        return None
+    value = next((k.value for k in call.keywords if k.arg == name), None)
+    if (
+        value is None
+        and position is not None
+        and len(call.args) > position
+        and not any(isinstance(a, ast.Starred) for a in call.args[: position + 1])
+    ):
+        value = call.args[position]
+    return value
+
+
+def is_int_literal(node: ast.AST | None) -> bool:
+    """Whether ``node`` is an integer literal (``64``; not ``True``, a bool): a value a fix may
+    replace, where a name, an option's attribute or an expression is set elsewhere."""
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
 def set_argument(call_source: str | None, position: int, name: str, value: str) -> str | None:
     """The call with its argument ``name`` set to ``value``: the positional argument at
     ``position`` when the call passes one there, else the keyword (replaced or added)."""
@@ -259,7 +284,7 @@ def set_x_call_literal(call_source: str | None, old: int, new: int) -> tuple[str
     literals = [
         value
         for value in (*x.args, *(k.value for k in x.keywords))
-        if isinstance(value, ast.Constant) and type(value.value) is int and value.value == old
+        if is_int_literal(value) and value.value == old
     ]
     if len(literals) != 1:
         return None

@@ -189,8 +189,8 @@ def _fix(facts: Facts, size: int, current: int | None) -> _Change:
     given = _option_given(facts, call, current)
     if given is not None:
         return _command_line_fix(facts, given, size, current)
-    value = _fit_batch_argument(call)
-    if value is not None and not (isinstance(value, ast.Constant) and type(value.value) is int):
+    value = rw.argument(call, 2, "batch_size")  # Model.fit(x, y, batch_size, ...)
+    if value is not None and not rw.is_int_literal(value):
         # a name, an option, a config's field whose value was traced to no line: a literal in
         # fit would silently override whatever sets it
         options = fit.batch_size_options if fit else None
@@ -227,6 +227,26 @@ class _Given(NamedTuple):
     value: str
     sep: str
 
+    @property
+    def typed(self) -> str:
+        """The argument as the command line typed it (``--batch-size 8``)."""
+        return f"{self.option}{self.sep}{self.value}"
+
+    def run_with(self, size: int) -> str:
+        """A fix's first line: run the script with the option at ``size``."""
+        return (
+            f"# run the script with {self.option}{self.sep}{size} in place of {self.typed} "
+            f"({self.attribute} = {size});"
+        )
+
+    @property
+    def why(self) -> str:
+        """Why such a fix is display-only."""
+        return (
+            f"display-only: the command line sets the batch ({self.typed}): the change is to the "
+            "command"
+        )
+
 
 def _option_given(facts: Facts, call: str | None, current: int | None) -> _Given | None:
     """The script argument that set ``fit``'s ``batch_size=NAME.ATTR`` (keyword, or third
@@ -241,7 +261,7 @@ def _option_given(facts: Facts, call: str | None, current: int | None) -> _Given
     (``--batch-size`` or ``--batch_size``: argparse's default ``dest``) or such a prefix of it.
     None when ``fit`` passes no such attribute or no such argument was given (a short option
     in a group, ``-vb 8``, is not read)."""
-    value = _fit_batch_argument(call)
+    value = rw.argument(call, 2, "batch_size")
     recorded = facts.fit.batch_size_options if facts.fit else None
     return _argv_option(facts, value, current, recorded)
 
@@ -314,21 +334,19 @@ def _command_line_fix(facts: Facts, given: _Given, size: int, current: int | Non
     """``fit(..., batch_size=args.batch_size)`` run with ``--batch-size 8``: the option sets the
     batch, so the fix is to the command line (display-only), and the ``fit`` call stays as it
     is (a literal there would make the option do nothing)."""
-    ran = f"{given.option}{given.sep}{given.value}"
-    run = f"{given.option}{given.sep}{size}"
     if _int(given.value) == current:
-        first = f"# run the script with {run} in place of {ran} ({given.attribute} = {size});"
+        first = given.run_with(size)
     else:  # the script changed the value after parsing it
         first = (
-            f"# the script ran with {ran} and fit's batch was {current}: give {given.option} the "
-            f"value\n# that makes it {size} ({given.attribute} = {size} at the fit call);"
+            f"# the script ran with {given.typed} and fit's batch was {current}: give "
+            f"{given.option} the value\n# that makes it {size} ({given.attribute} = {size} at the "
+            "fit call);"
         )
     code = (
         f"{first}\n# keep fit(..., batch_size={given.attribute}) as it is: a literal there would "
         f"make {given.option} do nothing"
     )
-    why = f"display-only: the command line sets the batch ({ran}): the change is to the command"
-    return _Change(code, m.fit_location(facts), None, FixSafety.DISPLAY_ONLY, why)
+    return _Change(code, m.fit_location(facts), None, FixSafety.DISPLAY_ONLY, given.why)
 
 
 def _value_note(
@@ -356,22 +374,6 @@ def _value_note(
         )
         why = f"display-only: fit's batch_size is {text}, set where this run could not trace"
     return _Change(code, m.fit_location(facts), None, FixSafety.DISPLAY_ONLY, why)
-
-
-def _fit_batch_argument(call: str | None) -> ast.expr | None:
-    """The expression a ``fit`` call passes as ``batch_size`` (keyword, or third positional
-    argument, ``Model.fit(x, y, batch_size, ...)``), or None."""
-    node = rw.parse_call(call)
-    if node is None:
-        return None
-    value = next((k.value for k in node.keywords if k.arg == "batch_size"), None)
-    if (
-        value is None
-        and len(node.args) > 2
-        and not any(isinstance(a, ast.Starred) for a in node.args[:3])
-    ):
-        value = node.args[2]
-    return value
 
 
 # The sources that make their own batches, which ``fit``'s ``batch_size`` does not set (Keras 3
@@ -503,8 +505,8 @@ def _pipeline_fix(facts: Facts, size: int, current: int | None) -> _Change:
             node = nodes[-1]
             call = node.location.call_source
             by_batch = node.attrs.get("built_by", kind) in ("batch", "padded_batch")
-            variable = _batch_argument(call, by_batch)
-            if variable is not None:
+            variable = rw.argument(call, 0 if by_batch else None, "batch_size")
+            if variable is not None and not rw.is_int_literal(variable):
                 return _variable_batch_note(facts, node.location, variable, size, current)
             if by_batch:
                 code = rw.set_argument(call, 0, "batch_size", str(size))
@@ -514,22 +516,6 @@ def _pipeline_fix(facts: Facts, size: int, current: int | None) -> _Change:
                 return _Change(f"ds = ds.{kind}({size})", m.to_location(node.location), None)
             return _Change(code, m.to_location(node.location), call)
     return _dataset_sketch(facts, size, current)
-
-
-def _batch_argument(call: str | None, positional: bool) -> ast.expr | None:
-    """The batch size argument of a pipeline's batch call (``batch(args.batch_size)``: its first
-    positional argument, with ``positional``, else its ``batch_size`` keyword) when it is not
-    an integer literal (a name, an option's attribute, an expression); None for a literal, or
-    when the call passes none."""
-    node = rw.parse_call(call)
-    if node is None:
-        return None
-    value = next((k.value for k in node.keywords if k.arg == "batch_size"), None)
-    if value is None and positional and node.args and not isinstance(node.args[0], ast.Starred):
-        value = node.args[0]
-    if value is None or (isinstance(value, ast.Constant) and isinstance(value.value, int)):
-        return None
-    return value
 
 
 def _variable_batch_note(
@@ -543,12 +529,7 @@ def _variable_batch_note(
     ran = f" ({current} in this run)" if current else ""
     given = _argv_option(facts, value, current, None)
     if given is not None and _int(given.value) == current:
-        first = (
-            f"# run the script with {given.option}{given.sep}{size} in place of "
-            f"{given.option}{given.sep}{given.value} ({text} = {size});"
-        )
-        why = f"display-only: the command line sets the batch ({given.option}{given.sep}"
-        why += f"{given.value}): the change is to the command"
+        first, why = given.run_with(size), given.why
     else:
         first = f"# your pipeline batches by {text}{ran}: set it to {size} where its value is set;"
         why = f"display-only: the pipeline batches by {text}, set elsewhere"

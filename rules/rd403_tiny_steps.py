@@ -177,9 +177,9 @@ def _not_rewritable(call: str | None) -> str | None:
     node = rw.parse_call(call)
     if node is None:
         return None
-    given = next((k.value for k in node.keywords if k.arg == "steps_per_execution"), None)
+    given = rw.argument(call, None, "steps_per_execution")
     if given is not None:
-        if isinstance(given, ast.Constant) and type(given.value) is int:
+        if rw.is_int_literal(given):
             return None
         return f"your compile call sets steps_per_execution={ast.unparse(given)}"
     splat = next((k.value for k in node.keywords if k.arg is None), None)

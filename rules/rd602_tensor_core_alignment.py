@@ -86,15 +86,8 @@ def _units_change(layer: RNNLayer, units: int, new: int, align: int) -> Fix:
     place, a display-only sketch (:func:`rnndoctor.rules._fastpath.rebuilt_fix`)."""
     title = f"Round units up to a multiple of {align}"
     call = layer.location.call_source if layer.location else None
-    node = fp.parse_call(call)
-    value = next((k.value for k in node.keywords if k.arg == "units"), None) if node else None
-    if node is not None and value is None and node.args:
-        value = node.args[0]
-    if (
-        value is not None
-        and not isinstance(value, ast.Starred)
-        and not (isinstance(value, ast.Constant) and type(value.value) is int)
-    ):
+    value = rw.argument(call, 0, "units")
+    if value is not None and not rw.is_int_literal(value):
         text = ast.unparse(value)
         code = (
             f"# units is {text} ({units} in this run): set it to {new} where its value is set;\n"
@@ -103,7 +96,7 @@ def _units_change(layer: RNNLayer, units: int, new: int, align: int) -> Fix:
         return Fix(title=f"{title} (display-only: units is {text}, set elsewhere)", code=code,
                    safety=FixSafety.DISPLAY_ONLY)  # fmt: skip
     fix = Fix(title=title, code=_units_fix(layer, new), safety=FixSafety.UNSAFE, before=call)
-    if node is None or value is None or isinstance(value, ast.Starred):
+    if value is None:  # no call, or units behind a *args: _units_fix rebuilt it
         return fp.rebuilt_fix(fix)  # rebuilt from the run's values: never pasted over the call
     return fix
 

@@ -613,3 +613,13 @@ def test_rd207_passes_float32_data_and_float64_models():
     f.data.input_dtypes = ["float64"]
     f.model = _model(policy="float64")
     assert run(f, "RD207")[1] == []
+
+
+def test_argument_reads_what_set_argument_would_replace():
+    assert ast.unparse(rw.argument("ds.batch(args.bs, True)", 0, "batch_size")) == "args.bs"
+    assert ast.unparse(rw.argument("ds.batch(batch_size=bs)", 0, "batch_size")) == "bs"
+    assert rw.argument("model.fit(*xs, 8)", 1, "batch_size") is None  # behind a *args
+    assert rw.argument("model.fit(x, y)", 2, "batch_size") is None
+    assert rw.argument("model.compile(spe)", None, "steps_per_execution") is None  # keyword only
+    assert rw.is_int_literal(rw.argument("ds.batch(64)", 0, "batch_size"))
+    assert not rw.is_int_literal(rw.argument("ds.batch(True)", 0, "batch_size"))
