@@ -34,32 +34,10 @@ def _session(tmp_path, child: bool, timeout_s: float = 600.0) -> CaptureSession:
     return CaptureSession(facts, options, None, child=child)
 
 
-def test_the_capture_child_converts_in_the_converter_process(tmp_path, monkeypatch):
-    calls = []
-
-    def recorded(*args):
-        calls.append(args)
-        return profile.summarize_in_subprocess(*args)
-
-    def in_process(*args):
-        raise AssertionError("the capture child converted in its own process")
-
-    monkeypatch.setattr(conversion, "summarize_in_subprocess", recorded)
-    monkeypatch.setattr(conversion, "summarize_profile", in_process)
-    session = _session(tmp_path, child=True)
-    diagnosis.convert_profile(session, 3, None)
-    assert len(calls) == 1 and calls[0][:3] == (str(tmp_path / "profile"), 3, 0)
-    assert session.facts.profile.error == _NO_PROFILE  # the converter's own answer
-    assert session.facts.run.phase == "profile conversion (xprof)"
-
-
-def test_the_users_own_process_converts_in_the_converter_process_from_a_thread(
-    tmp_path, monkeypatch
-):
-    """``rnndoctor.diagnose`` and ``DoctorCallback``: the converter process keeps xprof's ~90
-    native log lines out of the user's output (a fresh user's ``diagnose()`` printed them into
-    their script's), its library out of the user's memory and a crash in it out of their
-    training; a thread waits for it, within the phase's budget."""
+def _converted_through_the_converter(tmp_path, monkeypatch, child: bool):
+    """A session (the capture child's, or the user's own process) converted with the real
+    converter recorded and an in-process conversion refused: the session and each call's
+    ``(thread name, arguments)``."""
     calls = []
 
     def recorded(*args):
@@ -67,12 +45,30 @@ def test_the_users_own_process_converts_in_the_converter_process_from_a_thread(
         return profile.summarize_in_subprocess(*args)
 
     def in_process(*args):
-        raise AssertionError("the user's own process converted with a converter at hand")
+        raise AssertionError("converted in the process with a converter at hand")
 
     monkeypatch.setattr(conversion, "summarize_in_subprocess", recorded)
     monkeypatch.setattr(conversion, "summarize_profile", in_process)
-    session = _session(tmp_path, child=False)
+    session = _session(tmp_path, child=child)
     diagnosis.convert_profile(session, 3, None)
+    return session, calls
+
+
+def test_the_capture_child_converts_in_the_converter_process(tmp_path, monkeypatch):
+    session, calls = _converted_through_the_converter(tmp_path, monkeypatch, child=True)
+    assert len(calls) == 1 and calls[0][1][:3] == (str(tmp_path / "profile"), 3, 0)
+    assert session.facts.profile.error == _NO_PROFILE  # the converter's own answer
+    assert session.facts.run.phase == "profile conversion (xprof)"
+
+
+def test_the_users_own_process_converts_in_the_converter_process_from_a_thread(
+    tmp_path, monkeypatch
+):
+    """``rnndoctor.diagnose`` and ``DoctorCallback``: the converter process keeps xprof's native
+    log lines (dozens per profile) out of the user's output (a fresh user's ``diagnose()``
+    printed them into their script's), its library out of the user's memory and a crash in it
+    out of their training; a thread waits for it, within the phase's budget."""
+    session, calls = _converted_through_the_converter(tmp_path, monkeypatch, child=False)
     ((thread, args),) = calls
     assert thread == "rnndoctor profile conversion"  # not the user's own thread
     assert args[:3] == (str(tmp_path / "profile"), 3, 0) and 0 < args[3] <= 600
