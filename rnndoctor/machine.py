@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import psutil
@@ -111,23 +111,34 @@ def own_cpu_s() -> float:
     return total
 
 
+def marked_processes(
+    marker_var: str, marker: str, attrs: Sequence[str] = ()
+) -> Iterator[psutil.Process]:
+    """The live processes other than this one whose environment carries ``marker_var=marker``,
+    each with ``attrs`` read into ``proc.info`` (``psutil.process_iter``). Zombies and processes
+    whose environment may not be read are left out."""
+    me = os.getpid()
+    for proc in psutil.process_iter(["environ", *attrs], ad_value=None):
+        environ = proc.info["environ"]
+        if proc.pid != me and environ and environ.get(marker_var) == marker:
+            yield proc
+
+
 def job_cpu_s(marker_var: str, marker: str) -> float:
     """CPU seconds of this process tree (:func:`own_cpu_s`) plus those of every other live
-    process whose environment carries ``marker_var=marker``, with their waited-for children:
-    under ``rnndoctor check --workers`` the other workers of the job and what they started
-    (the launcher gives them all one marker), which compete for the machine as part of the job
-    being checked, not as other load. Without this each worker of a 2-worker job on 2 cores
-    read its sibling as "noisy machine: other processes used 1.4 of 2 CPUs" and widened every
-    interval (a fresh user's ``--workers 2`` check). A marked process that ends between two
-    readings drops out of the second, and its CPU time of the phase reads as foreign."""
+    process whose environment carries ``marker_var=marker`` (:func:`marked_processes`), with
+    their waited-for children: under ``rnndoctor check --workers`` the other workers of the job
+    and what they started (the launcher gives them all one marker), which compete for the
+    machine as part of the job being checked, not as other load. Without this each worker of a
+    2-worker job on 2 cores read its sibling as "noisy machine: other processes used 1.4 of 2
+    CPUs" and widened every interval (a fresh user's ``--workers 2`` check). A marked process
+    that ends between two readings drops out of the second, and its CPU time of the phase reads
+    as foreign."""
     total = own_cpu_s()
-    me = psutil.Process()
-    mine = {me.pid, *(c.pid for c in me.children(recursive=True))}
-    for proc in psutil.process_iter(["environ", "cpu_times"], ad_value=None):
-        environ, times = proc.info["environ"], proc.info["cpu_times"]
-        if proc.pid in mine or not environ or times is None:
-            continue
-        if environ.get(marker_var) == marker:
+    mine = {c.pid for c in psutil.Process().children(recursive=True)}
+    for proc in marked_processes(marker_var, marker, ["cpu_times"]):
+        times = proc.info["cpu_times"]
+        if proc.pid not in mine and times is not None:
             total += times.user + times.system + times.children_user + times.children_system
     return total
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import psutil
 
-from rnndoctor import cluster
+from rnndoctor import cluster, machine
 from rnndoctor.cli.signals import cause_of, deferred
 from rnndoctor.options import Options
 
@@ -210,13 +210,7 @@ def marked_processes(run_id: str) -> list[int]:
     """Pids of the live processes whose environment carries this ``RNNDOCTOR_RUN_ID``: the
     capture child and everything it started, even what left its process group. Zombies and
     processes whose environment we may not read are not listed."""
-    me = os.getpid()
-    found = []
-    for proc in psutil.process_iter(["environ"], ad_value=None):
-        environ = proc.info["environ"]
-        if proc.pid != me and environ and environ.get(RUN_ID_VAR) == run_id:
-            found.append(proc.pid)
-    return found
+    return [proc.pid for proc in machine.marked_processes(RUN_ID_VAR, run_id)]
 
 
 def _in_group(pid: int, pgid: int) -> bool:
