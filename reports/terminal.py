@@ -8,7 +8,7 @@ import os
 from rnndoctor.engine import Report
 from rnndoctor.facts import Facts
 from rnndoctor.reports.formatting import ms
-from rnndoctor.reports.view import ReportView, build_view
+from rnndoctor.reports.view import ReportView, build_view, cell_name
 
 
 def summary_lines(
@@ -118,9 +118,9 @@ def _run_lines(facts: Facts) -> list[str]:
 def _rel(path: str, facts: Facts | None = None) -> str:
     """``path`` relative to the working directory when it lies below it; a notebook cell's name
     (``cell In[3]``, ``facts.run.cells``) for ipykernel's file of that cell."""
-    cell = facts.run.cells.get(path) if facts is not None and facts.run else None
+    cell = cell_name(facts, path)
     if cell:
-        return f"cell {cell}"
+        return cell
     try:
         rel = os.path.relpath(path)
     except ValueError:

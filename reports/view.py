@@ -121,9 +121,8 @@ def verdict(facts: Facts, findings: Sequence[Finding], breakdown: Breakdown | No
     if not findings:
         return "No finding." + measured
     first = findings[0]
-    cell = run.cells.get(first.location.file) if first.location else None
     where = (
-        f" at {f'cell {cell}' if cell else first.location.file.rsplit('/', 1)[-1]}:"
+        f" at {cell_name(facts, first.location.file) or first.location.file.rsplit('/', 1)[-1]}:"
         f"{first.location.line}"
         if first.location
         else ""
@@ -200,12 +199,11 @@ class ReportView:
     verified: VerifyView | None = None
 
     def located(self, path: str | None) -> str:
-        """``path`` as the user knows it: a notebook cell's name (``cell In[3]``, from
-        ``facts.run.cells``) for ipykernel's file of that cell, else ``path`` as given."""
+        """``path`` as the user knows it: a notebook cell's name (:func:`cell_name`) for
+        ipykernel's file of that cell, else ``path`` as given."""
         if not path:
             return ""
-        cell = self.facts.run.cells.get(path) if self.facts.run else None
-        return f"cell {cell}" if cell else path
+        return cell_name(self.facts, path) or path
 
     def short(self, path: str | None) -> str:
         """``path`` relative to the script's folder when it lies inside it, a notebook cell's
@@ -222,6 +220,13 @@ class ReportView:
             except ValueError:
                 pass
         return path
+
+
+def cell_name(facts: Facts | None, path: str) -> str | None:
+    """``cell In[3]`` where ``path`` is ipykernel's file of a notebook cell that the capture
+    named (``facts.run.cells``), else None: how every report names such a location."""
+    cell = facts.run.cells.get(path) if facts is not None and facts.run else None
+    return f"cell {cell}" if cell else None
 
 
 def noisy_line(facts: Facts) -> str | None:
