@@ -198,14 +198,18 @@ def rewrite_call(
     Returns None when the call cannot be parsed, when an argument to drop was not written in the
     call (it came from ``**kwargs`` or a config), when the call passes ``**kwargs`` and the
     rewrite would set a keyword or rename the class (the splat may hold that keyword: a
-    duplicate at run time), or when positional arguments cannot be named: the caller then
-    builds the call from the layer's recorded arguments instead. Dropping a keyword written in
-    a call that also passes ``**kwargs`` is exact, and done.
+    duplicate at run time), when an argument to set is passed a value that is not a literal
+    (``padding=pad_mode``: :func:`rnndoctor.rules._rewrite.read_values`), or when positional
+    arguments cannot be named: the caller then builds the call from the layer's recorded
+    arguments instead. Dropping a keyword written in a call that also passes ``**kwargs`` is
+    exact, and done.
     """
     node = parse_call(call_source)
     if node is None or any(isinstance(a, ast.Starred) for a in node.args):
         return None
     set_args = set_args or {}
+    if rw.read_values(call_source, tuple(set_args), positional_names):
+        return None  # a literal over a name, an option or an expression: see rebuilt_fix
     if any(k.arg is None for k in node.keywords):  # a **kwargs splat: its keys are unknown here
         explicit = {k.arg for k in node.keywords if k.arg}
         if set_args or func_name or not set(drop) <= explicit:
@@ -312,20 +316,32 @@ def build_call(
     return f"{func_text(call_source, class_name)}({', '.join(parts)})"
 
 
-def rebuilt_fix(fix: Fix, args: tuple[str, ...] = ()) -> Fix:
+def rebuilt_fix(
+    fix: Fix,
+    args: tuple[str, ...] = (),
+    set_args: dict[str, Any] | None = None,
+    positional_names: tuple[str, ...] | list[str] = (),
+) -> Fix:
     """``fix`` whose code is a call rebuilt from the layer's recorded values
     (:func:`build_call`) because the user's call could not be rewritten in place (a
-    ``**kwargs`` splat that holds ``args``, positional arguments that could not be named): a
-    display-only sketch, since pasted over the user's call it would replace their names and
-    options (``GRU(args.units, **rnn_kwargs)`` -> ``GRU(32, activation='relu')``) with this
-    run's values, and drop what the splat holds. Where no call of the user's was recorded
+    ``**kwargs`` splat that holds ``args``, an argument of ``set_args`` that the call reads
+    from a name or an option, positional arguments that could not be named): a display-only
+    sketch, since pasted over the user's call it would replace their names and options
+    (``GRU(args.units, **rnn_kwargs)`` -> ``GRU(32, activation='relu')``) with this run's
+    values, and drop what the splat holds. Where no call of the user's was recorded
     (``before`` None) the sketch replaces nothing and is returned as it is."""
     if fix.before is None:
         return fix
     node = parse_call(fix.before)
     splats = [ast.unparse(k.value) for k in node.keywords if k.arg is None] if node else []
     explicit = {k.arg for k in node.keywords if k.arg} if node else set()
-    if splats and args and not set(args) & explicit:
+    read = rw.read_values(fix.before, tuple(set_args or {}), positional_names)
+    if read:
+        why = "; ".join(
+            f"your call reads {name} from {text}: set that to {set_args[name]!r} where it is set"
+            for name, text in read.items()
+        )
+    elif splats and args and not set(args) & explicit:
         why = (
             f"your call passes **{splats[0]} (which holds {', '.join(args)}): change it where "
             f"{splats[0]} is built"
@@ -482,7 +498,12 @@ def arg_finding(
         overrides: dict[str, Any] = {a: None for a in args}
         overrides.update(set_args)
         rebuilt = build_call(layer.class_name, layer.args, overrides, call)
-        fix = rebuilt_fix(Fix(title=fix_title, code=rebuilt, safety=safety, before=call), args)
+        fix = rebuilt_fix(
+            Fix(title=fix_title, code=rebuilt, safety=safety, before=call),
+            args,
+            set_args,
+            layer.init_params,
+        )
     eligible, after = after_fix(layer, args, facts)
     evidence = [Evidence(a, v, source="layer config") for a, v in values.items()]
     evidence.append(Evidence("fast-path verdict", "blocks the cuDNN kernel", source=basis))

@@ -52,12 +52,18 @@ def _closing_paren(text: str, call: ast.Call, starts: list[int]) -> int:
     return text.rindex(")", 0, end)
 
 
-def set_keyword(call_source: str | None, name: str, value: str) -> str | None:
+def set_keyword(
+    call_source: str | None, name: str, value: str, *, over_expression: bool = False
+) -> str | None:
     """``call_source`` with keyword ``name=value`` (``value`` is Python source) replaced where the
     call has it, else added after its last argument. Everything else is kept as written.
 
-    Returns None when the source is not one call, when ``value`` does not parse, or when the call
-    passes ``**kwargs`` (the keyword could already be in there).
+    Returns None when the source is not one call, when ``value`` does not parse, when the call
+    passes ``**kwargs`` (the keyword could already be in there), or when the call passes the
+    keyword a value that is not a literal (``padding=pad_mode``, ``workers=args.workers``): a
+    literal over it would make whatever sets that value do nothing (:func:`read_values`).
+    ``over_expression=True`` replaces any value, for a rewrite that means to (a ``fit`` whose
+    ``x`` becomes the dataset built from it).
     """
     text = (call_source or "").strip()
     call = parse_call(text)
@@ -69,6 +75,8 @@ def set_keyword(call_source: str | None, name: str, value: str) -> str | None:
         return None
     starts = _offsets(text)
     existing = next((k for k in call.keywords if k.arg == name), None)
+    if existing is not None and not (over_expression or is_literal(existing.value)):
+        return None
     if existing is not None:
         begin, end = _span(text, starts, existing.value)
         return text[:begin] + value + text[end:]
@@ -231,9 +239,41 @@ def is_int_literal(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) is int
 
 
+def is_literal(node: ast.AST | None) -> bool:
+    """Whether ``node`` is a Python literal (``0.2``, ``-1``, ``'post'``, ``True``, ``None``,
+    ``(1, 2)``: what :func:`ast.literal_eval` accepts), not a value read from a name, an
+    option's attribute, a call or any other expression."""
+    if node is None:
+        return False
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def read_values(
+    call_source: str | None, names: tuple[str, ...] | list[str], positional_names=()
+) -> dict[str, str]:
+    """The arguments among ``names`` that the call passes as something other than a literal,
+    mapped to their source text: ``{"padding": "pad_mode"}`` for
+    ``pad_sequences(seqs, padding=pad_mode)``. ``positional_names`` (the callee's parameter
+    order) finds an argument passed by position. A fix must not write a literal over such a
+    value: the name, option or config that sets it would silently stop setting it."""
+    order = list(positional_names)
+    found = {}
+    for name in names:
+        position = order.index(name) if name in order else None
+        value = argument(call_source, position, name)
+        if value is not None and not is_literal(value):
+            found[name] = ast.unparse(value)
+    return found
+
+
 def set_argument(call_source: str | None, position: int, name: str, value: str) -> str | None:
     """The call with its argument ``name`` set to ``value``: the positional argument at
-    ``position`` when the call passes one there, else the keyword (replaced or added)."""
+    ``position`` when the call passes one there, else the keyword (replaced or added). None as
+    for :func:`set_keyword`, a value that is not a literal included."""
     text = (call_source or "").strip()
     call = parse_call(text)
     if call is None:
@@ -241,6 +281,8 @@ def set_argument(call_source: str | None, position: int, name: str, value: str) 
     if len(call.args) > position and not any(
         isinstance(a, ast.Starred) for a in call.args[: position + 1]
     ):
+        if not is_literal(call.args[position]):
+            return None
         begin, end = _span(text, _offsets(text), call.args[position])
         return text[:begin] + value + text[end:]
     return set_keyword(text, name, value)
@@ -362,11 +404,11 @@ def move_fit_data(call_source: str | None, dataset: str, validation: str | None)
         begin, end = _span(text, _offsets(text), call.args[0])
         text = text[:begin] + dataset + text[end:]
     else:
-        text = set_keyword(text, "x", dataset) or text
+        text = set_keyword(text, "x", dataset, over_expression=True) or text
     for name in ("y", "batch_size", "validation_split", "shuffle", "sample_weight"):
         text = _remove_argument(text, name, 1 if name == "y" else None)
     if validation is not None:
-        text = set_keyword(text, "validation_data", validation) or text
+        text = set_keyword(text, "validation_data", validation, over_expression=True) or text
     elif "validation_data" in given and "batch_size" in given:
         if "validation_batch_size" not in given:
             text = set_keyword(text, "validation_batch_size", given["batch_size"]) or text

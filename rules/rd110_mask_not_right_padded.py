@@ -45,7 +45,8 @@ Fix safety:
     unsafe: each sequence moves to the start of its row. Where every layer before the RNN honours
     the mask, the RNN sees the same steps in the same order; a position-dependent layer (a
     convolution, a position embedding) sees different positions. Move per-step targets with the
-    inputs.
+    inputs. Display-only where the ``pad_sequences`` call reads ``padding`` from a name or an
+    option (``padding=pad_mode``): the fix says to set that to ``'post'`` where it is set.
 
 References:
     keras/src/backend/tensorflow/rnn.py: _assert_valid_mask, _is_sequence_right_padded,
@@ -60,6 +61,7 @@ from __future__ import annotations
 from rnndoctor.facts import Facts, SequenceInput
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
+from rnndoctor.rules import _rewrite as rw
 from rnndoctor.rules import _sequences as sq
 from rnndoctor.rules import finding, rule
 
@@ -78,9 +80,31 @@ def _rewritten_line(loc, call_source: str | None) -> str | None:
     return code
 
 
+def _read_padding(record: SequenceInput) -> list[str]:
+    """What the recorded ``pad_sequences`` calls pass as ``padding`` where it is not a literal
+    (``padding=pad_mode``, ``padding=args.padding``), once each."""
+    read: list[str] = []
+    for loc in (record.padding_location, record.target_padding_location):
+        if loc is not None:
+            text = rw.read_values(loc.call_source, ("padding",), _PAD_SEQUENCES_PARAMS)
+            read += [t for t in text.values() if t not in read]
+    return read
+
+
 def _fix(facts: Facts, record: SequenceInput) -> Fix:
     x, y = sq.data_names(facts)
     if record.left_padded_rows and record.padding_function == "pad_sequences":
+        read = _read_padding(record)
+        if read:
+            return Fix(
+                f"Pad at the end: set padding to 'post' where {' and '.join(read)} is set",
+                "\n".join(
+                    f"# your pad_sequences call reads padding from {text}: set {text} to 'post' "
+                    "where it is set (a literal in the call would make it do nothing)"
+                    for text in read
+                ),
+                FixSafety.DISPLAY_ONLY,
+            )
         lines, before = [], []
         for loc in (record.padding_location, record.target_padding_location):
             if loc is None:

@@ -138,7 +138,14 @@ def _fix(facts: Facts, workers: int) -> tuple[Fix, Location | None, str]:
     title += " (fit's arguments in Keras 2)"
     if code is None:
         sketch = f"model.fit(..., workers={workers}, use_multiprocessing=True)"
-        fix = Fix(title=title, code=sketch, safety=FixSafety.DISPLAY_ONLY)
+        values = {"workers": workers, "use_multiprocessing": True}
+        read = rw.read_values(call, tuple(values))
+        notes = [
+            f"# your fit call reads {name} from {text}: set that to {values[name]!r} where it "
+            "is set"
+            for name, text in read.items()
+        ]
+        fix = Fix(title=title, code="\n".join([*notes, sketch]), safety=FixSafety.DISPLAY_ONLY)
     else:
         fix = Fix(title=title, code=code, safety=FixSafety.UNSAFE, before=call)
     return fix, m.fit_location(facts), "fit"
