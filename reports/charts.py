@@ -152,6 +152,17 @@ def data_graph(data: DataFacts | None) -> dict[str, Any] | None:
             "node_w": _NODE_W, "node_h": _NODE_H}  # fmt: skip
 
 
+def _lengths_label(lo: float, hi: float) -> str:
+    """What one histogram bin ``[lo, hi)`` holds, in whole timesteps: ``length 30`` for a bin
+    of one length, ``lengths 30–33`` for [30, 34) (the capture's bins have integer edges and
+    hold ``lo`` up to ``hi - 1``: ``rnndoctor.capture.sequences._histogram``). Edges that are
+    not whole numbers are shown as they are."""
+    if not (float(lo).is_integer() and float(hi).is_integer()):
+        return f"lengths {lo:g}–{hi:g}"
+    first, last = int(lo), int(hi) - 1
+    return f"length {first}" if last <= first else f"lengths {first}–{last}"
+
+
 def length_histogram(seq: SequenceInput, boundaries: list[int] | None = None) -> dict | None:
     """The valid-length histogram of one sequence input, with the batches' padded lengths and
     the suggested bucket boundaries (from the RD501 finding) marked.
@@ -177,7 +188,8 @@ def length_histogram(seq: SequenceInput, boundaries: list[int] | None = None) ->
         h = count / top * (base - 8)
         bars.append(
             {"x": x1, "w": _r(max(x2 - x1 - 1, 1)), "y": _r(base - h), "h": _r(h), "count": count,
-             "lo": hist.edges[i], "hi": hist.edges[i + 1]}
+             "lo": hist.edges[i], "hi": hist.edges[i + 1],
+             "label": _lengths_label(hist.edges[i], hist.edges[i + 1])}
         )  # fmt: skip
     padded = [{"x": sx(v), "value": v} for v in sorted(set(seq.padded_lengths))]
     bounds = [{"x": sx(v), "value": v} for v in sorted(set(boundaries or []))]

@@ -117,6 +117,19 @@ def test_histogram_marks_rd501_boundaries_from_the_finding_only():
     assert marked["bounds"][0]["x"] < marked["bounds"][1]["x"]
 
 
+def test_histogram_bars_name_the_whole_lengths_their_bins_hold():
+    """A bin [30, 31) holds the one length 30 (the capture's bins: integer edges, the right one
+    excluded), not "lengths 30–31"."""
+    from rnndoctor.facts import LengthHistogram
+
+    seq = _facts().sequences.inputs[0]
+    seq.histogram = LengthHistogram(edges=[30.0, 31.0, 35.0], counts=[4, 2])
+    labels = [b["label"] for b in charts.length_histogram(seq, None)["bars"]]
+    assert labels == ["length 30", "lengths 31–34"]
+    seq.histogram = LengthHistogram(edges=[0.5, 2.5], counts=[3])  # not whole: as they are
+    assert charts.length_histogram(seq, None)["bars"][0]["label"] == "lengths 0.5–2.5"
+
+
 def test_the_environment_says_which_keras_ran_the_model():
     facts = _facts()
     for flavour, shown in (("tf_keras 2.21.0", "tf_keras 2.21.0 (Keras 2)"),
