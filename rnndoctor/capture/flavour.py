@@ -15,6 +15,8 @@ import sys
 from types import ModuleType
 from typing import Any
 
+from rnndoctor.capture.step_window import BatchIndex
+
 KERAS3 = "keras"
 TF_KERAS = "tf_keras"
 
@@ -115,3 +117,14 @@ def install_tf_keras_sites() -> None:
 
     layer_cls.__new__ = staticmethod(__new__)
     setattr(layer_cls, _TF_KERAS_SITES_ATTR, True)
+
+
+def batch_index(obj: Any) -> BatchIndex:
+    """How the Keras of ``obj`` (a model or callback) numbers an execution in its batch hooks
+    (:class:`rnndoctor.capture.step_window.BatchIndex`): tf_keras' way, or the installed Keras
+    3's by its version."""
+    if is_tf_keras(obj):
+        return BatchIndex()
+    import keras
+
+    return BatchIndex.of(getattr(keras, "__version__", None))

@@ -98,11 +98,15 @@ class RoundClock:
 
     ``feed(batch, now_s)`` is called at every ``on_train_batch_end``: ``batch`` is Keras' index
     of the execution's last step (``end_step`` in keras/src/backend/tensorflow/trainer.py
-    ``fit``; ``step + step_increment`` in tf_keras), ``now_s`` a clock in seconds. The first
-    call only sets the clock (the warm-up execution).
+    ``fit``, Keras >= 3.11; ``step + step_increment`` in tf_keras), or, with ``shared_index``,
+    of its first (Keras 3.0-3.10 pass one index to both batch hooks, the first step's where
+    the epoch's length is known, as it is here:
+    :class:`rnndoctor.capture.step_window.BatchIndex`); ``now_s`` a clock in seconds. The
+    first call only sets the clock (the warm-up execution).
     """
 
     plan: RoundPlan
+    shared_index: bool = False
     last: tuple[int, float] | None = None
     current: Round = field(default_factory=list)
     round_started_s: float | None = None  # when the running round began (``now_s``)
@@ -119,8 +123,9 @@ class RoundClock:
             return None
         last_batch, last_s = self.last
         self.last = (batch, now_s)
-        covered = batch - last_batch
-        position = last_batch + 1 - self.plan.warmup  # the execution's first step, after warm-up
+        covered = batch - last_batch  # the steps between two last (or two first) steps
+        first = batch if self.shared_index else last_batch + 1  # the execution's first step
+        position = first - self.plan.warmup  # after the warm-up
         if covered < 1 or position < 0:
             return None
         within = position % self.plan.length

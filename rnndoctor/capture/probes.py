@@ -217,6 +217,7 @@ class _CallbackTimer:
         self.samples: list[tuple[int, float]] = []  # (steps covered, ms)
         self._begin_ms = 0.0
         self._begin_batch = 0
+        self._index = flavour.batch_index(callback)  # how its Keras numbers an execution
         # the instance attributes the wrappers replaced: name -> (was set, its value)
         self._replaced: dict[str, tuple[bool, Any]] = {}
 
@@ -274,7 +275,13 @@ class _CallbackTimer:
         return begin_custom or end_custom
 
     def _record(self, batch: int, end_ms: float) -> None:
-        steps = max(1, batch - self._begin_batch + 1)
+        if self._index.shared:  # Keras 3.0-3.10: one index for both hooks (BatchIndex)
+            model = getattr(self.callback, "model", None)
+            spe = getattr(model, "steps_per_execution", 1)
+            epoch_steps = (getattr(self.callback, "params", None) or {}).get("steps")
+            steps = self._index.steps(batch, batch, int(spe or 1), epoch_steps)
+        else:
+            steps = max(1, batch - self._begin_batch + 1)
         self.samples.append((steps, self._begin_ms + end_ms))
         self._begin_ms = 0.0
         self._begin_batch = batch + 1
@@ -1257,7 +1264,7 @@ def _rounds_in_one_fit(
     :func:`rnndoctor.capture.pairs.finish_reason`)."""
     spe = int(getattr(model, "steps_per_execution", 1) or 1)
     round_plan = interleave.plan(step_ms, spe)
-    clock = interleave.RoundClock(round_plan)
+    clock = interleave.RoundClock(round_plan, flavour.batch_index(model).shared)
     state: dict[str, str | None] = {"why": None}
 
     def on_round(done: interleave.Round) -> bool:

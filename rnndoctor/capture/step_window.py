@@ -127,6 +127,69 @@ class TFProfiler:
         return tf.profiler.experimental.Trace("train", step_num=step, _r=1)
 
 
+@dataclass(frozen=True)
+class BatchIndex:
+    """How a Keras numbers one execution of ``steps_per_execution`` steps in its batch hooks,
+    so that an execution's steps are counted right in every version.
+
+    - Keras >= 3.11 (``for begin_step, end_step, iterator in epoch_iterator``:
+      ``on_train_batch_end(end_step)``) and tf_keras (``step + step_increment``) pass the
+      execution's first step to ``on_train_batch_begin`` and its last to
+      ``on_train_batch_end``.
+    - Keras 3.0-3.10 pass one index to both (``for step, iterator in ...``:
+      ``on_train_batch_end(step)``, keras/src/backend/tensorflow/trainer.py): the
+      execution's first step, except in Keras 3.0-3.6 where the epoch's length is unknown
+      (``enumerate_epoch``'s unbounded branch, ``step += steps_per_execution`` from -1), its
+      last. Counting ``end - begin + 1`` there gave every execution 1 step: a
+      ``steps_per_execution=8`` window under Keras 3.6 measured 343.6 ms a step where the real
+      step was 41 ms (tests/scripts/clean_control.py, one check each, Keras 3.6.0 on TF 2.21).
+
+    Attributes:
+        shared: both hooks get one index (Keras 3.0-3.10).
+        last_when_unbounded: with ``shared``, that index is the execution's last step where the
+            epoch's length is unknown (Keras 3.0-3.6).
+    """
+
+    shared: bool = False
+    last_when_unbounded: bool = False
+
+    @classmethod
+    def of(cls, version: str | None, tf_keras: bool = False) -> BatchIndex:
+        """The numbering of Keras ``version`` (``keras.__version__``; ``tf_keras``: tf_keras,
+        which numbers like Keras >= 3.11). An unreadable version is taken as the newest."""
+        if tf_keras or not version:
+            return cls()
+        try:
+            major, minor = (int(part) for part in version.split(".")[:2])
+        except ValueError:
+            return cls()
+        if major != 3 or minor >= 11:
+            return cls()
+        return cls(shared=True, last_when_unbounded=minor <= 6)
+
+    def steps(self, begin: int, end: int, per_execution: int = 1, epoch_steps: int | None = None
+              ) -> int:  # fmt: skip
+        """The steps of the execution that ``on_train_batch_begin(begin)`` and
+        ``on_train_batch_end(end)`` framed (``per_execution``: the model's
+        ``steps_per_execution``; ``epoch_steps``: the epoch's steps, ``params["steps"]``, when
+        Keras knows them): at least 1."""
+        if not self.shared or per_execution <= 1:
+            return max(1, end - begin + 1)
+        if epoch_steps:  # the index is the execution's first step; the last may be partial
+            return max(1, min(per_execution, epoch_steps - begin))
+        return per_execution
+
+    def last_step(self, begin: int, end: int, per_execution: int = 1,
+                  epoch_steps: int | None = None) -> int:  # fmt: skip
+        """The 1-based step of its epoch at which the execution ended (the step whose loss
+        Keras logged last)."""
+        if self.shared and self.last_when_unbounded and not epoch_steps:
+            return end + 1
+        if self.shared:
+            return begin + self.steps(begin, end, per_execution, epoch_steps)
+        return end + 1
+
+
 def read_back(logs: dict[str, Any] | None) -> None:
     """Reads one value of a step's Keras ``logs`` back to the host (the first that converts to
     a float), so that the step's device work has finished before its end is timed. Every step

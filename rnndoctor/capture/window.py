@@ -36,6 +36,7 @@ from rnndoctor.capture.control import Control, SampleCounter, WarmWindows
 from rnndoctor.capture.data import data_kind
 from rnndoctor.capture.step_window import (
     FIT_PHASES,
+    BatchIndex,
     Profiler,
     StepWindow,
     WindowOptions,
@@ -89,6 +90,8 @@ class _WindowCallback:
         self.initial_epoch = 0  # fit's initial_epoch (set by run_window)
         self._samples = 0.0  # samples of the measured steps of the current window (per step)
         self._count_at: int | None = None
+        # how the Keras that runs the fit numbers an execution (set by make_window)
+        self.batch_index = BatchIndex()
 
     @property
     def steps_done(self) -> int:
@@ -122,15 +125,19 @@ class _WindowCallback:
 
     def on_train_batch_end(self, batch, logs=None):
         read_back(logs)  # GPU work has finished
+        # the execution's steps, however this Keras numbers them (BatchIndex)
+        index = self.batch_index
+        spe, epoch_steps = 1, None
+        if index.shared:  # Keras 3.0-3.10: one index for both hooks, so the count is read
+            spe = _int_or_none(getattr(self.model, "steps_per_execution", 1)) or 1
+            epoch_steps = (self.params or {}).get("steps")
         try:  # the training loss Keras logged for this step (its running mean over the epoch)
             self._last_loss = float((logs or {})["loss"])
-            # Keras' index of the execution's last step (Keras >= 3.7's end_step, tf_keras'
-            # step + step_increment; Keras 3.0-3.6 passed the first step's)
-            self._loss_step = int(batch) + 1
+            self._loss_step = index.last_step(self._begin_step, int(batch), spe, epoch_steps)
         except (KeyError, TypeError, ValueError):
             pass
         measured = len(self.steps.step_ms)
-        covered = max(1, batch - self._begin_step + 1)  # the execution's steps
+        covered = index.steps(self._begin_step, int(batch), spe, epoch_steps)
         self.steps.end_step(covered)
         self._count(len(self.steps.step_ms) > measured, covered)
         if self.control is not None:
@@ -208,7 +215,9 @@ def tf_keras_window_class() -> type:
 def make_window(model: Any, options: WindowOptions, **kwargs: Any) -> _WindowCallback:
     """The window callback of the Keras that ``model`` belongs to (Keras 3 or tf_keras)."""
     cls = tf_keras_window_class() if flavour.is_tf_keras(model) else DiagnosisWindow
-    return cls(options, **kwargs)
+    window = cls(options, **kwargs)
+    window.batch_index = flavour.batch_index(model)
+    return window
 
 
 def _dataset_batch_size(x: Any) -> int | None:
