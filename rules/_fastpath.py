@@ -338,7 +338,7 @@ def rebuilt_fix(
     read = rw.read_values(fix.before, tuple(set_args or {}), positional_names)
     if read:
         why = "; ".join(
-            f"your call reads {name} from {text}: set that to {set_args[name]!r} where it is set"
+            f"your call passes {name}={text}: set that to {set_args[name]!r} where it is set"
             for name, text in read.items()
         )
     elif splats and args and not set(args) & explicit:

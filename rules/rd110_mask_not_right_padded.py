@@ -97,9 +97,9 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
         read = _read_padding(record)
         if read:
             return Fix(
-                f"Pad at the end: set padding to 'post' where {' and '.join(read)} is set",
+                f"Pad at the end: set {' and '.join(read)} to 'post' where it is set",
                 "\n".join(
-                    f"# your pad_sequences call reads padding from {text}: set {text} to 'post' "
+                    f"# your pad_sequences call passes padding={text}: set {text} to 'post' "
                     "where it is set (a literal in the call would make it do nothing)"
                     for text in read
                 ),

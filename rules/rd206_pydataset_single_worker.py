@@ -141,8 +141,7 @@ def _fix(facts: Facts, workers: int) -> tuple[Fix, Location | None, str]:
         values = {"workers": workers, "use_multiprocessing": True}
         read = rw.read_values(call, tuple(values))
         notes = [
-            f"# your fit call reads {name} from {text}: set that to {values[name]!r} where it "
-            "is set"
+            f"# your fit call passes {name}={text}: set that to {values[name]!r} where it is set"
             for name, text in read.items()
         ]
         fix = Fix(title=title, code="\n".join([*notes, sketch]), safety=FixSafety.DISPLAY_ONLY)

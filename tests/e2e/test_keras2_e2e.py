@@ -98,7 +98,12 @@ def test_rd110_and_rd111_are_warnings_on_a_left_padded_masked_tf_keras_lstm(tmp_
         assert check == "falls back to the generic kernel"
         assert finding["location"]["file"] == str(script) and finding["location"]["line"] == line
     assert "silently" in rd110["message"]
-    assert "padding='post'" in rd110["fix"]["code"]
+    # the script's line passes padding=padding (its --post option sets it): a literal pasted
+    # there would make the option do nothing, so the fix says where to set it (display-only)
+    assert rd110["fix"]["safety"] == "display-only" and rd110["fix"]["before"] is None
+    assert rd110["fix"]["code"].startswith(
+        "# your pad_sequences call passes padding=padding: set padding to 'post' where it is set"
+    )
     (record,) = doc["facts"]["sequences"]["inputs"]
     assert record["padding_argument"] == "pre" and record["fully_masked_rows"] > 0
     # lengths 0-30 padded to 40: RD501's bucketing, from the same sampled tf_keras masks

@@ -59,7 +59,12 @@ def test_left_padding_and_empty_rows_give_rd110_and_rd111_at_the_padding_line(pr
     for finding in (rd110, rd111):
         assert finding["severity"] == "error"
         assert finding["location"]["file"] == str(script) and finding["location"]["line"] == line
-    assert "padding='post'" in rd110["fix"]["code"]
+    # the script's line passes padding=padding (its --post option sets it): a literal pasted
+    # there would make the option do nothing, so the fix says where to set it (display-only)
+    assert rd110["fix"]["safety"] == "display-only" and rd110["fix"]["before"] is None
+    assert rd110["fix"]["code"].startswith(
+        "# your pad_sequences call passes padding=padding: set padding to 'post' where it is set"
+    )
     (record,) = doc["facts"]["sequences"]["inputs"]
     assert record["padding_argument"] == "pre" and record["fully_masked_rows"] > 0
     assert f"{record['fully_masked_rows']} of {record['sequences']}" in rd111["message"]

@@ -69,7 +69,7 @@ def test_rd110_says_where_to_set_a_padding_the_call_reads(call):
     fix = finding.fix
     assert fix.safety == "display-only" and fix.before is None  # nothing replaced
     assert fix.code == (
-        "# your pad_sequences call reads padding from pad_mode: set pad_mode to 'post' where it "
+        "# your pad_sequences call passes padding=pad_mode: set pad_mode to 'post' where it "
         "is set (a literal in the call would make it do nothing)"
     )
     assert "'pre'" not in fix.code and "pad_mode" in fix.title
@@ -91,10 +91,10 @@ def test_rd101_never_sets_dropout_over_the_option_that_sets_it():
     fix = finding.fix
     assert fix.safety == "display-only" and fix.before is None
     assert fix.code.splitlines()[0] == (
-        "# display-only: your call reads dropout from args.dropout: set that to 0.25 where it is "
+        "# display-only: your call passes dropout=args.dropout: set that to 0.25 where it is "
         "set. The call below is written from this run's values: a name of yours"
     )
-    assert "reads dropout from args.dropout" in fix.title
+    assert "passes dropout=args.dropout" in fix.title
     assert fp.rewrite_call(layer.location.call_source, set_args={"dropout": 0.25}) is None
     layer.location.call_source = "layers.LSTM(4, dropout=0.0, recurrent_dropout=0.25)"
     (finding,) = evaluate(facts, select=["RD101"]).findings
@@ -111,6 +111,6 @@ def test_rd206_says_where_to_set_the_workers_a_tf_keras_fit_reads():
     _, (finding,) = run(f, "RD206")
     assert finding.fix.safety == "display-only" and finding.fix.before is None
     assert finding.fix.code.splitlines() == [
-        "# your fit call reads workers from n_workers: set that to 2 where it is set",
+        "# your fit call passes workers=n_workers: set that to 2 where it is set",
         "model.fit(..., workers=2, use_multiprocessing=True)",
     ]
