@@ -275,13 +275,13 @@ class _CallbackTimer:
         return begin_custom or end_custom
 
     def _record(self, batch: int, end_ms: float) -> None:
+        epoch_steps = (getattr(self.callback, "params", None) or {}).get("steps")
         if self._index.shared:  # Keras 3.0-3.10: one index for both hooks (BatchIndex)
             model = getattr(self.callback, "model", None)
             spe = getattr(model, "steps_per_execution", 1)
-            epoch_steps = (getattr(self.callback, "params", None) or {}).get("steps")
             steps = self._index.steps(batch, batch, int(spe or 1), epoch_steps)
-        else:
-            steps = max(1, batch - self._begin_batch + 1)
+        else:  # the end capped at the epoch's last step (BatchIndex.steps)
+            steps = self._index.steps(self._begin_batch, batch, 1, epoch_steps)
         self.samples.append((steps, self._begin_ms + end_ms))
         self._begin_ms = 0.0
         self._begin_batch = batch + 1
@@ -420,14 +420,25 @@ def _step_timer(
             self.intervals: list[float] = []
             self.covered: list[int] = []
             self.timed_s = 0.0
+            self.begin = 0
+
+        def on_train_batch_begin(self, batch, logs=None):
+            self.begin = batch
+
+        def _steps(self, batch: int) -> int:
+            """The execution's steps, however its Keras numbers them (BatchIndex), an epoch's
+            partial last one included (the user's own data, in a real-data burst)."""
+            index = flavour.batch_index(self.model)
+            spe = int(getattr(self.model, "steps_per_execution", 1) or 1) if index.shared else 1
+            return index.steps(self.begin, batch, spe, (self.params or {}).get("steps"))
 
         def on_train_batch_end(self, batch, logs=None):
             read_back(logs)  # the step's work has finished
             now = time.perf_counter()
             # The first call (tracing) and the steps up to _POINT_WARMUP_STEPS are not timed.
             if self.ends and self.ends[-1][0] + 1 >= _POINT_WARMUP_STEPS:
-                last_batch, last_t = self.ends[-1]
-                self.covered.append(max(1, batch - last_batch))
+                last_t = self.ends[-1][1]
+                self.covered.append(self._steps(batch))
                 self.intervals.append((now - last_t) * 1000.0 / self.covered[-1])
                 self.timed_s += now - last_t
             self.ends.append((batch, now))

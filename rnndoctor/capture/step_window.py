@@ -147,7 +147,10 @@ class BatchIndex:
     Attributes:
         shared: both hooks get one index (Keras 3.0-3.10).
         last_when_unbounded: with ``shared``, that index is the execution's last step where the
-            epoch's length is unknown (Keras 3.0-3.6).
+            epoch's length is unknown (Keras 3.0-3.6). Keras learns the length at the end of the
+            first epoch (``catch_stop_iteration``: ``_num_batches = _steps_seen``) and numbers
+            later epochs by their first step, while ``params["steps"]`` stays None: the window
+            reads the numbering of each epoch from its first index (:meth:`for_epoch`).
     """
 
     shared: bool = False
@@ -167,12 +170,29 @@ class BatchIndex:
             return cls()
         return cls(shared=True, last_when_unbounded=minor <= 6)
 
+    def for_epoch(self, first_index: int, per_execution: int) -> BatchIndex:
+        """This numbering in an epoch whose first execution Keras numbered ``first_index``: a
+        3.0-3.6 epoch of unknown length that starts at 0 is numbered by first steps (Keras
+        learnt the length in an earlier epoch), one that starts at ``per_execution - 1`` by
+        last steps."""
+        if not self.last_when_unbounded or per_execution <= 1:
+            return self
+        return BatchIndex(shared=True, last_when_unbounded=first_index == per_execution - 1)
+
     def steps(self, begin: int, end: int, per_execution: int = 1, epoch_steps: int | None = None
               ) -> int:  # fmt: skip
         """The steps of the execution that ``on_train_batch_begin(begin)`` and
         ``on_train_batch_end(end)`` framed (``per_execution``: the model's
         ``steps_per_execution``; ``epoch_steps``: the epoch's steps, ``params["steps"]``, when
-        Keras knows them): at least 1."""
+        Keras knows them): at least 1.
+
+        An epoch's last execution may hold fewer steps than ``per_execution``: Keras >= 3.11
+        still passes ``begin + steps_per_execution - 1`` for it (``epoch_iterator.py``:
+        ``yield step, step + self.steps_per_execution - 1, ...``), so the end is capped at the
+        epoch's last step where the epoch's length is known. Where it is not, a partial
+        execution counts in full (nothing in the hooks says how many batches it ran)."""
+        if epoch_steps:
+            end = min(end, epoch_steps - 1)
         if not self.shared or per_execution <= 1:
             return max(1, end - begin + 1)
         if epoch_steps:  # the index is the execution's first step; the last may be partial
@@ -187,7 +207,7 @@ class BatchIndex:
             return end + 1
         if self.shared:
             return begin + self.steps(begin, end, per_execution, epoch_steps)
-        return end + 1
+        return (min(end, epoch_steps - 1) if epoch_steps else end) + 1
 
 
 def read_back(logs: dict[str, Any] | None) -> None:

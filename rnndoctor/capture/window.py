@@ -90,8 +90,10 @@ class _WindowCallback:
         self.initial_epoch = 0  # fit's initial_epoch (set by run_window)
         self._samples = 0.0  # samples of the measured steps of the current window (per step)
         self._count_at: int | None = None
-        # how the Keras that runs the fit numbers an execution (set by make_window)
+        # how the Keras that runs the fit numbers an execution (set by make_window), and in
+        # the current epoch (BatchIndex.for_epoch; None until its first execution ends)
         self.batch_index = BatchIndex()
+        self._epoch_index: BatchIndex | None = None
 
     @property
     def steps_done(self) -> int:
@@ -118,6 +120,7 @@ class _WindowCallback:
 
     def on_epoch_begin(self, epoch, logs=None):
         self.steps.epoch_begin()  # the first step of an epoch also starts the iterator
+        self._epoch_index = None
 
     def on_train_batch_begin(self, batch, logs=None):
         self._begin_step = batch
@@ -126,11 +129,13 @@ class _WindowCallback:
     def on_train_batch_end(self, batch, logs=None):
         read_back(logs)  # GPU work has finished
         # the execution's steps, however this Keras numbers them (BatchIndex)
-        index = self.batch_index
-        spe, epoch_steps = 1, None
+        index = self._epoch_index or self.batch_index
+        epoch_steps = (getattr(self, "params", None) or {}).get("steps")
+        spe = 1
         if index.shared:  # Keras 3.0-3.10: one index for both hooks, so the count is read
             spe = _int_or_none(getattr(self.model, "steps_per_execution", 1)) or 1
-            epoch_steps = (self.params or {}).get("steps")
+            if self._epoch_index is None:  # the epoch's first execution: its numbering
+                index = self._epoch_index = index.for_epoch(self._begin_step, spe)
         try:  # the training loss Keras logged for this step (its running mean over the epoch)
             self._last_loss = float((logs or {})["loss"])
             self._loss_step = index.last_step(self._begin_step, int(batch), spe, epoch_steps)

@@ -105,3 +105,37 @@ def test_a_callbacks_cost_is_per_step_under_the_shared_index():
             timer._record(end, 8.0)
         assert [steps for steps, _ in timer.samples] == [4, 4], index
         assert timer.per_step_ms(0) == pytest.approx(2.0)
+
+
+def test_an_epochs_partial_last_execution_counts_only_its_steps():
+    """Keras >= 3.11 passes begin + steps_per_execution - 1 for an epoch's last execution even
+    where fewer batches are left (epoch_iterator.py): 10 batches at 8 per call, the second call
+    runs 2. A review measured 1.67 ms a step under 3.15 where 3.10 gave 6.97 ms."""
+    assert NEW.steps(8, 15, 8, 10) == 2 and NEW.last_step(8, 15, 8, 10) == 10
+    assert SHARED.steps(8, 8, 8, 10) == 2 and SHARED.last_step(8, 8, 8, 10) == 10
+    assert NEW.steps(8, 15, 8, None) == 8  # an epoch of unknown length: nothing says so
+
+
+def test_keras_3_6_numbers_each_epoch_of_unknown_length_by_its_own_first_index():
+    """Keras 3.0-3.6 learn an unknown length at the end of the first epoch and number later
+    epochs by first steps, while params["steps"] stays None."""
+    assert SHARED_OLD.for_epoch(7, 8) == SHARED_OLD  # epoch 0: 7, 15, ... (last steps)
+    later = SHARED_OLD.for_epoch(0, 8)  # epoch 1: 0, 8, ... (first steps)
+    assert later.last_step(40, 40, 8, None) == 48 and later.steps(40, 40, 8, None) == 8
+    assert SHARED.for_epoch(0, 8) == SHARED and NEW.for_epoch(7, 8) == NEW
+
+
+def test_the_window_counts_the_partial_execution_at_each_epochs_end():
+    clock = _Clock()
+    window = _Window(WindowOptions(warmup_steps=0, measured_steps=100, profile_steps=0), clock)
+    window.batch_index, window.model, window.params = NEW, _Model(), {"steps": 10}
+    window.batch_size = 32
+    for epoch in range(4):  # 10 steps an epoch at 4 a call: calls of 4, 4 and 2 steps
+        window.on_epoch_begin(epoch)
+        for first in (0, 4, 8):
+            window.on_train_batch_begin(first)
+            clock.t += 0.010 * min(4, 10 - first)
+            window.on_train_batch_end(first + 3, {"loss": 1.0})
+    times = window.step_times(32)
+    assert times.median_step_time_ms == pytest.approx(10.0) and times.final_loss_step == 10
+    assert window.steps_done == 40
