@@ -95,24 +95,38 @@ def _fix(facts: Facts, record: SequenceInput) -> Fix:
     x, y = sq.data_names(facts)
     if record.left_padded_rows and record.padding_function == "pad_sequences":
         read = _read_padding(record)
-        if read:
-            return Fix(
-                f"Pad at the end: set {' and '.join(read)} to 'post' where it is set",
-                "\n".join(
-                    f"# your pad_sequences call passes padding={text}: set {text} to 'post' "
-                    "where it is set (a literal in the call would make it do nothing)"
-                    for text in read
-                ),
-                FixSafety.DISPLAY_ONLY,
-            )
         lines, before = [], []
         for loc in (record.padding_location, record.target_padding_location):
-            if loc is None:
+            if loc is None or rw.read_values(loc.call_source, ("padding",), _PAD_SEQUENCES_PARAMS):
                 continue
             line = _rewritten_line(loc, loc.call_source)
             if line is not None and line not in lines:
                 lines.append(line)
                 before.append(loc.code or loc.call_source or "")
+        if read:  # the inputs and the targets move together: every call is in the note
+            names = " and ".join(read)
+            where = "where they are set" if len(read) > 1 else "where it is set"
+            return Fix(
+                f"Pad at the end: set {names} to 'post' {where}"
+                + (", and pad the other call at the end too" if lines else ""),
+                "\n".join(
+                    [
+                        *(
+                            f"# your pad_sequences call passes padding={text}: set {text} to "
+                            "'post' where it is set (a literal in the call would make it do "
+                            "nothing)"
+                            for text in read
+                        ),
+                        *(
+                            ["# and your other pad_sequences call, padded at the end:"]
+                            if lines
+                            else []
+                        ),
+                        *lines,
+                    ]
+                ),
+                FixSafety.DISPLAY_ONLY,
+            )
         if lines:
             title = "Pad at the end: pad_sequences(..., padding='post')" + (
                 ", for the inputs and the per-step targets alike" if len(lines) > 1 else ""

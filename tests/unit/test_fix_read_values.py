@@ -114,3 +114,23 @@ def test_rd206_says_where_to_set_the_workers_a_tf_keras_fit_reads():
         "# your fit call passes workers=n_workers: set that to 2 where it is set",
         "model.fit(..., workers=2, use_multiprocessing=True)",
     ]
+
+
+def test_rd110_keeps_the_targets_call_beside_an_inputs_call_that_reads_its_padding():
+    """A review: inputs ``pad_sequences(seqs, maxlen=T, padding=pad_mode)`` and per-step targets
+    ``pad_sequences(tgts, maxlen=T)``: the note must still move the targets with the inputs."""
+    from dataclasses import replace
+
+    facts = _rd110("keras.utils.pad_sequences(seqs, maxlen=T, padding=pad_mode)")
+    (record,) = facts.sequences.inputs
+    target = "keras.utils.pad_sequences(tgts, maxlen=T)"
+    record.target_padding_location = replace(
+        record.padding_location, line=64, code=f"y = {target}", call_source=target
+    )
+    (finding,) = evaluate(facts, select=["RD110"]).findings
+    assert finding.fix.safety == "display-only" and finding.fix.before is None
+    assert finding.fix.code.splitlines()[1:] == [
+        "# and your other pad_sequences call, padded at the end:",
+        "y = keras.utils.pad_sequences(tgts, maxlen=T, padding='post')",
+    ]
+    assert finding.fix.title.endswith("and pad the other call at the end too")
