@@ -545,11 +545,11 @@ class StepTimes:
     the one-line description; ``final_loss``: the training loss ``fit`` logged at the window's
     last step (Keras' running mean over the epoch so far; None for a custom loop, or when the
     model logs no ``loss``), which ``--verify`` compares between the original and a fix.
-    Since 1.6: ``final_loss_step``: the step of its epoch (1-based, Keras' index of the last step
-    of the execution that logged it, as Keras 3.7 and later and tf_keras pass it to
-    ``on_train_batch_end``) at which ``final_loss`` was logged; with ``steps_per_execution`` N
-    it is N steps past the one before per measured step. --verify prints it beside each arm's
-    loss, whose comparison is a divergence check.
+    Since 1.6: ``final_loss_step``: the step of its epoch (1-based: the last step of the
+    execution that logged it, however the Keras that ran numbers its batch hooks,
+    ``rnndoctor.capture.step_window.BatchIndex``) at which ``final_loss`` was logged; with
+    ``steps_per_execution`` N it is N steps past the one before per measured step. --verify
+    prints it beside each arm's loss, whose comparison is a divergence check.
     """
 
     warmup_steps: int
@@ -1019,7 +1019,8 @@ class CustomLoopFacts:
 @dataclass
 class LengthHistogram:
     """Valid sequence lengths in ``bins`` equal-width bins: ``edges`` has len(counts)+1 values;
-    bin i holds lengths in [edges[i], edges[i+1]) (the last bin includes its right edge)."""
+    bin i holds lengths in [edges[i], edges[i+1]) (the capture's edges are whole numbers and
+    the last one lies past the longest length)."""
 
     edges: list[float] = field(default_factory=list)
     counts: list[int] = field(default_factory=list)

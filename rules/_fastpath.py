@@ -198,8 +198,10 @@ def rewrite_call(
     Returns None when the call cannot be parsed, when an argument to drop was not written in the
     call (it came from ``**kwargs`` or a config), when the call passes ``**kwargs`` and the
     rewrite would set a keyword or rename the class (the splat may hold that keyword: a
-    duplicate at run time), when an argument to set is passed a value that is not a literal
-    (``padding=pad_mode``: :func:`rnndoctor.rules._rewrite.read_values`), or when positional
+    duplicate at run time), when an argument to set or drop is passed a value that is not a
+    literal (``padding=pad_mode``, ``recurrent_dropout=args.rd``: the option or name that sets
+    it would silently stop reaching the layer; :func:`rnndoctor.rules._rewrite.read_values`),
+    or when positional
     arguments cannot be named: the caller then builds the call from the layer's recorded
     arguments instead. Dropping a keyword written in a call that also passes ``**kwargs`` is
     exact, and done.
@@ -208,8 +210,8 @@ def rewrite_call(
     if node is None or any(isinstance(a, ast.Starred) for a in node.args):
         return None
     set_args = set_args or {}
-    if rw.read_values(call_source, tuple(set_args), positional_names):
-        return None  # a literal over a name, an option or an expression: see rebuilt_fix
+    if rw.read_values(call_source, (*set_args, *drop), positional_names):
+        return None  # a value the call reads, replaced or removed: see rebuilt_fix
     if any(k.arg is None for k in node.keywords):  # a **kwargs splat: its keys are unknown here
         explicit = {k.arg for k in node.keywords if k.arg}
         if set_args or func_name or not set(drop) <= explicit:
@@ -324,8 +326,9 @@ def rebuilt_fix(
 ) -> Fix:
     """``fix`` whose code is a call rebuilt from the layer's recorded values
     (:func:`build_call`) because the user's call could not be rewritten in place (a
-    ``**kwargs`` splat that holds ``args``, an argument of ``set_args`` that the call reads
-    from a name or an option, positional arguments that could not be named): a display-only
+    ``**kwargs`` splat that holds ``args``, an argument of ``args`` or ``set_args`` that the
+    call reads from a name or an option, positional arguments that could not be named): a
+    display-only
     sketch, since pasted over the user's call it would replace their names and options
     (``GRU(args.units, **rnn_kwargs)`` -> ``GRU(32, activation='relu')``) with this run's
     values, and drop what the splat holds. Where no call of the user's was recorded
@@ -335,10 +338,14 @@ def rebuilt_fix(
     node = parse_call(fix.before)
     splats = [ast.unparse(k.value) for k in node.keywords if k.arg is None] if node else []
     explicit = {k.arg for k in node.keywords if k.arg} if node else set()
-    read = rw.read_values(fix.before, tuple(set_args or {}), positional_names)
+    set_args = set_args or {}
+    read = rw.read_values(fix.before, (*set_args, *args), positional_names)
     if read:
         why = "; ".join(
             f"your call passes {name}={text}: set that to {set_args[name]!r} where it is set"
+            if name in set_args
+            else f"your call passes {name}={text}: remove it, or set that to "
+            f"{FAST_PATH_DEFAULTS.get(name)!r} (the default) where it is set"
             for name, text in read.items()
         )
     elif splats and args and not set(args) & explicit:

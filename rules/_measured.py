@@ -257,7 +257,8 @@ def batch_size(facts: Facts) -> int | None:
 def with_keyword(call_source: str | None, name: str, value: str) -> str | None:
     """``call_source`` (one call, as recorded) with keyword ``name=value`` set, every other
     argument as the user wrote it (:func:`rnndoctor.rules._rewrite.set_keyword`); None when the
-    source is not a single call."""
+    source is not a single call, or passes ``name`` a value that is not a literal (a name or an
+    option the fix must not override)."""
     return rw.set_keyword(call_source, name, value)
 
 

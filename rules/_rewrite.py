@@ -265,8 +265,9 @@ def read_values(
     for name in names:
         position = order.index(name) if name in order else None
         value = argument(call_source, position, name)
-        if value is not None and not is_literal(value):
-            found[name] = ast.unparse(value)
+        if value is not None and not is_literal(value):  # as written, quotes and all
+            text = ast.get_source_segment((call_source or "").strip(), value)
+            found[name] = " ".join((text or ast.unparse(value)).split())
     return found
 
 

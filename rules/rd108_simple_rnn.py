@@ -64,7 +64,7 @@ def check(facts: Facts) -> list[Finding]:
                         source=probe.source if probe else "not probed",
                     ),
                 ),
-                fix=_fix(code, call, rewritten is None, tuple(blocking)),
+                fix=_fix(code, call, rewritten is None, tuple(blocking), layer.init_params),
                 gain=fp.gain_text(facts),
                 fast_path_after_fix=eligible,
                 fast_path_caveat=fp.mask_caveat(layer, facts) if eligible else None,
@@ -73,7 +73,13 @@ def check(facts: Facts) -> list[Finding]:
     return findings
 
 
-def _fix(code: str, call: str | None, rebuilt: bool, blocking: tuple[str, ...]) -> Fix:
+def _fix(
+    code: str,
+    call: str | None,
+    rebuilt: bool,
+    blocking: tuple[str, ...],
+    init_params: tuple[str, ...] | list[str] = (),
+) -> Fix:
     """The GRU fix; a call rebuilt from the run's values is a display-only sketch
     (:func:`rnndoctor.rules._fastpath.rebuilt_fix`)."""
     fix = Fix(
@@ -82,4 +88,4 @@ def _fix(code: str, call: str | None, rebuilt: bool, blocking: tuple[str, ...]) 
         safety=FixSafety.UNSAFE,
         before=call,
     )
-    return fp.rebuilt_fix(fix, blocking) if rebuilt else fix
+    return fp.rebuilt_fix(fix, blocking, positional_names=init_params) if rebuilt else fix

@@ -144,7 +144,11 @@ def _fix(facts: Facts, workers: int) -> tuple[Fix, Location | None, str]:
             f"# your fit call passes {name}={text}: set that to {values[name]!r} where it is set"
             for name, text in read.items()
         ]
-        fix = Fix(title=title, code="\n".join([*notes, sketch]), safety=FixSafety.DISPLAY_ONLY)
+        rest = [f"{name}={value!r}" for name, value in values.items() if name not in read]
+        if notes:  # no literal beside the note that says not to write one
+            sketch = f"# and pass {', '.join(rest)} to fit" if rest else ""
+        code = "\n".join(line for line in [*notes, sketch] if line)
+        fix = Fix(title=title, code=code, safety=FixSafety.DISPLAY_ONLY)
     else:
         fix = Fix(title=title, code=code, safety=FixSafety.UNSAFE, before=call)
     return fix, m.fit_location(facts), "fit"

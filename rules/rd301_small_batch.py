@@ -567,7 +567,9 @@ def _dataset_sketch(facts: Facts, size: int, current: int | None) -> _Change:
 def _with_bucket_batch_sizes(call: str | None, size: int) -> str | None:
     """``ds.bucket_by_sequence_length(f, B, [64] * 9)`` -> ``...(f, B, [128] * (len(B) + 1))``:
     the bucketed pipeline's batch size is its ``bucket_batch_sizes`` (tf.data.Dataset
-    .bucket_by_sequence_length: one batch size per bucket, ``len(bucket_boundaries) + 1``)."""
+    .bucket_by_sequence_length: one batch size per bucket, ``len(bucket_boundaries) + 1``).
+    None where the call reads its sizes from a name (``bucket_batch_sizes=BATCH_SIZES``): a list
+    written over it would leave the name that sets them unused."""
     node = fp.parse_call(call)
     if node is None:
         return None
@@ -576,8 +578,9 @@ def _with_bucket_batch_sizes(call: str | None, size: int) -> str | None:
         if len(node.args) > 1
         else next((k.value for k in node.keywords if k.arg == "bucket_boundaries"), None)
     )
-    if bounds is None:
-        return None
+    current = rw.argument(call, 2, "bucket_batch_sizes")
+    if bounds is None or isinstance(current, (ast.Name, ast.Attribute, ast.Subscript)):
+        return None  # sizes read from a name (BATCH_SIZES): a list here would orphan it
     sizes = ast.parse(f"[{size}] * (len({ast.unparse(bounds)}) + 1)", mode="eval").body
     if len(node.args) > 2:
         node.args[2] = sizes

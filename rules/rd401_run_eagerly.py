@@ -96,10 +96,20 @@ def _gain(facts: Facts) -> tuple[str, float | None]:
 
 def _compile_fix(facts: Facts) -> Fix:
     """The user's ``compile`` call without ``run_eagerly`` (every other argument as written),
-    from the recorded compile call, else the line that turned eager execution on."""
+    from the recorded compile call, else the line that turned eager execution on. A
+    ``run_eagerly`` the call reads (``run_eagerly=args.debug``) gets a display-only note
+    instead: removing it would make that option do nothing."""
     switch = facts.environment.run_eagerly_location
     site = facts.fit.compile_location if facts.fit else None
     call = next((s.call_source for s in (site, switch) if s is not None and s.call_source), None)
+    read = rw.read_values(call, ("run_eagerly",))
+    if read:  # compile(run_eagerly=args.debug): removing it would make the option do nothing
+        return Fix(
+            title=f"Make run_eagerly={read['run_eagerly']} False where it is set",
+            code=f"# your compile call passes run_eagerly={read['run_eagerly']}: make that "
+            "False where its value is set (keep it on only while debugging)",
+            safety=FixSafety.DISPLAY_ONLY,
+        )
     rewritten = rw.remove_keyword(call, "run_eagerly")
     return Fix(
         title="Compile without run_eagerly (it defaults to False)",

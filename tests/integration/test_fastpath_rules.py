@@ -71,7 +71,14 @@ def test_lstm_inside_subclassed_model():
     (finding,) = _rd1(report, "RD103")
     assert finding.layer == "tagger/lstm"
     assert finding.location.line == line_of("site:RD103-subclassed")
-    assert finding.fix.code == "keras.layers.LSTM(4)"
+    # the call passes recurrent_activation=act (a parameter): removing it in place would make
+    # act do nothing, so the rebuilt call is a display-only sketch that says so
+    assert finding.fix.safety == "display-only"
+    assert finding.fix.code.splitlines()[0].startswith(
+        "# display-only: your call passes recurrent_activation=act: remove it, or set that to "
+        "'sigmoid' (the default) where it is set."
+    )
+    assert finding.fix.code.splitlines()[-1] == "keras.layers.LSTM(4)"
     clean = _diagnose(lambda: scenarios.subclassed("sigmoid"))
     assert not [f for f in clean.findings if f.rule_id.startswith("RD1")]
 

@@ -112,7 +112,7 @@ def test_rd206_says_where_to_set_the_workers_a_tf_keras_fit_reads():
     assert finding.fix.safety == "display-only" and finding.fix.before is None
     assert finding.fix.code.splitlines() == [
         "# your fit call passes workers=n_workers: set that to 2 where it is set",
-        "model.fit(..., workers=2, use_multiprocessing=True)",
+        "# and pass use_multiprocessing=True to fit",
     ]
 
 
@@ -134,3 +134,21 @@ def test_rd110_keeps_the_targets_call_beside_an_inputs_call_that_reads_its_paddi
         "y = keras.utils.pad_sequences(tgts, maxlen=T, padding='post')",
     ]
     assert finding.fix.title.endswith("and pad the other call at the end too")
+
+
+def test_no_fast_path_fix_removes_an_argument_the_call_reads():
+    """A review: ``LSTM(4, recurrent_dropout=args.rd)`` became an in-place ``LSTM(4,
+    dropout=0.25)`` (the rate copied from the option), and ``unroll=args.unroll`` was removed
+    in place (marked safe): either way the option silently stopped reaching the layer."""
+    facts = fastpath_facts("RD101-offending", None)
+    (layer,) = facts.model.rnn_layers
+    layer.location.call_source = "layers.LSTM(4, recurrent_dropout=args.rd)"
+    (finding,) = evaluate(facts, select=["RD101"]).findings
+    assert finding.fix.safety == "display-only" and finding.fix.before is None
+    assert finding.fix.code.splitlines()[0] == (
+        "# display-only: your call passes recurrent_dropout=args.rd: remove it, or set that to "
+        "0.0 (the default) where it is set. The call below is written from this run's values: a "
+        "name of yours"
+    )
+    assert fp.rewrite_call("LSTM(4, unroll=args.unroll)", drop=("unroll",)) is None
+    assert fp.rewrite_call("LSTM(4, unroll=True)", drop=("unroll",)) == "LSTM(4)"

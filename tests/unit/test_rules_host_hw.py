@@ -168,9 +168,18 @@ def test_rd401_compile_run_eagerly_points_at_compile_and_drops_the_argument():
     facts = facts_of("fit-run-eagerly")
     (finding,) = findings(facts, "RD401")
     assert finding.location.line == line_of("run_eagerly_fit.py", "# compile-line")
-    # The user's call as written (double quotes kept), without run_eagerly.
+    # run_eagerly=MODE == "compile" reads the script's own switch: removing the argument would
+    # make that switch do nothing, so the fix says where to turn it off (display-only)
+    assert finding.fix.safety == "display-only" and finding.fix.before is None
+    assert finding.fix.code == (
+        '# your compile call passes run_eagerly=MODE == "compile": make that False where its '
+        "value is set (keep it on only while debugging)"
+    )
+    # a literal run_eagerly=True: the user's call as written (double quotes kept), without it
+    before = 'model.compile(optimizer="adam", loss="mse", run_eagerly=True)'
+    (facts.fit.compile_location or facts.environment.run_eagerly_location).call_source = before
+    (finding,) = findings(facts, "RD401")
     assert finding.fix.code == 'model.compile(optimizer="adam", loss="mse")'
-    before = 'model.compile(optimizer="adam", loss="mse", run_eagerly=MODE == "compile")'
     assert finding.fix.before == before
     assert finding.gain.startswith("not measured")
     assert finding.severity is Severity.WARNING

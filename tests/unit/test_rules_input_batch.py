@@ -530,10 +530,14 @@ def test_rule_docs_have_every_section():
 def test_rd301_fix_on_a_bucketed_pipeline_rewrites_its_bucket_batch_sizes():
     from rnndoctor.rules.rd301_small_batch import _with_bucket_batch_sizes
 
-    call = "ds.bucket_by_sequence_length(length, BOUNDARIES, BATCH_SIZES)"
+    call = "ds.bucket_by_sequence_length(length, BOUNDARIES, [64] * 9)"
     assert _with_bucket_batch_sizes(call, 128) == (
         "ds.bucket_by_sequence_length(length, BOUNDARIES, [128] * (len(BOUNDARIES) + 1))"
     )
+    # sizes read from a name: a list over it would leave BATCH_SIZES unused (RD301 then gives
+    # its display-only sketch)
+    named = "ds.bucket_by_sequence_length(length, BOUNDARIES, BATCH_SIZES)"
+    assert _with_bucket_batch_sizes(named, 128) is None
     keywords = "ds.bucket_by_sequence_length(f, bucket_boundaries=[3, 5], bucket_batch_sizes=[4])"
     assert _with_bucket_batch_sizes(keywords, 8).endswith(
         "bucket_batch_sizes=[8] * (len([3, 5]) + 1))"

@@ -115,8 +115,15 @@ LSTM_PARAMS = ("units", "activation", "recurrent_activation", "use_bias")
 @pytest.mark.parametrize(
     ("source", "drop", "set_args", "expected"),
     [
-        (
+        (  # the activation is read from an option (a.act): removed, the option would do
+            # nothing, so the call is not rewritten (the rule gives a display-only note)
             "LSTM(a.units, a.act, use_bias=False)",
+            ("activation",),
+            None,
+            None,
+        ),
+        (
+            "LSTM(a.units, 'relu', use_bias=False)",
             ("activation",),
             None,
             "LSTM(a.units, use_bias=False)",
