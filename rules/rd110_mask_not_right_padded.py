@@ -80,53 +80,44 @@ def _rewritten_line(loc, call_source: str | None) -> str | None:
     return code
 
 
-def _read_padding(record: SequenceInput) -> list[str]:
-    """What the recorded ``pad_sequences`` calls pass as ``padding`` where it is not a literal
-    (``padding=pad_mode``, ``padding=args.padding``), once each."""
-    read: list[str] = []
-    for loc in (record.padding_location, record.target_padding_location):
-        if loc is not None:
-            text = rw.read_values(loc.call_source, ("padding",), _PAD_SEQUENCES_PARAMS)
-            read += [t for t in text.values() if t not in read]
-    return read
+def _read_fix(read: list[str], lines: list[str]) -> Fix:
+    """The display-only fix where ``pad_sequences`` calls read their padding (``read``: what
+    they pass, ``padding=pad_mode``), with the other call's rewritten ``lines``, so that the
+    inputs and the per-step targets move together."""
+    names = " and ".join(read)
+    where = "where they are set" if len(read) > 1 else "where it is set"
+    notes = [
+        f"# your pad_sequences call passes padding={text}: set {text} to 'post' where it is "
+        "set (a literal in the call would make it do nothing)"
+        for text in read
+    ]
+    other = ["# and your other pad_sequences call, padded at the end:"] if lines else []
+    return Fix(
+        f"Pad at the end: set {names} to 'post' {where}"
+        + (", and pad the other call at the end too" if lines else ""),
+        "\n".join([*notes, *other, *lines]),
+        FixSafety.DISPLAY_ONLY,
+    )
 
 
 def _fix(facts: Facts, record: SequenceInput) -> Fix:
     x, y = sq.data_names(facts)
     if record.left_padded_rows and record.padding_function == "pad_sequences":
-        read = _read_padding(record)
-        lines, before = [], []
+        # each call's padding read from a name (padding=pad_mode: a note), else rewritten
+        lines, before, read = [], [], []
         for loc in (record.padding_location, record.target_padding_location):
-            if loc is None or rw.read_values(loc.call_source, ("padding",), _PAD_SEQUENCES_PARAMS):
+            if loc is None:
+                continue
+            text = rw.read_values(loc.call_source, ("padding",), _PAD_SEQUENCES_PARAMS)
+            if text:
+                read += [t for t in text.values() if t not in read]
                 continue
             line = _rewritten_line(loc, loc.call_source)
             if line is not None and line not in lines:
                 lines.append(line)
                 before.append(loc.code or loc.call_source or "")
         if read:  # the inputs and the targets move together: every call is in the note
-            names = " and ".join(read)
-            where = "where they are set" if len(read) > 1 else "where it is set"
-            return Fix(
-                f"Pad at the end: set {names} to 'post' {where}"
-                + (", and pad the other call at the end too" if lines else ""),
-                "\n".join(
-                    [
-                        *(
-                            f"# your pad_sequences call passes padding={text}: set {text} to "
-                            "'post' where it is set (a literal in the call would make it do "
-                            "nothing)"
-                            for text in read
-                        ),
-                        *(
-                            ["# and your other pad_sequences call, padded at the end:"]
-                            if lines
-                            else []
-                        ),
-                        *lines,
-                    ]
-                ),
-                FixSafety.DISPLAY_ONLY,
-            )
+            return _read_fix(read, lines)
         if lines:
             title = "Pad at the end: pad_sequences(..., padding='post')" + (
                 ", for the inputs and the per-step targets alike" if len(lines) > 1 else ""

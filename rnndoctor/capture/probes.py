@@ -276,12 +276,11 @@ class _CallbackTimer:
 
     def _record(self, batch: int, end_ms: float) -> None:
         epoch_steps = (getattr(self.callback, "params", None) or {}).get("steps")
+        begin, spe = self._begin_batch, 1
         if self._index.shared:  # Keras 3.0-3.10: one index for both hooks (BatchIndex)
             model = getattr(self.callback, "model", None)
-            spe = getattr(model, "steps_per_execution", 1)
-            steps = self._index.steps(batch, batch, int(spe or 1), epoch_steps)
-        else:  # the end capped at the epoch's last step (BatchIndex.steps)
-            steps = self._index.steps(self._begin_batch, batch, 1, epoch_steps)
+            begin, spe = batch, int(getattr(model, "steps_per_execution", 1) or 1)
+        steps = self._index.steps(begin, batch, spe, epoch_steps)
         self.samples.append((steps, self._begin_ms + end_ms))
         self._begin_ms = 0.0
         self._begin_batch = batch + 1
@@ -421,6 +420,10 @@ def _step_timer(
             self.covered: list[int] = []
             self.timed_s = 0.0
             self.begin = 0
+            self.index: Any = None  # how the model's Keras numbers an execution (BatchIndex)
+
+        def on_train_begin(self, logs=None):
+            self.index = flavour.batch_index(self.model)
 
         def on_train_batch_begin(self, batch, logs=None):
             self.begin = batch
@@ -428,7 +431,7 @@ def _step_timer(
         def _steps(self, batch: int) -> int:
             """The execution's steps, however its Keras numbers them (BatchIndex), an epoch's
             partial last one included (the user's own data, in a real-data burst)."""
-            index = flavour.batch_index(self.model)
+            index = self.index or flavour.batch_index(self.model)
             spe = int(getattr(self.model, "steps_per_execution", 1) or 1) if index.shared else 1
             return index.steps(self.begin, batch, spe, (self.params or {}).get("steps"))
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from test_fastpath_flavour_wording import _facts as fastpath_facts
-from test_rules_input_batch import facts, loc, run
+from test_rules_input_batch import facts, loc, run, tf_keras_sequence
 
 from rnndoctor.engine import evaluate
-from rnndoctor.facts import DataFacts, Facts
+from rnndoctor.facts import Facts
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _rewrite as rw
 
@@ -102,11 +102,7 @@ def test_rd101_never_sets_dropout_over_the_option_that_sets_it():
 
 
 def test_rd206_says_where_to_set_the_workers_a_tf_keras_fit_reads():
-    data = DataFacts(
-        kind="tf_keras.Sequence", reiterable=True, workers=1, use_multiprocessing=False,
-        max_queue_size=10, location=loc(15, None),
-    )  # fmt: skip
-    f = facts(step=10.0, compute=3.0, data=data)
+    f = facts(step=10.0, compute=3.0, data=tf_keras_sequence())
     f.fit.location = loc(40, "model.fit(seqs, epochs=3, workers=n_workers)")
     _, (finding,) = run(f, "RD206")
     assert finding.fix.safety == "display-only" and finding.fix.before is None

@@ -378,12 +378,16 @@ def test_rd206_fires_for_a_single_worker_pydataset():
     assert finding.severity is Severity.WARNING
 
 
-def test_rd206_rewrites_the_fit_call_for_a_single_worker_tf_keras_sequence():
-    data = DataFacts(
+def tf_keras_sequence() -> DataFacts:
+    """A single-worker tf_keras ``Sequence`` (Keras 2: ``fit`` holds its workers)."""
+    return DataFacts(
         kind="tf_keras.Sequence", reiterable=True, workers=1, use_multiprocessing=False,
         max_queue_size=10, location=loc(15, None),
     )  # fmt: skip
-    f = facts(step=10.0, compute=3.0, data=data)
+
+
+def test_rd206_rewrites_the_fit_call_for_a_single_worker_tf_keras_sequence():
+    f = facts(step=10.0, compute=3.0, data=tf_keras_sequence())
     f.fit.location = loc(40, "model.fit(seqs, epochs=3)  # train")
     _, (finding,) = run(f, "RD206")
     check_finding(finding, "RD206")
