@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
+from rnndoctor import rewrite as rw
 from rnndoctor.facts import FAST_PATH_DEFAULTS, Facts, RNNLayer, SequenceInput, SourceLocation
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Location, Severity
-from rnndoctor.rules import _rewrite as rw
 from rnndoctor.rules import finding
 
 FUSED_KINDS = ("lstm", "gru")
@@ -177,7 +177,7 @@ def blocks(layer: RNNLayer, arg: str, static: Callable[[Any], bool]) -> tuple[bo
     return bool(static(layer.args[arg])), f"static criterion (probe not run: {why})"
 
 
-parse_call = rw.parse_call  # the shared call parser (rnndoctor.rules._rewrite.parse_call)
+parse_call = rw.parse_call  # the shared call parser (rnndoctor.rewrite.parse_call)
 
 
 def _literal(value: Any) -> ast.expr:
@@ -200,7 +200,7 @@ def rewrite_call(
     rewrite would set a keyword or rename the class (the splat may hold that keyword: a
     duplicate at run time), when an argument to set or drop is passed a value that is not a
     literal (``padding=pad_mode``, ``recurrent_dropout=args.rd``: the option or name that sets
-    it would silently stop reaching the layer; :func:`rnndoctor.rules._rewrite.read_values`),
+    it would silently stop reaching the layer; :func:`rnndoctor.rewrite.read_values`),
     or when positional
     arguments cannot be named: the caller then builds the call from the layer's recorded
     arguments instead. Dropping a keyword written in a call that also passes ``**kwargs`` is
@@ -248,7 +248,7 @@ def _splice(
     call_source: str, drop: tuple[str, ...], set_args: dict[str, Any], func_name: str | None
 ) -> str | None:
     """:func:`rewrite_call` without positional arguments to name: each change spliced into the
-    user's text (:mod:`rnndoctor.rules._rewrite`), the rest kept as written."""
+    user's text (:mod:`rnndoctor.rewrite`), the rest kept as written."""
     text: str | None = call_source.strip()
     for name in drop:
         if name not in set_args:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rnndoctor import dispatch
+from rnndoctor import rewrite as rw
 from rnndoctor.decide import widen
 from rnndoctor.facts import (
     PROBE_UNREAD,
@@ -26,7 +27,6 @@ from rnndoctor.findings import Evidence, Location, Severity
 from rnndoctor.paired import INTERVAL_PAIRS
 from rnndoctor.rules import NotEvaluated, Option
 from rnndoctor.rules import _fastpath as fp
-from rnndoctor.rules import _rewrite as rw
 from rnndoctor.stats import Interval, bootstrap_median_interval, median, most_common_batch_size
 
 # The cut-offs on the input share of the step, as rule options (each input rule declares the
@@ -256,7 +256,7 @@ def batch_size(facts: Facts) -> int | None:
 
 def with_keyword(call_source: str | None, name: str, value: str) -> str | None:
     """``call_source`` (one call, as recorded) with keyword ``name=value`` set, every other
-    argument as the user wrote it (:func:`rnndoctor.rules._rewrite.set_keyword`); None when the
+    argument as the user wrote it (:func:`rnndoctor.rewrite.set_keyword`); None when the
     source is not a single call, or passes ``name`` a value that is not a literal (a name or an
     option the fix must not override)."""
     return rw.set_keyword(call_source, name, value)

@@ -13,12 +13,12 @@ import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from rnndoctor import rewrite as rw
 from rnndoctor import stats as bk
 from rnndoctor.facts import Facts, RNNLayer, SequenceInput
 from rnndoctor.findings import Evidence, Location
 from rnndoctor.rules import Option
 from rnndoctor.rules import _fastpath as fp
-from rnndoctor.rules import _rewrite as rw
 
 # The padding rules' (RD501, RD502) error cut-off on the estimated speedup, as a rule option.
 ERROR_SPEEDUP = Option(

@@ -36,10 +36,10 @@ from __future__ import annotations
 
 import ast
 
+from rnndoctor import rewrite as rw
 from rnndoctor.facts import Facts, RNNLayer
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
-from rnndoctor.rules import _rewrite as rw
 from rnndoctor.rules import finding, rule
 
 

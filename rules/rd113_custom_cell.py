@@ -28,10 +28,10 @@ References:
 
 from __future__ import annotations
 
+from rnndoctor import rewrite as rw
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _fastpath as fp
-from rnndoctor.rules import _rewrite as rw
 from rnndoctor.rules import finding, rule
 
 

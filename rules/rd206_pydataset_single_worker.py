@@ -55,11 +55,11 @@ References:
 
 from __future__ import annotations
 
+from rnndoctor import rewrite as rw
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Location, Severity
 from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
-from rnndoctor.rules import _rewrite as rw
 
 _PY_DATASET = "keras.PyDataset"
 _TF_KERAS_SEQUENCE = "tf_keras.Sequence"  # Keras 2: workers are fit's arguments

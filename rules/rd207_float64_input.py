@@ -43,10 +43,10 @@ import ast
 import math
 import re
 
+from rnndoctor import rewrite as rw
 from rnndoctor.facts import Facts, SourceLocation
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import _measured as m
-from rnndoctor.rules import _rewrite as rw
 from rnndoctor.rules import finding, rule
 
 

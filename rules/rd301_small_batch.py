@@ -127,13 +127,13 @@ import ast
 from typing import NamedTuple
 
 from rnndoctor import dispatch
+from rnndoctor import rewrite as rw
 from rnndoctor.decide import Decision, decide, describe
 from rnndoctor.facts import DataKind, Facts, ProbePoint, SourceLocation
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Location, Severity
 from rnndoctor.rules import NotEvaluated, Option, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _measured as m
-from rnndoctor.rules import _rewrite as rw
 from rnndoctor.stats import Interval
 
 _MIN_SPEEDUP = Option(
@@ -394,7 +394,7 @@ def _source_fix(facts: Facts, kind: str, size: int, current: int | None) -> _Cha
     generator, a PyDataset, a Sequence, a torch DataLoader): ``fit``'s ``batch_size`` does not
     set them, so no ``fit(..., batch_size=)`` rewrite. A display-only sketch: the ``fit`` call
     with the one integer literal equal to the batch size in its ``x`` call changed
-    (``batch_gen(32)`` -> ``batch_gen(128)``, :func:`rnndoctor.rules._rewrite.set_x_call_literal`),
+    (``batch_gen(32)`` -> ``batch_gen(128)``, :func:`rnndoctor.rewrite.set_x_call_literal`),
     else a note at the line that makes the source (the generator's ``def``, the PyDataset's
     construction) saying where the batch must change."""
     name, makes, make = _SOURCES[kind]

@@ -53,11 +53,11 @@ References:
 
 from __future__ import annotations
 
+from rnndoctor import rewrite as rw
 from rnndoctor.facts import Facts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import NotEvaluated, OptionValues, finding, rule
 from rnndoctor.rules import _host_hw as hh
-from rnndoctor.rules import _rewrite as rw
 
 
 def _gain(facts: Facts) -> tuple[str, float | None]:

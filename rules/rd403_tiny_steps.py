@@ -122,12 +122,12 @@ import ast
 from collections.abc import Callable
 
 from rnndoctor import dispatch
+from rnndoctor import rewrite as rw
 from rnndoctor.decide import Decision, decide, describe
 from rnndoctor.facts import Facts, ProbePoint
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import NotEvaluated, Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
-from rnndoctor.rules import _rewrite as rw
 from rnndoctor.stats import Interval
 
 _MIN_DISPATCH_SHARE = Option(

@@ -86,12 +86,12 @@ References:
 
 from __future__ import annotations
 
+from rnndoctor import rewrite as rw
 from rnndoctor import stats as bk
 from rnndoctor.facts import Facts, SequenceInput
 from rnndoctor.findings import BucketPlan, Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
-from rnndoctor.rules import _rewrite as rw
 from rnndoctor.rules import _sequences as sq
 
 MIN_PADDED_FRACTION = Option(
@@ -187,12 +187,12 @@ def fit_rewrite(facts: Facts, record: SequenceInput, result: bk.BucketPlan) -> F
     the arrays (``keras/src/trainers/data_adapters/array_slicing.py``:
     ``train_validation_split``) as ``validation_data``, ``shuffle`` (default True) a
     ``Dataset.shuffle`` of the whole training set; every other argument keeps the user's text
-    (:func:`rnndoctor.rules._rewrite.move_fit_data`). ``sample_weight`` (a plain name or
+    (:func:`rnndoctor.rewrite.move_fit_data`). ``sample_weight`` (a plain name or
     attribute) becomes each element's third part, split with the arrays by ``validation_split``
     as Keras splits it; the user's own ``validation_data`` stays, with ``validation_batch_size``
     set to the written ``batch_size`` it was validated with (Keras: ``validation_batch_size or
     batch_size``), and makes ``validation_split`` void, as in Keras. ``class_weight`` and
-    ``steps_per_epoch`` keep the sketch (:func:`rnndoctor.rules._rewrite.fit_data_arguments`).
+    ``steps_per_epoch`` keep the sketch (:func:`rnndoctor.rewrite.fit_data_arguments`).
     The statement is replaced from its line's start (``history = model.fit(...)`` keeps
     ``history = ``), the definitions above it.
     """

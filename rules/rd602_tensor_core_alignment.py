@@ -42,12 +42,12 @@ from __future__ import annotations
 
 import ast
 
+from rnndoctor import rewrite as rw
 from rnndoctor.facts import Facts, RNNLayer
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _host_hw as hh
-from rnndoctor.rules import _rewrite as rw
 
 # Tensor Cores need float16 matrix dimensions in multiples of 8 (TF mixed precision guide;
 # NVIDIA Deep Learning Performance Guide, "Tensor Core Requirements").

@@ -11,9 +11,9 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
+from rnndoctor import rewrite as rw  # noqa: E402
 from rnndoctor.capture import data as data_mod  # noqa: E402
 from rnndoctor.capture import sites  # noqa: E402
-from rnndoctor.rules import _rewrite as rw  # noqa: E402
 
 
 def tiny_model():

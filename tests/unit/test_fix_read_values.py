@@ -12,10 +12,10 @@ import pytest
 from test_fastpath_flavour_wording import _facts as fastpath_facts
 from test_rules_input_batch import facts, loc, run, tf_keras_sequence
 
+from rnndoctor import rewrite as rw
 from rnndoctor.engine import evaluate
 from rnndoctor.facts import Facts
 from rnndoctor.rules import _fastpath as fp
-from rnndoctor.rules import _rewrite as rw
 
 RULES = Path(__file__).parents[1] / "data" / "rules"
 PAD_PARAMS = ("sequences", "maxlen", "dtype", "padding", "truncating", "value")

@@ -24,10 +24,10 @@ from test_rules_input_batch import (
     with_spe,
 )
 
+from rnndoctor import rewrite as rw
 from rnndoctor.engine import evaluate
 from rnndoctor.facts import DataFacts, Facts, FitConfig, RNNLayer, SourceLocation
 from rnndoctor.findings import Severity
-from rnndoctor.rules import _rewrite as rw
 
 DATA = Path(__file__).parents[1] / "data"
 

@@ -12,9 +12,9 @@ import ast
 import pytest
 from test_rules_input_batch import check_finding, facts, loc, pipeline, run, with_batch_probe
 
+from rnndoctor import rewrite as rw
 from rnndoctor.facts import DataFacts, DataNode, Facts, SourceLocation
 from rnndoctor.findings import Severity
-from rnndoctor.rules import _rewrite as rw
 
 GEN_FIT = "model.fit(batch_gen(32), steps_per_epoch=100, epochs=2, verbose=2)"
 
@@ -280,7 +280,7 @@ def test_a_literal_batch_size_is_rewritten_whatever_the_argv():
     assert (fix.code, fix.safety) == ("model.fit(x, y, batch_size=32)", "unsafe")
 
 
-# -- rules._rewrite.set_x_call_literal ---------------------------------------------------------
+# -- rnndoctor.rewrite.set_x_call_literal ---------------------------------------------------------
 
 
 @pytest.mark.parametrize(

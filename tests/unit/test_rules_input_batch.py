@@ -392,7 +392,7 @@ def test_rd206_rewrites_the_fit_call_for_a_single_worker_tf_keras_sequence():
     _, (finding,) = run(f, "RD206")
     check_finding(finding, "RD206")
     assert finding.location.line == 40  # the fit call holds the settings in Keras 2
-    # the user's other arguments and comment kept (rules/_rewrite.py)
+    # the user's other arguments and comment kept (rnndoctor/rewrite.py)
     assert finding.fix.code == (
         "model.fit(seqs, epochs=3, workers=2, use_multiprocessing=True)  # train"
     )
