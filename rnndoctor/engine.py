@@ -218,6 +218,15 @@ def _refuted(findings: Sequence[Finding], summary: VerifySummary | None) -> set[
     decided = (VerifyStatus.SLOWER, VerifyStatus.WITHIN_NOISE, VerifyStatus.FAILED,
                VerifyStatus.UNSAFE)  # fmt: skip
     names = {i.fix for i in summary.items if i.status in decided}
+    # a fix of one call measured with that call's other fixes (RD101+RD102) and confirmed there:
+    # alone it may leave the layer off the cuDNN kernel, so its own measurement refutes nothing
+    together = {
+        rule
+        for i in summary.items
+        if i.fix != "all" and len(i.rules) > 1 and i.status == VerifyStatus.CONFIRMED
+        for rule in i.rules
+    }
+    names -= together
     return {id(f) for f, name in zip(findings, fix_ids(findings), strict=True) if name in names}
 
 
@@ -239,16 +248,20 @@ def _measured_after(forecast: Forecast, summary: VerifySummary) -> None:
             + ")"
         )
         return
-    if patch and sorted(item.rules) != sorted(i.fix for i in patch):
+    fixes = sorted(i.fix for i in patch)
+    if sorted(item.rules) != fixes:
         # the copy measured is not what `git apply fixes.patch` gives (a fix in it measured
-        # slower and was left out of the patch): one fix in the patch has its own measurement
-        if len(patch) > 1:
+        # slower and was left out of the patch): a copy of just the patch's fixes (one fix, or
+        # one call's fixes merged) has its own measurement
+        ran = (i for i in summary.items if i.copy is not None and sorted(i.rules) == fixes)
+        match = next(ran, None)
+        if match is None:
             forecast.after_not_measured = (
                 f"the all-fixes copy held {', '.join(item.rules)}; fixes.patch holds "
-                f"{', '.join(sorted(i.fix for i in patch))}, whose combination was not measured"
+                f"{', '.join(fixes)}, whose combination was not measured"
             )
             return
-        item = patch[0]
+        item = match
     # decided statuses only: a failed or diverged copy, or one with too few pairs for a 90%
     # interval (not verifiable), leaves the estimate
     usable = item.status in (VerifyStatus.CONFIRMED, VerifyStatus.WITHIN_NOISE, VerifyStatus.SLOWER)
@@ -266,6 +279,8 @@ def _measured_after(forecast: Forecast, summary: VerifySummary) -> None:
     forecast.after_note = item.cpu_label
     if item.fix == "all":
         what = f"all fixes together ({', '.join(item.rules)})"
+    elif len(item.rules) > 1:
+        what = f"{' and '.join(item.rules)} together, the fixes of fixes.patch"
     elif len(patch) == 1:
         what = f"{item.fix}, the one fix in fixes.patch"
     else:

@@ -10,15 +10,17 @@ original, so the user's modules import and ``__file__``-relative reads work as i
 
 from __future__ import annotations
 
+import ast
 import io
 import os
 import re
 import shutil
 import tokenize
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rnndoctor import rewrite as rw
 from rnndoctor.findings import Finding, FixSafety
 
 AROUND_LINES = 2  # a 'before' text starting this many lines from the location still matches
@@ -42,6 +44,9 @@ class Rewrite:
         replacement: the text that replaces it (indented like the first line).
         first_line: the first replaced line (1-based).
         last_line: the last replaced line (1-based, inclusive).
+        parts: for fixes of one call merged into one rewrite (:func:`merge_same_call`), the
+            rewrites it holds; empty for one fix.
+        code: the fix's code as the finding wrote it (before indentation), or the merged call.
     """
 
     fix_id: str
@@ -52,6 +57,13 @@ class Rewrite:
     replacement: str
     first_line: int
     last_line: int
+    parts: tuple[Rewrite, ...] = ()
+    code: str = ""
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        """The names of the fixes this rewrite applies (its parts', or its own)."""
+        return tuple(p.fix_id for p in self.parts) or (self.fix_id,)
 
     @property
     def speedup(self) -> float:
@@ -115,7 +127,7 @@ def locate(finding: Finding, fix_id: str, script_dir: Path) -> Rewrite:
     first = text.count("\n", 0, start) + 1
     last = first + fix.before.count("\n")
     return Rewrite(fix_id, finding, file, start, end, _replacement(text, start, end, fix.code),
-                   first, last)  # fmt: skip
+                   first, last, code=fix.code)  # fmt: skip
 
 
 def read_source(path: Path) -> str:
@@ -217,15 +229,26 @@ def apply_rewrites(text: str, rewrites: Sequence[Rewrite]) -> str:
     return text
 
 
-def compatible(rewrites: Sequence[Rewrite]) -> tuple[list[Rewrite], dict[str, str]]:
-    """The rewrites that can be applied together: of two that touch a common line, the one with
-    the larger estimated speedup is kept (the earlier on a tie).
+def compatible(
+    rewrites: Sequence[Rewrite], apart: Collection[str] = ()
+) -> tuple[list[Rewrite], dict[str, str]]:
+    """The rewrites that can be applied together. Fixes that change different keywords of one
+    call are first merged into one rewrite (:func:`merge_same_call`: RD101's
+    ``recurrent_dropout`` and RD102's ``activation`` on one ``LSTM(...)``, which each leave the
+    layer off the cuDNN kernel alone), except those named in ``apart``; of two that still touch
+    a common line, the one with the larger estimated speedup is kept (the earlier on a tie; a
+    merged rewrite counts its largest part's).
 
     Returns:
-        ``(kept, dropped)``: kept in the order given; dropped maps a fix's name to the name of the
-        kept fix it overlaps.
+        ``(kept, dropped)``: kept in the order given (a merged rewrite where its first part was,
+        named ``RD101+RD102``); dropped maps a fix's name to the name of the kept rewrite it
+        overlaps.
+
+    Raises:
+        OSError: a file with fixes to merge cannot be read.
     """
-    ranked = sorted(enumerate(rewrites), key=lambda item: (-item[1].speedup, item[0]))
+    merged = _merged(rewrites, set(apart))
+    ranked = sorted(enumerate(merged), key=lambda item: (-item[1].speedup, item[0]))
     kept: list[tuple[int, Rewrite]] = []
     dropped: dict[str, str] = {}
     for index, rewrite in ranked:
@@ -233,8 +256,123 @@ def compatible(rewrites: Sequence[Rewrite]) -> tuple[list[Rewrite], dict[str, st
         if clash is None:
             kept.append((index, rewrite))
         else:
-            dropped[rewrite.fix_id] = clash.fix_id
+            dropped.update(dict.fromkeys(rewrite.members, clash.fix_id))
     return [r for _, r in sorted(kept, key=lambda item: item[0])], dropped
+
+
+def _merged(rewrites: Sequence[Rewrite], apart: set[str]) -> list[Rewrite]:
+    """``rewrites`` with each group that replaces the same text merged as far as it merges: the
+    larger estimates first, each later one added where :func:`merge_same_call` takes it. A
+    merged rewrite takes its first part's place; the parts left out, and those in ``apart``,
+    stay as they are."""
+    out: list[Rewrite | None] = list(rewrites)
+    groups: dict[tuple[Path, int, int], list[int]] = {}
+    for index, rewrite in enumerate(rewrites):
+        if not apart & set(rewrite.members):
+            groups.setdefault((rewrite.file, rewrite.start, rewrite.end), []).append(index)
+    for indices in groups.values():
+        order = sorted(indices, key=lambda i: (-rewrites[i].speedup, i))
+        taken, merged = order[:1], None
+        for index in order[1:]:
+            candidate = merge_same_call([rewrites[i] for i in sorted((*taken, index))])
+            if candidate is not None:
+                taken, merged = [*taken, index], candidate
+        if merged is not None:
+            for index in taken:
+                out[index] = None
+            out[min(taken)] = merged
+    return [r for r in out if r is not None]
+
+
+def merge_same_call(rewrites: Sequence[Rewrite]) -> Rewrite | None:
+    """One rewrite applying every keyword change of ``rewrites``, which replace the same call's
+    text and each change only its keywords (removed, added or given another value); None where
+    they cannot be merged.
+
+    Each fix's changes are read from its code as a call (``ast``) and applied in turn to the
+    call as written, with the rewriter the rules use (:func:`rnndoctor.rewrite.remove_keyword`,
+    :func:`rnndoctor.rewrite.set_keyword`; a value keeps the fix's own text), so every other
+    argument keeps the user's text, comments and line breaks. The result is checked as code: it
+    must be the call with exactly those keyword changes, in order, its callee, positional
+    arguments and ``**`` splats as written. None where a fix changes anything else (the
+    callee, a positional argument, statements around the call), two fixes change one keyword
+    differently, the call passes ``**kwargs`` and a keyword is added or set, or the check fails.
+
+    The merged rewrite is named ``RD101+RD102`` after its parts (:attr:`Rewrite.parts`, a
+    merged rewrite's own parts in its place) and carries the finding of the part with the
+    largest estimated speedup.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    parts = tuple(p for r in rewrites for p in r.parts or (r,))
+    if len(parts) < 2 or len({(r.file, r.start, r.end) for r in rewrites}) != 1:
+        return None
+    first = rewrites[0]
+    text = read_source(first.file)
+    merged = _merged_call(text[first.start : first.end], [r.code for r in rewrites])
+    if merged is None:
+        return None
+    best = max(parts, key=lambda r: r.speedup)
+    return Rewrite(
+        "+".join(p.fix_id for p in parts), best.finding, first.file, first.start, first.end,
+        _replacement(text, first.start, first.end, merged), first.first_line, first.last_line,
+        parts=parts, code=merged,
+    )  # fmt: skip
+
+
+def _merged_call(before: str, codes: Sequence[str]) -> str | None:
+    """``before`` with every code's keyword changes applied (see :func:`merge_same_call`)."""
+    call = rw.parse_call(before)
+    if call is None:
+        return None
+    old = {k.arg: ast.dump(k.value) for k in call.keywords if k.arg is not None}
+    changes: dict[str, str | None] = {}  # a keyword's new value's source; None: removed
+    for code in codes:
+        node = rw.parse_call(code)
+        if node is None or _fixed_part(node) != _fixed_part(call):
+            return None
+        new = {k.arg: k.value for k in node.keywords if k.arg is not None}
+        mine: dict[str, str | None] = dict.fromkeys(old.keys() - new.keys())
+        for name, value in new.items():
+            if old.get(name) != ast.dump(value):
+                mine[name] = ast.get_source_segment(code.strip(), value)
+        for name, value in mine.items():
+            if changes.setdefault(name, value) != value:
+                return None
+    result: str | None = before.strip()
+    for name, value in changes.items():
+        if value is None:
+            result = rw.remove_keyword(result, name)
+        else:
+            result = rw.set_keyword(result, name, value, over_expression=True)
+        if result is None:
+            return None
+    expected = [
+        ("**" if k.arg is None else k.arg, ast.dump(k.value))
+        if k.arg not in changes
+        else (k.arg, _dump_source(changes[k.arg]))
+        for k in call.keywords
+        if k.arg is None or k.arg not in changes or changes[k.arg] is not None
+    ]
+    expected += [(n, _dump_source(v)) for n, v in changes.items() if v is not None and n not in old]
+    node = rw.parse_call(result)
+    if node is None or _fixed_part(node) != _fixed_part(call):
+        return None
+    written = [("**" if k.arg is None else k.arg, ast.dump(k.value)) for k in node.keywords]
+    return result if written == expected else None
+
+
+def _fixed_part(call: ast.Call) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """What a keyword fix leaves as it is: the callee, the positional arguments and the ``**``
+    splats (``ast.dump`` each)."""
+    splats = tuple(ast.dump(k.value) for k in call.keywords if k.arg is None)
+    return ast.dump(call.func), tuple(ast.dump(a) for a in call.args), splats
+
+
+def _dump_source(source: str | None) -> str:
+    """``ast.dump`` of an expression's source."""
+    return ast.dump(ast.parse(source or "None", mode="eval").body)
 
 
 def copy_script_path(dest: Path, script: Path, source_root: Path) -> Path:

@@ -2,10 +2,12 @@
 work tree's root.
 
 Each fix is its own file section (``diff --git a/... b/...``, ``---``, ``+++``) with one hunk,
-preceded by a ``# RD101 (name): title`` line. ``git apply`` and ``patch`` skip text before a
-section's header, so the rule ID rides in the patch without becoming code. Two fixes in the same
-file are two sections, the second against the file as the first leaves it (``git apply`` applies
-sections in order). Paths are relative to ``root`` with ``a/`` and ``b/`` prefixes.
+preceded by a ``# RD101 (name): title`` line; fixes of one call merged into one rewrite
+(:func:`rnndoctor.verify.patch.merge_same_call`) share a section, with a line each. ``git apply``
+and ``patch`` skip text before a section's header, so the rule ID rides in the patch without
+becoming code. Two fixes in the same file are two sections, the second against the file as the
+first leaves it (``git apply`` applies sections in order). Paths are relative to ``root`` with
+``a/`` and ``b/`` prefixes.
 """
 
 from __future__ import annotations
@@ -78,15 +80,20 @@ def _section(rewrite: Rewrite, path: str, before: str, after: str, first: int, l
     hi_old = min(len(old), last + CONTEXT)
     hi_new = hi_old + added
     old_block, new_block = old[lo - 1 : hi_old], new[lo - 1 : hi_new]
-    finding = rewrite.finding
-    title = finding.fix.title if finding.fix else ""
-    comment = " ".join(f"# {rewrite.fix_id} ({finding.name}): {title}".split())
+    comment = "\n".join(_comment(part) for part in rewrite.parts or (rewrite,))
     body = "".join(_lines(old_block, new_block))
     return (
         f"{comment}\n"
         f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
         f"@@ -{_range(lo, len(old_block))} +{_range(lo, len(new_block))} @@\n{body}"
     )
+
+
+def _comment(rewrite: Rewrite) -> str:
+    """A fix's line above its section: ``# RD101 (recurrent-dropout): title``."""
+    finding = rewrite.finding
+    title = finding.fix.title if finding.fix else ""
+    return " ".join(f"# {rewrite.fix_id} ({finding.name}): {title}".split())
 
 
 def _range(start: int, count: int) -> str:

@@ -128,31 +128,54 @@ def _overlap(dropped: px.Rewrite, kept: px.Rewrite) -> str:
 
 def _candidates(
     job: Job, root: Path, items: dict[str, Verified], rewrites: list[px.Rewrite], notes: list[str]
-) -> list[Candidate]:
-    """Builds the copies: all compatible fixes together first (when two or more), then each fix
-    by its estimated gain (largest first)."""
+) -> tuple[list[Candidate], dict[str, px.Rewrite]]:
+    """Builds the copies: all compatible fixes together first (unless they are one call's merged
+    fixes alone), then each call's merged fixes (:func:`_group_item`), then each fix by its
+    estimated gain (largest first).
+
+    Returns:
+        The candidates, and the merged rewrites by their entry's name (``RD101+RD102``).
+    """
     base = job.out / VERIFY_DIR
     skip = [job.out, base]  # never mirror the report folder (or the copies) into a copy
     kept, dropped = px.compatible(rewrites)
-    by_id = {r.fix_id: r for r in rewrites}
+    by_id = {r.fix_id: r for r in (*rewrites, *kept)}
     for fix_id, by in dropped.items():
         notes.append(f"{fix_id} is not in the all-fixes copy: {_overlap(by_id[fix_id], by_id[by])}")
-    candidates = []
+    groups = {r.fix_id: r for r in kept if r.parts}
+    singles = sorted(rewrites, key=lambda r: -r.speedup)
+    copies: list[tuple[str, list[px.Rewrite]]] = []
     if len(kept) >= 2:
-        items[ALL] = Verified(fix=ALL, rules=[r.fix_id for r in kept], title="all compatible fixes")
+        items[ALL] = Verified(fix=ALL, rules=[f for r in kept for f in r.members],
+                              title="all compatible fixes")  # fmt: skip
+        copies.append((ALL, kept))
+    for name, group in groups.items():
+        items[name] = _group_item(group, items)
+        copies.append((name, [group]))
+    copies += [(r.fix_id, [r]) for r in singles]
+    candidates = []
+    for name, applied in copies:
         try:
-            copy = px.build_copy(base / ALL, job.script, root, kept, skip)
-            candidates.append(Candidate(ALL, copy))
+            copy = px.build_copy(base / name, job.script, root, applied, skip)
         except px.NotVerifiable as exc:
-            items[ALL].reason = str(exc)
-    for rewrite in sorted(rewrites, key=lambda r: -r.speedup):
-        try:
-            copy = px.build_copy(base / rewrite.fix_id, job.script, root, [rewrite], skip)
-        except px.NotVerifiable as exc:
-            items[rewrite.fix_id].reason = str(exc)
+            items[name].reason = str(exc)
             continue
-        candidates.append(Candidate(rewrite.fix_id, copy))
-    return candidates
+        candidates.append(Candidate(name, copy))
+    return candidates, groups
+
+
+def _group_item(group: px.Rewrite, items: dict[str, Verified]) -> Verified:
+    """The entry of one call's fixes merged into one rewrite (:func:`rnndoctor.verify.patch.
+    merge_same_call`), measured as one fix: each of RD101 and RD102 alone can leave a layer off
+    the cuDNN kernel, so only the two together show the gain, and a confirmed group puts both
+    in the patch whatever each measured alone."""
+    parts = [items[name] for name in group.members]
+    unsafe = any(p.safety == "unsafe" for p in parts)
+    return Verified(
+        fix=group.fix_id, rules=list(group.members), file=parts[0].file, line=parts[0].line,
+        title=f"{' and '.join(group.members)} together: one rewrite of their call",
+        safety="unsafe" if unsafe else parts[0].safety,
+    )  # fmt: skip
 
 
 def source_root(facts: Facts) -> Path:
@@ -190,7 +213,7 @@ def verify(
     cpu = on_cpu(facts)
     notes: list[str] = []
     items, rewrites = _locate_all(findings, job.script.resolve().parent, cpu)
-    candidates = _candidates(job, root, items, rewrites, notes)
+    candidates, groups = _candidates(job, root, items, rewrites, notes)
     schedule_args = dict(clock=clock) if clock is not None else {}
     schedule = Schedule(job.script, job.runner, job.out / VERIFY_DIR / "runs", job.budget_s,
                         job.run_timeout_s, **schedule_args)  # fmt: skip
@@ -203,7 +226,7 @@ def verify(
     for item in items.values():
         if item.status == Status.NOT_VERIFIABLE and item.reason is None:
             item.reason = "not run"
-    patch = _patch(items, rewrites, root, notes)
+    patch = _patch(items, rewrites, groups, root, notes)
     result = Verification(
         items=sorted(items.values(), key=sort_key), root=str(root), patch=patch,
         budget_s=job.budget_s, spent_s=round(schedule.clock() - schedule.started_s, 3),
@@ -216,11 +239,24 @@ def verify(
 
 
 def _patch(
-    items: dict[str, Verified], rewrites: list[px.Rewrite], root: Path, notes: list[str]
+    items: dict[str, Verified],
+    rewrites: list[px.Rewrite],
+    groups: dict[str, px.Rewrite],
+    root: Path,
+    notes: list[str],
 ) -> str:
-    """The patch of the confirmed fixes (compatible ones: the larger estimate wins an overlap)."""
+    """The patch of the confirmed fixes (compatible ones: fixes of one call's keywords merged,
+    and the larger estimate wins an overlap; :func:`rnndoctor.verify.patch.compatible`). A
+    confirmed merged group stands for its parts, whatever each measured alone; a group measured
+    and not confirmed keeps its parts apart (the patch then holds at most one of them)."""
     confirmed = [r for r in rewrites if items[r.fix_id].status == Status.CONFIRMED]
-    kept, dropped = px.compatible(confirmed)
+    apart: set[str] = set()
+    for name, group in groups.items():
+        if items[name].status == Status.CONFIRMED:
+            confirmed = [r for r in confirmed if r.fix_id not in group.members] + [group]
+        elif items[name].status != Status.NOT_VERIFIABLE:
+            apart.update(group.members)
+    kept, dropped = px.compatible(confirmed, apart=apart)
     for fix_id, by in dropped.items():
         notes.append(f"{fix_id} is confirmed but not in the patch: it overlaps {by}")
     inside = []
@@ -231,5 +267,6 @@ def _patch(
             notes.append(f"{rewrite.fix_id} is confirmed but not in the patch: {exc}")
             continue
         inside.append(rewrite)
-        items[rewrite.fix_id].in_patch = True
+        for fix_id in rewrite.members:
+            items[fix_id].in_patch = True
     return build_patch(inside, root)

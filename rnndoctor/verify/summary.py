@@ -74,13 +74,16 @@ class VerifySummary:
         return any(item.in_patch for item in self.items)
 
     def all_fixes(self) -> Verified | None:
-        """The copy with every compatible fix: ``all``, or the one fix that ran when there was
-        no ``all`` copy (a single rewrite); None when no copy ran."""
+        """The copy with every compatible fix: ``all``; where there was no ``all`` copy, the one
+        copy that ran (a single rewrite) or the one whose fixes hold every other copy's (one
+        call's fixes merged, ``RD101+RD102``, beside each of them alone); None when no copy
+        ran."""
         ran = [item for item in self.items if item.copy is not None]
         whole = [item for item in ran if item.fix == ALL]
         if whole:
             return whole[0]
-        return ran[0] if len(ran) == 1 else None
+        covering = [i for i in ran if all(set(o.rules) <= set(i.rules) for o in ran)]
+        return covering[0] if len(covering) == 1 else None
 
     def to_dict(self) -> dict[str, Any]:
         """``verify.json``'s document (``verified``: the entries; ``patch``: the patch's path)."""

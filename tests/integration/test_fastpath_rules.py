@@ -96,6 +96,30 @@ def test_several_blocking_arguments_say_the_fix_alone_is_not_enough():
     assert "use_bias=False (RD105)" in by_rule["RD104"].message
 
 
+def test_fixes_of_several_blocking_arguments_make_one_rewrite_of_the_call():
+    """--verify's all-fixes copy and patch hold every fix of one call (RD104 and RD105 here),
+    merged into one rewrite: either alone leaves the layer off the cuDNN kernel."""
+    from pathlib import Path
+
+    from rnndoctor.verify import patch as px
+
+    def build():
+        from keras import layers
+
+        return scenarios._seq(layers.GRU(4, unroll=True, use_bias=False))
+
+    report = _diagnose(build)
+    found = [f for f in report.findings if f.rule_id in ("RD104", "RD105")]
+    assert [f.rule_id for f in found] == ["RD104", "RD105"]
+    here = Path(__file__).parent
+    rewrites = [px.locate(f, f.rule_id, here) for f in found]
+    kept, dropped = px.compatible(rewrites)
+    assert dropped == {} and [r.members for r in kept] == [("RD104", "RD105")]
+    new = px.apply_rewrites(px.read_source(Path(__file__)), kept)
+    compile(new, __file__, "exec")
+    assert "scenarios._seq(layers.GRU(4))\n" in new
+
+
 def test_step_times_are_measured_in_ms():
     report = _diagnose(scenarios.rd101_good)
     steps = report.facts.steps

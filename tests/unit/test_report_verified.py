@@ -439,3 +439,27 @@ def test_check_verify_renders_every_report_with_the_verification(tmp_path, monke
                 for r in sarif["runs"][0]["results"]}  # fmt: skip
     assert statuses == {"RD301": "confirmed", "RD403": "failed"}
     assert "| **RD403** | **failed: ValueError" in (out / "verify.md").read_text()
+
+
+def test_one_calls_fixes_measured_together_give_the_forecast_and_refute_neither():
+    """A call's fixes merged into one rewrite (``RD301+RD401`` here, made up on the fixture) are
+    measured as one copy: where fixes.patch holds exactly them, the forecast is that copy's
+    measurement, and a part that measured nothing alone (cuDNN needs both) is not refuted."""
+    summary = _summary()
+    by_fix = {i.fix: i for i in summary.items}
+    group = dataclasses.replace(by_fix["RD301"], fix="RD301+RD401", rules=["RD301", "RD401"],
+                                measured=3.1, low=2.8, high=3.4, in_patch=False)  # fmt: skip
+    summary.items.append(group)
+    by_fix["RD301"].status = by_fix["RD401"].status = Status.WITHIN_NOISE
+    by_fix["RD301"].in_patch = by_fix["RD401"].in_patch = True
+    fc = _report(summary).forecast
+    assert fc.after_basis == "measured" and fc.after_s == pytest.approx(fc.now_s / 3.1)
+    assert fc.after_model.startswith(
+        "RD301 and RD401 together, the fixes of fixes.patch, confirmed: 3.10x"
+    )
+    from rnndoctor.engine import _refuted
+
+    report = _report(summary)
+    assert _refuted(report.findings, summary) == set()
+    group.status = Status.SLOWER
+    assert len(_refuted(report.findings, summary)) == 2

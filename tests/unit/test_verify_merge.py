@@ -1,0 +1,234 @@
+"""--verify: fixes that change different keywords of one call merged into one rewrite
+(rnndoctor.verify.patch.merge_same_call), so the all-fixes copy and the patch hold them all.
+
+A layer with ``recurrent_dropout=0.2`` and ``activation="relu"`` gets RD101 and RD102, each of
+which alone leaves it off the cuDNN kernel; before, the two rewrites overlapped and the patch
+held only one of them."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from verify_helpers import FakeRunner, facts_for, finding
+
+from rnndoctor.rules import _fastpath as fp
+from rnndoctor.verify import Job, verify
+from rnndoctor.verify import patch as px
+from rnndoctor.verify.result import Status
+from rnndoctor.verify.summary import VerifySummary
+
+LSTM_PARAMS = ("units", "activation", "recurrent_activation", "use_bias")
+
+ONE_LINE = 'layers.LSTM(16, activation="relu", recurrent_dropout=0.2, return_sequences=True)'
+MULTI = (
+    "layers.LSTM(\n"
+    "        16,\n"
+    '        activation="relu",  # the paper\'s choice\n'
+    "        recurrent_dropout=0.2,\n"
+    "        return_sequences=True,\n"
+    "    )"
+)
+
+
+def _script(tmp_path: Path, call: str) -> Path:
+    path = tmp_path / "proj" / "train.py"
+    path.parent.mkdir()
+    path.write_text(f"from keras import layers\nlayer = {call}\nprint(layer)\n")
+    return path
+
+
+def _rewrites(script: Path, call: str, rd101: dict | None = None) -> list[px.Rewrite]:
+    """RD101 (recurrent_dropout moved to dropout) and RD102 (activation removed), written by the
+    rules' own rewriter."""
+    rd101 = rd101 if rd101 is not None else {"dropout": 0.2}
+    drop = () if "recurrent_dropout" in rd101 else ("recurrent_dropout",)
+    code_101 = fp.rewrite_call(call, drop=drop, set_args=rd101, positional_names=LSTM_PARAMS)
+    code_102 = fp.rewrite_call(call, drop=("activation",), positional_names=LSTM_PARAMS)
+    assert code_101 and code_102
+    found = [
+        finding("RD101", script, 2, call, code_101, safety="unsafe"),
+        finding("RD102", script, 2, call, code_102, safety="unsafe"),
+    ]
+    return [px.locate(f, i, script.parent) for f, i in zip(found, ("RD101", "RD102"), strict=True)]
+
+
+@pytest.mark.parametrize("call", [ONE_LINE, MULTI], ids=["one-line", "multi-line"])
+def test_two_fixes_of_one_calls_keywords_are_merged(tmp_path, call):
+    script = _script(tmp_path, call)
+    kept, dropped = px.compatible(_rewrites(script, call))
+    assert dropped == {}
+    assert [r.fix_id for r in kept] == ["RD101+RD102"] and kept[0].members == ("RD101", "RD102")
+    new = px.apply_rewrites(script.read_text(), kept)
+    compile(new, "train.py", "exec")
+    assert "recurrent_dropout" not in new and "relu" not in new
+    assert "dropout=0.2" in new and "return_sequences=True" in new
+
+
+def test_a_multi_line_call_keeps_its_lines_and_comments_as_written(tmp_path):
+    script = _script(tmp_path, MULTI)
+    kept, _ = px.compatible(_rewrites(script, MULTI))
+    new = px.apply_rewrites(script.read_text(), kept)
+    assert new.splitlines()[1:5] == [
+        "layer = layers.LSTM(",
+        "        16,",
+        "        return_sequences=True,",
+        "        dropout=0.2,",
+    ]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "layers.LSTM(64, unroll=True, use_bias=False)",
+        "keras.layers.GRU(64, unroll=True, use_bias=False)",
+        "layers.GRU(\n        64,\n        unroll=True,\n        use_bias=False\n    )",
+        "layers.LSTM(64, use_bias=False, unroll=True, name='a, b)')",
+    ],
+    ids=["lstm", "keras-gru", "multi-line-no-trailing-comma", "string-with-comma"],
+)
+def test_neighbouring_keywords_merge_whatever_the_class_name(tmp_path, call):
+    """Review: a character diff gave the comma between two neighbouring keywords to both
+    deletions, and the merge was refused depending on the length of the class's name."""
+    script = _script(tmp_path, call)
+    found = [
+        finding(rule, script, 2, call, fp.rewrite_call(call, drop=(arg,)), safety="unsafe")
+        for rule, arg in (("RD104", "unroll"), ("RD105", "use_bias"))
+    ]
+    kept, dropped = px.compatible([px.locate(f, f.rule_id, script.parent) for f in found])
+    assert dropped == {} and [r.members for r in kept] == [("RD104", "RD105")]
+    new = px.apply_rewrites(script.read_text(), kept)
+    compile(new, "train.py", "exec")
+    assert "unroll" not in new and "use_bias" not in new and "64" in new
+
+
+def test_a_comment_between_the_arguments_is_kept_as_written(tmp_path):
+    """Review: the character diff's two deletions took the comma that ends a comment."""
+    call = (
+        'layers.LSTM(\n        64,  # units=128,\n        activation="relu",\n'
+        '        recurrent_activation="hard_sigmoid"\n    )'
+    )
+    script = _script(tmp_path, call)
+    found = [
+        finding(rule, script, 2, call, fp.rewrite_call(call, drop=(arg,)), safety="unsafe")
+        for rule, arg in (("RD102", "activation"), ("RD103", "recurrent_activation"))
+    ]
+    kept, _ = px.compatible([px.locate(f, f.rule_id, script.parent) for f in found])
+    new = px.apply_rewrites(script.read_text(), kept)
+    # the comment as written; 64 loses its comma as the last argument, as one fix would make it
+    assert "        64  # units=128,\n    )" in new and "activation" not in new
+    compile(new, "train.py", "exec")
+
+
+def test_two_fixes_that_set_one_keyword_differently_are_not_merged(tmp_path):
+    script = _script(tmp_path, ONE_LINE)
+    a, b = _rewrites(script, ONE_LINE)
+    clash = fp.rewrite_call(ONE_LINE, set_args={"return_sequences": False})
+    other = px.locate(finding("RD999", script, 2, ONE_LINE, clash), "RD999", script.parent)
+    mine = fp.rewrite_call(ONE_LINE, set_args={"return_sequences": "no"})
+    c = px.locate(finding("RD998", script, 2, ONE_LINE, mine), "RD998", script.parent)
+    assert px.merge_same_call([other, c]) is None
+    kept, dropped = px.compatible([a, b, other, c])
+    assert [r.members for r in kept] == [("RD101", "RD102", "RD999")]
+    assert dropped == {"RD998": "RD101+RD102+RD999"}
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        'layers.GRU(16, activation="relu", recurrent_dropout=0.2, return_sequences=True)',
+        'layers.LSTM(32, activation="relu", recurrent_dropout=0.2, return_sequences=True)',
+        "x = 1\n" + ONE_LINE,
+    ],
+    ids=["callee", "positional", "statements"],
+)
+def test_a_fix_that_changes_more_than_keywords_is_not_merged(tmp_path, code):
+    script = _script(tmp_path, ONE_LINE)
+    a, _ = _rewrites(script, ONE_LINE)
+    other = px.locate(finding("RD107", script, 2, ONE_LINE, code, speedup=1.2), "RD107",
+                      script.parent)  # fmt: skip
+    assert px.merge_same_call([a, other]) is None
+    kept, dropped = px.compatible([a, other])
+    assert [r.fix_id for r in kept] == ["RD107"] and dropped == {"RD101": "RD107"}
+
+
+def test_the_merged_rewrite_carries_the_larger_estimate(tmp_path):
+    script = _script(tmp_path, ONE_LINE)
+    a, b = _rewrites(script, ONE_LINE)
+    larger = finding("RD102", script, 2, ONE_LINE, b.finding.fix.code, speedup=1.4)
+    b = dataclasses.replace(b, finding=larger)
+    merged = px.merge_same_call([a, b])
+    assert merged is not None and merged.speedup == 1.4 and merged.finding.rule_id == "RD102"
+
+
+def _verify_both(tmp_path, speed):
+    script = _script(tmp_path, MULTI)
+    found = [r.finding for r in _rewrites(script, MULTI)]
+    runner = FakeRunner(speed, 5.0)
+    job = Job(script=script, out=script.parent / "report", runner=runner, budget_s=1000.0,
+              run_timeout_s=60, estimate_s=5.0)  # fmt: skip
+    job.out.mkdir()
+    result = verify(found, facts_for(script, script.parent), job, clock=runner.clock)
+    return result, {i.fix: i for i in result.items}, runner
+
+
+def _each_helps(script: Path, call: int) -> float:
+    text = script.read_text()
+    speed = 100.0 + call % 3
+    speed *= 1.5 if "recurrent_dropout" not in text else 1.0
+    speed *= 1.2 if "relu" not in text else 1.0
+    return speed
+
+
+def _only_both_help(script: Path, call: int) -> float:
+    """cuDNN: the layer takes the fused kernel only once neither argument blocks it."""
+    text = script.read_text()
+    fast = "recurrent_dropout" not in text and "relu" not in text
+    return (100.0 + call % 3) * (3.0 if fast else 1.0)
+
+
+def test_one_calls_fixes_are_measured_together_and_patched_together(tmp_path):
+    result, by_fix, runner = _verify_both(tmp_path, _each_helps)
+    group = by_fix["RD101+RD102"]
+    assert group.rules == ["RD101", "RD102"] and group.status == Status.CONFIRMED
+    assert group.measured == pytest.approx(1.8, rel=0.05)
+    assert "all" not in by_fix  # the group is every fix: no second copy of the same rewrite
+    assert VerifySummary.of(result).all_fixes() is not None
+    assert VerifySummary.of(result).all_fixes().fix == "RD101+RD102"
+    assert [out.name for _, out in runner.calls][:2] == ["RD101+RD102-1A", "RD101+RD102-1B"]
+    assert by_fix["RD101"].status == by_fix["RD102"].status == Status.CONFIRMED
+    assert by_fix["RD101"].in_patch and by_fix["RD102"].in_patch
+    assert result.notes == []
+    comments = [line for line in result.patch.splitlines() if line.startswith("# RD")]
+    assert [c.split()[1] for c in comments] == ["RD101", "RD102"]
+    assert result.patch.count("diff --git") == 1
+    assert "-        recurrent_dropout=0.2,\n" in result.patch
+    assert '-        activation="relu",  # the paper\'s choice\n' in result.patch
+    assert "+        dropout=0.2,\n" in result.patch
+
+
+def test_a_group_confirmed_where_neither_fix_alone_is_puts_both_in_the_patch(tmp_path):
+    """Review: with only the cuDNN kernel's gain, neither fix alone was confirmed, and the patch
+    was empty although the two together were measured 3x faster."""
+    result, by_fix, _ = _verify_both(tmp_path, _only_both_help)
+    assert by_fix["RD101+RD102"].status == Status.CONFIRMED
+    assert by_fix["RD101"].status == by_fix["RD102"].status == Status.WITHIN_NOISE
+    assert by_fix["RD101"].in_patch and by_fix["RD102"].in_patch
+    assert "-        recurrent_dropout=0.2,\n" in result.patch
+    assert '-        activation="relu",  # the paper\'s choice\n' in result.patch
+    assert result.patch.count("diff --git") == 1
+
+
+def test_a_group_measured_slower_keeps_its_confirmed_parts_apart(tmp_path):
+    def speed(script: Path, call: int) -> float:
+        text = script.read_text()
+        rd101, rd102 = "recurrent_dropout" not in text, "relu" not in text
+        factor = 0.5 if rd101 and rd102 else 1.5 if rd101 or rd102 else 1.0
+        return (100.0 + call % 3) * factor
+
+    result, by_fix, _ = _verify_both(tmp_path, speed)
+    assert by_fix["RD101+RD102"].status == Status.SLOWER
+    assert by_fix["RD101"].status == by_fix["RD102"].status == Status.CONFIRMED
+    assert [by_fix[f].in_patch for f in ("RD101", "RD102")].count(True) == 1
+    assert any("is confirmed but not in the patch: it overlaps" in n for n in result.notes)
