@@ -232,8 +232,9 @@ def _refuted(findings: Sequence[Finding], summary: VerifySummary | None) -> set[
 
 def _measured_after(forecast: Forecast, summary: VerifySummary) -> None:
     """The forecast's "after" at the all-fixes copy's measured speedup (see :class:`Forecast`),
-    where that copy holds the fixes of ``fixes.patch`` (or no fix was confirmed); where the patch
-    holds one fix, at that fix's own measurement; else not measured, with the two lists. A fresh
+    where that copy holds the fixes of ``fixes.patch`` (or no fix was confirmed); else at the
+    measurement of a copy that holds exactly the patch's fixes (one fix, or one call's fixes
+    merged into one rewrite, ``RD101+RD102``); else not measured, with the two lists. A fresh
     user's forecast read "after the fixes (measured) ... all fixes together (RD301, RD403,
     RD104), confirmed: 3.32x" while RD104 measured slower and fixes.patch left it out."""
     item = summary.all_fixes()
@@ -248,7 +249,7 @@ def _measured_after(forecast: Forecast, summary: VerifySummary) -> None:
             + ")"
         )
         return
-    fixes = sorted(i.fix for i in patch)
+    fixes = sorted({rule for i in patch for rule in i.rules})  # a merged group: its parts
     if sorted(item.rules) != fixes:
         # the copy measured is not what `git apply fixes.patch` gives (a fix in it measured
         # slower and was left out of the patch): a copy of just the patch's fixes (one fix, or
@@ -267,9 +268,8 @@ def _measured_after(forecast: Forecast, summary: VerifySummary) -> None:
     usable = item.status in (VerifyStatus.CONFIRMED, VerifyStatus.WITHIN_NOISE, VerifyStatus.SLOWER)
     if item.measured is None or item.low is None or item.high is None or not usable:
         detail = item.error if item.status == VerifyStatus.FAILED else item.reason
-        forecast.after_not_measured = f"the all-fixes copy: {item.status}" + (
-            f": {detail}" if detail else ""
-        )
+        copy = "the all-fixes copy" if item.fix == "all" else f"the copy of {item.fix}"
+        forecast.after_not_measured = f"{copy}: {item.status}" + (f": {detail}" if detail else "")
         return
     forecast.after_basis = "measured"
     forecast.after_s = _after(forecast, item.measured, item.fix)
@@ -281,7 +281,7 @@ def _measured_after(forecast: Forecast, summary: VerifySummary) -> None:
         what = f"all fixes together ({', '.join(item.rules)})"
     elif len(item.rules) > 1:
         what = f"{' and '.join(item.rules)} together, the fixes of fixes.patch"
-    elif len(patch) == 1:
+    elif len(fixes) == 1:
         what = f"{item.fix}, the one fix in fixes.patch"
     else:
         what = f"{item.fix}, the one fix measured"

@@ -260,27 +260,39 @@ def compatible(
     return [r for _, r in sorted(kept, key=lambda item: item[0])], dropped
 
 
+def merge_groups(rewrites: Sequence[Rewrite]) -> list[Rewrite]:
+    """The merged rewrites :func:`compatible` makes of ``rewrites`` (before any overlap is
+    ranked): each call's fixes that merge, as one rewrite with its :attr:`Rewrite.parts`.
+
+    Raises:
+        OSError: a file with fixes to merge cannot be read.
+    """
+    return [r for r in _merged(rewrites, set()) if r.parts]
+
+
 def _merged(rewrites: Sequence[Rewrite], apart: set[str]) -> list[Rewrite]:
     """``rewrites`` with each group that replaces the same text merged as far as it merges: the
-    larger estimates first, each later one added where :func:`merge_same_call` takes it. A
-    merged rewrite takes its first part's place; the parts left out, and those in ``apart``,
-    stay as they are."""
+    largest estimate left starts a merge, each later one joins where :func:`merge_same_call`
+    takes it, and what joins none starts the next. A merged rewrite takes its first part's
+    place; a rewrite that merges with none, and those in ``apart``, stay as they are."""
     out: list[Rewrite | None] = list(rewrites)
     groups: dict[tuple[Path, int, int], list[int]] = {}
     for index, rewrite in enumerate(rewrites):
         if not apart & set(rewrite.members):
             groups.setdefault((rewrite.file, rewrite.start, rewrite.end), []).append(index)
     for indices in groups.values():
-        order = sorted(indices, key=lambda i: (-rewrites[i].speedup, i))
-        taken, merged = order[:1], None
-        for index in order[1:]:
-            candidate = merge_same_call([rewrites[i] for i in sorted((*taken, index))])
-            if candidate is not None:
-                taken, merged = [*taken, index], candidate
-        if merged is not None:
-            for index in taken:
-                out[index] = None
-            out[min(taken)] = merged
+        left = sorted(indices, key=lambda i: (-rewrites[i].speedup, i))
+        while len(left) > 1:
+            taken, merged = left[:1], None
+            for index in left[1:]:
+                candidate = merge_same_call([rewrites[i] for i in sorted((*taken, index))])
+                if candidate is not None:
+                    taken, merged = [*taken, index], candidate
+            left = [i for i in left if i not in taken]
+            if merged is not None:
+                for index in taken:
+                    out[index] = None
+                out[min(taken)] = merged
     return [r for r in out if r is not None]
 
 

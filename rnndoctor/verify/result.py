@@ -51,8 +51,10 @@ class Verified:
     """One fix's verification (or the all-fixes copy's, ``fix == "all"``).
 
     Attributes:
-        fix: the fix's name (``RD101``, ``RD101-2``) or ``all``.
-        rules: the fixes it applies (one, or all the compatible ones).
+        fix: the fix's name (``RD101``, ``RD101-2``), a merged group's (``RD101+RD102``) or
+            ``all``.
+        rules: the fixes it applies (one; one call's fixes merged into one rewrite, for
+            ``RD101+RD102``; or all the compatible ones).
         title: the fix's title.
         file: the file it rewrites (None for ``all`` or when not located).
         line: the line of the finding there.
@@ -77,7 +79,7 @@ class Verified:
         error: the patched script's error line (``failed``).
         copy: the patched copy of the script that ran.
         runs: every run (arm, pair, report folder, wall time, throughput, error).
-        in_patch: whether ``fixes.patch`` holds it.
+        in_patch: whether ``fixes.patch`` holds it (a fix in a confirmed merged group too).
     """
 
     fix: str

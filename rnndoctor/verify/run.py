@@ -249,8 +249,8 @@ def run_all(schedule: Schedule, candidates: Sequence[Candidate], estimate_s: flo
 
     Args:
         schedule: the budget and the runner.
-        candidates: in the order they are verified (the all-fixes copy first, then each fix by
-            its estimated gain).
+        candidates: in the order they are verified (the all-fixes copy first, then each
+            call's merged fixes, then each fix by its estimated gain).
         estimate_s: a run's expected wall time before any run was timed (seconds).
     """
     active: list[Candidate] = []

@@ -55,8 +55,9 @@ class Verification:
     """A verification's outcome.
 
     Attributes:
-        items: one entry per fix with a location or a fix, and ``all`` (the compatible fixes
-            together) when there are two or more; failed and slower first.
+        items: one entry per fix with a location or a fix, one per call whose fixes merged
+            into one rewrite (``RD101+RD102``), and ``all`` (the compatible fixes together) when
+            the copy holds two or more rewrites; failed and slower first.
         root: the folder ``fixes.patch`` is relative to (the work tree root, else the cwd).
         patch: the patch's text (empty: no confirmed fix).
         patch_path: where it was written.
@@ -130,8 +131,8 @@ def _candidates(
     job: Job, root: Path, items: dict[str, Verified], rewrites: list[px.Rewrite], notes: list[str]
 ) -> tuple[list[Candidate], dict[str, px.Rewrite]]:
     """Builds the copies: all compatible fixes together first (unless they are one call's merged
-    fixes alone), then each call's merged fixes (:func:`_group_item`), then each fix by its
-    estimated gain (largest first).
+    fixes alone), then each call's merged fixes (:func:`_group_item`; every group, in the
+    all-fixes copy or not), then each fix by its estimated gain (largest first).
 
     Returns:
         The candidates, and the merged rewrites by their entry's name (``RD101+RD102``).
@@ -142,7 +143,7 @@ def _candidates(
     by_id = {r.fix_id: r for r in (*rewrites, *kept)}
     for fix_id, by in dropped.items():
         notes.append(f"{fix_id} is not in the all-fixes copy: {_overlap(by_id[fix_id], by_id[by])}")
-    groups = {r.fix_id: r for r in kept if r.parts}
+    groups = {r.fix_id: r for r in px.merge_groups(rewrites)}
     singles = sorted(rewrites, key=lambda r: -r.speedup)
     copies: list[tuple[str, list[px.Rewrite]]] = []
     if len(kept) >= 2:
@@ -245,20 +246,26 @@ def _patch(
     root: Path,
     notes: list[str],
 ) -> str:
-    """The patch of the confirmed fixes (compatible ones: fixes of one call's keywords merged,
-    and the larger estimate wins an overlap; :func:`rnndoctor.verify.patch.compatible`). A
-    confirmed merged group stands for its parts, whatever each measured alone; a group measured
-    and not confirmed keeps its parts apart (the patch then holds at most one of them)."""
-    confirmed = [r for r in rewrites if items[r.fix_id].status == Status.CONFIRMED]
-    apart: set[str] = set()
-    for name, group in groups.items():
-        if items[name].status == Status.CONFIRMED:
-            confirmed = [r for r in confirmed if r.fix_id not in group.members] + [group]
-        elif items[name].status != Status.NOT_VERIFIABLE:
-            apart.update(group.members)
-    kept, dropped = px.compatible(confirmed, apart=apart)
-    for fix_id, by in dropped.items():
-        notes.append(f"{fix_id} is confirmed but not in the patch: it overlaps {by}")
+    """The patch of the confirmed fixes, each as its copy was measured: a fix confirmed alone,
+    or one call's fixes merged into one rewrite (:func:`_group_item`) whose copy was confirmed,
+    whatever each part measured alone. Nothing is merged here that no copy measured merged: of
+    two that touch a common line, the larger estimate wins (the earlier on a tie, a group in
+    its first part's place; :func:`rnndoctor.verify.patch.compatible`)."""
+    confirmed_groups = [g for name, g in groups.items() if items[name].status == Status.CONFIRMED]
+    covered = {fix_id: g for g in confirmed_groups for fix_id in g.members}
+    chosen: list[px.Rewrite] = []
+    for rewrite in rewrites:
+        group = covered.get(rewrite.fix_id)
+        if group is not None:
+            if group not in chosen:
+                chosen.append(group)
+        elif items[rewrite.fix_id].status == Status.CONFIRMED:
+            chosen.append(rewrite)
+    kept, dropped = px.compatible(chosen, apart=[r.fix_id for r in rewrites])
+    for rewrite in chosen:
+        if rewrite not in kept:
+            by = dropped[rewrite.members[0]]
+            notes.append(f"{rewrite.fix_id} is confirmed but not in the patch: it overlaps {by}")
     inside = []
     for rewrite in kept:
         try:
@@ -267,6 +274,6 @@ def _patch(
             notes.append(f"{rewrite.fix_id} is confirmed but not in the patch: {exc}")
             continue
         inside.append(rewrite)
-        for fix_id in rewrite.members:
+        for fix_id in {rewrite.fix_id, *rewrite.members}:
             items[fix_id].in_patch = True
     return build_patch(inside, root)

@@ -232,3 +232,67 @@ def test_a_group_measured_slower_keeps_its_confirmed_parts_apart(tmp_path):
     assert by_fix["RD101"].status == by_fix["RD102"].status == Status.CONFIRMED
     assert [by_fix[f].in_patch for f in ("RD101", "RD102")].count(True) == 1
     assert any("is confirmed but not in the patch: it overlaps" in n for n in result.notes)
+
+
+def _three_fixes(tmp_path, unmergeable_speedup=None):
+    """RD101 and RD102 (mergeable) and RD602's change of the call's units (a positional
+    argument, so it merges with neither), on a GPU run (RD602 is not measured on a CPU)."""
+    script = _script(tmp_path, MULTI)
+    found = [r.finding for r in _rewrites(script, MULTI)]
+    units = MULTI.replace("16,", "24,")
+    found.append(finding("RD602", script, 2, MULTI, units, speedup=unmergeable_speedup))
+    return script, found
+
+
+def _run(script, found, speed):
+    runner = FakeRunner(speed, 5.0)
+    job = Job(script=script, out=script.parent / "report", runner=runner, budget_s=1000.0,
+              run_timeout_s=60, estimate_s=5.0)  # fmt: skip
+    job.out.mkdir()
+    result = verify(found, facts_for(script, script.parent, gpu=True), job, clock=runner.clock)
+    return result, {i.fix: i for i in result.items}
+
+
+def _cudnn_or_units(script: Path, call: int) -> float:
+    """Both cuDNN fixes together: 3x; the units fix: 1.1x; either cuDNN fix alone: nothing."""
+    text = script.read_text()
+    fast = "recurrent_dropout" not in text and "relu" not in text
+    return (100.0 + call % 3) * (3.0 if fast else 1.1 if "24," in text else 1.0)
+
+
+def test_a_confirmed_group_keeps_its_place_on_a_tie_with_an_unmergeable_fix(tmp_path):
+    """Review: the patch put a confirmed group last, so an unmergeable fix on the same call won
+    the tie (no RD1xx or RD602 finding estimates a gain) and the patch held the 1.1x fix instead
+    of the group measured at 3x."""
+    result, by_fix = _run(*_three_fixes(tmp_path), _cudnn_or_units)
+    assert by_fix["RD101+RD102"].status == Status.CONFIRMED and by_fix["RD602"].in_patch is False
+    assert by_fix["RD101+RD102"].in_patch and by_fix["RD101"].in_patch and by_fix["RD102"].in_patch
+    assert "RD602 is confirmed but not in the patch: it overlaps RD101+RD102" in result.notes
+    assert not any(n.startswith(("RD101 is confirmed", "RD102 is confirmed")) for n in result.notes)
+    assert "+        dropout=0.2,\n" in result.patch and "24," not in result.patch
+
+
+def test_a_group_left_out_of_the_all_fixes_copy_is_still_measured(tmp_path):
+    """Review: a group that lost the all-fixes copy's overlap to a larger estimate was never
+    measured, and the patch merged its parts anyway."""
+    result, by_fix = _run(*_three_fixes(tmp_path, unmergeable_speedup=2.0), _cudnn_or_units)
+    assert "all" not in by_fix or by_fix["all"].rules == ["RD602"]
+    assert by_fix["RD101+RD102"].pairs >= 2 and by_fix["RD101+RD102"].status == Status.CONFIRMED
+
+
+def test_parts_confirmed_alone_are_not_merged_unless_their_group_was_confirmed(tmp_path):
+    """Review: a group whose copy did not decide (here it fails) had its parts merged in the
+    patch anyway, a combination no confirmed copy held."""
+
+    def speed(script: Path, call: int) -> float | None:
+        text = script.read_text()
+        rd101, rd102 = "recurrent_dropout" not in text, "relu" not in text
+        if rd101 and rd102:
+            return None  # the merged copy raises
+        return (100.0 + call % 3) * (1.5 if rd101 or rd102 else 1.0)
+
+    result, by_fix = _verify_both(tmp_path, speed)[:2]
+    assert by_fix["RD101+RD102"].status == Status.FAILED
+    assert by_fix["RD101"].status == by_fix["RD102"].status == Status.CONFIRMED
+    assert [by_fix[f].in_patch for f in ("RD101", "RD102")].count(True) == 1
+    assert result.patch.count("# RD") == 1
