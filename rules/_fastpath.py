@@ -474,6 +474,51 @@ def after_fix(
     return False, "Even once fixed, the probe did not see Keras take the cuDNN kernel."
 
 
+def input_dropout_kept(layer: RNNLayer, rec: bool, drop: bool) -> dict[str, Any] | None:
+    """``{"dropout": rate}`` where RD101 moves ``recurrent_dropout`` to input dropout: it
+    blocks the fast path (``rec``) while input dropout does not (``drop`` False), the probe saw
+    input dropout keep the fast path (``dropout_keeps_fast_path``), and the layer has no input
+    dropout of its own; else None."""
+    probe = layer.fast_path
+    if not rec or drop or probe is None or not probe.dropout_keeps_fast_path:
+        return None
+    if float(layer.args.get("dropout") or 0):
+        return None
+    return {"dropout": layer.args.get("recurrent_dropout")}
+
+
+def fixed_together(layer: RNNLayer) -> tuple[tuple[str, ...], str] | None:
+    """Where the probe saw two or more arguments of one call block the fast path, the rules
+    that fix them (``RULE_OF_ARG``) and the user's call with all of them fixed at once, each as
+    its rule fixes it: removed, and ``recurrent_dropout`` moved to input dropout where RD101
+    does (:func:`input_dropout_kept`). Each finding's own fix changes only its argument, and the
+    layer takes the cuDNN kernel only once none blocks it. None where the probe did not run,
+    an argument has no rule, or the call cannot be rewritten in place
+    (:func:`rewrite_call`: a value it reads, a splat that holds one). A multi-line call is given
+    on one line (``ast.unparse``), for the finding's message."""
+    probe = layer.fast_path
+    if probe is None or not probe.probed or len(probe.blocking_args) < 2:
+        return None
+    blocking = probe.blocking_args
+    if any(a not in RULE_OF_ARG for a in blocking):
+        return None
+    set_args = input_dropout_kept(layer, "recurrent_dropout" in blocking, "dropout" in blocking)
+    set_args = set_args or {}
+    call = layer.location.call_source if layer.location else None
+    code = rewrite_call(
+        call,
+        drop=tuple(a for a in blocking if a not in set_args),
+        set_args=set_args,
+        positional_names=layer.init_params,
+    )
+    if code is None:
+        return None
+    if "\n" in code:  # a sentence shows it on one line (the fix's own code keeps the layout)
+        code = ast.unparse(parse_call(code))
+    rules = tuple(sorted({RULE_OF_ARG[a] for a in blocking}))
+    return rules, code
+
+
 def arg_finding(
     facts: Facts,
     layer: RNNLayer,
@@ -512,6 +557,9 @@ def arg_finding(
             layer.init_params,
         )
     eligible, after = after_fix(layer, args, facts)
+    together = fixed_together(layer)
+    if together is not None:
+        after += f" With {', '.join(together[0])} fixed together, the call reads: {together[1]}"
     evidence = [Evidence(a, v, source="layer config") for a, v in values.items()]
     evidence.append(Evidence("fast-path verdict", "blocks the cuDNN kernel", source=basis))
     if layer.location is None:

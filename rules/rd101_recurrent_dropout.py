@@ -57,16 +57,9 @@ def check(facts: Facts) -> list[Finding]:
         if not (rec or drop):
             continue
         args = tuple(a for a, hit in (("recurrent_dropout", rec), ("dropout", drop)) if hit)
-        probe = layer.fast_path
-        keep_input_dropout = (
-            rec
-            and not drop
-            and probe is not None
-            and probe.dropout_keeps_fast_path
-            and not float(layer.args.get("dropout") or 0)
-        )
+        set_args = fp.input_dropout_kept(layer, rec, drop)
+        keep_input_dropout = set_args is not None
         rate = layer.args.get("recurrent_dropout")
-        set_args = {"dropout": rate} if keep_input_dropout else None
         title = (
             f"Remove recurrent_dropout; keep regularisation with dropout={rate!r} on the inputs, "
             "which the installed Keras applies outside the cuDNN kernel (probed)"

@@ -94,6 +94,8 @@ def test_several_blocking_arguments_say_the_fix_alone_is_not_enough():
     assert {"RD104", "RD105"} <= set(by_rule)
     assert by_rule["RD104"].fast_path_after_fix is False
     assert "use_bias=False (RD105)" in by_rule["RD104"].message
+    together = "With RD104, RD105 fixed together, the call reads: layers.LSTM(4)"
+    assert together in by_rule["RD104"].message and together in by_rule["RD105"].message
 
 
 def test_fixes_of_several_blocking_arguments_make_one_rewrite_of_the_call():
