@@ -940,6 +940,11 @@ class ProbeFacts:
     one re-measurement (``remeasured``); the rules that rest on it are then not evaluated.
     ``batch_probe_inconsistent``: the same for the batch-size probe's first point (the user's
     batch) against the window's median step.
+
+    Since 1.6: ``batch_real_paired``: where that first point disagreed with the window and the
+    compute-only probe's real step (timed in another phase), the real step (A) against the
+    point's cached batches (B), timed again in bursts alternating in the batch-size probe's
+    phase; the point is consistent where B is not longer than A beyond the window's noise.
     """
 
     input_only_ms: float | None = None
@@ -966,6 +971,7 @@ class ProbeFacts:
     inconsistent: str | None = None
     remeasured: bool = False
     batch_probe_inconsistent: str | None = None
+    batch_real_paired: PairedRatio | None = None
 
 
 @dataclass
