@@ -941,10 +941,11 @@ class ProbeFacts:
     ``batch_probe_inconsistent``: the same for the batch-size probe's first point (the user's
     batch) against the window's median step.
 
-    Since 1.6: ``batch_real_paired``: where that first point disagreed with the window and the
-    compute-only probe's real step (timed in another phase), the real step (A) against the
-    point's cached batches (B), timed again in bursts alternating in the batch-size probe's
-    phase; the point is consistent where B is not longer than A beyond the window's noise.
+    Since 1.6: ``batch_real_paired``: where that first point disagreed with the window and with
+    the compute-only probe's real step (timed in another phase; or that probe timed none), the
+    real step (A) against the point's cached batches (B), timed again in bursts alternating in
+    the batch-size probe's phase; with at least 3 pairs, the point is consistent where B is not
+    longer than A beyond the window's own noise (p90 / median, not widened for load).
     """
 
     input_only_ms: float | None = None

@@ -488,16 +488,17 @@ def input_dropout_kept(layer: RNNLayer, rec: bool, drop: bool) -> dict[str, Any]
 
 
 def fixed_together(layer: RNNLayer) -> tuple[tuple[str, ...], str] | None:
-    """Where the probe saw two or more arguments of one call block the fast path, the rules
-    that fix them (``RULE_OF_ARG``) and the user's call with all of them fixed at once, each as
-    its rule fixes it: removed, and ``recurrent_dropout`` moved to input dropout where RD101
+    """Where the probe saw arguments of two or more rules block the fast path of one call, and
+    the layer take it once all are fixed (``fixed_takes_fast_path``), the rules that fix them
+    (``RULE_OF_ARG``) and the user's call with all of them fixed at once, each as its rule
+    fixes it: removed, and ``recurrent_dropout`` moved to input dropout where RD101
     does (:func:`input_dropout_kept`). Each finding's own fix changes only its argument, and the
     layer takes the cuDNN kernel only once none blocks it. None where the probe did not run,
     an argument has no rule, or the call cannot be rewritten in place
     (:func:`rewrite_call`: a value it reads, a splat that holds one). A multi-line call is given
     on one line (``ast.unparse``), for the finding's message."""
     probe = layer.fast_path
-    if probe is None or not probe.probed or len(probe.blocking_args) < 2:
+    if probe is None or not probe.probed or not probe.fixed_takes_fast_path:
         return None
     blocking = probe.blocking_args
     if any(a not in RULE_OF_ARG for a in blocking):
@@ -516,7 +517,7 @@ def fixed_together(layer: RNNLayer) -> tuple[tuple[str, ...], str] | None:
     if "\n" in code:  # a sentence shows it on one line (the fix's own code keeps the layout)
         code = ast.unparse(parse_call(code))
     rules = tuple(sorted({RULE_OF_ARG[a] for a in blocking}))
-    return rules, code
+    return (rules, code) if len(rules) > 1 else None
 
 
 def arg_finding(

@@ -1332,14 +1332,18 @@ def _pair_in_one_fit(
     _record_points(arms, Phase.BATCH_PROBE, why)
 
 
-def _batch_inconsistency(session: CaptureSession, probes: ProbeFacts) -> str | None:
+def _batch_inconsistency(
+    session: CaptureSession, probes: ProbeFacts, beside: bool = True
+) -> str | None:
     """Why the batch-size probe's first point (the user's batch, compute-only) disagrees with
     the window: its step is longer than the window's median step beyond the window's noise,
     and longer than the real step timed side by side with the cached one
     (``probes.real_step_ms``, the compute-only probe's real-data arm) beyond that noise too,
     and, where the point was timed again beside the real step in the probe's own phase
-    (``probes.batch_real_paired``, :func:`_real_beside_the_point`), longer than that real step
-    beyond that noise too.
+    (``probes.batch_real_paired``, :func:`_real_beside_the_point`, at least
+    ``INTERVAL_PAIRS`` pairs; ``beside`` False: not consulted, for a point measured after it),
+    longer than that real step beyond the window's own noise too (not widened for the load:
+    the two were timed side by side, as the compute-only probe's own check).
 
     The second reference is the window's own step (same data, train function and ``fit``)
     timed again, in the probes' minutes: a machine that got slower after the window (the
@@ -1361,19 +1365,20 @@ def _batch_inconsistency(session: CaptureSession, probes: ProbeFacts) -> str | N
     first = probes.batch_probe[0] if probes.batch_probe else None
     if step is None or first is None or first.step_time_ms is None:
         return None
+    own = allowance  # the window's noise alone: for the pair timed in this phase
     factor = _load_factor(session)
     if factor > 1.0:
         allowance, basis = allowance * factor, basis + f", x {factor:.2f} for the noisy machine"
     what = f"batch {first.value}: compute-only"
     reason = _over_the_step(what, first.step_time_ms, step, (allowance, basis), probes.real_step_ms)
-    beside = probes.batch_real_paired
-    if reason is None or beside is None:
+    pair = probes.batch_real_paired if beside else None
+    if reason is None or pair is None or pair.pairs < INTERVAL_PAIRS:
         return reason
-    if beside.median_b_ms <= beside.median_a_ms * allowance:
+    if pair.median_b_ms <= pair.median_a_ms * own:
         return None  # timed beside the real step in this phase, it is not slower
     return (
-        f"{reason}; timed again beside the real step in this phase: {beside.median_b_ms:.0f} ms "
-        f"against {beside.median_a_ms:.0f} ms"
+        f"{reason}; timed again beside the real step in this phase: {pair.median_b_ms:.1f} ms "
+        f"against {pair.median_a_ms:.1f} ms ({pair.pairs} pairs)"
     )
 
 
@@ -1407,9 +1412,10 @@ def _batch_stage(
     """The batch-size probe, checked against the window (:func:`_batch_inconsistency`). When
     it disagrees and the compute-only probe was not run (``state.compute_skipped``), that probe
     runs now, for its real step timed beside the cached one, and the check is made again; where
-    the compute-only probe ran in its own phase, the user's batch is timed again beside the real
-    step in this phase instead (:func:`_real_beside_the_point`), and the check made again;
-    when it still disagrees, the probe is measured once more, and
+    the compute-only probe ran in its own phase and the user's data can be iterated again
+    (``real_kwargs``), the user's batch is timed again beside the real step in this phase
+    instead (:func:`_real_beside_the_point`), and the check made again; when it still
+    disagrees, the probe is measured once more, and
     ``probes.batch_probe_inconsistent`` says why when it still does. The model's train
     function is the window's again afterwards (the points may build their own)."""
     window_function = getattr(model, "train_function", None)
@@ -1420,7 +1426,10 @@ def _batch_stage(
             return
         if not state.compute_skipped and real_kwargs is not None and first is not None:
             model.train_function = window_function
-            _real_beside_the_point(session, model, probes, first, real_kwargs)
+            try:
+                _real_beside_the_point(session, model, probes, first, real_kwargs)
+            except Exception:  # the pair failed: the check stands as it was
+                probes.batch_real_paired = None
             if _batch_inconsistency(session, probes) is None:
                 return
         if state.compute_skipped:
@@ -1436,7 +1445,8 @@ def _batch_stage(
                 return
         probes.batch_probe = []
         _batch_probe(session, model, probes, batches, state, traced)
-        probes.batch_probe_inconsistent = _batch_inconsistency(session, probes)
+        # the pair timed the first measurement's point: the new one is judged without it
+        probes.batch_probe_inconsistent = _batch_inconsistency(session, probes, beside=False)
     finally:
         model.train_function = window_function
 
@@ -1626,8 +1636,15 @@ def _real_beside_the_point(
     against a window of 5.37 ms and a real step of 5.71 ms, while its three runs gave the
     point 6.84-7.24 ms and the window 5.37-6.53 ms; RD301 "not evaluated" in one run of
     three). Timed beside each other, a point that represents the user's step is not slower
-    than the real step beyond the window's noise (:func:`_batch_inconsistency`)."""
+    than the real step beyond the window's noise (:func:`_batch_inconsistency`). The rounds
+    stop at the probe's allowance (``PAIRED_WALL_S``); a pair of fewer than
+    ``INTERVAL_PAIRS`` pairs decides nothing there.
+
+    Raises:
+        Exception: whatever a ``fit`` burst raises outside Keras' own loop (the caller keeps
+            the check as it was)."""
     budget = session.budget("batch-size probe")
+    real_kwargs = _arrays_once(model, real_kwargs) or real_kwargs  # arrays: one dataset
 
     def burst(data: Any, kwargs: dict[str, Any] | None) -> Burst:
         def run() -> list[tuple[float, int]]:
@@ -1640,7 +1657,7 @@ def _real_beside_the_point(
 
     real = pairs.ArmRecord("real step", burst(None, real_kwargs))
     cached = pairs.ArmRecord(f"batch size {probes.batch_probe[0].value}", burst(dataset, None))
-    why = pairs.alternate([real, cached], paired_left(budget), phase_left=budget.left)
+    why = pairs.alternate([real, cached], paired_left(budget))  # within its allowance only
     probes.batch_real_paired = pairs.pair(real, cached, phase=Phase.BATCH_PROBE, cut_short=why)
 
 

@@ -405,11 +405,14 @@ def test_the_batch_probe_is_checked_against_the_real_step_timed_beside_it_too():
     pr.batch_real_paired = PairedRatio(ratio=0.98, low=0.95, high=1.01, pairs=5,
                                        median_a_ms=425.0, median_b_ms=433.0)  # fmt: skip
     assert probes._batch_inconsistency(session, pr) is None
+    few = dataclasses.replace(pr.batch_real_paired, pairs=2)  # too few pairs: decides nothing
+    assert probes._batch_inconsistency(session, dataclasses.replace(pr, batch_real_paired=few))
+    assert probes._batch_inconsistency(session, pr, beside=False)  # a point measured after it
     pr.batch_real_paired = dataclasses.replace(pr.batch_real_paired, median_a_ms=362.0)
     assert probes._batch_inconsistency(session, pr) == (
         "batch 64: compute-only 430 ms > step 358 ms and > the real step 360 ms timed beside it "
         "(beyond the window's noise: p90 / median = 1.09); timed again beside the real step in "
-        "this phase: 433 ms against 362 ms"
+        "this phase: 433.0 ms against 362.0 ms (5 pairs)"
     )
 
 
@@ -417,16 +420,19 @@ def test_a_batch_probe_at_odds_with_the_window_is_timed_again_beside_the_real_st
     """The compute-only probe ran in its own phase, and the batch-size probe's first point
     disagrees with the window and with that probe's real step (made to here by an allowance of
     0.5): the point is timed again beside the real step in the batch-size probe's phase, one
-    ``fit`` per burst like the point, and the check says both numbers."""
+    ``fit`` per burst like the point; still at odds, the probe is measured once more and that
+    measurement is judged without the pair (it timed the first one)."""
     monkeypatch.setattr(probes, "_compute_skip", lambda *a: None)
     monkeypatch.setattr(probes, "_window_noise", lambda session: (0.01, 0.5, "a test"))
+    monkeypatch.setattr(probes, "_load_factor", lambda session: 1.0)  # a loaded CI runner
     report = rnndoctor.diagnose(tiny_model(), X, y=Y, batch_size=16, ignore=["RD403"], **FAST)
     pr = report.facts.probes
     beside = pr.batch_real_paired
     assert beside is not None and beside.pairs >= 3, beside
     assert (beside.a, beside.b) == ("real step", "batch size 16")
     assert beside.median_a_ms > 0 and beside.median_b_ms > 0
-    assert "timed again beside the real step in this phase" in pr.batch_probe_inconsistent
+    assert pr.batch_probe_inconsistent.startswith("batch 16: compute-only ")
+    assert "timed again" not in pr.batch_probe_inconsistent
     names = [p.name for p in report.facts.run.phases]
     assert names.count("compute-only probe") == 1  # no referee run of that probe
     assert [p.value for p in pr.batch_probe] == [16, 32, 64]  # measured once more

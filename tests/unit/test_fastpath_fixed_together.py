@@ -70,3 +70,17 @@ def test_one_blocker_gives_no_combined_call():
     facts = Facts.from_dict(json.loads((RULES / "RD101-offending.json").read_text())["facts"])
     assert fp.fixed_together(facts.model.rnn_layers[0]) is None
     assert "fixed together" not in _messages(facts)["RD101"]
+
+
+def test_two_arguments_of_one_rule_give_no_combined_call():
+    """Review: recurrent_dropout and dropout both blocking (a Keras whose fast path rejects
+    input dropout) are RD101's own fix; a "fixed together" sentence only repeated it."""
+    facts = _two_blockers("layers.LSTM(4, dropout=0.1, recurrent_dropout=0.25)", dropout=0.1)
+    facts.model.rnn_layers[0].fast_path.blocking_args = ["dropout", "recurrent_dropout"]
+    assert fp.fixed_together(facts.model.rnn_layers[0]) is None
+
+
+def test_no_combined_call_where_the_probe_saw_the_fixed_layer_miss_the_kernel_too():
+    facts = _two_blockers('layers.LSTM(4, activation="relu", recurrent_dropout=0.25)')
+    facts.model.rnn_layers[0].fast_path.fixed_takes_fast_path = False
+    assert all("fixed together" not in m for m in _messages(facts).values())
