@@ -732,6 +732,17 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         )
         for p in points
     )
+    beside = facts.probes.batch_real_paired
+    if beside is not None and points:  # the first point re-timed beside the real step
+        evidence += (
+            Evidence(
+                f"batch {points[0].value} beside the real step",
+                f"{beside.median_b_ms:.2f} ms against {beside.median_a_ms:.2f} ms",
+                "",
+                f"{beside.pairs} pairs in the batch-size probe's phase, after the point "
+                "disagreed with the window and the compute-only probe's real step",
+            ),
+        )
     if len(measured) >= 2:
         if facts.probes.batch_probe_inconsistent:  # no finding on an inconsistent probe
             raise NotEvaluated(

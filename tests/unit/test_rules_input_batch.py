@@ -433,6 +433,21 @@ def test_rd301_fires_with_the_samples_per_second_of_each_batch_size():
     assert "learning rate" in finding.fix.title
 
 
+def test_rd301_shows_the_first_point_timed_again_beside_the_real_step():
+    """Where the first point disagreed with the window and was timed again beside the real step
+    in the probe's phase (``probes.batch_real_paired``), the finding says so, with both
+    numbers: the report shows what the consistency check rested on."""
+    from rnndoctor.facts import PairedRatio
+
+    f = with_batch_probe(facts(), [(4, 2.0, None), (8, 2.2, None), (16, 2.6, None)])
+    f.probes.batch_real_paired = PairedRatio(ratio=1.01, low=0.97, high=1.04, pairs=5,
+                                             median_a_ms=2.02, median_b_ms=2.0)  # fmt: skip
+    _, (finding,) = run(f, "RD301")
+    rows = {e.label: (e.value, e.source) for e in finding.evidence}
+    value, source = rows["batch 4 beside the real step"]
+    assert value == "2.00 ms against 2.02 ms" and source.startswith("5 pairs in the batch-size")
+
+
 def test_rd301_rewrites_the_fit_call_for_arrays():
     f = with_batch_probe(
         facts(data=DataFacts(kind="numpy")), [(4, 2.0, None), (8, 2.1, None), (16, None, "x")]
