@@ -504,20 +504,28 @@ def fixed_together(layer: RNNLayer) -> tuple[tuple[str, ...], str] | None:
     if any(a not in RULE_OF_ARG for a in blocking):
         return None
     set_args = input_dropout_kept(layer, "recurrent_dropout" in blocking, "dropout" in blocking)
-    set_args = set_args or {}
-    call = layer.location.call_source if layer.location else None
-    code = rewrite_call(
-        call,
-        drop=tuple(a for a in blocking if a not in set_args),
-        set_args=set_args,
-        positional_names=layer.init_params,
-    )
+    _, code = _rewrite_layer_call(layer, tuple(blocking), set_args or {})
     if code is None:
         return None
     if "\n" in code:  # a sentence shows it on one line (the fix's own code keeps the layout)
         code = ast.unparse(parse_call(code))
     rules = tuple(sorted({RULE_OF_ARG[a] for a in blocking}))
     return (rules, code) if len(rules) > 1 else None
+
+
+def _rewrite_layer_call(
+    layer: RNNLayer, args: tuple[str, ...], set_args: dict[str, Any]
+) -> tuple[str | None, str | None]:
+    """The layer's recorded call, and that call with ``args`` fixed in place: each removed, or
+    set to its value in ``set_args`` (:func:`rewrite_call`; None where it cannot be)."""
+    call = layer.location.call_source if layer.location else None
+    code = rewrite_call(
+        call,
+        drop=tuple(a for a in args if a not in set_args),
+        set_args=set_args,
+        positional_names=layer.init_params,
+    )
+    return call, code
 
 
 def arg_finding(
@@ -539,13 +547,7 @@ def arg_finding(
     set_args = set_args or {}
     values = {a: layer.args.get(a) for a in args}
     shown = ", ".join(f"{a}={v!r}" for a, v in values.items())
-    call = layer.location.call_source if layer.location else None
-    code = rewrite_call(
-        call,
-        drop=tuple(a for a in args if a not in set_args),
-        set_args=set_args,
-        positional_names=layer.init_params,
-    )
+    call, code = _rewrite_layer_call(layer, args, set_args)
     fix = Fix(title=fix_title, code=code or "", safety=safety, before=call)
     if code is None:
         overrides: dict[str, Any] = {a: None for a in args}
