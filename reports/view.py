@@ -19,7 +19,7 @@ from rnndoctor.findings import Finding, Severity
 from rnndoctor.reports import charts
 from rnndoctor.reports.shares import Breakdown, breakdown_shares
 from rnndoctor.reports.verified import VerifiedRow, VerifyView, build_verify_view
-from rnndoctor.rules._outside import JOB_LEVEL_RULES
+from rnndoctor.rules._outside import JOB_LEVEL_RULES, THROUGHPUT_RULES
 from rnndoctor.verify.patch import fix_ids
 
 if TYPE_CHECKING:
@@ -111,6 +111,17 @@ def _measured_sentence(facts: Facts, breakdown: Breakdown | None) -> str:
     )
 
 
+def gain_words(rule_id: str, speedup: float) -> str:
+    """A finding's estimated ``speedup`` in words of what it is of: a step-time speedup "2.2x
+    faster step", a job-level one (``JOB_LEVEL_RULES``) "faster iteration of the fit loop", a
+    samples/s ratio (``THROUGHPUT_RULES``: a larger batch, whose step gets longer) "2.0x the
+    samples/s"."""
+    if rule_id in THROUGHPUT_RULES:
+        return f"{speedup:.1f}x the samples/s"
+    unit = "iteration of the fit loop" if rule_id in JOB_LEVEL_RULES else "step"
+    return f"{speedup:.1f}x faster {unit}"
+
+
 def verdict(facts: Facts, findings: Sequence[Finding], breakdown: Breakdown | None) -> str:
     """The report's one-sentence headline, from the run's outcome, the findings (the first is
     the main issue) and the measured breakdown or profile."""
@@ -127,8 +138,7 @@ def verdict(facts: Facts, findings: Sequence[Finding], breakdown: Breakdown | No
         if first.location
         else ""
     )
-    unit = "iteration of the fit loop" if first.rule_id in JOB_LEVEL_RULES else "step"
-    speed = f", an estimated {first.speedup:.1f}x faster {unit}" if first.speedup else ""
+    speed = f", an estimated {gain_words(first.rule_id, first.speedup)}" if first.speedup else ""
     return f"Main issue: {first.rule_id} {first.name}{where}{speed}." + measured
 
 

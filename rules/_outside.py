@@ -15,6 +15,11 @@ from rnndoctor.facts import Facts, ModelCallStats
 # Rules whose ``speedup`` is of the whole job (a fit call plus what runs around it), not of the
 # training step: the forecast divides the job by it instead of the training part.
 JOB_LEVEL_RULES = frozenset({"RD406"})
+# Rules whose ``speedup`` is a samples/s ratio, not a step-time one: a larger batch makes each
+# step longer and trains more samples a second (RD301). The forecast divides the training part by
+# it all the same (the samples to train stay the same); the words say samples/s, never "faster
+# step" (issue 11: "faster step" is wrong wording when the step gets longer).
+THROUGHPUT_RULES = frozenset({"RD301"})
 
 
 def training_per_call_s(facts: Facts) -> float | None:

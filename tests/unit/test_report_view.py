@@ -26,7 +26,7 @@ from rnndoctor.reports.compare import render_comparison_html
 from rnndoctor.reports.formatting import md_numbered, ms, pct
 from rnndoctor.reports.shares import breakdown_shares
 from rnndoctor.reports.templating import environment
-from rnndoctor.reports.view import bucket_boundaries, build_view
+from rnndoctor.reports.view import bucket_boundaries, build_view, verdict
 
 DATA = Path(__file__).parents[1] / "data" / "rules"
 
@@ -82,6 +82,23 @@ def test_verdict_names_the_main_issue_or_the_profiles_top_op():
     clean = build_view(evaluate(facts, select=["RD101"]))
     assert (
         clean.verdict == "No finding. In the profiled steps, MatMul took 42% of the host op time."
+    )
+
+
+def test_the_verdict_words_each_speedup_as_what_it_is_of():
+    """RD301's speedup is a samples/s ratio: its step gets longer (issue 11: never "faster step");
+    RD406's is of the fit loop's iteration; the rest, of the step."""
+    facts = _facts()
+
+    def main(rule_id: str) -> str:
+        finding = Finding(rule_id, "n", Severity.WARNING, "m", speedup=2.04)
+        return verdict(facts, [finding], None)
+
+    assert main("RD301").startswith("Main issue: RD301 n, an estimated 2.0x the samples/s.")
+    assert "faster" not in main("RD301")
+    assert main("RD501").startswith("Main issue: RD501 n, an estimated 2.0x faster step.")
+    assert main("RD406").startswith(
+        "Main issue: RD406 n, an estimated 2.0x faster iteration of the fit loop."
     )
 
 
