@@ -36,9 +36,13 @@ Evidence:
     the pairs' upper bound, with the load's bias taken out (Bounds), reaches it (the row "under
     load, bias taken out"). The rule warns (or errors) only when the
     interval's lower bound reaches the cut-off; when only the median does, it is ``info``,
-    "inconclusive: ...", with no speedup for the forecast. Where the first stage's interval
-    straddles the ratio at which the share reaches a cut-off (this rule's options, handed to
-    the probe: ``rnndoctor.engine.spe_share_cutoffs``; the mapping is
+    "inconclusive: ...", with no speedup for the forecast. Where the probe did not time both
+    settings (not run for a compute-only step over 25 ms,
+    ``capture/probes.py: _SPE_PROBE_MAX_STEP_MS``; a failure; the budget), the rule is not
+    evaluated, with the probe's reason: never a pass.
+    Where the first stage's interval straddles the ratio at which the share reaches a cut-off
+    (this rule's options, handed to the probe: ``rnndoctor.engine.spe_share_cutoffs``; the
+    mapping is
     ``rnndoctor.dispatch``), the probe pairs on, up to 24 pairs within its time allowance,
     and the rule decides on all of them (``paired.second_stage`` says why, in the evidence),
     not on the 5 pairs that had left tests/scripts/fit_loop_predict.py at no finding in one run
@@ -329,6 +333,18 @@ def _gain_text(
     )
 
 
+def _unmeasured(facts: Facts) -> str:
+    """Why the steps_per_execution probe timed fewer than its two settings: the probe's own
+    reason (not run for a long compute-only step, Keras' multi-step function failing under a
+    strategy, ...), else the first point's. A probe that did not measure is no pass: a
+    tf_keras LSTM whose compute-only step took 25.8 ms was skipped in one check and measured
+    at 28% (24-30%) dispatch in the next, at 24.1 ms."""
+    probes = facts.probes
+    stopped = next((p.stopped for p in probes.spe_probe if p.stopped), None)
+    why = probes.spe_probe_not_measured or stopped or "it timed fewer than two settings"
+    return f"steps_per_execution probe: {why}"
+
+
 @rule(
     "RD403",
     "tiny-steps",
@@ -341,11 +357,8 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     m.require_probes(facts, "steps_per_execution", facts.probes.spe_probe_not_measured)
     spe = facts.fit.steps_per_execution or 1
     points = {p.value: p for p in facts.probes.spe_probe if p.step_time_ms}
-    if (1 not in points or len(points) < 2) and facts.strategy is not None:
-        if facts.probes.spe_probe_not_measured:  # e.g. Keras' multi-step function fails there
-            raise NotEvaluated(facts.probes.spe_probe_not_measured)
     if 1 not in points or len(points) < 2:
-        return []
+        raise NotEvaluated(_unmeasured(facts))
     one = points[1]
     step = m.step_ms(facts) or one.step_time_ms
     if spe == 1:

@@ -201,7 +201,7 @@ def test_rd403_not_evaluated_when_the_multi_step_function_fails_under_the_strate
     facts.probes.spe_probe_not_measured = "not measured: Keras' train function ... fails"
     result = outcome(facts, "RD403")
     assert result.status is Status.NOT_EVALUATED
-    assert result.reason == facts.probes.spe_probe_not_measured
+    assert result.reason == "steps_per_execution probe: " + facts.probes.spe_probe_not_measured
 
 
 @pytest.mark.parametrize(

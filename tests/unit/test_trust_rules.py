@@ -341,6 +341,24 @@ def test_rd403_at_the_users_steps_per_execution_passes_when_nothing_is_left_to_g
     )
 
 
+def test_rd403_is_not_evaluated_where_the_probe_did_not_time_both_settings():
+    """A new user's tf_keras LSTM: its compute-only step took 25.8 ms, the probe was not run, and
+    RD403 read "passed"; the next check timed it at 24.1 ms and warned at 28% (24-30%). A probe
+    that did not measure is no pass."""
+    f = facts(step=23.2, compute=25.8)
+    skipped = "not run: the compute-only step takes 25.8 ms, over 25 ms: ..."
+    f.probes.spe_probe, f.probes.spe_probe_not_measured = [], skipped
+    (outcome,) = [o for o in evaluate(f, select=["RD403"]).outcomes if o.rule.id == "RD403"]
+    assert outcome.status is Status.NOT_EVALUATED
+    assert outcome.reason == "steps_per_execution probe: " + skipped
+    # a point that stopped (the budget, a failure) says why, with no reason on the probe
+    f.probes.spe_probe_not_measured = None
+    f.probes.spe_probe = [ProbePoint(1, 25.8), ProbePoint(16, stopped="budget exhausted")]
+    (outcome,) = [o for o in evaluate(f, select=["RD403"]).outcomes if o.rule.id == "RD403"]
+    assert outcome.status is Status.NOT_EVALUATED
+    assert outcome.reason == "steps_per_execution probe: budget exhausted"
+
+
 def test_rd403_at_the_users_steps_per_execution_quotes_the_cost_left_and_4n():
     # steps_per_execution=2 on a 2 ms step: 1 per call takes 3.8 ms, 2 per call 2.0 ms, so the
     # per-call cost d = 3.6 ms, and d / 2 = 1.8 ms is left per step at 2: (1.9 - 1) / 1 = 90%
