@@ -86,6 +86,7 @@ class VerifyView:
         measured_on: ``cpu`` or ``gpu``.
         spent_s: what the A/B runs took (seconds).
         notes: the verification's notes.
+        empty_patch: why ``fixes.patch`` is empty, a sentence (None: it holds a fix).
     """
 
     rows: tuple[VerifiedRow, ...]
@@ -96,6 +97,7 @@ class VerifyView:
     measured_on: str
     spent_s: float
     notes: tuple[str, ...]
+    empty_patch: str | None = None
 
     def row_for(self, fix_id: str) -> VerifiedRow | None:
         """The row of fix ``fix_id`` (``RD101``, ``RD101-2``), or None."""
@@ -127,6 +129,22 @@ def build_verify_view(summary: VerifySummary) -> VerifyView:
         measured_on=summary.measured_on,
         spent_s=summary.spent_s,
         notes=tuple(summary.notes),
+        empty_patch=None if patch else empty_patch(items),
+    )
+
+
+def empty_patch(items: list[Verified]) -> str:
+    """Why ``fixes.patch`` is empty: no copy was confirmed, or only copies the patch does not
+    hold as they are (the all-fixes copy, whose fixes were each undecided alone; a confirmed fix
+    that overlaps another: the notes say which). The patch holds a fix confirmed on its own
+    copy, or one call's fixes confirmed merged (``rnndoctor/verify/session.py: _patch``)."""
+    confirmed = [fix_name(i) for i in items if i.status == Status.CONFIRMED]
+    if not confirmed:
+        return "No fix confirmed: fixes.patch is empty."
+    return (
+        f"fixes.patch is empty: {', '.join(confirmed)} confirmed, but the patch holds only a fix "
+        "confirmed on its own copy, or one call's fixes confirmed merged, and none was "
+        "(raise --verify-budget to decide each fix alone; see the notes)."
     )
 
 
@@ -144,5 +162,5 @@ def terminal_lines(summary: VerifySummary) -> list[tuple[str, bool]]:
     if view.apply_line:
         lines.append((f"apply the confirmed fixes: {view.apply_line}", False))
     else:
-        lines.append(("no fix confirmed: fixes.patch is empty", False))
+        lines.append((view.empty_patch or "", False))
     return lines

@@ -23,8 +23,8 @@ from rnndoctor.options import Options
 from rnndoctor.redact import redact_report
 from rnndoctor.reports import RENDERERS, write_reports
 from rnndoctor.reports.markdown import render_verify_markdown
-from rnndoctor.reports.verified import build_verify_view, terminal_lines
-from rnndoctor.verify.result import CPU_LABEL, Status
+from rnndoctor.reports.verified import build_verify_view, fix_name, terminal_lines
+from rnndoctor.verify.result import CPU_LABEL, Status, sort_key
 from rnndoctor.verify.summary import VerifySummary
 
 DATA = Path(__file__).parents[1] / "data"
@@ -264,7 +264,17 @@ def test_terminal_lines_show_bad_fixes_first_and_the_git_apply_line():
     none = _summary()
     for item in none.items:
         item.in_patch = False
-    assert terminal_lines(none)[-1][0] == "no fix confirmed: fixes.patch is empty"
+    confirmed = [fix_name(i) for i in sorted(none.items, key=sort_key) if i.status == "confirmed"]
+    assert confirmed  # a new user's trial: "all (RD301, RD106) confirmed", then "no fix confirmed"
+    assert terminal_lines(none)[-1][0] == (
+        f"fixes.patch is empty: {', '.join(confirmed)} confirmed, but the patch holds only a fix "
+        "confirmed on its own copy, or one call's fixes confirmed merged, and none was (raise "
+        "--verify-budget to decide each fix alone; see the notes)."
+    )
+    for item in none.items:
+        item.status = Status.WITHIN_NOISE
+    assert terminal_lines(none)[-1][0] == "No fix confirmed: fixes.patch is empty."
+    assert "No fix confirmed: fixes.patch is empty." in render_verify_markdown(none)
 
 
 def test_the_cli_writes_verify_files_and_the_reports_again_with_the_verification(tmp_path):
