@@ -93,6 +93,10 @@ Fix safety:
       to no line and no argument (``args.batch_size`` with the parser built in another
       function below, a grouped ``-vb 8``, ``cfg.batch_size``, a parameter): a note to set it
       where its value is set, never a literal in the ``fit`` call, which would override it;
+    - a ``fit`` call that passes ``**kwargs`` (``fit(x, y, **fit_kwargs)``: the splat may hold
+      ``batch_size``, and a keyword beside it would clash, ``TypeError``), or one not recorded
+      as one call (a notebook cell's ``%%time``): a note to set it where its value is set, never
+      a sketch ``model.fit(..., batch_size=N)``, which would drop every argument of the call;
     - a generator, a PyDataset, a tf_keras ``Sequence`` or a torch ``DataLoader``: the
       ``fit`` call with the one integer literal equal to the batch size in its ``x`` call
       changed (``fit(batch_gen(32), ...)`` -> ``fit(batch_gen(128), ...)``: matched by value,
@@ -197,8 +201,25 @@ def _fix(facts: Facts, size: int, current: int | None) -> _Change:
         return _value_note(facts, ast.unparse(value), options, size, current)
     code = rw.set_keyword(call, "batch_size", str(size))
     if code is None:
-        return _Change(f"model.fit(..., batch_size={size})", m.fit_location(facts), None)
+        return _unwritable_fit(facts, call, size)
     return _Change(code, m.fit_location(facts), call)
+
+
+def _unwritable_fit(facts: Facts, call: str | None, size: int) -> _Change:
+    """A display-only note where the ``fit`` call cannot take ``batch_size`` in place: it passes
+    ``**kwargs`` (``fit(x, y, **fit_kwargs)``: a keyword beside the splat would clash with one
+    it holds, ``TypeError: got multiple values for keyword argument``), or it was not recorded
+    as one call. A sketch ``model.fit(..., batch_size=N)`` would drop every argument of the
+    call."""
+    node = rw.parse_call(call)
+    splat = next((k.value for k in node.keywords if k.arg is None), None) if node else None
+    if splat is not None:
+        reason = f"your fit call passes **{ast.unparse(splat)}, which may hold batch_size"
+    else:
+        reason = "the fit call was not recorded as one call"
+    code = f"# {reason}: set batch_size to {size} where its value is set"
+    return _Change(code, m.fit_location(facts), None, FixSafety.DISPLAY_ONLY,
+                   f"display-only: {reason}")  # fmt: skip
 
 
 def _data_kind(facts: Facts) -> str | None:

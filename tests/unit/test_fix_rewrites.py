@@ -450,6 +450,28 @@ def test_rd301_rewrites_the_options_default_for_an_argparse_batch_size():
     assert finding.fix.safety == "unsafe"
 
 
+@pytest.mark.parametrize(
+    ("call", "reason"),
+    [
+        ("model.fit(x, y, **fit_kwargs)",
+         "your fit call passes **fit_kwargs, which may hold batch_size"),
+        (None, "the fit call was not recorded as one call"),  # a notebook cell's %%time
+    ],
+)  # fmt: skip
+def test_rd301_is_a_note_where_the_fit_call_cannot_take_the_keyword(call, reason):
+    """A new user's ``fit(x, y, **fit_kwargs)`` got ``model.fit(..., batch_size=32)``, "unsafe",
+    which drops every argument of the call and, pasted beside the splat, raises TypeError."""
+    f = with_batch_probe(facts(), [(64, 2.0, None), (256, 2.6, None)])
+    f.data = DataFacts(kind="numpy")
+    f.fit.location = loc(42, call or "get_ipython().run_cell_magic('time', '', '...')")
+    f.fit.location.call_source = call
+    (finding,) = run(f, "RD301")[1]
+    assert finding.fix.safety == "display-only" and finding.fix.before is None
+    assert finding.fix.code == f"# {reason}: set batch_size to 256 where its value is set"
+    assert finding.fix.title.endswith(f"; display-only: {reason}")
+    assert finding.location.line == 42
+
+
 def _variable_batch_facts(batch_call: str, *argv: str) -> Facts:
     """A tf.data pipeline whose batch call reads a value (``batch(args.batch_size)``), run as
     ``train.py ARGV`` at batch 8; the probe measures 3.6x samples/s at 32."""
