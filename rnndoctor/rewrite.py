@@ -53,7 +53,12 @@ def _closing_paren(text: str, call: ast.Call, starts: list[int]) -> int:
 
 
 def set_keyword(
-    call_source: str | None, name: str, value: str, *, over_expression: bool = False
+    call_source: str | None,
+    name: str,
+    value: str,
+    *,
+    over_expression: bool = False,
+    beside_splat: bool = False,
 ) -> str | None:
     """``call_source`` with keyword ``name=value`` (``value`` is Python source) replaced where the
     call has it, else added after its last argument. Everything else is kept as written.
@@ -63,11 +68,12 @@ def set_keyword(
     keyword a value that is not a literal (``padding=pad_mode``, ``workers=args.workers``): a
     literal over it would make whatever sets that value do nothing (:func:`read_values`).
     ``over_expression=True`` replaces any value, for a rewrite that means to (a ``fit`` whose
-    ``x`` becomes the dataset built from it).
+    ``x`` becomes the dataset built from it). ``beside_splat=True`` writes the keyword beside a
+    ``**kwargs`` splat all the same, for a display-only fix that says the splat may hold it.
     """
     text = (call_source or "").strip()
     call = parse_call(text)
-    if call is None or any(k.arg is None for k in call.keywords):
+    if call is None or (not beside_splat and any(k.arg is None for k in call.keywords)):
         return None
     try:
         ast.parse(value, mode="eval")

@@ -245,10 +245,15 @@ def rewrite_call(
 
 
 def _splice(
-    call_source: str, drop: tuple[str, ...], set_args: dict[str, Any], func_name: str | None
+    call_source: str,
+    drop: tuple[str, ...],
+    set_args: dict[str, Any],
+    func_name: str | None,
+    beside_splat: bool = False,
 ) -> str | None:
     """:func:`rewrite_call` without positional arguments to name: each change spliced into the
-    user's text (:mod:`rnndoctor.rewrite`), the rest kept as written."""
+    user's text (:mod:`rnndoctor.rewrite`), the rest kept as written (``beside_splat``: a set
+    keyword is written beside a ``**kwargs`` splat, :func:`splat_rewrite`)."""
     text: str | None = call_source.strip()
     for name in drop:
         if name not in set_args:
@@ -256,7 +261,7 @@ def _splice(
             if text is None:
                 return None
     for name, value in set_args.items():
-        text = rw.set_keyword(text, name, repr(value))
+        text = rw.set_keyword(text, name, repr(value), beside_splat=beside_splat)
     if func_name and text is not None:
         text = rw.rename_func(text, func_name)
     return text
@@ -528,6 +533,64 @@ def _rewrite_layer_call(
     return call, code
 
 
+def splat_rewrite(
+    fix: Fix, layer: RNNLayer, args: tuple[str, ...], set_args: dict[str, Any]
+) -> Fix:
+    """``fix`` (its ``before`` the layer's recorded call) written on the user's own call, where
+    only a ``**kwargs`` splat kept :func:`rewrite_call` from it: the call passes each of
+    ``args`` as a literal keyword and the fix sets ``set_args`` (RD101's ``dropout``), which the
+    splat may already hold, two values for one keyword at run time (``TypeError``). The call
+    is rewritten in place all the same, comments, names and the splat kept, display-only, with
+    what to check; a sketch rebuilt from the run's values (:func:`rebuilt_fix`) would drop the
+    splat. ``fix`` as it is where that cannot be done."""
+    call = fix.before
+    node = parse_call(call)
+    splats = [ast.unparse(k.value) for k in node.keywords if k.arg is None] if node else []
+    explicit = {k.arg for k in node.keywords if k.arg} if node else set()
+    if not splats or not set_args or not set(args) <= explicit or node.args[1:]:
+        return fix
+    if rw.read_values(call, (*set_args, *args), layer.init_params):
+        return fix
+    drop = tuple(a for a in args if a not in set_args)
+    code = _splice(call or "", drop, set_args, None, beside_splat=True)
+    if code is None:
+        return fix
+    held = ", ".join(set_args)
+    why = f"your call also passes **{splats[0]}: if it holds {held}, remove it there"
+    note = f"# display-only: {why} (two values for one keyword: TypeError)\n"
+    return replace(fix, code=note + code, safety=FixSafety.DISPLAY_ONLY, before=None,
+                   title=f"{fix.title} ({why})")  # fmt: skip
+
+
+def _call_fix(
+    layer: RNNLayer,
+    args: tuple[str, ...],
+    set_args: dict[str, Any],
+    title: str,
+    safety: FixSafety,
+) -> Fix:
+    """The fix of :func:`arg_finding`: the user's call with ``args`` fixed in place
+    (:func:`rewrite_call`), else written beside the call's ``**kwargs`` splat, display-only
+    (:func:`splat_rewrite`), else a display-only sketch rebuilt from the layer's recorded values
+    (:func:`rebuilt_fix`; where no call was recorded, that sketch as it is)."""
+    call, code = _rewrite_layer_call(layer, args, set_args)
+    fix = Fix(title=title, code=code or "", safety=safety, before=call)
+    if code is not None:
+        return fix
+    spliced = splat_rewrite(fix, layer, args, set_args)
+    if spliced is not fix:
+        return spliced
+    overrides: dict[str, Any] = {a: None for a in args}
+    overrides.update(set_args)
+    rebuilt = build_call(layer.class_name, layer.args, overrides, call)
+    return rebuilt_fix(
+        Fix(title=title, code=rebuilt, safety=safety, before=call),
+        args,
+        set_args,
+        layer.init_params,
+    )
+
+
 def arg_finding(
     facts: Facts,
     layer: RNNLayer,
@@ -547,18 +610,7 @@ def arg_finding(
     set_args = set_args or {}
     values = {a: layer.args.get(a) for a in args}
     shown = ", ".join(f"{a}={v!r}" for a, v in values.items())
-    call, code = _rewrite_layer_call(layer, args, set_args)
-    fix = Fix(title=fix_title, code=code or "", safety=safety, before=call)
-    if code is None:
-        overrides: dict[str, Any] = {a: None for a in args}
-        overrides.update(set_args)
-        rebuilt = build_call(layer.class_name, layer.args, overrides, call)
-        fix = rebuilt_fix(
-            Fix(title=fix_title, code=rebuilt, safety=safety, before=call),
-            args,
-            set_args,
-            layer.init_params,
-        )
+    fix = _call_fix(layer, args, set_args, fix_title, safety)
     eligible, after = after_fix(layer, args, facts)
     together = fixed_together(layer)
     if together is not None:

@@ -211,5 +211,38 @@ def test_a_keyword_written_beside_a_kwargs_splat_is_dropped_in_place():
     assert fp.rewrite_call(fix.before, set_args={"dropout": 0.25}) is None  # could clash
     layer.fast_path.dropout_keeps_fast_path = True  # the fix sets dropout=0.25 beside the splat
     fix = _finding(facts, "RD101").fix
-    assert fix.safety == "display-only"
-    assert "your call also passes **common, which may hold what this fix sets" in fix.code
+    assert fix.safety == "display-only" and fix.before is None
+    # a new user's trial: the sketch rebuilt from the run's values dropped **common; the user's
+    # own call is kept, with the keyword beside the splat and what to check
+    assert fix.code == (
+        "# display-only: your call also passes **common: if it holds dropout, remove it there "
+        "(two values for one keyword: TypeError)\nlayers.LSTM(args.units, **common, dropout=0.25)"
+    )
+    assert fix.title.endswith(
+        "(your call also passes **common: if it holds dropout, remove it there)"
+    )
+
+
+def test_a_multi_line_call_beside_a_splat_keeps_its_comments_and_the_splat():
+    """A new user's trial: RD101's display-only code for a call over several lines with comments
+    and ``**common`` was ``layers.LSTM(24, activation='softsign', dropout=0.25)``."""
+    facts = _facts("RD101-offending", None)
+    (layer,) = facts.model.rnn_layers
+    layer.fast_path.dropout_keeps_fast_path = True
+    layer.location.call_source = (
+        "layers.LSTM(\n    24,\n    # keep some recurrent regularisation\n"
+        '    recurrent_dropout=0.25,\n    activation="softsign",  # tried relu\n    **common,\n)'
+    )
+    code = _finding(facts, "RD101").fix.code
+    assert code.splitlines()[1:] == [
+        "layers.LSTM(",
+        "    24,",
+        "    # keep some recurrent regularisation",
+        '    activation="softsign",  # tried relu',
+        "    **common,",
+        "    dropout=0.25,",
+        ")",
+    ]
+    # a splat that the call reads a blocking value through stays a rebuilt sketch
+    layer.location.call_source = "layers.LSTM(24, recurrent_dropout=rd, **common)"
+    assert "written from this run's values" in _finding(facts, "RD101").fix.code
