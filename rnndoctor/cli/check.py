@@ -115,7 +115,7 @@ def _verify(
 
     blocker = verify_blocker(report.facts)
     if code not in (ExitCode.OK, ExitCode.FINDINGS) or blocker:
-        console.error(f"--verify skipped: {blocker or 'the plain check did not finish'}")
+        console.note(f"--verify skipped: {blocker or 'the plain check did not finish'}")
         return code
     plain_s = time.monotonic() - started
     verdict = run_verify(script, script_args, options, paths.out, facts, report, plain_s, console)

@@ -38,3 +38,8 @@ class Console:
     def error(self, message: str) -> None:
         """Prints ``rnndoctor: error: <message>`` on stderr."""
         self.say(f"rnndoctor: error: {message}", err=True)
+
+    def note(self, message: str) -> None:
+        """Prints ``rnndoctor: note: <message>`` on stderr: something the check did not do,
+        that changes neither its outcome nor its exit code (``--verify`` skipped)."""
+        self.say(f"rnndoctor: note: {message}", err=True)

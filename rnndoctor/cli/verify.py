@@ -125,7 +125,7 @@ def run_verify(
     budget, run_timeout, left = verify_limits(options, plain_s)
     estimate = run_estimate_s(facts, plain_s)
     if left is not None and left < 2 * estimate:  # not even one A/B pair (two windows) fits
-        console.error(f"--verify skipped: --timeout leaves {left:.0f} s after the plain check")
+        console.note(f"--verify skipped: --timeout leaves {left:.0f} s after the plain check")
         return None
     runner = make_runner(script_args, options, out)
     if left is not None:
