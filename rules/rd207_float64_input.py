@@ -26,10 +26,13 @@ Use instead:
     dataset, or ``x = x.astype("float32")`` where the array is assigned.
 
 Fix safety:
-    safe: the model casts the input to float32 anyway, so casting once earlier gives the same
-    values to the model (the same rounding, done once). Unsafe where the cast goes on the
-    assignment of the array a tf.data source is built from (``x_train = df[cols].values``,
-    ``DataFacts.array_location``): every later use of that array gets float32 too.
+    safe for the model's input: the model casts it to float32 anyway, so casting once earlier
+    gives the model the same values (the same rounding, done once); a ``map`` after a tf.data
+    dataset's line is safe. Unsafe where the cast goes on the assignment of an array, the
+    ``x`` that ``fit`` receives (``fit.x_location``) or the array a tf.data source is built from
+    (``x_train = df[cols].values``, ``DataFacts.array_location``): every later use of that
+    array gets float32 too (``y = x.mean(axis=1)`` on the next line computes the targets in
+    float32: a new user's trial).
 
 References:
     keras/src/layers/layer.py (``Layer.__call__``: inputs cast to ``compute_dtype``);
@@ -104,7 +107,8 @@ def _fix(facts: Facts, dtype: str) -> tuple[Fix, SourceLocation | None]:
     value = _value_source(statement)
     if name and value is not None:
         code = f'{name} = {_wrapped(value)}.astype("{dtype}")'
-        return Fix(title=title, code=code, safety=FixSafety.SAFE, before=statement), site
+        title = f"{title} (unsafe: every later use of {name} gets {dtype} too)"
+        return Fix(title=title, code=code, safety=FixSafety.UNSAFE, before=statement), site
     return (
         Fix(title=title, code=f'x = x.astype("{dtype}")', safety=FixSafety.DISPLAY_ONLY),
         site,

@@ -583,6 +583,9 @@ def test_rd207_casts_a_float64_array_at_its_assignment():
     assert finding.location.line == 9
     assert finding.fix.before == "x_train = rng.normal(size=(512, 10, 4))"
     assert finding.fix.code == 'x_train = rng.normal(size=(512, 10, 4)).astype("float32")'
+    # every later use of x_train gets float32 too (a target computed from it): as for tf.data
+    assert finding.fix.safety == "unsafe"
+    assert finding.fix.title.endswith("(unsafe: every later use of x_train gets float32 too)")
     _assert_lossless(finding)
 
 
