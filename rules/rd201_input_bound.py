@@ -75,8 +75,8 @@ from __future__ import annotations
 
 import re
 
-from rnndoctor.decide import decide, describe, format_share
-from rnndoctor.facts import DataFacts, Facts
+from rnndoctor.decide import Decision, decide, describe, format_share
+from rnndoctor.facts import DataFacts, Facts, ProbeFacts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
@@ -219,7 +219,6 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     title, code = _fix(facts)
     data = facts.data
     location = m.to_location(data.location) if data else None
-    wait = probes.breakdown.input_ms if probes.breakdown else None
     paired = probes.real_step_ms is not None
     whole = probes.real_step_ms + (probes.callback_ms or 0.0) if paired else step
     return [
@@ -227,7 +226,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             severity=severity,
             message=(
                 f"The training step waits for its input: {quoted} of the step "
-                f"({m.ms(wait)} of {m.ms(whole)}"
+                f"({_wait_text(probes, share, whole)}"
                 + (", timed side by side with the same step on cached batches" if paired else "")
                 + (
                     f": {probes.compute_paired.ratio:.2f}x its time, the median of the pairs"
@@ -250,15 +249,36 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
 
 def _severity(interval: Interval, options: OptionValues) -> tuple[Severity, str]:
     """The severity whose cut-off the share's whole interval clears (its lower bound), and the
-    share as quoted: ``inconclusive: ...`` when the median alone reaches the warning cut-off."""
+    share as quoted: ``inconclusive: ...`` when the median alone reaches the warning cut-off, or
+    the info one (``min_input_share``: a new user's "7% (90% interval 0–7%)" read as a plain
+    claim that the step waits for its input)."""
     warning, error = options.warning_input_share, options.error_input_share
     severity = m.share_severity(interval.low, warning, error)
     if severity is Severity.INFO:
         decision = decide(interval, warning, higher_is_worse=True)
+        if decision is Decision.BELOW and interval.low < options.min_input_share:
+            decision = Decision.INCONCLUSIVE  # only the median reaches the info cut-off
         return severity, describe(decision, interval, kind="share").replace(
             "below the cut-off: ", ""
         )
     return severity, format_share(interval)
+
+
+def _wait_text(probes: ProbeFacts, share: float, whole: float | None) -> str:
+    """``2.54 ms of 31.14 ms``: the wait the quoted ``share`` stands for, of the step it is a
+    share of (``whole``). Where the input-only cross-check capped the share
+    (:func:`rules._measured.corroborated_share`), the wait is capped with it and the step
+    difference as measured follows, so the milliseconds and the share agree."""
+    measured = probes.breakdown.input_ms if probes.breakdown else None
+    if whole is None:
+        return f"{m.ms(measured)} of {m.ms(whole)}"
+    wait = share * whole
+    if measured is None or measured <= wait + 0.005:
+        return f"{m.ms(measured if measured is not None else wait)} of {m.ms(whole)}"
+    return (
+        f"{m.ms(wait)} of {m.ms(whole)}, counted up to what the input-only probe explains; "
+        f"{m.ms(measured)} as measured"
+    )
 
 
 def _basis(facts: Facts) -> str:

@@ -20,6 +20,7 @@ from rnndoctor.facts import (
     FitConfig,
     GraphEdge,
     InputPipelineSummary,
+    PairedRatio,
     ProbeFacts,
     ProbePoint,
     ProfileSummary,
@@ -182,6 +183,39 @@ def test_rd201_counts_a_step_difference_only_as_far_as_input_only_time_explains_
     values = {e.label: e.value for e in finding.evidence}
     assert values["step difference (step - compute-only), as measured"] == 70.0
     assert finding.speedup == pytest.approx(1 / (1 - 0.35), rel=0.02)
+
+
+def test_rd201s_milliseconds_agree_with_its_capped_share_and_its_info_can_be_inconclusive():
+    """A new user's Bidirectional GRU: "7% (90% interval 0–7%) of the step (2.54 ms of 31.14
+    ms ...)": the share was counted up to the input-only probe (1.95 ms of a 29.26 ms window)
+    while the milliseconds were the step difference as measured (8.2%), and an interval down to
+    0% read as a plain claim that the step waits for its input."""
+    f = facts(step=29.26, compute=29.13, real=31.14, input_only=1.95)
+    f.probes.compute_paired = PairedRatio(
+        ratio=1.09, low=1.0, high=1.12, pairs=6, median_a_ms=31.14, median_b_ms=29.13,
+        steps_a=60, steps_b=60, phase="compute-only probe",
+    )  # fmt: skip
+    # as the capture wrote them: the wait from the pairs' ratio, 31.14 x (1 - 1 / 1.0889)
+    f.probes.breakdown.input_ms, f.probes.input_bound_share = 2.5425, 0.0817
+    _, (finding,) = run(f, "RD201")
+    assert finding.severity is Severity.INFO
+    assert finding.message.startswith(
+        "The training step waits for its input: inconclusive: 7% (90% interval 0–7%) of the step "
+        "(2.07 ms of 31.14 ms, counted up to what the input-only probe explains; 2.54 ms as "
+        "measured, timed side by side with the same step on cached batches: 1.09x its time"
+    )
+    assert finding.speedup is None and finding.gain.startswith("inconclusive: 7%")
+    # a share the cross-check does not cap keeps its milliseconds as measured
+    f = facts(step=10.0, compute=3.0, input_only=3.5)
+    _, (finding,) = run(f, "RD201")
+    assert (
+        "(3.50 ms of 10.00 ms, counted up to what the input-only probe explains; 7.00 ms as "
+        "measured)" in finding.message
+    )
+    assert (
+        "(1.00 ms of 20.00 ms, timed side by side"
+        in run(facts(step=30.0, compute=19.0, real=20.0), "RD201")[1][0].message
+    )
 
 
 def test_rd201_does_not_fire_below_xprofs_cut_off_or_when_not_measured():
@@ -437,7 +471,6 @@ def test_rd301_shows_the_first_point_timed_again_beside_the_real_step():
     """Where the first point disagreed with the window and was timed again beside the real step
     in the probe's phase (``probes.batch_real_paired``), the finding says so, with both
     numbers: the report shows what the consistency check rested on."""
-    from rnndoctor.facts import PairedRatio
 
     f = with_batch_probe(facts(), [(4, 2.0, None), (8, 2.2, None), (16, 2.6, None)])
     f.probes.batch_real_paired = PairedRatio(ratio=1.01, low=0.97, high=1.04, pairs=5,
@@ -566,7 +599,6 @@ def test_rd301_fix_on_a_bucketed_pipeline_rewrites_its_bucket_batch_sizes():
 def test_rd205_warns_only_when_the_whole_share_interval_clears_the_cut_off():
     """keras-io's weather example: a 45% input share whose paired interval ran 0-51% was a
     warning on its median alone; now it is info, and a tight interval still warns."""
-    from rnndoctor.facts import PairedRatio
 
     data = map_pipeline(stateful_ops=[], auto_parallel=True)
     f = facts(step=10.0, compute=7.0, real=10.0, data=data, epochs=5)  # a 30% share
@@ -584,7 +616,6 @@ def test_rd205_warns_only_when_the_whole_share_interval_clears_the_cut_off():
 def test_rd201_quotes_the_pairs_ratio_its_share_rests_on():
     """The paired share is ``real x (1 - 1 / r)``: the message gives ``r`` beside the arms'
     medians, which need not differ by the wait it quotes (capture/probes.py: _breakdown)."""
-    from rnndoctor.facts import PairedRatio
 
     f = facts(step=10.0, compute=4.0, real=10.0)  # the arms: 60%; the pairs' median ratio: 2x
     f.probes.compute_paired = PairedRatio(ratio=2.0, low=1.9, high=2.1, pairs=12,
