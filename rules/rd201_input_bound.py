@@ -33,7 +33,10 @@ Evidence:
     step (``probes.compute_paired``), or from a bootstrap over the window's steps where the data
     cannot be iterated again; it widens on a noisy machine or a drifting window. Warning and
     error need the interval's lower bound at their cut-off; a median alone above the warning
-    cut-off gives ``info``, "inconclusive: ...". A compute-only probe inconsistent with the
+    cut-off gives ``info``, "inconclusive: ...", and so does a median at the info cut-off whose
+    interval reaches below it (``min_input_share``), with no speedup for the forecast. Where the
+    input-only cross-check caps the share, the milliseconds quoted are capped with it, the step
+    difference as measured beside them. A compute-only probe inconsistent with the
     window (``probes.inconsistent``) leaves the rule not evaluated.
 
 Bounds:
