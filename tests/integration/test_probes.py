@@ -301,6 +301,28 @@ def test_generator_batches_are_timed_as_they_flow_and_memory_caps_the_batch_prob
     assert len(pr.batch_probe) == 2  # nothing after a stop
 
 
+def test_arrays_are_sampled_as_fit_trains_on_them_after_its_validation_split():
+    """``fit(x, y, batch_size=32, validation_split=0.2)`` on 2048 samples trains on 1638: Keras
+    traces the train function for ``float32[None, 50, 3]`` (a partial last batch), while the
+    whole arrays divide into batches of 32 (``float32[32, 50, 3]``). Sampled over the whole
+    arrays, the probes built functions for a fixed batch beside the window's, 25-30% faster for
+    a small LSTM on CPU, and RD403 read that as dispatch (a new user's trial)."""
+    x = np.zeros((2048, 50, 3), "float32")
+    y = np.zeros((2048,), "float32")
+    facts = Facts(run=RunInfo(script="x.py", argv=[], cwd="."))
+    capture = CaptureSession(facts, WindowOptions(timeout_s=20.0), None)
+    arguments = {"x": x, "y": y, "batch_size": 32, "validation_split": 0.2, "shuffle": False}
+    batches = probes.sample_batches(capture, arguments)
+    spec = batches.element_spec
+    assert spec[0].shape.as_list() == [None, 50, 3]  # as fit traced it, not [32, 50, 3]
+    # without the split, the whole arrays give the fixed batch the window never saw
+    whole = probes.sample_batches(capture, {**arguments, "validation_split": 0.0})
+    assert whole.element_spec[0].shape.as_list() == [32, 50, 3]
+    # validation_data wins over validation_split, as in fit: the arrays are not split
+    both = {**arguments, "validation_data": (x[:8], y[:8])}
+    assert probes.sample_batches(capture, both).element_spec[0].shape.as_list() == [32, 50, 3]
+
+
 def test_a_hanging_pipeline_is_cut_short_within_the_budget():
     def hangs():
         for i in range(3):
