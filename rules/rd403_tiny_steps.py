@@ -337,8 +337,9 @@ def _unmeasured(facts: Facts) -> str:
     """Why the steps_per_execution probe timed fewer than its two settings: the probe's own
     reason (not run for a long compute-only step, Keras' multi-step function failing under a
     strategy, ...), else the first point's. A probe that did not measure is no pass: a
-    tf_keras LSTM whose compute-only step took 25.8 ms was skipped in one check and measured
-    at 28% (24-30%) dispatch in the next, at 24.1 ms."""
+    tf_keras LSTM whose compute-only step took 25.8 ms was skipped in one check and timed in
+    the next, at 24.1 ms (28%, later traced to the probes' batch shape: 1.09x, about 8%, once
+    the probes' batches had the window's shape, ``capture/sampling.py: array_batches``)."""
     probes = facts.probes
     stopped = next((p.stopped for p in probes.spe_probe if p.stopped), None)
     why = probes.spe_probe_not_measured or stopped or "it timed fewer than two settings"

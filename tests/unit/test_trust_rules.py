@@ -343,8 +343,8 @@ def test_rd403_at_the_users_steps_per_execution_passes_when_nothing_is_left_to_g
 
 def test_rd403_is_not_evaluated_where_the_probe_did_not_time_both_settings():
     """A new user's tf_keras LSTM: its compute-only step took 25.8 ms, the probe was not run, and
-    RD403 read "passed"; the next check timed it at 24.1 ms and warned at 28% (24-30%). A probe
-    that did not measure is no pass."""
+    RD403 read "passed"; the next check timed it at 24.1 ms. A probe that did not measure is no
+    pass."""
     f = facts(step=23.2, compute=25.8)
     skipped = "not run: the compute-only step takes 25.8 ms, over 25 ms: ..."
     f.probes.spe_probe, f.probes.spe_probe_not_measured = [], skipped
