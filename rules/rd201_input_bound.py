@@ -275,9 +275,11 @@ def _wait_text(probes: ProbeFacts, share: float, whole: float | None) -> str:
     measured = probes.breakdown.input_ms if probes.breakdown else None
     if whole is None:
         return f"{m.ms(measured)} of {m.ms(whole)}"
+    check, bound = probes.input_share_check, probes.input_bound_share
+    capped = check is not None and bound is not None and check < bound  # as m.input_share
+    if measured is None or not capped:
+        return f"{m.ms(measured if measured is not None else share * whole)} of {m.ms(whole)}"
     wait = share * whole
-    if measured is None or measured <= wait + 0.005:
-        return f"{m.ms(measured if measured is not None else wait)} of {m.ms(whole)}"
     return (
         f"{m.ms(wait)} of {m.ms(whole)}, counted up to what the input-only probe explains; "
         f"{m.ms(measured)} as measured"

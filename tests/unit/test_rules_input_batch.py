@@ -205,13 +205,19 @@ def test_rd201s_milliseconds_agree_with_its_capped_share_and_its_info_can_be_inc
         "measured, timed side by side with the same step on cached batches: 1.09x its time"
     )
     assert finding.speedup is None and finding.gain.startswith("inconclusive: 7%")
-    # a share the cross-check does not cap keeps its milliseconds as measured
+    # a share the cross-check caps at half the step difference: the milliseconds with it
     f = facts(step=10.0, compute=3.0, input_only=3.5)
     _, (finding,) = run(f, "RD201")
     assert (
         "(3.50 ms of 10.00 ms, counted up to what the input-only probe explains; 7.00 ms as "
         "measured)" in finding.message
     )
+    # a long step whose share the cross-check does not cap keeps its milliseconds as measured,
+    # whatever the rounding of the recorded share (review: 123.21 against 123.22 ms read as a cap)
+    f = facts(step=412.35, compute=289.12, input_only=400.0)
+    _, (finding,) = run(f, "RD201")
+    assert "(123.23 ms of 412.35 ms) is spent" in finding.message
+    assert "counted up to" not in finding.message
     assert (
         "(1.00 ms of 20.00 ms, timed side by side"
         in run(facts(step=30.0, compute=19.0, real=20.0), "RD201")[1][0].message
