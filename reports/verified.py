@@ -134,17 +134,33 @@ def build_verify_view(summary: VerifySummary) -> VerifyView:
 
 
 def empty_patch(items: list[Verified]) -> str:
-    """Why ``fixes.patch`` is empty: no copy was confirmed, or only copies the patch does not
-    hold as they are (the all-fixes copy, whose fixes were each undecided alone; a confirmed fix
-    that overlaps another: the notes say which). The patch holds a fix confirmed on its own
-    copy, or one call's fixes confirmed merged (``rnndoctor/verify/session.py: _patch``)."""
-    confirmed = [fix_name(i) for i in items if i.status == Status.CONFIRMED]
+    """Why ``fixes.patch`` is empty. The patch holds a fix confirmed on its own copy, or one
+    call's fixes confirmed merged (``rnndoctor/verify/session.py: _patch``), so:
+
+    - nothing confirmed: "No fix confirmed";
+    - only the all-fixes copy confirmed: its fixes together made the script faster, and none
+      was confirmed alone (each within noise, not decided, slower or failed); more pairs
+      (``--verify-budget``) can decide those within noise or short of pairs;
+    - a fix or a merged group confirmed and still out of the patch (its file outside the
+      repository root): the notes say why."""
+    confirmed = [i for i in items if i.status == Status.CONFIRMED]
     if not confirmed:
         return "No fix confirmed: fixes.patch is empty."
+    own = [fix_name(i) for i in confirmed if i.fix != ALL]
+    if own:
+        return (
+            f"fixes.patch is empty: {', '.join(own)} confirmed but not in the patch (see the "
+            "notes)."
+        )
+    undecided = [
+        i.fix
+        for i in items
+        if i.fix != ALL and (i.status == Status.WITHIN_NOISE or "too few pairs" in (i.reason or ""))
+    ]  # not verifiable for want of pairs; a display-only fix never will be
+    more = "; more pairs (--verify-budget) can decide " + ", ".join(undecided) if undecided else ""
     return (
-        f"fixes.patch is empty: {', '.join(confirmed)} confirmed, but the patch holds only a fix "
-        "confirmed on its own copy, or one call's fixes confirmed merged, and none was "
-        "(raise --verify-budget to decide each fix alone; see the notes)."
+        f"fixes.patch is empty: {fix_name(confirmed[0])} confirmed together, but no fix was "
+        f"confirmed on its own copy, which the patch needs{more}."
     )
 
 

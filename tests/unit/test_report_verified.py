@@ -23,8 +23,8 @@ from rnndoctor.options import Options
 from rnndoctor.redact import redact_report
 from rnndoctor.reports import RENDERERS, write_reports
 from rnndoctor.reports.markdown import render_verify_markdown
-from rnndoctor.reports.verified import build_verify_view, fix_name, terminal_lines
-from rnndoctor.verify.result import CPU_LABEL, Status, sort_key
+from rnndoctor.reports.verified import build_verify_view, terminal_lines
+from rnndoctor.verify.result import CPU_LABEL, Status
 from rnndoctor.verify.summary import VerifySummary
 
 DATA = Path(__file__).parents[1] / "data"
@@ -264,13 +264,19 @@ def test_terminal_lines_show_bad_fixes_first_and_the_git_apply_line():
     none = _summary()
     for item in none.items:
         item.in_patch = False
-    confirmed = [fix_name(i) for i in sorted(none.items, key=sort_key) if i.status == "confirmed"]
-    assert confirmed  # a new user's trial: "all (RD301, RD106) confirmed", then "no fix confirmed"
+    # RD301 confirmed alone and still out of the patch (its file outside the root): the notes
     assert terminal_lines(none)[-1][0] == (
-        f"fixes.patch is empty: {', '.join(confirmed)} confirmed, but the patch holds only a fix "
-        "confirmed on its own copy, or one call's fixes confirmed merged, and none was (raise "
-        "--verify-budget to decide each fix alone; see the notes)."
+        "fixes.patch is empty: RD301 confirmed but not in the patch (see the notes)."
     )
+    # a new user's trial: "all (RD301, RD106) confirmed", then "no fix confirmed"
+    by_fix = {i.fix: i for i in none.items}
+    by_fix["RD301"].status = Status.NOT_VERIFIABLE
+    by_fix["RD301"].reason = "too few pairs to decide: 4 (a 90% interval needs 5)"
+    assert terminal_lines(none)[-1][0] == (
+        "fixes.patch is empty: all (RD301, RD101) confirmed together, but no fix was confirmed "
+        "on its own copy, which the patch needs; more pairs (--verify-budget) can decide RD101, "
+        "RD301."
+    )  # not RD201: display-only, never verifiable
     for item in none.items:
         item.status = Status.WITHIN_NOISE
     assert terminal_lines(none)[-1][0] == "No fix confirmed: fixes.patch is empty."
