@@ -37,9 +37,12 @@ Evidence:
     load, bias taken out"). The rule warns (or errors) only when the
     interval's lower bound reaches the cut-off; when only the median does, it is ``info``,
     "inconclusive: ...", with no speedup for the forecast. Where the probe did not time both
-    settings (not run for a compute-only step over 25 ms,
-    ``capture/probes.py: _SPE_PROBE_MAX_STEP_MS``; a failure; the budget), the rule is not
-    evaluated, with the probe's reason: never a pass.
+    settings, the rule is not evaluated, with the probe's reason: never a pass. The probe is
+    not run, for its cost, at 1 step per call where the compute-only step is over 25 ms
+    (``capture/probes.py: _SPE_PROBE_MAX_STEP_MS``) or the compute-only probe itself was not run
+    (a train step over 50 ms with the input wait bounded under 1%: ``_compute_skip``), and at
+    N > 1 where one call of N steps takes over 1 s (``_SPE_MAX_CALL_S``); it may also fail or
+    run out of its budget.
     Where the first stage's interval straddles the ratio at which the share reaches a cut-off
     (this rule's options, handed to the probe: ``rnndoctor.engine.spe_share_cutoffs``; the
     mapping is

@@ -108,9 +108,10 @@ _ONE_FIT_INPUT_SHARE = 0.5
 _BATCH_FACTORS = (2, 4)  # the batch-size probe's points, times the user's batch size
 _SPE_PROBE = 16  # steps_per_execution compared with 1
 # The steps_per_execution probe retraces the train step inside a tf.while_loop (seconds for an
-# LSTM). It is skipped when the compute-only step is longer than this: RD403 needs 20% of the
-# step saved, here 5 ms of per-step dispatch, several times what Keras' fit loop costs per step
-# (about 1 ms for a 16-unit LSTM on CPU, measured with this probe).
+# LSTM). It is not run when the compute-only step is longer than this, for its cost: RD403 would
+# need 20% of the step saved, here 5 ms of per-step dispatch, several times what Keras' fit loop
+# cost per step where the probe measured it (about 1 ms for a 16-unit LSTM on CPU). Not run is
+# not measured: RD403 is then not evaluated (rules/rd403_tiny_steps.py: _unmeasured).
 _SPE_PROBE_MAX_STEP_MS = 25.0
 # A model compiled with N > 1 steps per call is probed at 1 and N while one call of N steps takes
 # at most this long. Source: the issue's floor of 1 s timed per arm (rnndoctor.paired
@@ -1091,9 +1092,10 @@ def _compute_skip(session: CaptureSession, model: Any, probes: ProbeFacts) -> st
     return (
         f"not run: the input-only probe produced a batch in {produced:.2f} ms, "
         f"{produced / step:.2%} of the {step:.1f} ms step, so the input wait is at most that "
-        f"(under {_INPUT_BOUND_SKIP_SHARE:.0%}, below RD201's default cut-off of 5%), and a "
-        f"{train_ms:.0f} ms step has no per-step dispatch for the steps_per_execution probe "
-        "to measure: the compute-only step would change no finding"
+        f"(under {_INPUT_BOUND_SKIP_SHARE:.0%}, below RD201's default cut-off of 5%), and at a "
+        f"{train_ms:.0f} ms step the steps_per_execution probe, which needs it, is not run "
+        f"either (over {2 * _SPE_PROBE_MAX_STEP_MS:g} ms, for its cost; the dispatch is not "
+        "measured)"
     )
 
 
@@ -1727,8 +1729,11 @@ def _spe_values(current: int) -> tuple[int, int]:
 
 def _spe_skip(probes: ProbeFacts, current: int, compute_skipped: bool) -> str | None:
     """Why the steps_per_execution probe does not run, or None. A model at 1 step per call with a
-    compute-only step over :data:`_SPE_PROBE_MAX_STEP_MS` is not probed (the 16-step function's
-    tracing would be spent on a saving that cannot reach RD403's cut-off). A model that already
+    compute-only step over :data:`_SPE_PROBE_MAX_STEP_MS` is not probed, for the 16-step
+    function's tracing and bursts: its saving was not measured, and RD403 is not evaluated (a
+    saving past RD403's cut-off would take several times the dispatch Keras' loop showed where
+    the probe measured it). Nor where the compute-only probe was not run
+    (``compute_skipped``, :func:`_compute_skip`). A model that already
     runs N > 1 steps per call is probed where one call (N compute-only steps) takes at most
     :data:`_SPE_MAX_CALL_S`: its pair reuses the window's function and traces only a plain one
     at 1, so its cost is the timed bursts, each one call after a warm-up call."""
@@ -1742,7 +1747,7 @@ def _spe_skip(probes: ProbeFacts, current: int, compute_skipped: bool) -> str | 
         return (
             f"not run: one call of {current} steps takes {call_s:.1f} s (compute-only), over "
             f"{_SPE_MAX_CALL_S:g} s: each burst at {current} would cost more than the 1 s each "
-            "arm is timed for, and a step this long has no per-call dispatch worth measuring"
+            "arm is timed for (the dispatch left at this setting is not measured)"
         )
     if current <= 1 and probes.compute_only_ms > _SPE_PROBE_MAX_STEP_MS:
         return (

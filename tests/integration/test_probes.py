@@ -370,7 +370,7 @@ def test_the_compute_only_probe_is_skipped_only_where_the_input_only_bound_decid
 
     reason, pr = skip()
     assert reason.startswith("not run: the input-only probe produced a batch in 0.36 ms, 0.13%")
-    assert probes._spe_skip(pr, 1, True) == reason  # a 279 ms step: no dispatch to measure
+    assert probes._spe_skip(pr, 1, True) == reason  # a 279 ms step: not run either, for its cost
     assert probes._spe_skip(ProbeFacts(compute_only_not_measured="failed: x"), 1, False) == (
         "the compute-only probe did not run: failed: x"
     )
