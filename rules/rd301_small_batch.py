@@ -199,10 +199,22 @@ def _fix(facts: Facts, size: int, current: int | None) -> _Change:
         # fit would silently override whatever sets it
         options = fit.batch_size_options if fit else None
         return _value_note(facts, ast.unparse(value), options, size, current)
-    code = rw.set_keyword(call, "batch_size", str(size))
+    code = _set_batch_size(call, value, size)
     if code is None:
         return _unwritable_fit(facts, call, size)
     return _Change(code, m.fit_location(facts), call)
+
+
+def _set_batch_size(call: str | None, value: ast.expr | None, size: int) -> str | None:
+    """The ``fit`` call with its batch size ``size``: the integer literal it writes replaced in
+    place, positional (``fit(x, y, 64)``: a keyword added beside it would be a second value,
+    ``TypeError``) or keyword, beside a ``**kwargs`` splat too (a splat cannot hold a keyword
+    the call writes); else the keyword added (None beside a splat, which may hold it)."""
+    if value is not None:
+        return rw.set_argument(call, 2, "batch_size", str(size)) or rw.set_keyword(
+            call, "batch_size", str(size), beside_splat=True
+        )
+    return rw.set_keyword(call, "batch_size", str(size))
 
 
 def _unwritable_fit(facts: Facts, call: str | None, size: int) -> _Change:

@@ -472,6 +472,26 @@ def test_rd301_is_a_note_where_the_fit_call_cannot_take_the_keyword(call, reason
     assert finding.location.line == 42
 
 
+@pytest.mark.parametrize(
+    ("call", "fixed"),
+    [
+        ("model.fit(x, y, batch_size=64, **fit_kwargs)",
+         "model.fit(x, y, batch_size=256, **fit_kwargs)"),  # a written keyword: not in the splat
+        ("model.fit(x, y, 64, epochs=2)", "model.fit(x, y, 256, epochs=2)"),  # no second value
+    ],
+)  # fmt: skip
+def test_rd301_replaces_the_batch_size_the_fit_call_writes_in_place(call, fixed):
+    """Review: ``fit(x, y, batch_size=64, **kw)`` got the splat's note, though a splat cannot
+    hold a keyword the call writes; ``fit(x, y, 64)`` got ``batch_size=256`` added beside its
+    positional 64 (``TypeError``: two values)."""
+    f = with_batch_probe(facts(), [(64, 2.0, None), (256, 2.6, None)])
+    f.data = DataFacts(kind="numpy")
+    f.fit.location = loc(42, call)
+    (finding,) = run(f, "RD301")[1]
+    assert finding.fix.code == fixed and finding.fix.before == call
+    assert finding.fix.safety == "unsafe"
+
+
 def _variable_batch_facts(batch_call: str, *argv: str) -> Facts:
     """A tf.data pipeline whose batch call reads a value (``batch(args.batch_size)``), run as
     ``train.py ARGV`` at batch 8; the probe measures 3.6x samples/s at 32."""
