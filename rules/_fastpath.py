@@ -542,12 +542,16 @@ def splat_rewrite(
     splat may already hold, two values for one keyword at run time (``TypeError``). The call
     is rewritten in place all the same, comments, names and the splat kept, display-only, with
     what to check; a sketch rebuilt from the run's values (:func:`rebuilt_fix`) would drop the
-    splat. ``fix`` as it is where that cannot be done."""
+    splat. Where the call writes every keyword the fix sets, the splat cannot hold them: the
+    rewrite is exact, with ``fix``'s own safety. ``fix`` as it is where it cannot be done (a
+    ``*args`` splat, positional arguments past ``units``, a value the call reads)."""
     call = fix.before
     node = parse_call(call)
     splats = [ast.unparse(k.value) for k in node.keywords if k.arg is None] if node else []
     explicit = {k.arg for k in node.keywords if k.arg} if node else set()
     if not splats or not set_args or not set(args) <= explicit or node.args[1:]:
+        return fix
+    if any(isinstance(a, ast.Starred) for a in node.args):
         return fix
     if rw.read_values(call, (*set_args, *args), layer.init_params):
         return fix
@@ -555,6 +559,8 @@ def splat_rewrite(
     code = _splice(call or "", drop, set_args, None, beside_splat=True)
     if code is None:
         return fix
+    if set(set_args) <= explicit:  # replaced where the call writes them: the splat holds none
+        return replace(fix, code=code)
     held = ", ".join(set_args)
     why = f"your call also passes **{splats[0]}: if it holds {held}, remove it there"
     note = f"# display-only: {why} (two values for one keyword: TypeError)\n"

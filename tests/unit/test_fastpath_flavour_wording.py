@@ -246,3 +246,13 @@ def test_a_multi_line_call_beside_a_splat_keeps_its_comments_and_the_splat():
     # a splat that the call reads a blocking value through stays a rebuilt sketch
     layer.location.call_source = "layers.LSTM(24, recurrent_dropout=rd, **common)"
     assert "written from this run's values" in _finding(facts, "RD101").fix.code
+    # review: a keyword the call writes beside the splat is not in it: replaced exactly, with
+    # RD101's own safety, and the fix applies as it is
+    call = "layers.LSTM(24, recurrent_dropout=0.25, dropout=0.0, **common)"
+    layer.location.call_source = call
+    fix = _finding(facts, "RD101").fix
+    assert fix.code == "layers.LSTM(24, dropout=0.25, **common)"
+    assert fix.safety == "unsafe" and fix.before == call
+    # a *args splat is not rewritten beside: the rebuilt sketch, as the docstring says
+    layer.location.call_source = "layers.LSTM(*a, recurrent_dropout=0.25, **common)"
+    assert "written from this run's values" in _finding(facts, "RD101").fix.code
