@@ -545,10 +545,11 @@ def test_rd403_rewrites_the_users_compile_call_losslessly_at_its_line():
     assert finding.fix.safety == "safe"
 
 
-def test_rd403_passes_small_savings_and_models_already_using_it():
+def test_rd403_passes_small_savings_and_models_already_using_it_and_needs_its_probe():
     assert run(with_spe(facts(step=10.0), one=3.0, sixteen=2.5), "RD403")[1] == []
     assert run(with_spe(facts(step=4.0, spe=8), one=3.8, sixteen=1.6), "RD403")[1] == []
-    assert run(facts(step=4.0), "RD403")[1] == []  # probe not run
+    outcome, findings = run(facts(step=4.0), "RD403")  # the probe timed nothing: no pass
+    assert findings == [] and outcome.status == "not_evaluated"
 
 
 # -- RD404 -----------------------------------------------------------------------------------
