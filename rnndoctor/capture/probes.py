@@ -740,8 +740,10 @@ def _callbacks(session: CaptureSession, probes: ProbeFacts, state: ProbeState) -
 
 def _real_fit_kwargs(state: ProbeState, arguments: dict[str, Any]) -> dict[str, Any] | None:
     """``fit`` arguments that train on the user's own data again (a fresh iterator), for the
-    real-data side of the paired probe; None for inputs that should not be iterated again here
-    (a Python generator; a PyDataset, whose workers would start again)."""
+    real-data side of the paired probe: arrays as ``fit`` trains on them, ``validation_split``'s
+    share off (:func:`rnndoctor.capture.sampling.training_arrays`); None for inputs that should
+    not be iterated again here (a Python generator; a PyDataset, whose workers would start
+    again)."""
     x = state.original_x
     kind = data_mod.data_kind(x)
     if kind == DataKind.TF_DATA:
@@ -756,7 +758,8 @@ def _real_fit_kwargs(state: ProbeState, arguments: dict[str, Any]) -> dict[str, 
         try:
             import keras
 
-            leaves = keras.tree.flatten((x, arguments.get("y")))
+            x, y, sample_weight = sampling.training_arrays(x, arguments)  # fit's own split
+            leaves = keras.tree.flatten((x, y))
             count = len(leaves[0])
             if sum(int(getattr(a, "nbytes", 0) or 0) for a in leaves) > _PAIR_MAX_ARRAY_BYTES:
                 return None  # fit's array adapter would convert them all again
@@ -765,9 +768,9 @@ def _real_fit_kwargs(state: ProbeState, arguments: dict[str, Any]) -> dict[str, 
         steps = max(1, min(_POINT_MAX_STEPS, count // size))
         return {
             "x": x,
-            "y": arguments.get("y"),
+            "y": y,
             "batch_size": size,
-            "sample_weight": arguments.get("sample_weight"),
+            "sample_weight": sample_weight,
             "class_weight": arguments.get("class_weight"),
             "shuffle": bool(arguments.get("shuffle", True)),
             "steps_per_epoch": steps,

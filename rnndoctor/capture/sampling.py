@@ -313,6 +313,26 @@ def _index(
     return batches
 
 
+def training_arrays(x: Any, arguments: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """``(x, y, sample_weight)`` as ``fit`` trains on them: with ``validation_split`` and no
+    ``validation_data``, the part before the validation share (``array_slicing
+    .train_validation_split``, as ``TensorFlowTrainer.fit`` calls it in
+    keras/src/backend/tensorflow/trainer.py); else as given in ``fit``'s bound ``arguments``.
+
+    Raises:
+        ValueError: what ``train_validation_split`` raises for arrays it cannot split (``fit``
+            raises it too)."""
+    y, sample_weight = arguments.get("y"), arguments.get("sample_weight")
+    split = arguments.get("validation_split")
+    if split and arguments.get("validation_data") is None:
+        from keras.src.trainers.data_adapters import array_slicing
+
+        (x, y, sample_weight), _ = array_slicing.train_validation_split(
+            (x, y, sample_weight), validation_split=split
+        )
+    return x, y, sample_weight
+
+
 def array_batches(
     session: CaptureSession, budget: Budget, x: Any, arguments: dict[str, Any]
 ) -> Batches:
@@ -329,14 +349,9 @@ def array_batches(
     then ran the window's function beside new ones traced for a fixed batch, 25-30% faster for
     a 64-unit LSTM on CPU whatever the setting probed, and RD403 read that as dispatch (a new
     user's tf_keras LSTM: 28% (24-30%), where the steps_per_execution setting saves 6-10%)."""
-    from keras.src.trainers.data_adapters import array_slicing, get_data_adapter
+    from keras.src.trainers.data_adapters import get_data_adapter
 
-    y, sample_weight = arguments.get("y"), arguments.get("sample_weight")
-    split = arguments.get("validation_split")
-    if split and arguments.get("validation_data") is None:
-        (x, y, sample_weight), _ = array_slicing.train_validation_split(
-            (x, y, sample_weight), validation_split=split
-        )
+    x, y, sample_weight = training_arrays(x, arguments)
     adapter = get_data_adapter(
         x,
         y,

@@ -321,6 +321,10 @@ def test_arrays_are_sampled_as_fit_trains_on_them_after_its_validation_split():
     # validation_data wins over validation_split, as in fit: the arrays are not split
     both = {**arguments, "validation_data": (x[:8], y[:8])}
     assert probes.sample_batches(capture, both).element_spec[0].shape.as_list() == [32, 50, 3]
+    # the compute-only probe's real-data arm trains on the same 1638 samples as fit
+    capture.probe_state.original_x = x
+    real = probes._real_fit_kwargs(capture.probe_state, arguments)
+    assert len(real["x"]) == len(real["y"]) == 1638 and real["sample_weight"] is None
 
 
 def test_a_hanging_pipeline_is_cut_short_within_the_budget():
