@@ -915,7 +915,9 @@ class ProbeFacts:
     batches cached in memory (same shapes), so input costs nothing. ``input_bound_share``:
     ``(step - compute_only - callbacks) / step`` in [0, 1] (paired: from ``real_step_ms``,
     below); ``input_share_check``:
-    ``input_only / step``, the cross-check. ``batch_probe``: compute-only samples/s at b, 2b, 4b.
+    ``input_only / step``, the cross-check, of the step the share is of (since 1.6: the paired
+    ``real_step_ms + callback_ms`` where the share is paired; before, always the window's
+    median step). ``batch_probe``: compute-only samples/s at b, 2b, 4b.
     ``spe_probe``: compute-only step time at steps_per_execution 1 and 16. ``callbacks``: per
     user callback. ``traces``: tracing counts. Each ``*_not_measured`` says why a probe is absent.
 

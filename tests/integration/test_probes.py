@@ -327,6 +327,36 @@ def test_arrays_are_sampled_as_fit_trains_on_them_after_its_validation_split():
     assert len(real["x"]) == len(real["y"]) == 1638 and real["sample_weight"] is None
 
 
+def test_the_input_only_cross_check_is_of_the_step_the_share_is_of():
+    """tests/scripts/input_slow_generator.py in CI: a 20.2 ms window step, the paired probe's
+    real step 11.16 ms against 3.39 ms compute-only (3.27x), input-only 9.76 ms a batch. The
+    cross-check over the window's step (48%) capped the paired share (69%) and RD201 fell from
+    error to warning; over the real step it is 87%, and caps nothing."""
+    from rnndoctor.engine import evaluate
+    from rnndoctor.facts import DataFacts, FitConfig, PairedRatio, ProbeFacts, StepTimes
+
+    facts = Facts(run=RunInfo(script="x.py", argv=["x.py"], cwd=".", outcome="completed"))
+    facts.steps = StepTimes(warmup_steps=3, measured_steps=20, median_step_time_ms=20.2272)
+    facts.fit = FitConfig(data_kind="tf.data", batch_size=32, epochs=2)
+    facts.data = DataFacts(kind="tf.data")
+    session = CaptureSession(facts, WindowOptions(timeout_s=20.0), None)
+    pr = ProbeFacts(input_only_ms=9.7597, compute_only_ms=3.3869, real_step_ms=11.1587,
+                    callback_ms=0.0)  # fmt: skip
+    pr.compute_paired = PairedRatio(ratio=3.2717, low=3.1802, high=3.4338, pairs=5,
+                                    median_a_ms=11.1587, median_b_ms=3.3869, steps_a=91,
+                                    steps_b=293, phase="compute-only probe")  # fmt: skip
+    probes._breakdown(session, pr)
+    assert pr.input_share_check == round(9.7597 / 11.1587, 4)  # 87%, not 9.76 / 20.23 = 48%
+    assert pr.input_bound_share == round(1 - 1 / 3.2717, 4)  # 69%
+    facts.probes = pr
+    (rd201,) = [f for f in evaluate(facts, select=["RD201"]).findings]
+    assert rd201.severity.label == "error" and "counted up to" not in rd201.message
+    # unpaired (a Python generator's window): of the window's step, as before
+    bare = ProbeFacts(input_only_ms=9.7597, compute_only_ms=3.3869, callback_ms=0.0)
+    probes._breakdown(session, bare)
+    assert bare.input_share_check == round(9.7597 / 20.2272, 4)
+
+
 def test_a_hanging_pipeline_is_cut_short_within_the_budget():
     def hangs():
         for i in range(3):
