@@ -239,6 +239,17 @@ def argument(call_source: str | None, position: int | None, name: str) -> ast.ex
     return value
 
 
+def splats(call_source: str | None) -> list[str]:
+    """The ``**kwargs`` expressions a call passes, as source (``["common"]`` for
+    ``LSTM(8, **common)``); empty where it passes none or the source is not one call. A keyword
+    added beside one may clash with a key it holds (``TypeError`` at run time), which is why a
+    fix that adds or sets one there is display-only."""
+    call = parse_call(call_source)
+    if call is None:
+        return []
+    return [ast.unparse(k.value) for k in call.keywords if k.arg is None]
+
+
 def is_int_literal(node: ast.AST | None) -> bool:
     """Whether ``node`` is an integer literal (``64``; not ``True``, a bool): a value a fix may
     replace, where a name, an option's attribute or an expression is set elsewhere."""

@@ -341,7 +341,7 @@ def rebuilt_fix(
     if fix.before is None:
         return fix
     node = parse_call(fix.before)
-    splats = [ast.unparse(k.value) for k in node.keywords if k.arg is None] if node else []
+    splats = rw.splats(fix.before)
     explicit = {k.arg for k in node.keywords if k.arg} if node else set()
     set_args = set_args or {}
     read = rw.read_values(fix.before, (*set_args, *args), positional_names)
@@ -547,7 +547,7 @@ def splat_rewrite(
     ``*args`` splat, positional arguments past ``units``, a value the call reads)."""
     call = fix.before
     node = parse_call(call)
-    splats = [ast.unparse(k.value) for k in node.keywords if k.arg is None] if node else []
+    splats = rw.splats(call)
     explicit = {k.arg for k in node.keywords if k.arg} if node else set()
     if not splats or not set_args or not set(args) <= explicit or node.args[1:]:
         return fix

@@ -223,10 +223,9 @@ def _unwritable_fit(facts: Facts, call: str | None, size: int) -> _Change:
     it holds, ``TypeError: got multiple values for keyword argument``), or it was not recorded
     as one call. A sketch ``model.fit(..., batch_size=N)`` would drop every argument of the
     call."""
-    node = rw.parse_call(call)
-    splat = next((k.value for k in node.keywords if k.arg is None), None) if node else None
-    if splat is not None:
-        reason = f"your fit call passes **{ast.unparse(splat)}, which may hold batch_size"
+    splat = rw.splats(call)
+    if splat:
+        reason = f"your fit call passes **{splat[0]}, which may hold batch_size"
     else:
         reason = "the fit call was not recorded as one call"
     code = f"# {reason}: set batch_size to {size} where its value is set"

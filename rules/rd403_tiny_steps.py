@@ -189,9 +189,9 @@ def _not_rewritable(call: str | None) -> str | None:
         if rw.is_int_literal(given):
             return None
         return f"your compile call sets steps_per_execution={ast.unparse(given)}"
-    splat = next((k.value for k in node.keywords if k.arg is None), None)
-    if splat is not None:
-        return f"your compile call passes **{ast.unparse(splat)}, which may hold it"
+    splat = rw.splats(call)
+    if splat:
+        return f"your compile call passes **{splat[0]}, which may hold it"
     return None
 
 
