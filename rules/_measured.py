@@ -22,6 +22,7 @@ from rnndoctor.facts import (
     Facts,
     MachinePhase,
     PairedRatio,
+    ProbeFacts,
 )
 from rnndoctor.findings import Evidence, Location, Severity
 from rnndoctor.paired import INTERVAL_PAIRS
@@ -74,7 +75,7 @@ def input_share(facts: Facts) -> tuple[float | None, str]:
         return None, "the probes did not run"
     if probes.input_bound_share is not None:
         share = corroborated_share(probes.input_bound_share, probes.input_share_check)
-        if share < probes.input_bound_share:
+        if capped_by_check(probes):
             return share, "input-bound share, counted up to the input-only cross-check"
         if probes.compute_paired is not None and probes.real_step_ms is not None:
             return share, "input-bound share (real step x (1 - 1 / paired ratio to compute-only))"
@@ -96,6 +97,13 @@ def corroborated_share(measured: float, input_only_share: float | None) -> float
     if input_only_share is None:
         return measured
     return min(measured, input_only_share)
+
+
+def capped_by_check(probes: ProbeFacts) -> bool:
+    """Whether the input-only cross-check caps the measured input-bound share
+    (:func:`corroborated_share` below ``probes.input_bound_share``)."""
+    bound = probes.input_bound_share
+    return bound is not None and corroborated_share(bound, probes.input_share_check) < bound
 
 
 def share_severity(share: float, warning_share: float, error_share: float) -> Severity:

@@ -275,9 +275,7 @@ def _wait_text(probes: ProbeFacts, share: float, whole: float | None) -> str:
     measured = probes.breakdown.input_ms if probes.breakdown else None
     if whole is None:
         return f"{m.ms(measured)} of {m.ms(whole)}"
-    check, bound = probes.input_share_check, probes.input_bound_share
-    capped = check is not None and bound is not None and check < bound  # as m.input_share
-    if measured is None or not capped:
+    if measured is None or not m.capped_by_check(probes):
         return f"{m.ms(measured if measured is not None else share * whole)} of {m.ms(whole)}"
     wait = share * whole
     return (
