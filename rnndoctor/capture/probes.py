@@ -1154,24 +1154,20 @@ def _breakdown(session: CaptureSession, probes: ProbeFacts) -> None:
     """
     steps = session.facts.steps
     step = steps.median_step_time_ms if steps else None
-    of_step = step
-    if probes.compute_only_ms is not None and probes.real_step_ms is not None:
-        of_step = probes.real_step_ms + (probes.callback_ms or 0.0)
-    if of_step and probes.input_only_ms is not None:
-        probes.input_share_check = round(min(1.0, probes.input_only_ms / of_step), 4)
-    if not step or probes.compute_only_ms is None:
-        return
     host = probes.callback_ms or 0.0
     compute = probes.compute_only_ms
+    real = probes.real_step_ms if compute is not None else None
+    whole = real + host if real is not None else step  # the step the share is of
+    if whole and probes.input_only_ms is not None:
+        probes.input_share_check = round(min(1.0, probes.input_only_ms / whole), 4)
+    if not step or compute is None or not whole:
+        return
     paired = probes.compute_paired
-    if probes.real_step_ms is not None:
+    if real is not None:
         ratio = paired.ratio if paired is not None and paired.ratio > 0 else None
-        real = probes.real_step_ms
         input_ms = max(0.0, real * (1.0 - 1.0 / ratio) if ratio else real - compute)
-        whole = real + host
     else:
         input_ms = max(0.0, step - compute - host)
-        whole = step
     probes.input_bound_share = round(min(1.0, input_ms / whole), 4)
     probes.breakdown = StepBreakdown(
         step_ms=round(step, 4),
