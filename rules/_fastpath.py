@@ -190,6 +190,7 @@ def rewrite_call(
     set_args: dict[str, Any] | None = None,
     func_name: str | None = None,
     positional_names: tuple[str, ...] | list[str] = (),
+    beside_splat: bool = False,
 ) -> str | None:
     """Rewrites a constructor call's source: removes keywords, sets keywords, renames the class.
 
@@ -204,7 +205,8 @@ def rewrite_call(
     or when positional
     arguments cannot be named: the caller then builds the call from the layer's recorded
     arguments instead. Dropping a keyword written in a call that also passes ``**kwargs`` is
-    exact, and done.
+    exact, and done; ``beside_splat=True`` sets keywords beside it too, for a display-only fix
+    that says the splat may hold them (:func:`splat_rewrite`).
     """
     node = parse_call(call_source)
     if node is None or any(isinstance(a, ast.Starred) for a in node.args):
@@ -214,12 +216,12 @@ def rewrite_call(
         return None  # a value the call reads, replaced or removed: see rebuilt_fix
     if any(k.arg is None for k in node.keywords):  # a **kwargs splat: its keys are unknown here
         explicit = {k.arg for k in node.keywords if k.arg}
-        if set_args or func_name or not set(drop) <= explicit:
+        if (set_args and not beside_splat) or func_name or not set(drop) <= explicit:
             return None  # a set keyword could clash with the splat's; a dropped one is in it
 
     touched = set(drop) | set(set_args)
     if len(node.args) <= 1 or not set(positional_names[1 : len(node.args)]) & touched:
-        return _splice(call_source, drop, set_args, func_name)
+        return _splice(call_source, drop, set_args, func_name, beside_splat)
     if len(node.args) > 1:
         if len(node.args) > len(positional_names):
             return None
@@ -551,13 +553,9 @@ def splat_rewrite(
     explicit = {k.arg for k in node.keywords if k.arg} if node else set()
     if not splats or not set_args or not set(args) <= explicit or node.args[1:]:
         return fix
-    if any(isinstance(a, ast.Starred) for a in node.args):
-        return fix
-    if rw.read_values(call, (*set_args, *args), layer.init_params):
-        return fix
     drop = tuple(a for a in args if a not in set_args)
-    code = _splice(call or "", drop, set_args, None, beside_splat=True)
-    if code is None:
+    code = rewrite_call(call, drop, set_args, None, layer.init_params, beside_splat=True)
+    if code is None:  # a *args splat, a value the call reads (rewrite_call's own checks)
         return fix
     if set(set_args) <= explicit:  # replaced where the call writes them: the splat holds none
         return replace(fix, code=code)
