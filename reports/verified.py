@@ -17,7 +17,7 @@ import shlex
 from dataclasses import dataclass
 
 from rnndoctor.reports import charts
-from rnndoctor.verify.result import Status, Verified, sort_key
+from rnndoctor.verify.result import TOO_FEW_PAIRS, Status, Verified, sort_key
 from rnndoctor.verify.summary import ALL, VerifySummary
 
 NOT_MEASURED = "not measured"
@@ -155,7 +155,7 @@ def empty_patch(items: list[Verified]) -> str:
     undecided = [
         i.fix
         for i in items
-        if i.fix != ALL and (i.status == Status.WITHIN_NOISE or "too few pairs" in (i.reason or ""))
+        if i.fix != ALL and (i.status == Status.WITHIN_NOISE or TOO_FEW_PAIRS in (i.reason or ""))
     ]  # not verifiable for want of pairs; a display-only fix never will be
     more = "; more pairs (--verify-budget) can decide " + ", ".join(undecided) if undecided else ""
     return (

@@ -22,6 +22,7 @@ from rnndoctor.verify.run import LOSS_NOT_MEASURED, MIN_PAIRS, Candidate, Run
 CPU_LABEL = "measured on CPU: the cuDNN gain needs a GPU"
 GPU_ONLY = "a GPU-only effect on a CPU run"
 DECISIVE_PAIRS = 5  # the fewest pairs whose sign-test interval of the median covers >= 90%
+TOO_FEW_PAIRS = "too few pairs to decide"  # a reason more pairs (a larger budget) can lift
 DIVERGE_FACTOR = 10.0  # a patched run's final loss this many times the original's: diverged
 _CUDNN_RULES = tuple(f"RD1{n:02d}" for n in range(1, 15))  # RD101-RD114: the cuDNN fast path
 _GPU_ONLY_RULES = ("RD302", "RD601", "RD602", "RD603", "RD604")  # no effect on a CPU at all
@@ -230,7 +231,7 @@ def measure(
     if bounds is None:
         item.status = Status.UNSAFE if diverged else Status.NOT_VERIFIABLE
         item.reason = (
-            f"too few pairs to decide: {len(pairs)} (a 90% interval needs {DECISIVE_PAIRS}; "
+            f"{TOO_FEW_PAIRS}: {len(pairs)} (a 90% interval needs {DECISIVE_PAIRS}; "
             f"raise {budget_option})"
         )
         return
