@@ -141,23 +141,72 @@ def user_frame_location(skip: int = 1, call_names: tuple[str, ...] = ()) -> Sour
             the constructor call's source segment.
     """
     frame = sys._getframe(skip + 1)
+    timed: tuple[int, Any] | None = None  # a %time / %%time body's line, its magic's frame
     while frame is not None:
-        if is_user_file(frame.f_code.co_filename):
-            return source_location(frame.f_code.co_filename, frame.f_lineno, call_names)
+        filename = frame.f_code.co_filename
+        if filename in _TIMED_CODE and timed is None:
+            timed = (frame.f_lineno, None)
+        elif timed is not None and timed[1] is None and frame.f_code.co_name in _MAGIC_CALLS:
+            timed = (timed[0], frame)
+        elif is_user_file(filename):
+            if timed is not None and timed[1] is not None:
+                line, lines = _timed_source(frame, *timed)
+                return source_location(filename, line, call_names, lines=lines)
+            return source_location(filename, frame.f_lineno, call_names)
         frame = frame.f_back
     return None
 
 
-def source_location(filename: str, line: int, call_names: tuple[str, ...] = ()) -> SourceLocation:
+# IPython's %time and %%time compile the code they time under these names, not the cell's
+# (IPython/core/magics/execution.py: ExecutionMagics.time), and run it from the shell's
+# run_line_magic / run_cell_magic (IPython/core/interactiveshell.py), whose parameters hold the
+# magic's name and the code as the user typed it.
+_TIMED_CODE = ("<timed exec>", "<timed eval>")
+_MAGIC_CALLS = ("run_cell_magic", "run_line_magic")
+
+
+def _timed_source(cell: Any, timed_line: int, magic: Any) -> tuple[int, list[str]]:
+    """The user's line, and the cell's lines as typed, for code that IPython's ``%time`` /
+    ``%%time`` ran at line ``timed_line`` of its own compiled copy, from the cell's frame
+    ``cell`` (whose file holds IPython's transformed cell: ``get_ipython().run_cell_magic(
+    'time', '', '...')`` on line 1) and the magic call's frame ``magic``.
+
+    A cell magic's body starts on the line after the ``%%time`` line; a line magic's statement
+    is on the line of its call. The lines returned put back the magic's line as typed
+    (``%%time``, ``%time model.fit(x, y)``) in place of the transformed call, so the report shows
+    the user's code."""
+    transformed = linecache.getlines(cell.f_code.co_filename)
+    at = cell.f_lineno
+    name = str(magic.f_locals.get("magic_name", ""))
+    argument = str(magic.f_locals.get("line", ""))
+    if magic.f_code.co_name == "run_cell_magic":
+        typed = [f"%%{name} {argument}".rstrip() + "\n"]
+        typed += [x + "\n" for x in str(magic.f_locals.get("cell", "")).splitlines()]
+        return at + timed_line, transformed[: at - 1] + typed + transformed[at:]
+    typed = [f"%{name} {argument}".rstrip() + "\n"]
+    return at + timed_line - 1, transformed[: at - 1] + typed + transformed[at:]
+
+
+def source_location(
+    filename: str,
+    line: int,
+    call_names: tuple[str, ...] = (),
+    *,
+    lines: list[str] | None = None,
+) -> SourceLocation:
     """Builds a :class:`SourceLocation` with the line, its context and the call's source.
 
     When ``call_names`` are given and the statement at ``line`` holds a call to one of them that
     starts on another line (``Bidirectional(`` on one line, ``LSTM(...)`` on the next), the
-    location moves to the line where that call starts.
+    location moves to the line where that call starts. ``lines``: the file's lines, where they
+    are not linecache's (a notebook cell as typed, :func:`_timed_source`).
     """
     path = os.path.abspath(filename)
-    lines = linecache.getlines(path)
-    node = _call_node("".join(lines), line, call_names) if lines and call_names else None
+    lines = linecache.getlines(path) if lines is None else lines
+    source = "".join(lines)
+    if call_names and lines and _parse(source) is None:  # a cell as typed, with its magics
+        source = "".join(_without_magic(x) for x in lines)
+    node = _call_node(source, line, call_names) if lines and call_names else None
     if node is not None:
         line = node.lineno
     code = lines[line - 1].strip() if 0 < line <= len(lines) else None
@@ -167,7 +216,7 @@ def source_location(filename: str, line: int, call_names: tuple[str, ...] = ()) 
         file=path,
         line=line,
         code=code,
-        call_source=ast.get_source_segment("".join(lines), node) if node is not None else None,
+        call_source=ast.get_source_segment(source, node) if node is not None else None,
         context_start=start if context else None,
         context=context,
     )
@@ -179,6 +228,23 @@ def _parse(source: str) -> ast.Module | None:
         return ast.parse(source)
     except (SyntaxError, ValueError):
         return None
+
+
+# Line magics whose argument is a Python statement (IPython/core/magics/execution.py).
+_STATEMENT_MAGICS = ("time", "timeit", "prun")
+
+
+def _without_magic(line: str) -> str:
+    """``line`` of a notebook cell as typed, as Python: a statement magic's line (``%time
+    model.fit(x)``) as its statement, another magic or shell line (``%%time``, ``!pip ...``)
+    blank; line numbers kept."""
+    stripped = line.lstrip()
+    if not stripped.startswith(("%", "!")):
+        return line
+    name, _, rest = stripped[1:].partition(" ")
+    if name in _STATEMENT_MAGICS and rest.strip():
+        return line[: len(line) - len(stripped)] + rest.lstrip(" ")
+    return "\n"
 
 
 def _call_name(node: ast.Call) -> str | None:

@@ -1,0 +1,71 @@
+"""A notebook cell under IPython's ``%%time`` (or a ``%time`` line) runs from IPython's own
+compiled copy (``<timed exec>``, ``<timed eval>``), and its cell's file holds the transformed
+call (``get_ipython().run_cell_magic('time', '', '...')``): a location found on that stack
+pointed at line 1 of the cell and showed the transformed call. It now points at the user's line
+as typed (``rnndoctor/capture/sites.py: user_frame_location``). A real IPython shell with
+ipykernel's compiler (the cell files a notebook kernel names), in a child process so that no
+shell is left in the test process. No TensorFlow."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("IPython")
+pytest.importorskip("ipykernel")
+
+SHELL = textwrap.dedent(
+    """
+    import json, sys
+    from IPython.core.interactiveshell import InteractiveShell
+    from ipykernel.compiler import XCachingCompiler
+    from rnndoctor.capture import sites
+
+    shell = InteractiveShell.instance(compiler_class=XCachingCompiler)
+    shell.user_ns["fit"] = lambda *a, **k: sites.user_frame_location(skip=1, call_names=("fit",))
+    found = []
+    for cell in json.loads(sys.stdin.read()):
+        shell.user_ns.pop("where", None)
+        shell.run_cell(cell, store_history=True, silent=True)
+        where = shell.user_ns.get("where")
+        found.append(None if where is None else
+                     [where.line, where.code, where.call_source, where.context])
+    print("RESULT", json.dumps(found))
+    """
+)
+
+CELLS = [
+    # a plain cell: as before
+    "x = 1\nwhere = fit(x,\n    epochs=2)\n",
+    # %%time: the body's line, the typed cell as context
+    "%%time\nx = 1\nwhere = fit(x, epochs=2)\n",
+    # %%time with an argument and an expression as its last statement
+    "%%time --no-raise-error\nx = 1\nwhere = fit(x, epochs=2)\nx\n",
+    # a %time line among other lines
+    "x = 1\n%time where = fit(x, epochs=2)\ny = 2\n",
+]
+
+
+def _locations() -> list:
+    child = subprocess.run(
+        [sys.executable, "-c", SHELL],
+        input=json.dumps(CELLS), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    line = next((x for x in child.stdout.splitlines() if x.startswith("RESULT ")), None)
+    assert line is not None, child.stdout + child.stderr
+    return json.loads(line[len("RESULT ") :])
+
+
+def test_a_timed_cell_points_at_the_users_line_as_typed():
+    plain, timed_cell, timed_argument, timed_line = _locations()
+    assert plain[:3] == [2, "where = fit(x,", "fit(x,\n    epochs=2)"]
+    assert timed_cell[:3] == [3, "where = fit(x, epochs=2)", "fit(x, epochs=2)"]
+    assert timed_cell[3] == ["%%time", "x = 1", "where = fit(x, epochs=2)"]
+    assert timed_argument[:3] == [3, "where = fit(x, epochs=2)", "fit(x, epochs=2)"]
+    assert timed_argument[3][0] == "%%time --no-raise-error"
+    assert timed_line[:3] == [2, "%time where = fit(x, epochs=2)", "fit(x, epochs=2)"]
+    assert timed_line[3] == ["x = 1", "%time where = fit(x, epochs=2)", "y = 2"]
