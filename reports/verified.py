@@ -17,7 +17,7 @@ import shlex
 from dataclasses import dataclass
 
 from rnndoctor.reports import charts
-from rnndoctor.verify.result import TOO_FEW_PAIRS, Status, Verified, sort_key
+from rnndoctor.verify.result import OVER_BUDGET, TOO_FEW_PAIRS, Status, Verified, sort_key
 from rnndoctor.verify.summary import ALL, VerifySummary
 
 NOT_MEASURED = "not measured"
@@ -140,7 +140,7 @@ def empty_patch(items: list[Verified]) -> str:
     - nothing confirmed: "No fix confirmed";
     - only the all-fixes copy confirmed: its fixes together made the script faster, and none
       was confirmed alone (each within noise, not decided, slower or failed); more pairs
-      (``--verify-budget``) can decide those within noise or short of pairs;
+      (``--verify-budget``) can decide those within noise, short of pairs or over budget;
     - a fix or a merged group confirmed and still out of the patch (its file outside the
       repository root): the notes say why."""
     confirmed = [i for i in items if i.status == Status.CONFIRMED]
@@ -155,8 +155,12 @@ def empty_patch(items: list[Verified]) -> str:
     undecided = [
         i.fix
         for i in items
-        if i.fix != ALL and (i.status == Status.WITHIN_NOISE or TOO_FEW_PAIRS in (i.reason or ""))
-    ]  # not verifiable for want of pairs; a display-only fix never will be
+        if i.fix != ALL
+        and (
+            i.status == Status.WITHIN_NOISE
+            or (i.reason or "").startswith((TOO_FEW_PAIRS, OVER_BUDGET))
+        )
+    ]  # not verifiable for want of pairs or budget; a display-only fix never will be
     more = "; more pairs (--verify-budget) can decide " + ", ".join(undecided) if undecided else ""
     return (
         f"fixes.patch is empty: {fix_name(confirmed[0])} confirmed together, but no fix was "

@@ -23,6 +23,7 @@ CPU_LABEL = "measured on CPU: the cuDNN gain needs a GPU"
 GPU_ONLY = "a GPU-only effect on a CPU run"
 DECISIVE_PAIRS = 5  # the fewest pairs whose sign-test interval of the median covers >= 90%
 TOO_FEW_PAIRS = "too few pairs to decide"  # a reason more pairs (a larger budget) can lift
+OVER_BUDGET = "over budget"  # a reason a larger budget can lift: the pairs did not fit in it
 DIVERGE_FACTOR = 10.0  # a patched run's final loss this many times the original's: diverged
 _CUDNN_RULES = tuple(f"RD1{n:02d}" for n in range(1, 15))  # RD101-RD114: the cuDNN fast path
 _GPU_ONLY_RULES = ("RD302", "RD601", "RD602", "RD603", "RD604")  # no effect on a CPU at all
@@ -287,4 +288,4 @@ def _unmeasured(candidate: Candidate, pairs: int, budget_option: str) -> str:
     if candidate.budget_note is not None:
         need_s, left_s = candidate.budget_note
         need = f": the rest needs about {need_s:.0f} s, {left_s:.0f} s of the budget was left"
-    return f"over budget ({pairs} of {MIN_PAIRS} A/B pairs run{need}; raise {budget_option})"
+    return f"{OVER_BUDGET} ({pairs} of {MIN_PAIRS} A/B pairs run{need}; raise {budget_option})"

@@ -277,6 +277,11 @@ def test_terminal_lines_show_bad_fixes_first_and_the_git_apply_line():
         "on its own copy, which the patch needs; more pairs (--verify-budget) can decide RD101, "
         "RD301."
     )  # not RD201: display-only, never verifiable
+    # a fix whose pairs did not fit in the budget: a larger budget can decide it too
+    by_fix["RD301"].reason = "over budget (2 of 5 A/B pairs run; raise --verify-budget)"
+    assert terminal_lines(none)[-1][0].endswith(
+        "more pairs (--verify-budget) can decide RD101, RD301."
+    )
     for item in none.items:
         item.status = Status.WITHIN_NOISE
     assert terminal_lines(none)[-1][0] == "No fix confirmed: fixes.patch is empty."
