@@ -11,6 +11,7 @@ original, so the user's modules import and ``__file__``-relative reads work as i
 from __future__ import annotations
 
 import ast
+import difflib
 import io
 import os
 import re
@@ -235,9 +236,10 @@ def compatible(
     """The rewrites that can be applied together. Fixes that change different keywords of one
     call are first merged into one rewrite (:func:`merge_same_call`: RD101's
     ``recurrent_dropout`` and RD102's ``activation`` on one ``LSTM(...)``, which each leave the
-    layer off the cuDNN kernel alone), except those named in ``apart``; of two that still touch
-    a common line, the one with the larger estimated speedup is kept (the earlier on a tie; a
-    merged rewrite counts its largest part's).
+    layer off the cuDNN kernel alone), as is a fix that appends a method call to an expression
+    another changes (:func:`merge_independent`), except those named in ``apart``; of two that
+    still touch a common line, the one with the larger estimated speedup is kept (the earlier
+    on a tie; a merged rewrite counts its largest part's).
 
     Returns:
         ``(kept, dropped)``: kept in the order given (a merged rewrite where its first part was,
@@ -273,7 +275,8 @@ def merge_groups(rewrites: Sequence[Rewrite]) -> list[Rewrite]:
 def _merged(rewrites: Sequence[Rewrite], apart: set[str]) -> list[Rewrite]:
     """``rewrites`` with each group that replaces the same text merged as far as it merges: the
     largest estimate left starts a merge, each later one joins where :func:`merge_same_call`
-    takes it, and what joins none starts the next. A merged rewrite takes its first part's
+    (keyword changes of one call) or :func:`merge_independent` (a method call appended) takes
+    it, and what joins none starts the next. A merged rewrite takes its first part's
     place; a rewrite that merges with none, and those in ``apart``, stay as they are."""
     out: list[Rewrite | None] = list(rewrites)
     groups: dict[tuple[Path, int, int], list[int]] = {}
@@ -285,7 +288,8 @@ def _merged(rewrites: Sequence[Rewrite], apart: set[str]) -> list[Rewrite]:
         while len(left) > 1:
             taken, merged = left[:1], None
             for index in left[1:]:
-                candidate = merge_same_call([rewrites[i] for i in sorted((*taken, index))])
+                group = [rewrites[i] for i in sorted((*taken, index))]
+                candidate = merge_same_call(group) or merge_independent(group)
                 if candidate is not None:
                     taken, merged = [*taken, index], candidate
             left = [i for i in left if i not in taken]
@@ -331,6 +335,87 @@ def merge_same_call(rewrites: Sequence[Rewrite]) -> Rewrite | None:
         _replacement(text, first.start, first.end, merged), first.first_line, first.last_line,
         parts=parts, code=merged,
     )  # fmt: skip
+
+
+# Words, runs of white space and single other characters: the units the edits of two rewrites
+# of one text are compared in (batch(32) -> batch(128) changes the word "32", not "3" alone).
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+
+
+def merge_independent(rewrites: Sequence[Rewrite]) -> Rewrite | None:
+    """One rewrite applying each of ``rewrites``, which replace the same expression, where all
+    but one only append a method call to it and each changes other parts of it: RD301's
+    ``batch(32)`` -> ``batch(128)`` and RD202's appended ``.prefetch(tf.data.AUTOTUNE)`` on one
+    ``tf.data`` chain, of which the all-fixes copy held only the one estimated larger. None
+    where two change a common part or append at one place, more than one does more than
+    append, or the file with the result is not Python.
+
+    Why appends only: a method appended to an expression's value (``.prefetch``) does not
+    depend on the arguments inside it, while two changes inside one call can (a fix that
+    replaces the callee, RD107, and a keyword fix written for the old one: those stay apart,
+    as :func:`merge_same_call` leaves them).
+
+    Each rewrite's edits are its differences from the original text, compared word by word
+    (:data:`_TOKEN`, ``difflib``); the result applies every edit to the original, so each
+    rewrite's own text survives as it wrote it. Named and carried as :func:`merge_same_call`'s
+    (``RD301+RD202``, :attr:`Rewrite.parts`).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    parts = tuple(p for r in rewrites for p in r.parts or (r,))
+    if len(parts) < 2 or len({(r.file, r.start, r.end) for r in rewrites}) != 1:
+        return None
+    first = rewrites[0]
+    text = read_source(first.file)
+    base = text[first.start : first.end]
+    changes = [_edits(base, r.replacement) for r in rewrites]
+    appends = [c for c in changes if _appends(c, len(base))]
+    if not appends or len(changes) - len(appends) > 1:
+        return None
+    edits: list[tuple[int, int, str]] = []
+    for mine in changes:
+        if any(_clash(a, b) for a in mine for b in edits):
+            return None
+        edits += mine
+    merged = base
+    for start, end, new in sorted(edits, reverse=True):
+        merged = merged[:start] + new + merged[end:]
+    try:
+        ast.parse(text[: first.start] + merged + text[first.end :])
+    except (SyntaxError, ValueError):
+        return None
+    best = max(parts, key=lambda r: r.speedup)
+    return Rewrite(
+        "+".join(p.fix_id for p in parts), best.finding, first.file, first.start, first.end,
+        merged, first.first_line, first.last_line, parts=parts, code=merged,
+    )  # fmt: skip
+
+
+def _edits(base: str, new: str) -> list[tuple[int, int, str]]:
+    """``new``'s differences from ``base`` as ``(start, end, text)``: ``base[start:end]``
+    (characters) becomes ``text``; compared by :data:`_TOKEN` units."""
+    old, changed = _TOKEN.findall(base), _TOKEN.findall(new)
+    offsets = [0]
+    for token in old:
+        offsets.append(offsets[-1] + len(token))
+    matcher = difflib.SequenceMatcher(None, old, changed, autojunk=False)
+    return [
+        (offsets[i1], offsets[i2], "".join(changed[j1:j2]))
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        if tag != "equal"
+    ]
+
+
+def _appends(edits: Sequence[tuple[int, int, str]], end: int) -> bool:
+    """Whether ``edits`` only append a method call (``.prefetch(...)``) at ``end``."""
+    return len(edits) == 1 and edits[0][:2] == (end, end) and edits[0][2].startswith(".")
+
+
+def _clash(a: tuple[int, int, str], b: tuple[int, int, str]) -> bool:
+    """Whether two edits of one text change a common part of it, or insert at one place (their
+    order would be a guess)."""
+    return a[0] == b[0] or (a[0] < b[1] and b[0] < a[1])
 
 
 def _merged_call(before: str, codes: Sequence[str]) -> str | None:

@@ -296,3 +296,90 @@ def test_parts_confirmed_alone_are_not_merged_unless_their_group_was_confirmed(t
     assert by_fix["RD101"].status == by_fix["RD102"].status == Status.CONFIRMED
     assert [by_fix[f].in_patch for f in ("RD101", "RD102")].count(True) == 1
     assert result.patch.count("# RD") == 1
+
+
+# -- a fix that appends a method call to an expression another fix changes --------------------
+CHAIN = "tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1024).batch(32)"
+
+
+def _chain_script(tmp_path: Path) -> Path:
+    path = tmp_path / "proj" / "train.py"
+    path.parent.mkdir()
+    path.write_text(
+        "import tensorflow as tf\nx = y = [[0.0]] * 256\n"
+        f"train_ds = {CHAIN}  # the pipeline\nprint(train_ds)\n"
+    )
+    return path
+
+
+def _chain_fixes(script: Path) -> list:
+    """RD301's batch 32 -> 128 and RD202's appended prefetch, as the rules write them (each
+    replaces the batch op's call source: the whole chain)."""
+    return [
+        finding("RD301", script, 3, CHAIN, CHAIN.replace("batch(32)", "batch(128)"),
+                safety="unsafe", speedup=2.0),
+        finding("RD202", script, 3, CHAIN, f"{CHAIN}.prefetch(tf.data.AUTOTUNE)", speedup=1.3),
+    ]  # fmt: skip
+
+
+def test_a_fix_appending_to_a_chain_another_fix_changes_is_merged(tmp_path):
+    """A new user's trial: RD301 and RD202 on one tf.data line, and the all-fixes copy held only
+    RD301 ("RD202 is not in the all-fixes copy: it overlaps RD301, estimated larger")."""
+    script = _chain_script(tmp_path)
+    rewrites = [px.locate(f, f.rule_id, script.parent) for f in _chain_fixes(script)]
+    kept, dropped = px.compatible(rewrites)
+    assert dropped == {} and [r.members for r in kept] == [("RD301", "RD202")]
+    assert kept[0].fix_id == "RD301+RD202" and kept[0].speedup == 2.0
+    new = px.apply_rewrites(script.read_text(), kept)
+    assert (
+        "train_ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1024).batch(128)"
+        ".prefetch(tf.data.AUTOTUNE)  # the pipeline\n"
+    ) in new
+    compile(new, "train.py", "exec")
+
+
+def test_two_appends_or_two_changes_inside_are_not_merged(tmp_path):
+    script = _chain_script(tmp_path)
+    rd301, rd202 = (px.locate(f, f.rule_id, script.parent) for f in _chain_fixes(script))
+    cache = finding("RD205", script, 3, CHAIN, f"{CHAIN}.cache()", speedup=1.1)
+    rd205 = px.locate(cache, "RD205", script.parent)
+    assert px.merge_independent([rd202, rd205]) is None  # both append at one place: order?
+    shuffle = finding("RD999", script, 3, CHAIN, CHAIN.replace("1024", "4096"), speedup=1.1)
+    inside = px.locate(shuffle, "RD999", script.parent)
+    assert px.merge_independent([rd301, inside]) is None  # neither only appends
+    assert px.merge_independent([rd301, inside, rd202]) is None  # two change inside
+    # a change inside the last call's parentheses and an append after them: apart
+    drop = finding("RD998", script, 3, CHAIN, CHAIN.replace("batch(32)", "batch(32, True)"))
+    merged = px.merge_independent([px.locate(drop, "RD998", script.parent), rd202])
+    assert merged is not None and merged.replacement.endswith(
+        "batch(32, True).prefetch(tf.data.AUTOTUNE)"
+    )
+    kept, dropped = px.compatible([rd301, rd202, rd205])
+    assert [r.members for r in kept] == [("RD301", "RD202")] and dropped == {"RD205": "RD301+RD202"}
+
+
+def test_verify_measures_the_merged_chain_and_patches_both(tmp_path):
+    script = _chain_script(tmp_path)
+
+    def speed(path: Path, call: int) -> float:
+        text = path.read_text()
+        return (
+            (100.0 + call % 3)
+            * (2.0 if "128" in text else 1.0)
+            * (1.2 if "prefetch" in text else 1.0)
+        )
+
+    runner = FakeRunner(speed, 5.0)
+    job = Job(script=script, out=script.parent / "report", runner=runner, budget_s=1000.0,
+              run_timeout_s=60, estimate_s=5.0)  # fmt: skip
+    job.out.mkdir()
+    result = verify(_chain_fixes(script), facts_for(script, script.parent), job,
+                    clock=runner.clock)  # fmt: skip
+    by_fix = {i.fix: i for i in result.items}
+    assert by_fix["RD301+RD202"].status == Status.CONFIRMED
+    assert not any("is not in the all-fixes copy" in n for n in result.notes), result.notes
+    assert all(by_fix[f].in_patch for f in ("RD301", "RD202", "RD301+RD202"))
+    assert (
+        "+train_ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1024).batch(128)"
+        ".prefetch(tf.data.AUTOTUNE)  # the pipeline\n" in result.patch
+    )
