@@ -183,7 +183,9 @@ def _timed_source(cell: Any, timed_line: int, magic: Any) -> tuple[int, list[str
         typed = [f"%%{name} {argument}".rstrip() + "\n"]
         typed += [x + "\n" for x in str(magic.f_locals.get("cell", "")).splitlines()]
         return at + timed_line, transformed[: at - 1] + typed + transformed[at:]
-    typed = [f"%{name} {argument}".rstrip() + "\n"]
+    call = transformed[at - 1] if 0 < at <= len(transformed) else ""
+    indent = call[: len(call) - len(call.lstrip())]  # a %time line inside a block
+    typed = [f"{indent}%{name} {argument}".rstrip() + "\n"]
     return at + timed_line - 1, transformed[: at - 1] + typed + transformed[at:]
 
 

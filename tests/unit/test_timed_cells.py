@@ -47,6 +47,8 @@ CELLS = [
     "%%time --no-raise-error\nx = 1\nwhere = fit(x, epochs=2)\nx\n",
     # a %time line among other lines
     "x = 1\n%time where = fit(x, epochs=2)\ny = 2\n",
+    # a %time line inside a block
+    "for i in range(1):\n    %time where = fit(i, epochs=2)\n",
 ]
 
 
@@ -61,7 +63,7 @@ def _locations() -> list:
 
 
 def test_a_timed_cell_points_at_the_users_line_as_typed():
-    plain, timed_cell, timed_argument, timed_line = _locations()
+    plain, timed_cell, timed_argument, timed_line, in_block = _locations()
     assert plain[:3] == [2, "where = fit(x,", "fit(x,\n    epochs=2)"]
     assert timed_cell[:3] == [3, "where = fit(x, epochs=2)", "fit(x, epochs=2)"]
     assert timed_cell[3] == ["%%time", "x = 1", "where = fit(x, epochs=2)"]
@@ -69,3 +71,5 @@ def test_a_timed_cell_points_at_the_users_line_as_typed():
     assert timed_argument[3][0] == "%%time --no-raise-error"
     assert timed_line[:3] == [2, "%time where = fit(x, epochs=2)", "fit(x, epochs=2)"]
     assert timed_line[3] == ["x = 1", "%time where = fit(x, epochs=2)", "y = 2"]
+    assert in_block[:3] == [2, "%time where = fit(i, epochs=2)", "fit(i, epochs=2)"]
+    assert in_block[3] == ["for i in range(1):", "    %time where = fit(i, epochs=2)"]
