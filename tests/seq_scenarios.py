@@ -64,6 +64,26 @@ def left_padded(ns: list[int] | None = None):
     return masked_lstm(), x, _targets(len(x))
 
 
+def left_padded_per_batch(ns: list[int] | None = None):
+    """pad_sequences' default padding='pre' in a PyDataset's __getitem__, one batch at a time
+    (a new user's trial: RD110 said "no pad_sequences call was seen"): the model, the
+    PyDataset and its batches as fit would get them."""
+    import keras
+
+    seqs = token_sequences(ns or lengths())
+
+    class Batches(keras.utils.PyDataset):
+        def __len__(self):
+            return -(-len(seqs) // BATCH)
+
+        def __getitem__(self, i):
+            part = seqs[i * BATCH : (i + 1) * BATCH]
+            x = keras.utils.pad_sequences(part, maxlen=T)  # site:pad-batch
+            return x, _targets(len(x))
+
+    return masked_lstm(), Batches()
+
+
 def right_padded(ns: list[int] | None = None):
     """padding='post', no empty sequence: neither RD110 nor RD111."""
     import keras

@@ -236,7 +236,8 @@ def _hook_init(cls: type, name: str) -> None:
             _depth.value = depth
         if depth == 0 and called_from_user_code():
             try:
-                _record(self, name, sites.user_frame_location(skip=1, call_names=(name,)))
+                names = (name, type(self).__name__)
+                _record(self, name, sites.user_frame_location(1, names, outside=self))
             except Exception:
                 pass
 

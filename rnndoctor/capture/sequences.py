@@ -72,6 +72,13 @@ _PAD_RUN_LENGTHS_MIN = 2  # and (a pad step other than zero) runs of at least th
 _PAD_RUN_MEAN_MIN = 2.0  # and of at least this mean length (chance repeats of a token are shorter)
 _MATCH_ROWS = 32  # sampled rows looked up in each pad_sequences result
 _MAX_PAD_CALLS = 32  # pad call sites remembered (the latest call per site)
+# A pad_sequences call that pads one batch at a time (in a PyDataset's or Sequence's
+# __getitem__, or a generator) leaves only its latest batch alive, which the sampled rows are
+# seldom from: the rows of each result up to this many are kept as hashes, up to this many per
+# call site, so the sampled rows are found among any of its batches. Source: rnndoctor's choice
+# (a 32-row batch of 200 int32 steps hashes in about 20 us; 65536 hashes hold about 4 MiB).
+_HASHED_RESULT_ROWS = 4096
+_HASHED_SITE_ROWS = 65536
 
 
 @dataclass
@@ -81,7 +88,9 @@ class PadCall:
     ``function``: ``pad_sequences``, ``padded_batch`` or ``bucket_by_sequence_length``;
     ``padding``: pad_sequences' ``padding`` argument (``pre`` by default; padded_batch and
     bucket_by_sequence_length pad at the end: ``post``); ``explicit``: the call gave it;
-    ``result``: a weak reference to the padded array (pad_sequences only).
+    ``result``: a weak reference to the padded array (pad_sequences only); ``hashed``: hashes
+    of the rows of this site's results of at most :data:`_HASHED_RESULT_ROWS` rows (each batch a
+    ``__getitem__`` pads), of dtype and width ``hashed_as``.
     """
 
     function: str
@@ -89,22 +98,44 @@ class PadCall:
     padding: str | None = None
     explicit: bool = False
     result: Any = None
+    hashed: set[int] = field(default_factory=set, repr=False)
+    hashed_as: tuple[Any, int] | None = None
     _rows: set[bytes] | None = field(default=None, repr=False)
 
     def array(self) -> Any:
         return self.result() if self.result is not None else None
 
-    def holds_rows(self, rows: Any) -> int:
-        """How many of ``rows`` (a 2-D array) are rows of this call's result."""
+    def hash_rows(self, array: Any, earlier: PadCall | None) -> None:
+        """Keeps hashes of ``array``'s rows (a small 2-D result), after those of the site's
+        ``earlier`` call of the same dtype and width, up to :data:`_HASHED_SITE_ROWS`."""
         import numpy as np
 
-        array = self.array()
-        if array is None or array.ndim != 2 or rows.ndim != 2 or array.shape[1] != rows.shape[1]:
+        if array.ndim != 2 or len(array) > _HASHED_RESULT_ROWS:
+            return
+        self.hashed_as = (array.dtype, array.shape[1])
+        if earlier is not None and earlier.hashed_as == self.hashed_as:
+            self.hashed = earlier.hashed
+        if len(self.hashed) < _HASHED_SITE_ROWS:
+            self.hashed.update(hash(r.tobytes()) for r in np.ascontiguousarray(array))
+
+    def holds_rows(self, rows: Any) -> int:
+        """How many of ``rows`` (a 2-D array) are rows of this call's result, or of the site's
+        earlier small results (:attr:`hashed`)."""
+        import numpy as np
+
+        if rows.ndim != 2:
             return 0
-        if self._rows is None:
-            self._rows = {r.tobytes() for r in np.ascontiguousarray(array)}
-        cast = np.ascontiguousarray(rows[:_MATCH_ROWS], dtype=array.dtype)
-        return sum(r.tobytes() in self._rows for r in cast)
+        found = 0
+        array = self.array()
+        if array is not None and array.ndim == 2 and array.shape[1] == rows.shape[1]:
+            if self._rows is None:
+                self._rows = {r.tobytes() for r in np.ascontiguousarray(array)}
+            cast = np.ascontiguousarray(rows[:_MATCH_ROWS], dtype=array.dtype)
+            found = sum(r.tobytes() in self._rows for r in cast)
+        if self.hashed and self.hashed_as is not None and self.hashed_as[1] == rows.shape[1]:
+            cast = np.ascontiguousarray(rows[:_MATCH_ROWS], dtype=self.hashed_as[0])
+            found = max(found, sum(hash(r.tobytes()) in self.hashed for r in cast))
+        return found
 
 
 _HOOKS_ATTR = "_rnndoctor_sequence_hooks"  # the _Hooks, on the patched keras.layers.RNN class
@@ -216,16 +247,17 @@ def _hook_pad_function(hooks: _Hooks, package: str, original: Callable[..., Any]
             if _called_by_user():
                 bound = signature.bind(*args, **kwargs)
                 padding = bound.arguments.get("padding", signature.parameters["padding"].default)
-                _remember(
-                    hooks.state,
-                    PadCall(
-                        function="pad_sequences",
-                        location=sites.user_frame_location(skip=1, call_names=("pad_sequences",)),
-                        padding=str(padding),
-                        explicit="padding" in bound.arguments,
-                        result=weakref.ref(result),
-                    ),
+                call = PadCall(
+                    function="pad_sequences",
+                    location=sites.user_frame_location(skip=1, call_names=("pad_sequences",)),
+                    padding=str(padding),
+                    explicit="padding" in bound.arguments,
+                    result=weakref.ref(result),
                 )
+                if call.location is not None:
+                    site = (call.location.file, call.location.line)
+                    call.hash_rows(result, hooks.state.calls.get(site))
+                _remember(hooks.state, call)
         except Exception:  # recording must never break the user's script
             pass
         return result

@@ -132,19 +132,26 @@ def is_user_file(filename: str) -> bool:
     return not real.startswith(_LIBRARY_DIRS)
 
 
-def user_frame_location(skip: int = 1, call_names: tuple[str, ...] = ()) -> SourceLocation | None:
+def user_frame_location(
+    skip: int = 1, call_names: tuple[str, ...] = (), outside: object | None = None
+) -> SourceLocation | None:
     """The innermost user frame on the current stack, as a :class:`SourceLocation`.
 
     Args:
         skip: frames to skip from the caller's frame.
         call_names: names of the callable to look for on that line (``("LSTM",)``), used to pick
             the constructor call's source segment.
+        outside: an object under construction: the user's frames running its own methods (a
+            ``PyDataset`` subclass's ``__init__`` calling ``super().__init__(...)``) are passed
+            over, for the line that builds it (``Batches(x, y, 32)``).
     """
     frame = sys._getframe(skip + 1)
     timed: tuple[int, Any] | None = None  # a %time / %%time body's line, its magic's frame
     while frame is not None:
         filename = frame.f_code.co_filename
-        if filename in _TIMED_CODE and timed is None:
+        if outside is not None and frame.f_locals.get("self") is outside:
+            pass
+        elif filename in _TIMED_CODE and timed is None:
             timed = (frame.f_lineno, None)
         elif timed is not None and timed[1] is None and frame.f_code.co_name in _MAGIC_CALLS:
             timed = (timed[0], frame)

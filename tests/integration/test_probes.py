@@ -121,7 +121,7 @@ def test_bucket_by_sequence_length_is_a_bucket():
 
 class Rows(keras.utils.PyDataset):
     def __init__(self, **kwargs):
-        super().__init__(**kwargs)  # marker:pydataset-init
+        super().__init__(**kwargs)  # not the PyDataset's line: the one that builds it
 
     def __len__(self):
         return 4
@@ -136,11 +136,17 @@ def test_numpy_generator_and_pydataset_kinds():
     facts = data_mod.describe(gen)
     assert facts.kind == "python_generator" and facts.reiterable is False
     assert facts.location.line == line_of("marker:def-examples")
-    rows = data_mod.describe(Rows(workers=3, use_multiprocessing=True, max_queue_size=5))
+    built = Rows(workers=3, use_multiprocessing=True, max_queue_size=5)  # marker:rows
+    rows = data_mod.describe(built)
     assert (rows.kind, rows.workers, rows.use_multiprocessing, rows.max_queue_size) == (
         "keras.PyDataset", 3, True, 5,
     )  # fmt: skip
-    assert rows.location.line == line_of("marker:pydataset-init")
+    # the line that builds it, not the subclass's super().__init__ (a new user's trial: RD110
+    # "located at the line that built the training data" named super().__init__(**kw))
+    assert rows.location.line == line_of("marker:rows")
+    assert rows.location.call_source == (
+        "Rows(workers=3, use_multiprocessing=True, max_queue_size=5)"
+    )
     assert rows.cardinality == 4
 
 

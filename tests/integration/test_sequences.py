@@ -73,6 +73,24 @@ def test_left_padded_masks_are_measured_exactly_and_give_rd110_at_the_padding_li
     assert _by_rule(facts, "RD111") == []
 
 
+def test_padding_in_a_pydatasets_getitem_is_located_at_its_pad_sequences_line():
+    keras.utils.clear_session()
+    model, batches = ss.left_padded_per_batch()
+    fed = [batches[i] for i in range(len(batches))]  # each pads its own batch, then is dropped
+    model(fed[0][0][:2])
+    facts = Facts(run=RunInfo(script="test", argv=[], cwd="."))
+    facts.model = collect_model(model, probe=False)
+    facts.sequences = sequences.measure_batches(
+        model, fed, model_facts=facts.model, calls=sequences.pad_calls()
+    )
+    (record,) = facts.sequences.inputs
+    assert record.pad_side == "left" and record.padding_function == "pad_sequences"
+    assert record.padding_location.line == line_of("site:pad-batch", SCENARIOS_FILE)
+    (rd110,) = _by_rule(facts, "RD110")
+    assert rd110.location.line == line_of("site:pad-batch", SCENARIOS_FILE)
+    assert "padding='post'" in rd110.fix.code and "no pad_sequences call" not in rd110.fix.code
+
+
 def test_right_padded_input_without_empty_rows_gives_neither_rd110_nor_rd111():
     model, x, y = _build(ss.right_padded)
     facts = _measure(model, x, y)
