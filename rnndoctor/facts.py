@@ -140,6 +140,9 @@ class SourceLocation:
             several lines), as ``ast.get_source_segment`` returns it; None if not found.
         context_start: first line number of ``context``.
         context: a few source lines around ``line`` (for the report).
+        end_line: the last line of the statement holding ``line`` (since 1.6, optional; None
+            where the file did not parse): a fix that adds a statement after this one goes
+            after ``end_line``, not inside a call that spans lines.
     """
 
     file: str
@@ -148,6 +151,7 @@ class SourceLocation:
     call_source: str | None = None
     context_start: int | None = None
     context: list[str] = field(default_factory=list)
+    end_line: int | None = None
 
 
 @dataclass
@@ -249,7 +253,11 @@ class RunInfo:
     (since 1.6): in a notebook (``rnndoctor.diagnose``, ``DoctorCallback`` under IPython), the
     name IPython gives each cell whose code a location points at (``In[3]``), keyed by the file
     path the locations hold (ipykernel's ``/tmp/ipykernel_<pid>/<hash>.py``, which exists on no
-    disk the user knows); empty elsewhere.
+    disk the user knows); empty elsewhere. ``tensorflow_names`` (since 1.6): for each file a
+    location points at, the names that bind the ``tensorflow`` module there (``["tf"]``), from
+    the file's ``import`` statements and, for the script or a notebook cell, the running
+    namespace; an empty list: none (a fix written with ``tf.`` would raise ``NameError``); a
+    file not listed: not known.
     """
 
     script: str
@@ -273,6 +281,7 @@ class RunInfo:
     job_id: str | None = None
     exit_status: int | None = None
     cells: dict[str, str] = field(default_factory=dict)
+    tensorflow_names: dict[str, list[str]] = field(default_factory=dict)
 
     def machine_of(self, phase: str) -> MachinePhase | None:
         """The load recorded over ``phase`` (the last one of that name), or None."""

@@ -270,6 +270,30 @@ def with_keyword(call_source: str | None, name: str, value: str) -> str | None:
     return rw.set_keyword(call_source, name, value)
 
 
+# tf.data.AUTOTUNE's value (tensorflow/python/data/ops/dataset_ops.py: AUTOTUNE = -1), written
+# where the file binds no name to tensorflow (a keras.utils dataset in a script that imports
+# only keras), so that the fix runs as pasted instead of raising NameError on "tf".
+AUTOTUNE_VALUE = "-1"
+AUTOTUNE_NOTE = " (written -1, AUTOTUNE's value: this file does not import tensorflow)"
+
+
+def tensorflow_name(facts: Facts, file: str | None) -> str | None:
+    """The name a fix in ``file`` writes for the ``tensorflow`` module: ``tf`` where the file
+    binds it (or where that is not known: ``facts.run.tensorflow_names`` lacks the file), else
+    the file's own name for it (``tensorflow``); None where the file binds none."""
+    names = facts.run.tensorflow_names.get(file) if file else None
+    if names is None:
+        return "tf"
+    return "tf" if "tf" in names else (names[0] if names else None)
+
+
+def autotune(facts: Facts, file: str | None) -> str:
+    """``tf.data.AUTOTUNE`` as the fix in ``file`` can write it (:func:`tensorflow_name`), or
+    its value :data:`AUTOTUNE_VALUE` where the file binds no name to tensorflow."""
+    name = tensorflow_name(facts, file)
+    return f"{name}.data.AUTOTUNE" if name else AUTOTUNE_VALUE
+
+
 def fit_location(facts: Facts) -> Location | None:
     return to_location(facts.fit.location) if facts.fit else None
 

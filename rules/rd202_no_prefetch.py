@@ -23,7 +23,9 @@ Example:
 
 Use instead:
     ``ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(10_000).batch(64).prefetch(
-    tf.data.AUTOTUNE)``
+    tf.data.AUTOTUNE)``; the fix writes tensorflow by the file's own name for it, and ``-1``
+    (``AUTOTUNE``'s value) where the file imports no tensorflow (``facts.run.tensorflow_names``:
+    a ``keras.utils`` dataset in a script importing only keras), so it runs as pasted.
 
 Fix safety:
     safe: the same elements in the same order; prefetch holds a few batches in memory.
@@ -106,6 +108,8 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             gain = "not measured: the overlap estimate needs the input-only and compute probes"
     location = (last.location if last and last.location else None) or data.location
     call = location.call_source if location else None
+    autotune = m.autotune(facts, location.file if location else None)
+    value = "" if autotune != m.AUTOTUNE_VALUE else m.AUTOTUNE_NOTE
     return [
         finding(
             severity=severity,
@@ -121,11 +125,9 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             location=m.to_location(location) or m.fit_location(facts),
             evidence=tuple(evidence),
             fix=Fix(
-                title="End the pipeline with prefetch(tf.data.AUTOTUNE)",
+                title="End the pipeline with prefetch(tf.data.AUTOTUNE)" + value,
                 code=(
-                    f"{call}.prefetch(tf.data.AUTOTUNE)"
-                    if call
-                    else "ds = ds.prefetch(tf.data.AUTOTUNE)"
+                    f"{call}.prefetch({autotune})" if call else "ds = ds.prefetch(tf.data.AUTOTUNE)"
                 ),
                 safety=FixSafety.SAFE,
                 before=call,

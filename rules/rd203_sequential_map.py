@@ -21,7 +21,8 @@ Example:
     ``ds.map(lambda x, y: (augment(x), y))`` where ``augment`` calls ``tf.random.uniform``
 
 Use instead:
-    ``ds.map(lambda x, y: (augment(x), y), num_parallel_calls=tf.data.AUTOTUNE)``
+    ``ds.map(lambda x, y: (augment(x), y), num_parallel_calls=tf.data.AUTOTUNE)`` (``-1``,
+    ``AUTOTUNE``'s value, where the file imports no tensorflow: as RD202's fix).
 
 Fix safety:
     safe for stateless functions (``deterministic`` keeps the order); unsafe when the function is
@@ -80,7 +81,8 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         call = node.location.call_source if node.location else None
         if node.attrs.get("built_by", "map") != "map":
             call = None  # a map a library call built (a Keras util): not the user's .map(...)
-        code = m.with_keyword(call, "num_parallel_calls", "tf.data.AUTOTUNE")
+        file = node.location.file if node.location else None
+        code = m.with_keyword(call, "num_parallel_calls", m.autotune(facts, file))
         python = node.python
         findings.append(
             finding(
@@ -99,7 +101,8 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                     Evidence("input share of the step", round(share * 100, 1), "%", basis),
                 ),
                 fix=Fix(
-                    title="Run the map in parallel",
+                    title="Run the map in parallel"
+                    + (m.AUTOTUNE_NOTE if m.autotune(facts, file) == m.AUTOTUNE_VALUE else ""),
                     code=code or "ds = ds.map(f, num_parallel_calls=tf.data.AUTOTUNE)",
                     safety=(FixSafety.UNSAFE if stateful else FixSafety.SAFE)
                     if code

@@ -166,7 +166,7 @@ def _fix(plan: _Plan) -> Fix:
         )
         return Fix(
             title=f"Cache the dataset {node.attrs['built_by']} builds: add after line "
-            f"{loc.line if loc else '?'}",
+            f"{(loc.end_line or loc.line) if loc else '?'}",
             code=code + note,
             safety=FixSafety.UNSAFE if plan.frozen else FixSafety.SAFE,
         )

@@ -22,8 +22,10 @@ Example:
     ``ds = keras.utils.timeseries_dataset_from_array(series, targets, sequence_length=120)``
 
 Use instead:
-    ``ds = ds.map(lambda x, y: (tf.cast(x, tf.float32), y))`` after the line that builds the
-    dataset, or ``x = x.astype("float32")`` where the array is assigned.
+    ``ds = ds.map(lambda x, y: (tf.cast(x, tf.float32), y))`` after the statement that builds
+    the dataset (its last line, ``SourceLocation.end_line``; with ``import tensorflow as tf``
+    where the file imports no tensorflow), or ``x = x.astype("float32")`` where the array is
+    assigned.
 
 Fix safety:
     safe for the model's input: the model casts it to float32 anyway, so casting once earlier
@@ -98,8 +100,13 @@ def _fix(facts: Facts, dtype: str) -> tuple[Fix, SourceLocation | None]:
                 f"tf.nest.map_structure(lambda t: tf.cast(t, tf.{dtype}) "
                 "if t.dtype == tf.float64 else t, x)"
             )
+        tf = m.tensorflow_name(facts, loc.file if loc else None)
+        if tf is not None and tf != "tf":
+            cast = cast.replace("tf.", f"{tf}.")
         code = f"{name} = {name}.map(lambda x, y: ({cast}, y))"
-        where = f": add after line {loc.line}" if loc else ""
+        if tf is None:  # the file binds no name to tensorflow: the pasted line imports it
+            code = f"import tensorflow as tf\n{code}"
+        where = f": add after line {loc.end_line or loc.line}" if loc else ""
         return Fix(title=title + where, code=code, safety=FixSafety.SAFE), loc
     site = facts.fit.x_location if facts.fit and data.kind == "numpy" else None
     statement = site.call_source if site else None

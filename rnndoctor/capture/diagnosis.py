@@ -56,6 +56,7 @@ def finish(
         distribute.collect(session, model)  # the tf.distribute strategy, if any
     if not session.child:  # a notebook's cells, named as IPython names them (In[3])
         session.facts.run.cells = sites.notebook_cells(session.facts)
+    session.facts.run.tensorflow_names = sites.tensorflow_names(session.facts)
     session.set_phase(Phase.DONE)
 
 

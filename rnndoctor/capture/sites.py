@@ -228,7 +228,21 @@ def source_location(
         call_source=ast.get_source_segment(source, node) if node is not None else None,
         context_start=start if context else None,
         context=context,
+        end_line=_statement_end(source, line) if lines else None,
     )
+
+
+def _statement_end(source: str, line: int) -> int | None:
+    """The last line of the innermost statement holding ``line`` in ``source``, or None."""
+    tree = _parse(source)
+    if tree is None:
+        return None
+    spans = [
+        (n.lineno, n.end_lineno or n.lineno)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.stmt) and n.lineno <= line <= (n.end_lineno or n.lineno)
+    ]
+    return min(spans, key=lambda s: s[1] - s[0])[1] if spans else None
 
 
 @functools.lru_cache(maxsize=64)
@@ -586,6 +600,37 @@ def notebook_cells(facts: Any) -> dict[str, str]:
         if named and len(named) == 2 and str(named[0]) == "Cell":
             cells[file] = str(named[1])
     return cells
+
+
+def tensorflow_names(facts: Any) -> dict[str, list[str]]:
+    """For each file a location of ``facts`` points at, the names bound to the ``tensorflow``
+    module there (``facts.run.tensorflow_names``): from the file's ``import tensorflow`` and
+    ``import tensorflow as tf`` statements (its text as linecache holds it), and, for the run's
+    script or a notebook cell, the names in the ``__main__`` namespace that hold the module
+    (a cell that imported it earlier). A file that does not parse is left out (not known)."""
+    main = sys.modules.get("__main__")
+    module = sys.modules.get("tensorflow")
+    running = sorted(
+        n for n, v in vars(main).items() if module is not None and v is module and n.isidentifier()
+    ) if main is not None else []  # fmt: skip
+    document = facts.to_dict()
+    script = os.path.realpath(facts.run.script) if facts.run.script else None
+    names: dict[str, list[str]] = {}
+    for file in _location_files(document):
+        tree = _parse("".join(linecache.getlines(file)))
+        if tree is None:
+            continue
+        found = {
+            alias.asname or alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+            if alias.name == "tensorflow"
+        }
+        if os.path.realpath(file) == script or file in facts.run.cells:
+            found.update(running)
+        names[file] = sorted(found)
+    return names
 
 
 def _location_files(document: Any) -> set[str]:

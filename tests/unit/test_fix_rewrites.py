@@ -668,3 +668,49 @@ def test_argument_reads_what_set_argument_would_replace():
     assert rw.argument("model.compile(spe)", None, "steps_per_execution") is None  # keyword only
     assert rw.is_int_literal(rw.argument("ds.batch(64)", 0, "batch_size"))
     assert not rw.is_int_literal(rw.argument("ds.batch(True)", 0, "batch_size"))
+
+
+# -- fixes that write tf.: only where the file binds a name to tensorflow ----------------------
+
+
+def test_rd202_and_rd203_write_autotune_as_the_file_can_run_it():
+    """A new user's trial: RD202's "safe" fix on keras.utils.timeseries_dataset_from_array in a
+    script importing only keras raised NameError: name 'tf' is not defined when pasted."""
+    data = timeseries_pipeline()
+    data.prefetch_last = False
+    data.inject_prefetch = False
+    f = facts(step=10.0, compute=3.0, data=data)
+    call = "keras.utils.timeseries_dataset_from_array(series, targets, sequence_length=24)"
+    (rd202,) = run(f, "RD202")[1]
+    assert rd202.fix.code == f"{call}.prefetch(tf.data.AUTOTUNE)"  # not known: as before
+    f.run.tensorflow_names = {"/work/train.py": []}
+    (rd202,) = run(f, "RD202")[1]
+    assert rd202.fix.code == f"{call}.prefetch(-1)" and rd202.fix.safety == "safe"
+    assert rd202.fix.title.endswith("(written -1, AUTOTUNE's value: this file does not import "
+                                    "tensorflow)")  # fmt: skip
+    f.run.tensorflow_names = {"/work/train.py": ["tensorflow"]}
+    assert run(f, "RD202")[1][0].fix.code == f"{call}.prefetch(tensorflow.data.AUTOTUNE)"
+    stateful = map_pipeline(stateful_ops=["RandomUniform"], force_synchronous=False)
+    g = facts(step=10.0, compute=6.0, data=stateful)
+    g.run.tensorflow_names = {stateful.nodes[1].location.file: []}
+    (rd203,) = run(g, "RD203")[1]
+    assert rd203.fix.code == "ds.map(augment, num_parallel_calls=-1)"
+    assert "AUTOTUNE's value" in rd203.fix.title
+
+
+def test_rd207_and_rd205_add_their_statement_after_the_statements_last_line():
+    """A new user's trial: "add after line 9" of a call spanning lines 9-12 is a SyntaxError."""
+    data = timeseries_pipeline()
+    data.location.end_line = 15  # the call spans lines 12-15
+    (rd205,) = run(facts(step=10.0, compute=7.0, data=data, epochs=3), "RD205")[1]
+    assert "add after line 15" in rd205.fix.title
+    data.input_dtypes, data.input_shapes = ["float64"], [[None, 24, 6]]
+    f = facts(data=data)
+    f.model = _model()
+    f.run.tensorflow_names = {"/work/train.py": []}
+    (rd207,) = run(f, "RD207")[1]
+    assert rd207.fix.title.endswith("add after line 15")
+    assert rd207.fix.code == (
+        "import tensorflow as tf\n"
+        "dataset_train = dataset_train.map(lambda x, y: (tf.cast(x, tf.float32), y))"
+    )
