@@ -140,3 +140,17 @@ def test_the_environment_says_which_keras_ran_the_model():
         assert f"<tr><th>Keras that ran the model</th><td>{shown}</td></tr>" in html
         shown_md = shown.replace("_", "\\_")  # Markdown-escaped
         assert f"| Keras that ran the model | {shown_md} |" in RENDERERS["md"](report)
+
+
+def test_the_step_time_section_never_prints_none():
+    """A new user's trial: a Sequence input gave "batch size None, None samples/s" in
+    report.md."""
+    facts = _facts()
+    assert facts.steps is not None and facts.steps.median_step_time_ms is not None
+    facts.steps.batch_size, facts.steps.samples_per_s = None, None
+    md = RENDERERS["md"](evaluate(facts))
+    assert "- batch size unknown; throughput not measured (batch size unknown)" in md
+    assert "None" not in md.split("## Step time")[1].split("##")[0]
+    facts.steps.samples_per_s = 1234.5  # counted per step (a tf.data input of no fixed batch)
+    md = RENDERERS["md"](evaluate(facts))
+    assert "- batch size not constant (samples counted per step), 1234.5 samples/s" in md
