@@ -142,6 +142,20 @@ def is_cuda_effect(rule_id: str) -> bool:
     return rule_id.startswith(_CUDNN_RULES)
 
 
+def cpu_label(rules: Sequence[str]) -> str | None:
+    """What a measurement on CPU of a copy with ``rules``' fixes leaves out: :data:`CPU_LABEL`
+    where they are all cuDNN fixes, the cuDNN ones named where others are in the copy too (the
+    all-fixes copy's gain may be RD301's, which a CPU measures: a new user's trial read "all
+    (RD301, RD102, RD104) confirmed ... measured on CPU: the cuDNN gain needs a GPU"), None
+    where none is."""
+    cuda = [r for r in rules if is_cuda_effect(r)]
+    if not cuda:
+        return None
+    if len(cuda) == len(rules):
+        return CPU_LABEL
+    return f"measured on CPU: the cuDNN gain of {', '.join(cuda)} needs a GPU"
+
+
 def is_gpu_only(rule_id: str) -> bool:
     """Whether the rule's effect exists on a GPU only (nothing to measure on a CPU)."""
     return rule_id.startswith(_GPU_ONLY_RULES)
@@ -207,8 +221,7 @@ def measure(
     item.pairs = len(pairs)
     item.samples_per_s_a = [float(a.samples_per_s or 0.0) for a, _ in pairs]
     item.samples_per_s_b = [float(b.samples_per_s or 0.0) for _, b in pairs]
-    cuda = any(is_cuda_effect(r) for r in item.rules)
-    item.cpu_label = CPU_LABEL if cuda and on_cpu else None
+    item.cpu_label = cpu_label(item.rules) if on_cpu else None
     failed = candidate.failed
     if failed is not None:
         item.status, item.error = Status.FAILED, failed.error

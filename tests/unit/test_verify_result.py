@@ -103,6 +103,11 @@ def test_a_cudnn_rule_measured_on_cpu_is_labelled_not_shown_as_the_gpu_gain():
     on_gpu = _measured([100, 100], [150, 160], rules=("RD101",), on_cpu=False)
     assert on_gpu.cpu_label is None
     assert _measured([100, 100], [150, 160], on_cpu=True).cpu_label is None  # RD301: any device
+    # the all-fixes copy with RD301 in it: its gain may be RD301's; the cuDNN fixes are named
+    mixed = _measured([100, 100], [150, 160], rules=("RD301", "RD102", "RD104"), on_cpu=True)
+    assert mixed.cpu_label == "measured on CPU: the cuDNN gain of RD102, RD104 needs a GPU"
+    group = _measured([100, 100], [150, 160], rules=("RD101", "RD102"), on_cpu=True)
+    assert group.cpu_label == CPU_LABEL
 
 
 def test_loss_nan_or_far_above_the_original_is_unsafe():
