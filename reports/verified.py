@@ -87,6 +87,8 @@ class VerifyView:
         spent_s: what the A/B runs took (seconds).
         notes: the verification's notes.
         empty_patch: why ``fixes.patch`` is empty, a sentence (None: it holds a fix).
+        unsafe_in_patch: the sentence naming the patch's unsafe fixes, which change what the
+            model learns (None: it holds none); the apply line is never shown without it.
     """
 
     rows: tuple[VerifiedRow, ...]
@@ -98,6 +100,7 @@ class VerifyView:
     spent_s: float
     notes: tuple[str, ...]
     empty_patch: str | None = None
+    unsafe_in_patch: str | None = None
 
     def row_for(self, fix_id: str) -> VerifiedRow | None:
         """The row of fix ``fix_id`` (``RD101``, ``RD101-2``), or None."""
@@ -130,6 +133,22 @@ def build_verify_view(summary: VerifySummary) -> VerifyView:
         spent_s=summary.spent_s,
         notes=tuple(summary.notes),
         empty_patch=None if patch else empty_patch(items),
+        unsafe_in_patch=unsafe_in_patch(items) if patch else None,
+    )
+
+
+def unsafe_in_patch(items: list[Verified]) -> str | None:
+    """The sentence naming the fixes in ``fixes.patch`` whose safety is ``unsafe`` (they change
+    what the model learns: a larger batch without its learning rate, dropout removed), or None.
+    A new user's trial: "apply the confirmed fixes: ... git apply" put RD101 and RD301 in the
+    training job with no word that either changes the model's training."""
+    unsafe = [i.fix for i in items if i.in_patch and i.safety == "unsafe" and i.fix != ALL
+              and "+" not in i.fix]  # fmt: skip
+    if not unsafe:
+        return None
+    return (
+        f"fixes.patch holds unsafe fixes, which change what the model learns: "
+        f"{', '.join(unsafe)}; read each one's fix in the report before you apply it."
     )
 
 
@@ -180,6 +199,8 @@ def terminal_lines(summary: VerifySummary) -> list[tuple[str, bool]]:
         )  # fmt: skip
     lines += [(f"  note: {n}", False) for n in view.notes]
     if view.apply_line:
+        if view.unsafe_in_patch:
+            lines.append((view.unsafe_in_patch, True))
         lines.append((f"apply the confirmed fixes: {view.apply_line}", False))
     else:
         lines.append((view.empty_patch or "", False))

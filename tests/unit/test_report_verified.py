@@ -261,6 +261,13 @@ def test_terminal_lines_show_bad_fixes_first_and_the_git_apply_line():
     assert [bad for _, bad in lines[1:4]] == [True, True, True] and not lines[4][1]
     assert lines[1][0].strip().startswith("RD401") and "failed: ValueError" in lines[1][0]
     assert lines[-1][0] == "apply the confirmed fixes: cd '<repo>' && git apply '<out>/fixes.patch'"
+    # a new user's trial: the patch put an unsafe fix in the job with no word of it
+    assert lines[-2] == (
+        "fixes.patch holds unsafe fixes, which change what the model learns: RD301; read each "
+        "one's fix in the report before you apply it.", True,
+    )  # fmt: skip
+    assert lines[-2][0] in render_verify_markdown(_summary())
+    assert lines[-2][0].replace("'", "&#39;") in RENDERERS["html"](_report())
     none = _summary()
     for item in none.items:
         item.in_patch = False
