@@ -373,6 +373,7 @@ def _left_out(rule: Rule, select: Iterable[str] | None, ignore: Iterable[str] | 
 PROBE_READERS: Mapping[str, tuple[str, ...]] = {
     "batch-size": ("RD301", "RD702"),
     "steps-per-execution": ("RD403",),
+    "sequence-length": ("RD501", "RD502"),
 }
 
 

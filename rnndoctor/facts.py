@@ -86,6 +86,7 @@ class Phase(enum.StrEnum):
     COMPUTE_PROBE = "compute-only probe"
     BATCH_PROBE = "batch-size probe"
     SPE_PROBE = "steps_per_execution probe"
+    LENGTH_PROBE = "sequence length probe"
     PROFILE = "profile conversion (xprof)"
     AFTER_WINDOW = "after the window: the script runs on until its next fit call or its end"
     DONE = "done"
@@ -911,6 +912,7 @@ PROBE_NOT_MEASURED_FIELDS = (
     ("compute-only probe", "compute_only_not_measured"),
     ("batch-size probe", "batch_probe_not_measured"),
     ("steps_per_execution probe", "spe_probe_not_measured"),
+    ("sequence length probe", "length_probe_not_measured"),
 )
 
 
@@ -957,6 +959,13 @@ class ProbeFacts:
     real step (A) against the point's cached batches (B), timed again in bursts alternating in
     the batch-size probe's phase; with at least 3 pairs, the point is consistent where B is not
     longer than A beyond the window's own noise (p90 / median, not widened for load).
+
+    Since 1.6: ``length_probe``: the compute-only step on the sampled batches as they are
+    (``value``: their median padded length, timesteps) and on the same batches cut to half
+    that length along the time axis (the model's one sequence input, and targets or weights
+    of the same length), timed in interleaved bursts (``length_probe[1].paired``: A = the full
+    length over B = the half); the share of the step that grows with the padded length is
+    ``(1 - 1 / ratio) / (1 - half / full)``. ``length_probe_not_measured``: why not.
     """
 
     input_only_ms: float | None = None
@@ -984,6 +993,8 @@ class ProbeFacts:
     remeasured: bool = False
     batch_probe_inconsistent: str | None = None
     batch_real_paired: PairedRatio | None = None
+    length_probe: list[ProbePoint] = field(default_factory=list)
+    length_probe_not_measured: str | None = None
 
 
 @dataclass

@@ -49,7 +49,7 @@ FORMATS = ("html", "json", "md", "sarif")
 FAIL_ON = ("error", "warning", "info", "never")
 _IN_FILE = {"in_file": True}  # field metadata: the option may be set in [tool.rnndoctor]
 # the probes that run only when a rule that reads them runs (rnndoctor.engine.unread_probes)
-SKIPPABLE_PROBES = ("batch-size", "steps-per-execution")
+SKIPPABLE_PROBES = ("batch-size", "steps-per-execution", "sequence-length")
 _RULES_KEY = "rules"  # [tool.rnndoctor.rules.<RULE>]: Options.rule_options
 
 

@@ -15,10 +15,12 @@ from dataclasses import dataclass
 
 from rnndoctor import rewrite as rw
 from rnndoctor import stats as bk
-from rnndoctor.facts import Facts, RNNLayer, SequenceInput
+from rnndoctor.facts import Facts, ProbePoint, RNNLayer, SequenceInput
 from rnndoctor.findings import Evidence, Location
+from rnndoctor.paired import INTERVAL_PAIRS
 from rnndoctor.rules import Option
 from rnndoctor.rules import _fastpath as fp
+from rnndoctor.rules import _measured as m
 
 # The padding rules' (RD501, RD502) error cut-off on the estimated speedup, as a rule option.
 ERROR_SPEEDUP = Option(
@@ -170,19 +172,145 @@ def common_evidence(record: SequenceInput) -> list[Evidence]:
     ]  # fmt: skip
 
 
-def speedup_interval_text(record: SequenceInput, boundaries: tuple[int, ...] = ()) -> str:
-    """`` (90% interval 2.10–2.25x over the sampled batches and sequences)``: the bootstrap
-    interval of a padding speedup estimate (:func:`rnndoctor.stats.padding_speedup_interval`:
-    bucketed at ``boundaries``, or per-batch padding when empty), or "" where it cannot be
-    formed (no per-batch figures)."""
+@dataclass(frozen=True)
+class StepEstimate:
+    """A padding fix's estimated step-time speedup (RD501, RD502).
+
+    ``padding``: padded timesteps now / after on the sampled sequences, with its bootstrap
+    interval (``padding_low`` / ``padding_high``; None where it cannot be formed). ``share``: the
+    share of the compute-only step that grows with the padded length, from the sequence length
+    probe (``share_low`` / ``share_high``, its interval), or None where the probe did not measure
+    it (``unmeasured`` says why): every part of the step is then taken to shrink with the padded
+    timesteps, and the estimate is an upper bound. ``speedup`` / ``low`` / ``high``: the step's,
+    ``1 / (1 - share + share / padding)`` (Amdahl's law for the part that shrinks), its interval
+    from the two intervals' like bounds (the speedup grows with both).
+    """
+
+    padding: float
+    padding_low: float | None
+    padding_high: float | None
+    share: float | None
+    share_low: float | None
+    share_high: float | None
+    unmeasured: str | None
+    evidence: tuple[Evidence, ...]
+
+    @property
+    def speedup(self) -> float:
+        return amdahl(self.padding, self.share)
+
+    @property
+    def low(self) -> float | None:
+        if self.padding_low is None:
+            return None
+        return amdahl(self.padding_low, self.share_low if self.share is not None else None)
+
+    @property
+    def high(self) -> float | None:
+        if self.padding_high is None:
+            return None
+        return amdahl(self.padding_high, self.share_high if self.share is not None else None)
+
+    def gain_head(self) -> str:
+        """``1.35x (90% interval 1.22–1.46x)``; unmeasured, ``1.77x (90% interval 1.61–1.86x;
+        an upper bound)``."""
+        bound = "" if self.share is not None else "an upper bound"
+        interval = (
+            f"90% interval {self.low:.2f}\u2013{self.high:.2f}x"
+            if self.low is not None and self.high is not None
+            else ""
+        )
+        inside = "; ".join(p for p in (interval, bound) if p)
+        return f"{self.speedup:.2f}x" + (f" ({inside})" if inside else "")
+
+    def basis(self) -> str:
+        """How the estimate was made, for the gain text."""
+        padding = f"{self.padding:.2f}x fewer padded timesteps"
+        if self.padding_low is not None and self.padding_high is not None:
+            padding += (
+                f" (90% interval {self.padding_low:.2f}\u2013{self.padding_high:.2f}x over the "
+                "sampled batches and sequences)"
+            )
+        if self.share is None:
+            return (
+                f"{padding}, taken as the step's own: the share of the step that grows with the "
+                f"padded length was not measured ({self.unmeasured}), so the parts that do not "
+                "(the optimizer's update, the layers after the RNN, dispatch) are counted as "
+                "shrinking too"
+            )
+        return (
+            f"{padding}, on the {self.share:.0%} (90% interval {self.share_low:.0%}\u2013"
+            f"{self.share_high:.0%}) of the compute-only step that grows with the padded length "
+            "(the sequence length probe); the rest does not shrink"
+        )
+
+
+def amdahl(padding: float, share: float | None) -> float:
+    """The step's speedup where ``share`` of it (None: all) shrinks ``padding``-fold."""
+    if padding <= 0.0:
+        return 0.0
+    if share is None:
+        return padding
+    return 1.0 / (1.0 - share + share / padding)
+
+
+def step_estimate(
+    facts: Facts,
+    record: SequenceInput,
+    padding: float,
+    boundaries: tuple[int, ...] | None,
+    points: list[ProbePoint],
+    unmeasured: str | None,
+) -> StepEstimate:
+    """The step-time estimate of a fix that cuts ``record``'s padded timesteps ``padding``-fold
+    (bucketed at ``boundaries``, or per-batch padding where None), scaled by the share of the
+    step the sequence length probe found to grow with the padded length (its ``points``: the
+    full length and the half, ``points[1].paired`` = full / half; ``unmeasured``: the probe's
+    reason where it has no pairs).
+
+    The share: with a step of ``c + v T`` for ``T`` padded timesteps, the pairs' ratio ``r`` of
+    the step at ``T`` over the step at ``h T`` gives ``v T / (c + v T) = (1 - 1 / r) / (1 - h)``,
+    clipped to [0, 1]; its interval from the ratio's (widened for the probe phase's load:
+    :func:`rnndoctor.rules._measured.ratio_interval`). Fewer than 3 pairs leave it unmeasured.
+    """
     try:
         dist = bk.LengthDistribution(tuple(record.length_values), tuple(record.length_counts))
-        low, high = bk.padding_speedup_interval(
-            dist, boundaries, batch_size(record), record.padded_lengths, record.batch_sizes
+        plow, phigh = bk.padding_speedup_interval(
+            dist, boundaries or (), batch_size(record), record.padded_lengths, record.batch_sizes
         )
     except (ValueError, ZeroDivisionError):
-        return ""
-    return f" (90% interval {low:.2f}\u2013{high:.2f}x over the sampled batches and sequences)"
+        plow = phigh = None
+    paired = points[1].paired if len(points) == 2 else None
+    if paired is None or paired.pairs < INTERVAL_PAIRS or not points[0].value:
+        why = unmeasured or (
+            f"the sequence length probe timed {paired.pairs if paired else 0} pairs"
+            if points
+            else "the sequence length probe did not run: it runs from 30% of the timesteps "
+            "padded, or 5% padded to one global maximum"
+        )
+        return StepEstimate(padding, plow, phigh, None, None, None, why, ())
+    half = points[1].value / points[0].value
+    ratio = m.ratio_interval(facts, paired)
+
+    def share(r: float) -> float:
+        return min(1.0, max(0.0, (1.0 - 1.0 / r) / (1.0 - half))) if r > 0 else 0.0
+
+    evidence = (
+        Evidence(
+            f"compute-only step at {points[0].value} / {points[1].value} timesteps",
+            f"{points[0].step_time_ms} / {points[1].step_time_ms}", "ms",
+            source=f"sequence length probe, {paired.pairs} interleaved pairs",
+        ),
+        Evidence(
+            "share of the step that grows with the padded length",
+            f"{share(ratio.value):.0%} (90% interval {share(ratio.low):.0%}\u2013"
+            f"{share(ratio.high):.0%})", "",
+            source=f"step ratio {ratio.value:.2f}x (90% interval {ratio.low:.2f}\u2013"
+            f"{ratio.high:.2f}x): (1 - 1 / ratio) / (1 - {half:.2f})",
+        ),
+    )  # fmt: skip
+    return StepEstimate(padding, plow, phigh, share(ratio.value), share(ratio.low),
+                        share(ratio.high), None, evidence)  # fmt: skip
 
 
 def median(values: list[int]) -> float:

@@ -12,11 +12,16 @@ Why it slows training:
     An RNN step costs the same on a padded timestep as on a valid one: the generic loop runs
     every step, and cuDNN reads the padded tensor (masks let it stop at each sequence's length,
     but the tensors, the layers around the RNN and the loss still span the padded length). The
-    compute of a step grows linearly with ``batch x padded length``, so the estimated speedup is
-    padded timesteps now / expected after bucketing. Parts of a step that do not scale with the
-    length (the optimizer update, input, Python) are not scaled, so the real gain is smaller where
-    they matter; rnndoctor's test compares the estimate with real bucketed and unbucketed
-    compute-only steps on CPU.
+    part of a step that grows with the padded length grows linearly with ``batch x padded
+    length``, so bucketing shrinks that part by padded timesteps now / expected after
+    bucketing; the rest (the optimizer's update, the layers after the RNN, dispatch) does not
+    shrink. The share that grows is measured by the sequence length probe (the compute-only
+    step at the sampled length and at half of it, paired: ``capture/probes.py:
+    _length_probe``), and the estimated speedup is ``1 / (1 - share + share / padding ratio)``
+    (Amdahl's law), never above ``1 / (1 - share)``. Where the probe did not measure it, the
+    estimate is the padding ratio itself and the finding says it is an upper bound.
+    rnndoctor's test compares the estimate with real bucketed and unbucketed compute-only
+    steps on CPU.
 
     Severity: ``error`` when the estimated speedup is at least 2x (``error_speedup``: "runs at
     least 2x slower than it needs to"), ``warning`` below.
@@ -25,10 +30,12 @@ Evidence:
     ``sequences.inputs[].padded_fraction``, ``length_values`` / ``length_counts``,
     ``padded_lengths`` / ``batch_sizes``, ``quantiles``, ``padding_location``,
     ``targets_per_step``, ``input_rank``, ``mask_used`` / ``pad_value`` / ``pad_index``;
-    ``fit.location`` (the data's names). The estimate's 90% interval is a bootstrap over the
-    sampled batches and sequences (``rnndoctor.stats.padding_speedup_interval``, 200
-    resamples, fixed seed): the estimate's sampling error under its linear cost model, not the
-    model's own error.
+    ``fit.location`` (the data's names); ``probes.length_probe`` (the sequence length probe:
+    ``rules/_sequences.py: step_estimate``). The estimate's 90% interval combines the padding
+    ratio's bootstrap over the sampled batches and sequences
+    (``rnndoctor.stats.padding_speedup_interval``, 200 resamples, fixed seed) with the probe's
+    paired interval of the share (like bounds: the estimate grows with both): the sampling
+    error and the probe's noise, not the error of the linear model itself.
 
 Example:
     Text lines of 4 to 80 characters, all padded to ``maxlen=80`` with ``pad_sequences``.
@@ -312,6 +319,31 @@ def _pad_evidence(record: SequenceInput) -> list[Evidence]:
     ]  # fmt: skip
 
 
+def _evidence(record: SequenceInput, result: bk.BucketPlan) -> list[Evidence]:
+    """The padding now and after bucketing at ``result``, as the evidence table shows them."""
+    return [
+        *sq.common_evidence(record),
+        Evidence("padded fraction now", round(record.padded_fraction, 4),
+                 source="sampled batches"),
+        Evidence("padded fraction after bucketing (expected)",
+                 round(result.padded_fraction_after, 4), source="rnndoctor/stats.py"),
+        Evidence("suggested bucket boundaries", list(result.boundaries), "timesteps",
+                 source="exact: least expected padded timesteps over the sampled lengths"),
+        Evidence("bucket batch size", result.batch_sizes[0], "sequences",
+                 source="sampled batches"),
+        Evidence("sampled sequences per bucket", list(result.bucket_sequences), "sequences",
+                 source="sampled lengths"),
+        Evidence("padded timesteps now / after", f"{result.padded_steps_now} / "
+                 f"{result.padded_steps_after:.0f}", "timesteps", source="sampled batches"),
+        Evidence("padded length per batch (median)", sq.median(record.padded_lengths),
+                 "timesteps", source="sampled batches"),
+        Evidence("valid length p50 / p90 / max",
+                 f"{record.quantiles.get('p50', 0):g} / {record.quantiles.get('p90', 0):g}"
+                 f" / {record.quantiles.get('max', 0):g}", "timesteps",
+                 source="sampled batches"),
+    ]  # fmt: skip
+
+
 @rule(
     "RD501",
     "padding-waste",
@@ -340,42 +372,27 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         location, where = sq.padding_location(facts, record)
         layers = sq.fed_layers(facts, record)
         no_mask = _no_mask_sentence(record)
+        probes = facts.probes
+        estimate = sq.step_estimate(
+            facts, record, result.speedup, tuple(result.boundaries),
+            probes.length_probe if probes else [],
+            probes.length_probe_not_measured if probes else None,
+        )  # fmt: skip
         message = (
             f"{record.padded_fraction:.1%} of the timesteps computed for input "
             f"'{record.input}' are padding (median padded length "
             f"{sq.median(record.padded_lengths):g}, median valid length "
             f"{record.quantiles.get('p50', 0):g}). Bucketing by length at "
             f"{list(result.boundaries)} is expected to cut padding to "
-            f"{result.padded_fraction_after:.1%}: an estimated {result.speedup:.2f}x faster "
+            f"{result.padded_fraction_after:.1%}: an estimated {estimate.gain_head()} faster "
             f"step.{no_mask}"
         )
-        evidence = [
-            *sq.common_evidence(record),
-            Evidence("padded fraction now", round(record.padded_fraction, 4),
-                     source="sampled batches"),
-            Evidence("padded fraction after bucketing (expected)",
-                     round(result.padded_fraction_after, 4), source="rnndoctor/stats.py"),
-            Evidence("suggested bucket boundaries", list(result.boundaries), "timesteps",
-                     source="exact: least expected padded timesteps over the sampled lengths"),
-            Evidence("bucket batch size", result.batch_sizes[0], "sequences",
-                     source="sampled batches"),
-            Evidence("sampled sequences per bucket", list(result.bucket_sequences), "sequences",
-                     source="sampled lengths"),
-            Evidence("padded timesteps now / after", f"{result.padded_steps_now} / "
-                     f"{result.padded_steps_after:.0f}", "timesteps", source="sampled batches"),
-            Evidence("padded length per batch (median)", sq.median(record.padded_lengths),
-                     "timesteps", source="sampled batches"),
-            Evidence("valid length p50 / p90 / max",
-                     f"{record.quantiles.get('p50', 0):g} / {record.quantiles.get('p90', 0):g}"
-                     f" / {record.quantiles.get('max', 0):g}", "timesteps",
-                     source="sampled batches"),
-            where,
-        ]  # fmt: skip
-        evidence += _pad_evidence(record)
+        evidence = [*_evidence(record, result), where, *_pad_evidence(record)]
+        evidence += estimate.evidence
         findings.append(
             finding(
                 severity=Severity.ERROR
-                if result.speedup >= options.error_speedup
+                if estimate.speedup >= options.error_speedup
                 else Severity.WARNING,
                 message=message,
                 layer=layers[0].path if layers else (record.rnn_layers or [None])[0],
@@ -383,16 +400,12 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 evidence=tuple(evidence),
                 fix=fix,
                 gain=(
-                    f"{result.speedup:.2f}x"
-                    f"{sq.speedup_interval_text(record, tuple(result.boundaries))} "
-                    f"from padded timesteps {result.padded_steps_now} -> "
-                    f"{result.padded_steps_after:.0f} on the sampled sequences; model: a "
-                    "step's compute grows linearly with batch x padded length (each batch "
+                    f"{estimate.gain_head()} from padded timesteps {result.padded_steps_now} "
+                    f"-> {result.padded_steps_after:.0f} on the sampled sequences (each batch "
                     "padded to its own longest sequence, lengths drawn from the sampled "
-                    "distribution); per-step costs that do not scale with length are not "
-                    "counted"
+                    f"distribution): {estimate.basis()}"
                 ),
-                speedup=round(result.speedup, 3),
+                speedup=round(estimate.speedup, 3),
                 bucket_plan=BucketPlan(
                     boundaries=tuple(result.boundaries), batch_sizes=tuple(result.batch_sizes)
                 ),

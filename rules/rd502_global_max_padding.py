@@ -11,8 +11,10 @@ Why it slows training:
     Every batch pays for the longest sequence in the whole data set. With ``padded_batch`` on
     shuffled sequences a batch is padded to its own longest one, whose expected length is the
     expected maximum of ``batch_size`` draws from the sampled length distribution
-    (``rnndoctor/stats.py``). A step's compute grows linearly with ``batch x padded length``, so
-    the estimated speedup is padded timesteps now / expected with per-batch padding. Bucketing
+    (``rnndoctor/stats.py``). The part of a step that grows with the padded length shrinks by
+    padded timesteps now / expected with per-batch padding, and the estimated speedup scales
+    that by the share of the step the sequence length probe measured to grow with the length
+    (Amdahl's law, as RD501's; an upper bound where the probe did not measure it). Bucketing
     (RD501) saves more; per-batch padding is the one-line change.
 
     Severity: ``error`` when the estimated speedup is at least 2x (``error_speedup``),
@@ -21,8 +23,10 @@ Why it slows training:
 Evidence:
     ``sequences.inputs[].global_max_padding``, ``padded_lengths``, ``batch_sizes``,
     ``length_values`` / ``length_counts``, ``per_batch_padded_fraction``,
-    ``padding_location``. The estimate's 90% interval is a bootstrap over the sampled batches
-    and sequences (``rnndoctor.stats.padding_speedup_interval``), as RD501's.
+    ``padding_location``; ``probes.length_probe``. The estimate's 90% interval combines the
+    padding ratio's bootstrap over the sampled batches and sequences
+    (``rnndoctor.stats.padding_speedup_interval``) with the sequence length probe's, as RD501's.
+    The rule reports from ``min_speedup`` on the estimate (its median), as before the probe.
 
 Example:
     ``x = pad_sequences(seqs, maxlen=200)`` where most batches' longest sequence has 120 steps.
@@ -130,6 +134,22 @@ def _recorded(fraction: float | None, valid_steps: int, padded_steps: float) -> 
     return fraction if fraction is not None else bk.padded_fraction(valid_steps, padded_steps)
 
 
+def _evidence(
+    record: SequenceInput, padded: int, expected: float, now: float, after: float
+) -> tuple[Evidence, ...]:
+    """The padding now and with per-batch padding, as the evidence table shows them."""
+    return (
+        *sq.common_evidence(record),
+        Evidence("padded length of every batch", padded, "timesteps", source="sampled batches"),
+        Evidence("expected padded length per batch with padded_batch", round(expected, 2),
+                 "timesteps", source="rnndoctor/stats.py (expected max of the batch)"),
+        Evidence("longest sampled sequence", max(record.length_values), "timesteps",
+                 source="sampled batches"),
+        Evidence("padded fraction now / with per-batch padding", f"{now:.4f} / {after:.4f}",
+                 source="sampled batches"),
+    )  # fmt: skip
+
+
 @rule(
     "RD502",
     "global-max-padding",
@@ -148,9 +168,16 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         batch = sq.batch_size(record)
         now = bk.padded_steps(record.padded_lengths, record.batch_sizes)
         after = bk.expected_padded_steps(dist, (), batch)
-        speedup = now / after if after else 0.0
+        probes = facts.probes
+        estimate = sq.step_estimate(
+            facts, record, now / after if after else 0.0, None,
+            probes.length_probe if probes else [],
+            probes.length_probe_not_measured if probes else None,
+        )  # fmt: skip
+        speedup = estimate.speedup
         if speedup < options.min_speedup:
             continue
+        severity = Severity.ERROR if speedup >= options.error_speedup else Severity.WARNING
         # the recorded facts (round 6), as the report's sequences table shows them
         fraction_now = _recorded(record.padded_fraction, dist.valid_steps, now)
         fraction_after = _recorded(record.per_batch_padded_fraction, dist.valid_steps, after)
@@ -161,49 +188,26 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         code, safety = _code(facts, record, batch)
         findings.append(
             finding(
-                severity=Severity.ERROR if speedup >= options.error_speedup else Severity.WARNING,
+                severity=severity,
                 message=(
                     f"Every sampled batch of input '{record.input}' is padded to {padded} steps, "
                     f"the global maximum; padded per batch (batches of {batch}), a batch would "
                     f"span {expected_length:.1f} steps on average: padding "
-                    f"{fraction_now:.1%} -> {fraction_after:.1%}, an estimated {speedup:.2f}x "
-                    "faster step."
+                    f"{fraction_now:.1%} -> {fraction_after:.1%}, an estimated "
+                    f"{estimate.gain_head()} faster step."
                 ),
                 layer=layers[0].path if layers else (record.rnn_layers or [None])[0],
                 location=location,
                 evidence=(
-                    *sq.common_evidence(record),
-                    Evidence(
-                        "padded length of every batch",
-                        padded,
-                        "timesteps",
-                        source="sampled batches",
-                    ),
-                    Evidence(
-                        "expected padded length per batch with padded_batch",
-                        round(expected_length, 2),
-                        "timesteps",
-                        source="rnndoctor/stats.py (expected max of the batch)",
-                    ),
-                    Evidence(
-                        "longest sampled sequence",
-                        max(record.length_values),
-                        "timesteps",
-                        source="sampled batches",
-                    ),
-                    Evidence(
-                        "padded fraction now / with per-batch padding",
-                        f"{fraction_now:.4f} / {fraction_after:.4f}",
-                        source="sampled batches",
-                    ),
+                    *_evidence(record, padded, expected_length, fraction_now, fraction_after),
                     where,
-                ),  # fmt: skip
+                    *estimate.evidence,
+                ),
                 fix=Fix("Pad each batch to its own longest sequence (padded_batch)", code, safety),
                 gain=(
-                    f"{speedup:.2f}x{sq.speedup_interval_text(record)} "
-                    f"from padded timesteps {now} -> {after:.0f} on the sampled "
-                    "sequences; model: a step's compute grows linearly with batch x padded "
-                    "length; bucketing (RD501) saves more"
+                    f"{estimate.gain_head()} from padded timesteps {now} -> "
+                    f"{after:.0f} on the sampled sequences: {estimate.basis()}; bucketing "
+                    "(RD501) saves more"
                 ),
                 speedup=round(speedup, 3),
             )

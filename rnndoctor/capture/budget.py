@@ -27,6 +27,7 @@ SHARES: dict[str, float] = {
     "compute-only probe": 0.06,
     "batch-size probe": 0.08,
     "steps_per_execution probe": 0.06,
+    "sequence length probe": 0.04,
     "fast-path probe": 0.08,
     # xprof's conversion of the profiled steps (capture/conversion.py), and under --workers a
     # second share for the chief's merged trace (capture/distribute.py: trace_facts): 48 s at
@@ -68,6 +69,11 @@ PAIRED_WALL_S: dict[str, float] = {
     "compute-only probe": 8.0,
     "batch-size probe": 9.0,
     "steps_per_execution probe": 8.0,
+    # two arms of the compute-only step (full and half padded length): a ratio that moves the
+    # padding rules' estimate (RD501, RD502) as a share, not a cut-off decided on its own, so
+    # it gets the least allowance: on the demo (0.14 and 0.28 s steps) 2 s holds the 3 pairs
+    # an interval needs after the first round. Source: rnndoctor's choice.
+    "sequence length probe": 2.0,
 }
 MIN_PHASE_S = 2.0  # a phase never gets less than this (while the overall deadline allows)
 RESERVE_S = 3.0  # kept back before the overall deadline for saving the facts

@@ -655,6 +655,9 @@ def run_probes(
         _Stage(Phase.SPE_PROBE, "spe_probe_not_measured",
                lambda: _spe_probe(session, model, probes, batches, state, saved),
                name="steps-per-execution"),
+        _Stage(Phase.LENGTH_PROBE, "length_probe_not_measured",
+               lambda: _length_probe(session, model, probes, batches),
+               name="sequence-length"),
     )  # fmt: skip
     # The probes' fits leave cyclic garbage (epoch iterators, datasets, traced functions): it is
     # collected after each fit (_collect_fit_garbage) and after each probe, in the probe's own
@@ -1898,3 +1901,117 @@ def _spe_probe(
     reason = distribute.spe_failure(model, probes.spe_probe)
     if reason:
         probes.spe_probe_not_measured = reason
+
+
+# -- the sequence length probe (RD501, RD502) -------------------------------------------------
+# The padding rules estimate a step after bucketing from the padded timesteps it saves, and only
+# the part of the step that grows with the padded length shrinks: the optimizer's update, the
+# layers after the RNN and the host's dispatch do not. A new user's Bidirectional GRU was
+# estimated at 1.77x and measured at 1.32x by --verify (and by hand, 51 -> 38 ms a step); its
+# RD502 at 1.06x, from a sample, flipped against its 1.05x cut-off. The probe times the
+# compute-only step on the sampled batches as they are and cut to half their length.
+# The probe runs where RD501 or RD502 can report: a sequence input padded to one global maximum
+# (RD502) with at least 5% of its timesteps padding (RD502's 1.05x cut-off needs that much), or
+# with at least 30% (RD501's default min_padded_fraction; a lower option leaves its estimate
+# unmeasured, saying so). Not on the fixed demo's bucketed batches (about 10% padded).
+_LENGTH_PROBE_MIN_PADDING = 0.05
+_LENGTH_PROBE_RD501_PADDING = 0.30
+_LENGTH_PROBE_MIN_STEPS = 4  # the shortest time axis the probe halves (timesteps)
+
+
+def _length_skip(session: CaptureSession, batches: Batches) -> str | None:
+    """Why the sequence length probe does not run ("" where there is nothing for it to do: no
+    sequence input is padded as RD501 or RD502 can report it, and the reports list no probe
+    that was not needed), or None: it needs the model's one sequence input padded, sampled
+    batches, and ``x`` one array whose second axis is the time axis (a dict or list of inputs
+    is not cut)."""
+    sequences = session.facts.sequences
+    records = [r for r in (sequences.inputs if sequences else []) if not r.ragged]
+    padded = [
+        r for r in records
+        if (r.padded_fraction or 0.0) >= _LENGTH_PROBE_RD501_PADDING
+        or (r.global_max_padding and (r.padded_fraction or 0.0) >= _LENGTH_PROBE_MIN_PADDING)
+    ]  # fmt: skip
+    if not padded:
+        return ""
+    if len(records) != 1:
+        return f"not run: it cuts one sequence input; the model has {len(records)}"
+    if not batches.raw:
+        return f"not run: no sampled batches ({batches.not_measured or 'none'})"
+    x = batches.raw[0][0] if isinstance(batches.raw[0], tuple) else batches.raw[0]
+    shape = getattr(x, "shape", None)
+    if shape is None or len(shape) < 2 or shape[1] is None:
+        return "not run: the input is not one array with a time axis (a dict or list of inputs)"
+    if int(shape[1]) < _LENGTH_PROBE_MIN_STEPS:
+        return f"not run: {int(shape[1])} timesteps, too few to halve"
+    return None
+
+
+def _halved(item: Any) -> Any:
+    """``item`` (``x``, or ``(x, y[, sample_weight])``) with ``x`` and every array of the same
+    length on its second axis (targets or weights per timestep) cut to the first half of it."""
+    import tensorflow as tf
+
+    x = item[0] if isinstance(item, tuple) else item
+    steps = int(x.shape[1])
+
+    def cut(leaf: Any) -> Any:
+        shape = getattr(leaf, "shape", None)
+        if shape is None or len(shape) < 2 or shape[1] != steps:
+            return leaf
+        return leaf[:, : steps // 2]
+
+    return tf.nest.map_structure(cut, item)
+
+
+def _halved_spec(spec: Any, steps: int) -> Any:
+    """``spec`` with a second axis of ``steps`` cut to ``steps // 2`` (None stays None)."""
+    import tensorflow as tf
+
+    def cut(leaf: Any) -> Any:
+        if isinstance(leaf, tf.TensorSpec) and leaf.shape.rank and leaf.shape.rank >= 2:
+            if leaf.shape[1] == steps:
+                dims = leaf.shape.as_list()
+                dims[1] = steps // 2
+                return tf.TensorSpec(dims, leaf.dtype, leaf.name)
+        return leaf
+
+    return tf.nest.map_structure(cut, spec) if spec is not None else None
+
+
+def _length_probe(
+    session: CaptureSession, model: Any, probes: ProbeFacts, batches: Batches
+) -> None:
+    """The compute-only step at the sampled batches' length and at half of it, in interleaved
+    bursts (``probes.length_probe``: ``[full, half]``, ``value`` the median padded length;
+    ``length_probe[1].paired``: A = full over B = half). Each arm's first burst is its warm-up
+    (the half length traces the train function for its shape)."""
+    why = _length_skip(session, batches)
+    if why is not None:
+        probes.length_probe_not_measured = why or None
+        return
+    budget = session.budget(Phase.LENGTH_PROBE)
+    first = batches.raw[0][0] if isinstance(batches.raw[0], tuple) else batches.raw[0]
+    steps = int(first.shape[1])
+    lengths = [int((b[0] if isinstance(b, tuple) else b).shape[1]) for b in batches.raw]
+    full = int(statistics.median(lengths))
+    half_raw = [_halved(b) for b in batches.raw]
+    spec = _halved_spec(batches.element_spec, steps) if len(set(lengths)) == 1 else None
+    datasets = (
+        (full, _cached_dataset(batches.raw, batches.element_spec)),
+        (full // 2, _cached_dataset(half_raw, spec)),
+    )
+    arms: list[tuple[ProbePoint, pairs.ArmRecord]] = []
+    for value, dataset in datasets:
+        point = ProbePoint(value=value)
+        probes.length_probe.append(point)
+        if _out_of_budget(session, budget, point, f"{value} timesteps"):
+            break
+        # one step a burst at least (and _PAIR_BURST_S): the demo's are 0.14-0.28 s
+        arm = _time_point(session, model, point, dataset, budget, f"{value} timesteps", 1)
+        if arm is None:
+            if point.stopped:
+                probes.length_probe_not_measured = f"{value} timesteps: {point.stopped}"[:300]
+            break
+        arms.append((point, arm))
+    _pair_points(arms, paired_left(budget), Phase.LENGTH_PROBE, phase_left=budget.left)

@@ -533,3 +533,55 @@ def test_a_selection_that_does_not_read_the_batch_size_probe_does_not_run_it():
     assert "batch-size probe" not in names and "steps_per_execution probe" in names
     assert pr.spe_probe_not_measured != _UNREAD
     assert pr.input_only_ms is not None and pr.compute_only_ms is not None
+
+
+# -- the sequence length probe (RD501, RD502) --------------------------------------------------
+
+
+def _padded_tokens(flatten: bool = False):
+    """Token ids right-padded to 40 steps under Embedding(mask_zero=True), a GRU and a head;
+    ``flatten``: the GRU's sequences flattened into the head, which takes 40 steps only."""
+    keras.utils.clear_session()
+    lengths = RNG.integers(3, 40, size=256)
+    x = np.zeros((256, 40), dtype="int32")
+    for row, n in enumerate(lengths):
+        x[row, :n] = RNG.integers(1, 50, size=n)
+    y = RNG.normal(size=(256, 1)).astype("float32")
+    layers = [keras.Input((40,), dtype="int32"), keras.layers.Embedding(50, 8, mask_zero=True)]
+    layers += (
+        [keras.layers.GRU(8, return_sequences=True), keras.layers.Flatten()]
+        if flatten
+        else [keras.layers.GRU(8)]
+    )
+    model = keras.Sequential([*layers, keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    return model, x, y
+
+
+def test_the_length_probe_times_the_step_at_the_padded_length_and_at_half_of_it():
+    model, x, y = _padded_tokens()
+    report = rnndoctor.diagnose(model, x, y=y, batch_size=16, select=["RD501", "RD502"], **FAST)
+    pr = report.facts.probes
+    assert pr.length_probe_not_measured is None, pr.length_probe_not_measured
+    full, half = pr.length_probe
+    assert (full.value, half.value) == (40, 20) and full.step_time_ms and half.step_time_ms
+    paired = half.paired
+    assert paired.a == "40 timesteps" and paired.b == "20 timesteps" and paired.pairs >= 3
+    assert paired.ratio > 1.0  # half the timesteps: a shorter step
+    # the other probes did not run (no rule of the selection reads them)
+    from rnndoctor.facts import PROBE_UNREAD
+
+    assert pr.batch_probe_not_measured == pr.spe_probe_not_measured == PROBE_UNREAD
+    (rd501,) = [f for f in report.findings if f.rule_id == "RD501"]
+    rows = {e.label: e.value for e in rd501.evidence}
+    assert "share of the step that grows with the padded length" in rows
+    assert "an upper bound" not in rd501.message
+
+
+def test_a_model_that_takes_one_length_only_leaves_the_estimate_an_upper_bound():
+    model, x, y = _padded_tokens(flatten=True)
+    report = rnndoctor.diagnose(model, x, y=y, batch_size=16, select=["RD501"], **FAST)
+    pr = report.facts.probes
+    assert pr.length_probe_not_measured.startswith("20 timesteps: failed"), pr
+    (rd501,) = [f for f in report.findings if f.rule_id == "RD501"]
+    assert "an upper bound" in rd501.message and "was not measured (20 timesteps" in rd501.gain

@@ -327,3 +327,79 @@ def test_rd501_fix_title_says_when_shuffle_batch_becomes_a_full_shuffle(shuffle,
     else:
         assert said in finding.fix.title
     assert f"rd501_bucketed(x, y, {shuffle})" in finding.fix.code
+
+
+def _length_probe(facts: Facts, full_ms: float, half_ms: float, ratio: tuple, pairs: int = 5):
+    """The sequence length probe's points on ``facts``: the step at 64 and at 32 timesteps,
+    ``ratio`` = (median, low, high) of full / half."""
+    from rnndoctor.facts import PairedRatio, ProbeFacts, ProbePoint
+
+    facts.probes = facts.probes or ProbeFacts()
+    paired = PairedRatio(
+        ratio=ratio[0],
+        low=ratio[1],
+        high=ratio[2],
+        level=0.9,
+        pairs=pairs,
+        median_a_ms=full_ms,
+        median_b_ms=half_ms,
+        steps_a=20,
+        steps_b=20,
+        phase="sequence length probe",
+        a="64 timesteps",
+        b="32 timesteps",
+    )
+    facts.probes.length_probe = [ProbePoint(64, full_ms, None, 20),
+                                 ProbePoint(32, half_ms, None, 20, paired=paired)]  # fmt: skip
+    return facts
+
+
+def test_rd501_scales_its_estimate_by_the_measured_share_of_the_step_that_grows_with_length():
+    """A new user's Bidirectional GRU: RD501 estimated 1.77x from the padded timesteps alone,
+    --verify measured 1.32x (the optimizer's update, the head and dispatch do not shrink)."""
+    lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=64, batch=16)
+    (upper,) = _findings(facts, "RD501")
+    padding = upper.speedup
+    assert "an upper bound" in upper.message and "was not measured" in upper.gain
+    # half the length takes 0.6 of the step: (1 - 1 / (1 / 0.6)) / 0.5 = 80% grows with it
+    _length_probe(facts, 50.0, 30.0, (1 / 0.6, 1 / 0.62, 1 / 0.58))
+    (finding,) = _findings(facts, "RD501")
+    expected = 1 / (1 - 0.8 + 0.8 / padding)
+    assert finding.speedup == pytest.approx(expected, abs=2e-3)
+    assert finding.speedup < padding and finding.speedup <= 1 / (1 - 0.8)  # Amdahl's bound
+    assert "on the 80% (90% interval 76%\u201384%) of the compute-only step" in finding.gain
+    evidence = {e.label: e.value for e in finding.evidence}
+    assert evidence["share of the step that grows with the padded length"].startswith("80%")
+    assert evidence["compute-only step at 64 / 32 timesteps"] == "50.0 / 30.0"
+    assert "an upper bound" not in finding.message
+    # fewer than 3 pairs: no interval for the share, the upper bound again, saying why
+    _length_probe(facts, 50.0, 30.0, (1 / 0.6, 1 / 0.6, 1 / 0.6), pairs=2)
+    (finding,) = _findings(facts, "RD501")
+    assert finding.speedup == upper.speedup and "timed 2 pairs" in finding.gain
+    # a step that does not get shorter with half the length: nothing to gain
+    _length_probe(facts, 50.0, 51.0, (0.98, 0.95, 1.01))
+    (finding,) = _findings(facts, "RD501")
+    assert finding.speedup == 1.0 and "on the 0% " in finding.gain
+
+
+def test_rd502_measures_what_per_batch_padding_saves_of_the_step_not_of_the_timesteps():
+    """A new user's RD502 at 1.06x from the timesteps alone flipped against its 1.05x cut-off;
+    with 60% of the step growing with the length it saves under 1.05x of the step."""
+    lengths = [30, 31, 32, 33] * 15 + [40] * 4
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=40, batch=16)
+    (finding,) = _findings(facts, "RD502")
+    padding = finding.speedup
+    assert padding == pytest.approx(1.067, abs=1e-3) and "an upper bound" in finding.gain
+    # half the length takes 0.7 of the step: (1 - 0.7) / 0.5 = 60% grows with it
+    _length_probe(facts, 50.0, 35.0, (1 / 0.7, 1 / 0.72, 1 / 0.68))
+    assert 1 / (1 - 0.6 + 0.6 / padding) < 1.05
+    assert _findings(facts, "RD502") == []
+    # 90% of it: 1 / (0.1 + 0.9 / 1.067) = 1.06x, a finding at the scaled estimate
+    _length_probe(facts, 50.0, 27.5, (1 / 0.55, 1 / 0.56, 1 / 0.54))
+    (finding,) = _findings(facts, "RD502")
+    assert finding.speedup == pytest.approx(1 / (0.1 + 0.9 / padding), abs=2e-3)
+    facts.probes.length_probe_not_measured = "failed: ValueError: the model takes 40 steps"
+    facts.probes.length_probe = []
+    (finding,) = _findings(facts, "RD502")
+    assert "not measured (failed: ValueError: the model takes 40 steps)" in finding.gain

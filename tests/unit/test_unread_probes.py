@@ -10,21 +10,31 @@ from rnndoctor.engine import PROBE_READERS, unread_probes
 from rnndoctor.options import SKIPPABLE_PROBES
 
 RULES = Path(__file__).parents[2] / "rules"
-FIELDS = {"batch-size": "batch_probe", "steps-per-execution": "spe_probe"}
+FIELDS = {
+    "batch-size": "batch_probe",
+    "steps-per-execution": "spe_probe",
+    "sequence-length": "length_probe",
+}
 
 
 def test_every_probe_runs_for_all_rules_and_for_a_reader():
     assert unread_probes() == ()
-    assert unread_probes(["RD301", "RD403"]) == ()
-    assert unread_probes(["small-batch"]) == ("steps-per-execution",)  # a rule's name works too
-    assert unread_probes(["RD702"], None) == ("steps-per-execution",)
+    assert unread_probes(["RD301", "RD403", "RD501"]) == ()
+    assert unread_probes(["RD301", "RD403"]) == ("sequence-length",)
+    # a rule's name works too
+    assert unread_probes(["small-batch"]) == ("steps-per-execution", "sequence-length")
+    assert unread_probes(["RD702", "RD502"], None) == ("steps-per-execution",)
 
 
 def test_a_selection_without_readers_runs_neither():
-    assert unread_probes(["RD101", "RD110"]) == ("batch-size", "steps-per-execution")
-    assert unread_probes(None, ["RD301", "RD702", "RD403"]) == SKIPPABLE_PROBES
+    assert unread_probes(["RD101", "RD110"]) == SKIPPABLE_PROBES
+    assert unread_probes(None, ["RD301", "RD702", "RD403"]) == ("batch-size", "steps-per-execution")
+    assert unread_probes(None, ["RD501", "RD502"]) == ("sequence-length",)
     assert unread_probes(None, ["RD301"]) == ()  # RD702 still reads the batch-size probe
-    assert unread_probes(["RD301", "RD403"], ["rd403"]) == ("steps-per-execution",)
+    assert unread_probes(["RD301", "RD403"], ["rd403"]) == (
+        "steps-per-execution",
+        "sequence-length",
+    )
 
 
 def test_the_readers_are_the_rules_whose_source_reads_the_probe():
@@ -100,7 +110,7 @@ def test_the_terminal_and_markdown_say_which_probes_measured_nothing_and_why():
         summary_lines(evaluate(facts, select=["RD101"]))
     )
     why = f"{PROBES_NOT_RUN}: turned off (--no-probes)"
-    names = ("input_only", "compute_only", "batch_probe", "spe_probe")
+    names = ("input_only", "compute_only", "batch_probe", "spe_probe", "length_probe")
     facts.probes = ProbeFacts(**{f"{n}_not_measured": why for n in names})
     assert probes_not_measured(facts) == (f"probes: {why}",)  # one line, not four
     facts.probes = ProbeFacts(input_only_ms=0.3, compute_only_ms=4.0)
