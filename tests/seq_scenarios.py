@@ -64,11 +64,13 @@ def left_padded(ns: list[int] | None = None):
     return masked_lstm(), x, _targets(len(x))
 
 
-def left_padded_per_batch(ns: list[int] | None = None):
+def left_padded_per_batch(ns: list[int] | None = None, maxlen: int | None = T):
     """pad_sequences' default padding='pre' in a PyDataset's __getitem__, one batch at a time
     (a new user's trial: RD110 said "no pad_sequences call was seen"): the model, the
-    PyDataset and its batches as fit would get them."""
+    PyDataset and its batches as fit would get them. ``maxlen=None``: each batch padded to
+    its own longest sequence (a width per batch; the model takes any length)."""
     import keras
+    from keras import layers
 
     seqs = token_sequences(ns or lengths())
 
@@ -78,10 +80,17 @@ def left_padded_per_batch(ns: list[int] | None = None):
 
         def __getitem__(self, i):
             part = seqs[i * BATCH : (i + 1) * BATCH]
-            x = keras.utils.pad_sequences(part, maxlen=T)  # site:pad-batch
+            x = keras.utils.pad_sequences(part, maxlen=maxlen)  # site:pad-batch
             return x, _targets(len(x))
 
-    return masked_lstm(), Batches()
+    if maxlen is not None:
+        return masked_lstm(), Batches()
+    model = keras.Sequential(
+        [keras.Input((None,), dtype="int32"), layers.Embedding(VOCAB, 3, mask_zero=True),
+         layers.LSTM(4), layers.Dense(1)],
+        name="seq",
+    )  # fmt: skip
+    return model, Batches()
 
 
 def right_padded(ns: list[int] | None = None):

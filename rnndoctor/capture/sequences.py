@@ -74,9 +74,12 @@ _MATCH_ROWS = 32  # sampled rows looked up in each pad_sequences result
 _MAX_PAD_CALLS = 32  # pad call sites remembered (the latest call per site)
 # A pad_sequences call that pads one batch at a time (in a PyDataset's or Sequence's
 # __getitem__, or a generator) leaves only its latest batch alive, which the sampled rows are
-# seldom from: the rows of each result up to this many are kept as hashes, up to this many per
+# seldom from: the rows of each result up to this many are kept as hashes, one set per dtype and
+# width (without maxlen each batch is padded to its own longest row), up to this many in all per
 # call site, so the sampled rows are found among any of its batches. Source: rnndoctor's choice
 # (a 32-row batch of 200 int32 steps hashes in about 20 us; 65536 hashes hold about 4 MiB).
+# Batches padded in the worker processes of a PyDataset with use_multiprocessing=True are not
+# seen (the hook records in the process that calls it): their padding line stays unknown.
 _HASHED_RESULT_ROWS = 4096
 _HASHED_SITE_ROWS = 65536
 
@@ -90,7 +93,7 @@ class PadCall:
     bucket_by_sequence_length pad at the end: ``post``); ``explicit``: the call gave it;
     ``result``: a weak reference to the padded array (pad_sequences only); ``hashed``: hashes
     of the rows of this site's results of at most :data:`_HASHED_RESULT_ROWS` rows (each batch a
-    ``__getitem__`` pads), of dtype and width ``hashed_as``.
+    ``__getitem__`` pads), one set per ``(dtype, width)``.
     """
 
     function: str
@@ -98,25 +101,25 @@ class PadCall:
     padding: str | None = None
     explicit: bool = False
     result: Any = None
-    hashed: set[int] = field(default_factory=set, repr=False)
-    hashed_as: tuple[Any, int] | None = None
+    hashed: dict[tuple[str, int], set[int]] = field(default_factory=dict, repr=False)
     _rows: set[bytes] | None = field(default=None, repr=False)
 
     def array(self) -> Any:
         return self.result() if self.result is not None else None
 
     def hash_rows(self, array: Any, earlier: PadCall | None) -> None:
-        """Keeps hashes of ``array``'s rows (a small 2-D result), after those of the site's
-        ``earlier`` call of the same dtype and width, up to :data:`_HASHED_SITE_ROWS`."""
+        """Keeps hashes of ``array``'s rows (a small 2-D result), beside those of the site's
+        ``earlier`` calls, up to :data:`_HASHED_SITE_ROWS` in all."""
         import numpy as np
 
+        if earlier is not None:
+            self.hashed = earlier.hashed
         if array.ndim != 2 or len(array) > _HASHED_RESULT_ROWS:
             return
-        self.hashed_as = (array.dtype, array.shape[1])
-        if earlier is not None and earlier.hashed_as == self.hashed_as:
-            self.hashed = earlier.hashed
-        if len(self.hashed) < _HASHED_SITE_ROWS:
-            self.hashed.update(hash(r.tobytes()) for r in np.ascontiguousarray(array))
+        if sum(len(h) for h in self.hashed.values()) >= _HASHED_SITE_ROWS:
+            return
+        rows = self.hashed.setdefault((array.dtype.str, int(array.shape[1])), set())
+        rows.update(hash(r.tobytes()) for r in np.ascontiguousarray(array))
 
     def holds_rows(self, rows: Any) -> int:
         """How many of ``rows`` (a 2-D array) are rows of this call's result, or of the site's
@@ -132,9 +135,10 @@ class PadCall:
                 self._rows = {r.tobytes() for r in np.ascontiguousarray(array)}
             cast = np.ascontiguousarray(rows[:_MATCH_ROWS], dtype=array.dtype)
             found = sum(r.tobytes() in self._rows for r in cast)
-        if self.hashed and self.hashed_as is not None and self.hashed_as[1] == rows.shape[1]:
-            cast = np.ascontiguousarray(rows[:_MATCH_ROWS], dtype=self.hashed_as[0])
-            found = max(found, sum(hash(r.tobytes()) in self.hashed for r in cast))
+        for (dtype, width), hashed in self.hashed.items():
+            if width == rows.shape[1]:
+                cast = np.ascontiguousarray(rows[:_MATCH_ROWS], dtype=np.dtype(dtype))
+                found = max(found, sum(hash(r.tobytes()) in hashed for r in cast))
         return found
 
 

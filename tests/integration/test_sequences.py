@@ -73,9 +73,12 @@ def test_left_padded_masks_are_measured_exactly_and_give_rd110_at_the_padding_li
     assert _by_rule(facts, "RD111") == []
 
 
-def test_padding_in_a_pydatasets_getitem_is_located_at_its_pad_sequences_line():
+@pytest.mark.parametrize("maxlen", [ss.T, None], ids=["maxlen", "own-longest"])
+def test_padding_in_a_pydatasets_getitem_is_located_at_its_pad_sequences_line(maxlen):
     keras.utils.clear_session()
-    model, batches = ss.left_padded_per_batch()
+    # each batch's longest sequence its own (6, 8, 10, ...): without maxlen a width per batch
+    ns = [n for i in range(ss.ROWS // ss.BATCH) for n in [6 + 2 * i] + [3] * (ss.BATCH - 1)]
+    model, batches = ss.left_padded_per_batch(ns, maxlen=maxlen)
     fed = [batches[i] for i in range(len(batches))]  # each pads its own batch, then is dropped
     model(fed[0][0][:2])
     facts = Facts(run=RunInfo(script="test", argv=[], cwd="."))
