@@ -176,14 +176,18 @@ def common_evidence(record: SequenceInput) -> list[Evidence]:
 class StepEstimate:
     """A padding fix's estimated step-time speedup (RD501, RD502).
 
-    ``padding``: padded timesteps now / after on the sampled sequences, with its bootstrap
-    interval (``padding_low`` / ``padding_high``; None where it cannot be formed). ``share``: the
-    share of the compute-only step that grows with the padded length, from the sequence length
-    probe (``share_low`` / ``share_high``, its interval), or None where the probe did not measure
-    it (``unmeasured`` says why): every part of the step is then taken to shrink with the padded
-    timesteps, and the estimate is an upper bound. ``speedup`` / ``low`` / ``high``: the step's,
-    ``1 / (1 - share + share / padding)`` (Amdahl's law for the part that shrinks), its interval
-    from the two intervals' like bounds (the speedup grows with both).
+    ``padding``: padded timesteps now / after on the sampled sequences, with its 90% bootstrap
+    interval (``padding_low`` / ``padding_high``; None where it cannot be formed). ``share``:
+    the share of the window's step that grows with the padded length: the share of the
+    compute-only step the sequence length probe measured to grow with it, times the
+    compute-only step's share of the window's step (the input wait and the callbacks' hooks do
+    not shrink), with ``share_low`` / ``share_high`` from the probe's interval; None where the
+    probe did not measure it (``unmeasured`` says why): every part of the step is then taken to
+    shrink with the padded timesteps, and the estimate is an upper bound. ``speedup`` /
+    ``low`` / ``high``: the step's, ``1 / (1 - share + share / padding)`` (Amdahl's law for the
+    part that shrinks; never above ``1 / (1 - share)`` nor below 1 for ``padding >= 1``), its
+    interval from the two intervals' like bounds (the speedup grows with both): it covers the
+    estimate where both cover theirs, at least 81% for two independent 90% intervals.
     """
 
     padding: float
@@ -211,12 +215,18 @@ class StepEstimate:
             return None
         return amdahl(self.padding_high, self.share_high if self.share is not None else None)
 
+    def negligible(self) -> bool:
+        """Measured, and the interval's upper bound under :data:`NEGLIGIBLE_SPEEDUP`: the padding
+        costs no step time worth a change."""
+        return self.share is not None and (self.high or self.speedup) < NEGLIGIBLE_SPEEDUP
+
     def gain_head(self) -> str:
-        """``1.35x (90% interval 1.22–1.46x)``; unmeasured, ``1.77x (90% interval 1.61–1.86x;
+        """``1.35x (interval 1.22–1.46x)``; unmeasured, ``1.77x (90% interval 1.61–1.86x;
         an upper bound)``."""
+        level = "interval" if self.share is not None else "90% interval"
         bound = "" if self.share is not None else "an upper bound"
         interval = (
-            f"90% interval {self.low:.2f}\u2013{self.high:.2f}x"
+            f"{level} {self.low:.2f}\u2013{self.high:.2f}x"
             if self.low is not None and self.high is not None
             else ""
         )
@@ -235,14 +245,20 @@ class StepEstimate:
             return (
                 f"{padding}, taken as the step's own: the share of the step that grows with the "
                 f"padded length was not measured ({self.unmeasured}), so the parts that do not "
-                "(the optimizer's update, the layers after the RNN, dispatch) are counted as "
-                "shrinking too"
+                "(the optimizer's update, the layers after the RNN, dispatch, the input wait) "
+                "are counted as shrinking too"
             )
         return (
             f"{padding}, on the {self.share:.0%} (90% interval {self.share_low:.0%}\u2013"
-            f"{self.share_high:.0%}) of the compute-only step that grows with the padded length "
-            "(the sequence length probe); the rest does not shrink"
+            f"{self.share_high:.0%}) of the step that grows with the padded length (the "
+            "sequence length probe); the rest does not shrink. The interval joins both "
+            "intervals' like bounds"
         )
+
+
+# An estimated speedup under this is no step time worth a change: RD502's default min_speedup
+# (rules/rd502_global_max_padding.py), the least gain either padding rule reports as one.
+NEGLIGIBLE_SPEEDUP = 1.05
 
 
 def amdahl(padding: float, share: float | None) -> float:
@@ -252,6 +268,22 @@ def amdahl(padding: float, share: float | None) -> float:
     if share is None:
         return padding
     return 1.0 / (1.0 - share + share / padding)
+
+
+def compute_part(facts: Facts) -> tuple[float, str]:
+    """The compute-only step's share of the window's step (``probes.breakdown``: compute /
+    step, at most 1), and what it rests on; 1 where the compute-only probe gave no breakdown
+    or disagreed with the window (the compute probe is skipped where the input wait is bounded
+    under 1% of a long step: the compute is then the step)."""
+    probes = facts.probes
+    breakdown = probes.breakdown if probes is not None else None
+    if breakdown is None or not breakdown.step_ms or probes.inconsistent:
+        return 1.0, "the whole step (no breakdown of it)"
+    part = min(1.0, max(0.0, breakdown.compute_ms / breakdown.step_ms))
+    return (
+        part,
+        f"compute-only {breakdown.compute_ms:.4g} ms of the {breakdown.step_ms:.4g} ms step",
+    )
 
 
 def step_estimate(
@@ -268,10 +300,11 @@ def step_estimate(
     full length and the half, ``points[1].paired`` = full / half; ``unmeasured``: the probe's
     reason where it has no pairs).
 
-    The share: with a step of ``c + v T`` for ``T`` padded timesteps, the pairs' ratio ``r`` of
-    the step at ``T`` over the step at ``h T`` gives ``v T / (c + v T) = (1 - 1 / r) / (1 - h)``,
-    clipped to [0, 1]; its interval from the ratio's (widened for the probe phase's load:
-    :func:`rnndoctor.rules._measured.ratio_interval`). Fewer than 3 pairs leave it unmeasured.
+    The share: with a compute-only step of ``c + v T`` for ``T`` padded timesteps, the pairs'
+    ratio ``r`` of the step at ``T`` over the step at ``h T`` gives ``v T / (c + v T) = (1 - 1 /
+    r) / (1 - h)``, clipped to [0, 1], its interval from the ratio's (widened for the probe
+    phase's load: :func:`rnndoctor.rules._measured.ratio_interval`), times
+    :func:`compute_part`. Fewer than 3 pairs leave it unmeasured.
     """
     try:
         dist = bk.LengthDistribution(tuple(record.length_values), tuple(record.length_counts))
@@ -285,15 +318,17 @@ def step_estimate(
         why = unmeasured or (
             f"the sequence length probe timed {paired.pairs if paired else 0} pairs"
             if points
-            else "the sequence length probe did not run: it runs from 30% of the timesteps "
-            "padded, or 5% padded to one global maximum"
+            else "these facts hold no sequence length probe: it runs from 30% of the "
+            "timesteps padded, or 5% padded to one global maximum, since schema 1.6"
         )
         return StepEstimate(padding, plow, phigh, None, None, None, why, ())
     half = points[1].value / points[0].value
     ratio = m.ratio_interval(facts, paired)
+    part, part_text = compute_part(facts)
 
     def share(r: float) -> float:
-        return min(1.0, max(0.0, (1.0 - 1.0 / r) / (1.0 - half))) if r > 0 else 0.0
+        grows = (1.0 - 1.0 / r) / (1.0 - half) if r > 0 and half < 1.0 else 0.0
+        return min(1.0, max(0.0, grows))
 
     evidence = (
         Evidence(
@@ -302,15 +337,17 @@ def step_estimate(
             source=f"sequence length probe, {paired.pairs} interleaved pairs",
         ),
         Evidence(
-            "share of the step that grows with the padded length",
+            "share of the compute-only step that grows with the padded length",
             f"{share(ratio.value):.0%} (90% interval {share(ratio.low):.0%}\u2013"
             f"{share(ratio.high):.0%})", "",
             source=f"step ratio {ratio.value:.2f}x (90% interval {ratio.low:.2f}\u2013"
             f"{ratio.high:.2f}x): (1 - 1 / ratio) / (1 - {half:.2f})",
         ),
+        Evidence("compute-only step's part of the window's step", round(part, 4), "",
+                 source=part_text),
     )  # fmt: skip
-    return StepEstimate(padding, plow, phigh, share(ratio.value), share(ratio.low),
-                        share(ratio.high), None, evidence)  # fmt: skip
+    return StepEstimate(padding, plow, phigh, share(ratio.value) * part, share(ratio.low) * part,
+                        share(ratio.high) * part, None, evidence)  # fmt: skip
 
 
 def median(values: list[int]) -> float:

@@ -102,7 +102,11 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 ),
                 fix=Fix(
                     title="Run the map in parallel"
-                    + (m.AUTOTUNE_NOTE if m.autotune(facts, file) == m.AUTOTUNE_VALUE else ""),
+                    + (
+                        m.AUTOTUNE_NOTE
+                        if code and m.autotune(facts, file) == m.AUTOTUNE_VALUE
+                        else ""
+                    ),
                     code=code or "ds = ds.map(f, num_parallel_calls=tf.data.AUTOTUNE)",
                     safety=(FixSafety.UNSAFE if stateful else FixSafety.SAFE)
                     if code

@@ -24,7 +24,9 @@ Why it slows training:
     steps on CPU.
 
     Severity: ``error`` when the estimated speedup is at least 2x (``error_speedup``: "runs at
-    least 2x slower than it needs to"), ``warning`` below.
+    least 2x slower than it needs to"), ``warning`` below; ``info`` where the probe measured
+    the estimate's interval below 1.05x (``rules/_sequences.py: NEGLIGIBLE_SPEEDUP``, RD502's
+    default least gain): the padding is there, but costs no step time worth the change.
 
 Evidence:
     ``sequences.inputs[].padded_fraction``, ``length_values`` / ``length_counts``,
@@ -389,11 +391,21 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         )
         evidence = [*_evidence(record, result), where, *_pad_evidence(record)]
         evidence += estimate.evidence
+        # measured to cost no step time worth a change (under 1.05x at the interval's top)
+        negligible = estimate.negligible()
+        if negligible:
+            message += (
+                " The sequence length probe found too little of the step growing with the "
+                f"padded length for bucketing to save {sq.NEGLIGIBLE_SPEEDUP:g}x of it."
+            )
+        severity = (
+            Severity.INFO if negligible
+            else Severity.ERROR if estimate.speedup >= options.error_speedup
+            else Severity.WARNING
+        )  # fmt: skip
         findings.append(
             finding(
-                severity=Severity.ERROR
-                if estimate.speedup >= options.error_speedup
-                else Severity.WARNING,
+                severity=severity,
                 message=message,
                 layer=layers[0].path if layers else (record.rnn_layers or [None])[0],
                 location=location,
@@ -405,7 +417,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                     "padded to its own longest sequence, lengths drawn from the sampled "
                     f"distribution): {estimate.basis()}"
                 ),
-                speedup=round(estimate.speedup, 3),
+                speedup=None if negligible else round(estimate.speedup, 3),
                 bucket_plan=BucketPlan(
                     boundaries=tuple(result.boundaries), batch_sizes=tuple(result.batch_sizes)
                 ),

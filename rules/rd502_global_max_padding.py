@@ -54,8 +54,8 @@ Fix safety:
 
 Options:
     ``min_speedup`` = 1.05 (x (estimated step-time speedup)): the estimated speedup from which
-    the rule reports (per-batch padding saves at least 5% of the timesteps). Source: rnndoctor's
-    choice.
+    the rule reports (per-batch padding saves at least 5% of the step; of the timesteps where
+    the sequence length probe did not measure the step's share). Source: rnndoctor's choice.
 
     ``error_speedup`` = 2.0 (x (estimated step-time speedup)): the estimated speedup from which
     the finding is an error (below it: warning). Source: rnndoctor's severity scale
@@ -79,7 +79,7 @@ MIN_SPEEDUP = Option(
     name="min_speedup",
     default=1.05,
     unit="x (estimated step-time speedup)",
-    source="rnndoctor's choice: per-batch padding must save at least 5% of the timesteps",
+    source="rnndoctor's choice: per-batch padding must save at least 5% of the step",
     help="the estimated speedup from which the rule reports",
 )
 

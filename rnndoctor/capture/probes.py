@@ -29,6 +29,9 @@ model, after the diagnosis window (the README's "What happens during a check"):
   cleanly.
 - **steps_per_execution probe**: compute-only at ``steps_per_execution`` 1 and 16, or, for a
   model compiled with N > 1, at 1 and N (:func:`_spe_values` says why).
+- **sequence length probe**: compute-only at the sampled batches' padded length and at half
+  of it (the model's one sequence input, and targets per timestep), each on its own train
+  function; where a sequence input is padded as RD501 or RD502 can report (:func:`_length_skip`).
 - **per-batch callbacks**: ``time_callbacks`` wraps each user callback's batch hooks.
 
 The probes train the user's model further (the script is ended after the window and nothing is
@@ -621,15 +624,19 @@ class _Stage:
     run: Callable[[], None]
     after: Callable[[], Any] = lambda: None
     name: str | None = None  # its name in ``WindowOptions.skip_probes`` (None: always runs)
+    # why it does not run, asked before its phase starts: None runs it, "" skips it with
+    # nothing recorded (nothing for it to do), a text is its ``not_measured``
+    skip: Callable[[], str | None] = lambda: None
 
 
 def run_probes(
     session: CaptureSession, model: Any, arguments: dict[str, Any], batches: Batches
 ) -> None:
     """Fills ``session.facts.probes``: input-only, callbacks, compute-only, the breakdown, and
-    the batch-size and steps_per_execution probes. Never raises for a probe that fails: its
-    ``*_not_measured`` says why. A probe named in ``session.options.skip_probes`` does not run
-    (``rnndoctor.facts.PROBE_UNREAD``).
+    the batch-size, steps_per_execution and sequence length probes. Never raises for a probe
+    that fails: its ``*_not_measured`` says why. A probe named in
+    ``session.options.skip_probes`` does not run (``rnndoctor.facts.PROBE_UNREAD``), nor one
+    whose ``skip`` says so before its phase starts.
     """
     state = session.probe_state
     probes = ProbeFacts()
@@ -656,8 +663,8 @@ def run_probes(
                lambda: _spe_probe(session, model, probes, batches, state, saved),
                name="steps-per-execution"),
         _Stage(Phase.LENGTH_PROBE, "length_probe_not_measured",
-               lambda: _length_probe(session, model, probes, batches),
-               name="sequence-length"),
+               lambda: _length_probe(session, model, probes, batches, saved),
+               name="sequence-length", skip=lambda: _length_skip(session, batches)),
     )  # fmt: skip
     # The probes' fits leave cyclic garbage (epoch iterators, datasets, traced functions): it is
     # collected after each fit (_collect_fit_garbage) and after each probe, in the probe's own
@@ -670,6 +677,10 @@ def run_probes(
         for stage in stages:
             if stage.name in session.options.skip_probes:
                 setattr(probes, stage.not_measured, PROBE_UNREAD)
+                continue
+            why = stage.skip()
+            if why is not None:
+                setattr(probes, stage.not_measured, why or None)
                 continue
             session.set_phase(stage.phase)
             try:
@@ -1911,20 +1922,28 @@ def _spe_probe(
 # RD502 at 1.06x, from a sample, flipped against its 1.05x cut-off. The probe times the
 # compute-only step on the sampled batches as they are and cut to half their length.
 # The probe runs where RD501 or RD502 can report: a sequence input padded to one global maximum
-# (RD502) with at least 5% of its timesteps padding (RD502's 1.05x cut-off needs that much), or
-# with at least 30% (RD501's default min_padded_fraction; a lower option leaves its estimate
-# unmeasured, saying so). Not on the fixed demo's bucketed batches (about 10% padded).
-_LENGTH_PROBE_MIN_PADDING = 0.05
+# (RD502) with at least 1 - 1 / 1.05 of its timesteps padding (below it per-batch padding cannot
+# reach RD502's default min_speedup, 1.05x), or with at least 30% (RD501's default
+# min_padded_fraction). Lower options leave the estimate unmeasured, saying so. Not on the
+# fixed demo's bucketed batches (about 10% padded, not to one maximum).
+_LENGTH_PROBE_MIN_PADDING = 1 - 1 / 1.05
 _LENGTH_PROBE_RD501_PADDING = 0.30
-_LENGTH_PROBE_MIN_STEPS = 4  # the shortest time axis the probe halves (timesteps)
+# The shortest time axis the probe halves: half of it must leave the RNN a loop of at least two
+# steps. Source: rnndoctor's choice.
+_LENGTH_PROBE_MIN_STEPS = 4
+
+
+def _x_of(item: Any) -> Any:
+    """A sampled batch's ``x`` (``item``, or its first part)."""
+    return item[0] if isinstance(item, tuple) else item
 
 
 def _length_skip(session: CaptureSession, batches: Batches) -> str | None:
     """Why the sequence length probe does not run ("" where there is nothing for it to do: no
     sequence input is padded as RD501 or RD502 can report it, and the reports list no probe
     that was not needed), or None: it needs the model's one sequence input padded, sampled
-    batches, and ``x`` one array whose second axis is the time axis (a dict or list of inputs
-    is not cut)."""
+    batches, and ``x`` one array whose second axis is the time axis, of at least
+    :data:`_LENGTH_PROBE_MIN_STEPS` steps in every batch (a dict or list of inputs is not cut)."""
     sequences = session.facts.sequences
     records = [r for r in (sequences.inputs if sequences else []) if not r.ragged]
     padded = [
@@ -1938,21 +1957,22 @@ def _length_skip(session: CaptureSession, batches: Batches) -> str | None:
         return f"not run: it cuts one sequence input; the model has {len(records)}"
     if not batches.raw:
         return f"not run: no sampled batches ({batches.not_measured or 'none'})"
-    x = batches.raw[0][0] if isinstance(batches.raw[0], tuple) else batches.raw[0]
-    shape = getattr(x, "shape", None)
-    if shape is None or len(shape) < 2 or shape[1] is None:
+    shapes = [getattr(_x_of(b), "shape", None) for b in batches.raw]
+    if any(s is None or len(s) < 2 or s[1] is None for s in shapes):
         return "not run: the input is not one array with a time axis (a dict or list of inputs)"
-    if int(shape[1]) < _LENGTH_PROBE_MIN_STEPS:
-        return f"not run: {int(shape[1])} timesteps, too few to halve"
+    shortest = min(int(s[1]) for s in shapes)
+    if shortest < _LENGTH_PROBE_MIN_STEPS:
+        return f"not run: a sampled batch of {shortest} timesteps, too few to halve"
     return None
 
 
-def _halved(item: Any) -> Any:
-    """``item`` (``x``, or ``(x, y[, sample_weight])``) with ``x`` and every array of the same
-    length on its second axis (targets or weights per timestep) cut to the first half of it."""
+def _halved(item: Any, per_step_targets: bool) -> Any:
+    """``item`` (``x``, or ``(x, y[, sample_weight])``) with ``x`` cut to the first half of its
+    second axis, and, where the targets are per timestep (``per_step_targets``), every other
+    part of the same length on that axis (the targets, per-step weights)."""
     import tensorflow as tf
 
-    x = item[0] if isinstance(item, tuple) else item
+    x = _x_of(item)
     steps = int(x.shape[1])
 
     def cut(leaf: Any) -> Any:
@@ -1961,11 +1981,15 @@ def _halved(item: Any) -> Any:
             return leaf
         return leaf[:, : steps // 2]
 
-    return tf.nest.map_structure(cut, item)
+    if not isinstance(item, tuple):
+        return cut(item)
+    rest = tuple(tf.nest.map_structure(cut, p) if per_step_targets else p for p in item[1:])
+    return (cut(x), *rest)
 
 
-def _halved_spec(spec: Any, steps: int) -> Any:
-    """``spec`` with a second axis of ``steps`` cut to ``steps // 2`` (None stays None)."""
+def _halved_spec(spec: Any, steps: int, per_step_targets: bool) -> Any:
+    """``spec`` with a second axis of ``steps`` cut to ``steps // 2`` as :func:`_halved` cuts
+    the batches (None stays None)."""
     import tensorflow as tf
 
     def cut(leaf: Any) -> Any:
@@ -1976,42 +2000,57 @@ def _halved_spec(spec: Any, steps: int) -> Any:
                 return tf.TensorSpec(dims, leaf.dtype, leaf.name)
         return leaf
 
-    return tf.nest.map_structure(cut, spec) if spec is not None else None
+    if spec is None:
+        return None
+    if not isinstance(spec, tuple):
+        return cut(spec)
+    rest = tuple(tf.nest.map_structure(cut, p) if per_step_targets else p for p in spec[1:])
+    return (cut(spec[0]), *rest)
 
 
 def _length_probe(
-    session: CaptureSession, model: Any, probes: ProbeFacts, batches: Batches
+    session: CaptureSession, model: Any, probes: ProbeFacts, batches: Batches, saved: dict
 ) -> None:
     """The compute-only step at the sampled batches' length and at half of it, in interleaved
-    bursts (``probes.length_probe``: ``[full, half]``, ``value`` the median padded length;
-    ``length_probe[1].paired``: A = full over B = half). Each arm's first burst is its warm-up
-    (the half length traces the train function for its shape)."""
-    why = _length_skip(session, batches)
-    if why is not None:
-        probes.length_probe_not_measured = why or None
-        return
+    bursts (``probes.length_probe``: ``[full, half]``, ``value`` the mean padded length and the
+    mean halved length, timesteps; ``length_probe[1].paired``: A = full over B = half). Each
+    arm runs its own train function, traced for its own shapes (the full length the window's;
+    the half a new one, built by Keras on its first burst), swapped in before each burst: one
+    function for both would be traced again for an unknown length (``reduce_retracing``), which
+    runs slower on CPU than a trace for one length, and the share would read low. Each arm's
+    first burst is its warm-up. Run only where :func:`_length_skip` says so."""
     budget = session.budget(Phase.LENGTH_PROBE)
-    first = batches.raw[0][0] if isinstance(batches.raw[0], tuple) else batches.raw[0]
-    steps = int(first.shape[1])
-    lengths = [int((b[0] if isinstance(b, tuple) else b).shape[1]) for b in batches.raw]
-    full = int(statistics.median(lengths))
-    half_raw = [_halved(b) for b in batches.raw]
-    spec = _halved_spec(batches.element_spec, steps) if len(set(lengths)) == 1 else None
+    record = session.facts.sequences.inputs[0]
+    per_step = bool(record.targets_per_step)
+    lengths = [int(_x_of(b).shape[1]) for b in batches.raw]
+    half_raw = [_halved(b, per_step) for b in batches.raw]
+    uniform = len(set(lengths)) == 1
+    spec = _halved_spec(batches.element_spec, lengths[0], per_step) if uniform else None
+    full = round(statistics.fmean(lengths))
+    half = round(statistics.fmean(n // 2 for n in lengths))
     datasets = (
         (full, _cached_dataset(batches.raw, batches.element_spec)),
-        (full // 2, _cached_dataset(half_raw, spec)),
+        (half, _cached_dataset(half_raw, spec)),
     )
+    functions = {full: saved["train_function"] or model.train_function}
+
+    def set_up(point: ProbePoint) -> None:
+        model.train_function = functions.get(point.value)  # None: Keras builds it
+
     arms: list[tuple[ProbePoint, pairs.ArmRecord]] = []
     for value, dataset in datasets:
         point = ProbePoint(value=value)
         probes.length_probe.append(point)
         if _out_of_budget(session, budget, point, f"{value} timesteps"):
             break
+        set_up(point)
         # one step a burst at least (and _PAIR_BURST_S): the demo's are 0.14-0.28 s
         arm = _time_point(session, model, point, dataset, budget, f"{value} timesteps", 1)
         if arm is None:
             if point.stopped:
                 probes.length_probe_not_measured = f"{value} timesteps: {point.stopped}"[:300]
             break
+        functions[value] = model.train_function
         arms.append((point, arm))
-    _pair_points(arms, paired_left(budget), Phase.LENGTH_PROBE, phase_left=budget.left)
+    _pair_points(arms, paired_left(budget), Phase.LENGTH_PROBE, before_burst=set_up,
+                 phase_left=budget.left)  # fmt: skip

@@ -234,15 +234,24 @@ def source_location(
 
 def _statement_end(source: str, line: int) -> int | None:
     """The last line of the innermost statement holding ``line`` in ``source``, or None."""
+    statement = _innermost_statement(source, line)
+    return (statement.end_lineno or statement.lineno) if statement is not None else None
+
+
+@functools.lru_cache(maxsize=256)
+def _innermost_statement(source: str, line: int) -> ast.stmt | None:
+    """The innermost statement of ``source`` holding ``line`` (None: no such statement, or
+    ``source`` does not parse). Cached: the padding hooks locate every batch a ``__getitem__``
+    pads, at the same line of the same file."""
     tree = _parse(source)
     if tree is None:
         return None
-    spans = [
-        (n.lineno, n.end_lineno or n.lineno)
+    statements = [
+        n
         for n in ast.walk(tree)
         if isinstance(n, ast.stmt) and n.lineno <= line <= (n.end_lineno or n.lineno)
     ]
-    return min(spans, key=lambda s: s[1] - s[0])[1] if spans else None
+    return min(statements, key=_span) if statements else None
 
 
 @functools.lru_cache(maxsize=64)
@@ -289,17 +298,9 @@ def _call_node(source: str, line: int, call_names: tuple[str, ...]) -> ast.Call 
     Calls that span ``line`` win; otherwise any such call of that statement is taken (the frame's
     line is where the enclosing call started, as for a wrapper's argument on the next line).
     """
-    tree = _parse(source)
-    if tree is None:
+    statement = _innermost_statement(source, line)
+    if statement is None:
         return None
-    statements = [
-        n
-        for n in ast.walk(tree)
-        if isinstance(n, ast.stmt) and n.lineno <= line <= (n.end_lineno or n.lineno)
-    ]
-    if not statements:
-        return None
-    statement = min(statements, key=_span)
     calls = [
         n for n in ast.walk(statement) if isinstance(n, ast.Call) and _call_name(n) in call_names
     ]
@@ -604,33 +605,63 @@ def notebook_cells(facts: Any) -> dict[str, str]:
 
 def tensorflow_names(facts: Any) -> dict[str, list[str]]:
     """For each file a location of ``facts`` points at, the names bound to the ``tensorflow``
-    module there (``facts.run.tensorflow_names``): from the file's ``import tensorflow`` and
-    ``import tensorflow as tf`` statements (its text as linecache holds it), and, for the run's
-    script or a notebook cell, the names in the ``__main__`` namespace that hold the module
-    (a cell that imported it earlier). A file that does not parse is left out (not known)."""
+    module there at module level (``facts.run.tensorflow_names``): from the file's top-level
+    ``import tensorflow`` and ``import tensorflow as tf`` statements (its text as linecache
+    holds it; an import inside a function binds no module name), and, for the run's script or a
+    notebook cell, the names in the ``__main__`` namespace that hold the module (a cell that
+    imported it earlier). A file is left out (not known) where it does not parse, or where
+    ``tf`` is bound to something else (``import tensorflow.compat.v1 as tf``): a fix must then
+    neither assume ``tf`` is missing nor import it over the user's."""
     main = sys.modules.get("__main__")
     module = sys.modules.get("tensorflow")
-    running = sorted(
-        n for n, v in vars(main).items() if module is not None and v is module and n.isidentifier()
-    ) if main is not None else []  # fmt: skip
-    document = facts.to_dict()
+    namespace = vars(main) if main is not None else {}
+    running = sorted(n for n, v in namespace.items() if module is not None and v is module)
+    other_tf = "tf" in namespace and namespace["tf"] is not module
     script = os.path.realpath(facts.run.script) if facts.run.script else None
     names: dict[str, list[str]] = {}
-    for file in _location_files(document):
+    for file in _location_files(facts.to_dict()):
         tree = _parse("".join(linecache.getlines(file)))
         if tree is None:
             continue
-        found = {
-            alias.asname or alias.name
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Import)
-            for alias in node.names
-            if alias.name == "tensorflow"
-        }
+        found, other = _module_imports(tree)
         if os.path.realpath(file) == script or file in facts.run.cells:
             found.update(running)
-        names[file] = sorted(found)
+            other = other or other_tf
+        if not other or "tf" in found:
+            names[file] = sorted(found)
     return names
+
+
+def _module_imports(tree: ast.Module) -> tuple[set[str], bool]:
+    """The names a module's top-level statements (and those of its top-level ``if`` / ``try``
+    / ``with`` blocks) bind to ``tensorflow`` itself, and whether one binds ``tf`` to
+    something else (another import, an assignment)."""
+    found: set[str] = set()
+    other = False
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                name = alias.asname or alias.name.split(".")[0]
+                # "import tensorflow.keras" binds tensorflow itself; "... as tf" the submodule
+                if alias.name == "tensorflow" or (not alias.asname and name == "tensorflow"):
+                    found.add(name)
+                elif name == "tf":
+                    other = True
+        elif isinstance(node, ast.ImportFrom):
+            other = other or any((a.asname or a.name) == "tf" for a in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            other = other or any(isinstance(t, ast.Name) and t.id == "tf" for t in targets)
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            typing_only = isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for block in (
+                ("orelse",) if typing_only else ("body", "orelse", "finalbody", "handlers")
+            ):
+                for child in getattr(node, block, []):
+                    stack.extend(child.body if isinstance(child, ast.ExceptHandler) else [child])
+    return found, other
 
 
 def _location_files(document: Any) -> set[str]:

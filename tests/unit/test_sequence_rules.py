@@ -351,6 +351,7 @@ def _length_probe(facts: Facts, full_ms: float, half_ms: float, ratio: tuple, pa
     )
     facts.probes.length_probe = [ProbePoint(64, full_ms, None, 20),
                                  ProbePoint(32, half_ms, None, 20, paired=paired)]  # fmt: skip
+    facts.probes.breakdown = None  # the compute-only probe skipped: the compute is the step
     return facts
 
 
@@ -368,19 +369,32 @@ def test_rd501_scales_its_estimate_by_the_measured_share_of_the_step_that_grows_
     expected = 1 / (1 - 0.8 + 0.8 / padding)
     assert finding.speedup == pytest.approx(expected, abs=2e-3)
     assert finding.speedup < padding and finding.speedup <= 1 / (1 - 0.8)  # Amdahl's bound
-    assert "on the 80% (90% interval 76%\u201384%) of the compute-only step" in finding.gain
+    assert "on the 80% (90% interval 76%\u201384%) of the step that grows" in finding.gain
     evidence = {e.label: e.value for e in finding.evidence}
-    assert evidence["share of the step that grows with the padded length"].startswith("80%")
+    grows = "share of the compute-only step that grows with the padded length"
+    assert evidence[grows].startswith("80%")
     assert evidence["compute-only step at 64 / 32 timesteps"] == "50.0 / 30.0"
     assert "an upper bound" not in finding.message
+    # the input wait and the callbacks do not shrink: 75% of the window's step is compute-only
+    from rnndoctor.facts import StepBreakdown
+
+    facts.probes.breakdown = StepBreakdown(step_ms=64.0, input_ms=12.0, compute_ms=48.0,
+                                           host_ms=4.0)  # fmt: skip
+    (finding,) = _findings(facts, "RD501")
+    assert finding.speedup == pytest.approx(1 / (1 - 0.6 + 0.6 / padding), abs=2e-3)
+    evidence = {e.label: e.value for e in finding.evidence}
+    assert evidence["compute-only step's part of the window's step"] == 0.75
+    facts.probes.breakdown = None
     # fewer than 3 pairs: no interval for the share, the upper bound again, saying why
     _length_probe(facts, 50.0, 30.0, (1 / 0.6, 1 / 0.6, 1 / 0.6), pairs=2)
     (finding,) = _findings(facts, "RD501")
     assert finding.speedup == upper.speedup and "timed 2 pairs" in finding.gain
-    # a step that does not get shorter with half the length: nothing to gain
+    # a step that does not get shorter with half the length: the padding is there, but it
+    # costs no step time worth a change (the review: RD501 warned "an estimated 1.00x")
     _length_probe(facts, 50.0, 51.0, (0.98, 0.95, 1.01))
     (finding,) = _findings(facts, "RD501")
-    assert finding.speedup == 1.0 and "on the 0% " in finding.gain
+    assert finding.severity is Severity.INFO and finding.speedup is None
+    assert "on the 0% " in finding.gain and "too little of the step" in finding.message
 
 
 def test_rd502_measures_what_per_batch_padding_saves_of_the_step_not_of_the_timesteps():

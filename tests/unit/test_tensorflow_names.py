@@ -19,7 +19,7 @@ def _facts(script, *others) -> Facts:
     facts.fit = FitConfig(data_kind="numpy", location=SourceLocation(file=str(script), line=2))
     facts.fit.x_location = SourceLocation(file=str(others[0]), line=1) if others else None
     if len(others) > 1:
-        facts.fit.y_location = SourceLocation(file=str(others[1]), line=1)
+        facts.fit.compile_location = SourceLocation(file=str(others[1]), line=1)
     return facts
 
 
@@ -41,6 +41,28 @@ def test_each_file_gets_the_names_its_imports_and_the_running_script_bind(tmp_pa
     main.tf = module  # the running script bound it (a notebook's earlier cell, say)
     assert sites.tensorflow_names(facts)[str(script)] == ["tf"]
     assert sites.tensorflow_names(facts)[str(helper)] == ["tensorflow", "tff"]  # not __main__
+
+
+def test_only_module_level_bindings_count_and_another_tf_is_never_assumed(tmp_path, monkeypatch):
+    """The review: an import inside a function (or under TYPE_CHECKING) binds no module name,
+    and a file binding ``tf`` to tensorflow.compat.v1 must get no ``import tensorflow as tf``
+    over it."""
+    monkeypatch.setitem(sys.modules, "tensorflow", types.ModuleType("tensorflow"))
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
+    local = tmp_path / "local.py"
+    local.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    import tensorflow as tf\n"
+        "def build():\n    import tensorflow as tf\n    return tf\n"
+    )
+    compat = tmp_path / "compat.py"
+    compat.write_text("import tensorflow.compat.v1 as tf\n")
+    submodule = tmp_path / "submodule.py"
+    submodule.write_text("try:\n    import tensorflow.keras\nexcept ImportError:\n    pass\n")
+    names = sites.tensorflow_names(_facts(local, compat, submodule))
+    assert names[str(local)] == []  # known: no module-level name, so a fix imports it
+    assert str(compat) not in names  # tf is another module: not known, no import written
+    assert names[str(submodule)] == ["tensorflow"]
 
 
 def test_a_location_knows_the_last_line_of_its_statement(tmp_path):
