@@ -17,7 +17,7 @@ import os
 import re
 import shutil
 import tokenize
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -321,19 +321,43 @@ def merge_same_call(rewrites: Sequence[Rewrite]) -> Rewrite | None:
     Raises:
         OSError: the file cannot be read.
     """
+    return _merged_rewrite(rewrites, _keyword_merge)
+
+
+def _keyword_merge(text: str, rewrites: Sequence[Rewrite]) -> tuple[str, str] | None:
+    """:func:`merge_same_call`'s merge of ``rewrites`` in the file's ``text``: the replacement
+    and the merged call, or None."""
+    first = rewrites[0]
+    merged = _merged_call(text[first.start : first.end], [r.code for r in rewrites])
+    if merged is None:
+        return None
+    return _replacement(text, first.start, first.end, merged), merged
+
+
+def _merged_rewrite(
+    rewrites: Sequence[Rewrite],
+    merge: Callable[[str, Sequence[Rewrite]], tuple[str, str] | None],
+) -> Rewrite | None:
+    """What :func:`merge_same_call` and :func:`merge_independent` share: two parts or more,
+    all replacing the same text, merged by ``merge(text, rewrites)`` into ``(replacement,
+    code)`` (None: they do not merge), named after the parts (``RD101+RD102``) and carrying
+    the finding of the part with the largest estimated speedup.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
     parts = tuple(p for r in rewrites for p in r.parts or (r,))
     if len(parts) < 2 or len({(r.file, r.start, r.end) for r in rewrites}) != 1:
         return None
     first = rewrites[0]
-    text = read_source(first.file)
-    merged = _merged_call(text[first.start : first.end], [r.code for r in rewrites])
+    merged = merge(read_source(first.file), rewrites)
     if merged is None:
         return None
+    replacement, code = merged
     best = max(parts, key=lambda r: r.speedup)
     return Rewrite(
         "+".join(p.fix_id for p in parts), best.finding, first.file, first.start, first.end,
-        _replacement(text, first.start, first.end, merged), first.first_line, first.last_line,
-        parts=parts, code=merged,
+        replacement, first.first_line, first.last_line, parts=parts, code=code,
     )  # fmt: skip
 
 
@@ -363,11 +387,13 @@ def merge_independent(rewrites: Sequence[Rewrite]) -> Rewrite | None:
     Raises:
         OSError: the file cannot be read.
     """
-    parts = tuple(p for r in rewrites for p in r.parts or (r,))
-    if len(parts) < 2 or len({(r.file, r.start, r.end) for r in rewrites}) != 1:
-        return None
+    return _merged_rewrite(rewrites, _appended_merge)
+
+
+def _appended_merge(text: str, rewrites: Sequence[Rewrite]) -> tuple[str, str] | None:
+    """:func:`merge_independent`'s merge of ``rewrites`` in the file's ``text``: the merged
+    text (the replacement and the code alike), or None."""
     first = rewrites[0]
-    text = read_source(first.file)
     base = text[first.start : first.end]
     changes = [_edits(base, r.replacement) for r in rewrites]
     appends = [c for c in changes if _appends(c, len(base))]
@@ -385,11 +411,7 @@ def merge_independent(rewrites: Sequence[Rewrite]) -> Rewrite | None:
         ast.parse(text[: first.start] + merged + text[first.end :])
     except (SyntaxError, ValueError):
         return None
-    best = max(parts, key=lambda r: r.speedup)
-    return Rewrite(
-        "+".join(p.fix_id for p in parts), best.finding, first.file, first.start, first.end,
-        merged, first.first_line, first.last_line, parts=parts, code=merged,
-    )  # fmt: skip
+    return merged, merged
 
 
 def _edits(base: str, new: str) -> list[tuple[int, int, str]]:
