@@ -1987,10 +1987,7 @@ def _halved(item: Any, per_step_targets: bool) -> Any:
     """``item`` (``x``, or ``(x, y[, sample_weight])``) with ``x`` cut to the first half of its
     second axis, and, where the targets are per timestep (``per_step_targets``), every other
     part of the same length on that axis (the targets, per-step weights)."""
-    import tensorflow as tf
-
-    x = _x_of(item)
-    steps = int(x.shape[1])
+    steps = int(_x_of(item).shape[1])
 
     def cut(leaf: Any) -> Any:
         shape = getattr(leaf, "shape", None)
@@ -1998,10 +1995,7 @@ def _halved(item: Any, per_step_targets: bool) -> Any:
             return leaf
         return leaf[:, : steps // 2]
 
-    if not isinstance(item, tuple):
-        return cut(item)
-    rest = tuple(tf.nest.map_structure(cut, p) if per_step_targets else p for p in item[1:])
-    return (cut(x), *rest)
+    return _cut_parts(item, cut, per_step_targets)
 
 
 def _halved_spec(spec: Any, steps: int, per_step_targets: bool) -> Any:
@@ -2017,12 +2011,18 @@ def _halved_spec(spec: Any, steps: int, per_step_targets: bool) -> Any:
                 return tf.TensorSpec(dims, leaf.dtype, leaf.name)
         return leaf
 
-    if spec is None:
-        return None
-    if not isinstance(spec, tuple):
-        return cut(spec)
-    rest = tuple(tf.nest.map_structure(cut, p) if per_step_targets else p for p in spec[1:])
-    return (cut(spec[0]), *rest)
+    return None if spec is None else _cut_parts(spec, cut, per_step_targets)
+
+
+def _cut_parts(item: Any, cut: Callable[[Any], Any], per_step_targets: bool) -> Any:
+    """``cut`` applied to a batch's (or its spec's) ``x``, and to every leaf of its other parts
+    where the targets are per timestep; ``item`` alone is ``x``."""
+    import tensorflow as tf
+
+    if not isinstance(item, tuple):
+        return cut(item)
+    rest = tuple(tf.nest.map_structure(cut, p) if per_step_targets else p for p in item[1:])
+    return (cut(item[0]), *rest)
 
 
 def _length_probe(
