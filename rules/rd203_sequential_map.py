@@ -81,8 +81,8 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         call = node.location.call_source if node.location else None
         if node.attrs.get("built_by", "map") != "map":
             call = None  # a map a library call built (a Keras util): not the user's .map(...)
-        file = node.location.file if node.location else None
-        code = m.with_keyword(call, "num_parallel_calls", m.autotune(facts, file))
+        autotune = m.autotune(facts, node.location.file if node.location else None)
+        code = m.with_keyword(call, "num_parallel_calls", autotune)
         python = node.python
         findings.append(
             finding(
@@ -102,11 +102,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 ),
                 fix=Fix(
                     title="Run the map in parallel"
-                    + (
-                        m.AUTOTUNE_NOTE
-                        if code and m.autotune(facts, file) == m.AUTOTUNE_VALUE
-                        else ""
-                    ),
+                    + (m.AUTOTUNE_NOTE if code and autotune == m.AUTOTUNE_VALUE else ""),
                     code=code or "ds = ds.map(f, num_parallel_calls=tf.data.AUTOTUNE)",
                     safety=(FixSafety.UNSAFE if stateful else FixSafety.SAFE)
                     if code
