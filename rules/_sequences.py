@@ -15,12 +15,14 @@ from dataclasses import dataclass
 
 from rnndoctor import rewrite as rw
 from rnndoctor import stats as bk
+from rnndoctor.decide import Decision, decide
 from rnndoctor.facts import Facts, ProbePoint, RNNLayer, SequenceInput
 from rnndoctor.findings import Evidence, Location
 from rnndoctor.paired import INTERVAL_PAIRS
 from rnndoctor.rules import Option
 from rnndoctor.rules import _fastpath as fp
 from rnndoctor.rules import _measured as m
+from rnndoctor.stats import Interval
 
 # The padding rules' (RD501, RD502) error cut-off on the estimated speedup, as a rule option.
 ERROR_SPEEDUP = Option(
@@ -214,6 +216,28 @@ class StepEstimate:
         if self.padding_high is None:
             return None
         return amdahl(self.padding_high, self.share_high if self.share is not None else None)
+
+    def interval(self) -> Interval | None:
+        """The estimate and its interval as :func:`rnndoctor.decide.decide` reads them (the
+        bounds taken to hold the point estimate); None where the padding interval could not be
+        formed. Its level is the padding bootstrap's 90% where the probe did not measure the
+        share, else the joined intervals' floor, 81%."""
+        if self.low is None or self.high is None:
+            return None
+        value = self.speedup
+        level = 0.90 if self.share is None else 0.81
+        return Interval(value, min(self.low, value), max(self.high, value), level=level)
+
+    def decision(self, cutoff: float) -> Decision:
+        """Where the estimate stands against a speedup ``cutoff`` (issue 11: a finding fires at
+        warning or error only where the interval clears its cut-off): CLEARS where its whole
+        interval reaches ``cutoff``, INCONCLUSIVE where only the estimate does, BELOW where the
+        estimate does not. Without an interval (the padding bootstrap could not be formed),
+        never CLEARS: INCONCLUSIVE where the estimate reaches ``cutoff``."""
+        interval = self.interval()
+        if interval is None:
+            return Decision.INCONCLUSIVE if self.speedup >= cutoff else Decision.BELOW
+        return decide(interval, cutoff, higher_is_worse=True)
 
     def negligible(self) -> bool:
         """Measured, and the interval's upper bound under :data:`NEGLIGIBLE_SPEEDUP`: the padding

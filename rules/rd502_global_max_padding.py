@@ -17,8 +17,14 @@ Why it slows training:
     (Amdahl's law, as RD501's; an upper bound where the probe did not measure it). Bucketing
     (RD501) saves more; per-batch padding is the one-line change.
 
-    Severity: ``error`` when the estimated speedup is at least 2x (``error_speedup``),
-    ``warning`` below.
+    Severity: ``warning`` where the estimate's whole interval reaches ``min_speedup``,
+    ``error`` where it reaches ``error_speedup`` (2x); ``info``, "inconclusive", with no
+    speedup for the forecast, where only the estimate (its median) reaches ``min_speedup``;
+    no finding where the estimate does not (issue 11: decisions on intervals,
+    ``rules/_sequences.py: StepEstimate.decision``). The trial's ``Bidirectional(GRU)`` text
+    classifier sat on the cut-off, 1.049x in one run and 1.064x in the next, and flipped
+    between no finding and a warning on the median; its interval, 1.03–1.08x, keeps it
+    inconclusive.
 
 Evidence:
     ``sequences.inputs[].global_max_padding``, ``padded_lengths``, ``batch_sizes``,
@@ -26,7 +32,8 @@ Evidence:
     ``padding_location``; ``probes.length_probe``. The estimate's 90% interval combines the
     padding ratio's bootstrap over the sampled batches and sequences
     (``rnndoctor.stats.padding_speedup_interval``) with the sequence length probe's, as RD501's.
-    The rule reports from ``min_speedup`` on the estimate (its median), as before the probe.
+    The rule decides on that interval (Severity above); where the padding interval cannot be
+    formed, never above ``info``.
 
 Example:
     ``x = pad_sequences(seqs, maxlen=200)`` where most batches' longest sequence has 120 steps.
@@ -70,6 +77,7 @@ References:
 from __future__ import annotations
 
 from rnndoctor import stats as bk
+from rnndoctor.decide import Decision
 from rnndoctor.facts import Facts, SequenceInput
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import Option, OptionValues, finding, rule
@@ -150,6 +158,15 @@ def _evidence(
     )  # fmt: skip
 
 
+def _inconclusive(cutoff: float) -> str:
+    """The sentence for an estimate whose median reaches ``cutoff`` while its interval does
+    not (``StepEstimate.decision``: INCONCLUSIVE)."""
+    return (
+        f" Inconclusive: the estimate's interval reaches below {cutoff:g}x, so the gain may be "
+        "too small to be worth the change; no speedup is counted for it."
+    )
+
+
 @rule(
     "RD502",
     "global-max-padding",
@@ -174,10 +191,15 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             probes.length_probe if probes else [],
             probes.length_probe_not_measured if probes else None,
         )  # fmt: skip
-        speedup = estimate.speedup
-        if speedup < options.min_speedup:
+        decision = estimate.decision(options.min_speedup)
+        if decision is Decision.BELOW:
             continue
-        severity = Severity.ERROR if speedup >= options.error_speedup else Severity.WARNING
+        inconclusive = decision is Decision.INCONCLUSIVE
+        severity = (
+            Severity.INFO if inconclusive
+            else Severity.ERROR if estimate.decision(options.error_speedup) is Decision.CLEARS
+            else Severity.WARNING
+        )  # fmt: skip
         # the recorded facts (round 6), as the report's sequences table shows them
         fraction_now = _recorded(record.padded_fraction, dist.valid_steps, now)
         fraction_after = _recorded(record.per_batch_padded_fraction, dist.valid_steps, after)
@@ -195,6 +217,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                     f"span {expected_length:.1f} steps on average: padding "
                     f"{fraction_now:.1%} -> {fraction_after:.1%}, an estimated "
                     f"{estimate.gain_head()} faster step."
+                    + (_inconclusive(options.min_speedup) if inconclusive else "")
                 ),
                 layer=layers[0].path if layers else (record.rnn_layers or [None])[0],
                 location=location,
@@ -209,7 +232,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                     f"{after:.0f} on the sampled sequences: {estimate.basis()}; bucketing "
                     "(RD501) saves more"
                 ),
-                speedup=round(speedup, 3),
+                speedup=None if inconclusive else round(estimate.speedup, 3),
             )
         )
     return findings

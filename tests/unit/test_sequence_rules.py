@@ -397,23 +397,69 @@ def test_rd501_scales_its_estimate_by_the_measured_share_of_the_step_that_grows_
     assert "on the 0% " in finding.gain and "too little of the step" in finding.message
 
 
+def test_rd501_is_an_error_only_where_the_estimates_whole_interval_reaches_2x():
+    """Severity on the interval (issue 11): the padding estimate past 2x with its whole
+    interval past it is an error; the same padding on 80% of the step, an estimate past 2x
+    whose interval straddles 2x, a warning (the finding itself rests on the padded
+    fraction)."""
+    lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=64, batch=16)
+    (upper,) = _findings(facts, "RD501")
+    low = float(upper.message.split("(90% interval ")[1].split("\u2013")[0])
+    assert upper.severity is Severity.ERROR and low >= 2.0
+    # (1 - 1 / r) / 0.5 = 80% (r = 1 / 0.6): 1 / (0.2 + 0.8 / 2.78) = 2.05x (1.77-2.42x)
+    _length_probe(facts, 50.0, 30.0, (1 / 0.6, 1 / 0.62, 1 / 0.58))
+    (finding,) = _findings(facts, "RD501")
+    head = finding.message.split("an estimated ")[1]
+    median = float(head.split("x")[0])
+    low, high = (float(b) for b in head.split("(interval ")[1].split("x)")[0].split("\u2013"))
+    assert low < 2.0 <= median <= high  # on the median alone: an error
+    assert finding.severity is Severity.WARNING and finding.speedup == pytest.approx(median, 0.01)
+
+
 def test_rd502_measures_what_per_batch_padding_saves_of_the_step_not_of_the_timesteps():
     """A new user's RD502 at 1.06x from the timesteps alone flipped against its 1.05x cut-off;
-    with 60% of the step growing with the length it saves under 1.05x of the step."""
+    with 60% of the step growing with the length it saves under 1.05x of the step. On the
+    median, 1.06x warned; its interval reaches below 1.05x, so the finding is inconclusive
+    (info, no speedup for the forecast), in every run alike."""
     lengths = [30, 31, 32, 33] * 15 + [40] * 4
     facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=40, batch=16)
     (finding,) = _findings(facts, "RD502")
-    padding = finding.speedup
-    assert padding == pytest.approx(1.067, abs=1e-3) and "an upper bound" in finding.gain
+    assert "an estimated 1.07x (90% interval 1.03" in finding.message
+    assert "an upper bound" in finding.gain
+    assert finding.severity is Severity.INFO and finding.speedup is None
+    assert "Inconclusive: the estimate's interval reaches below 1.05x" in finding.message
+    padding = 1.067  # the padded timesteps' ratio, the unmeasured estimate above
     # half the length takes 0.7 of the step: (1 - 0.7) / 0.5 = 60% grows with it
     _length_probe(facts, 50.0, 35.0, (1 / 0.7, 1 / 0.72, 1 / 0.68))
     assert 1 / (1 - 0.6 + 0.6 / padding) < 1.05
     assert _findings(facts, "RD502") == []
-    # 90% of it: 1 / (0.1 + 0.9 / 1.067) = 1.06x, a finding at the scaled estimate
+    # 90% of it: 1 / (0.1 + 0.9 / 1.067) = 1.06x, the scaled estimate, still inconclusive
     _length_probe(facts, 50.0, 27.5, (1 / 0.55, 1 / 0.56, 1 / 0.54))
     (finding,) = _findings(facts, "RD502")
-    assert finding.speedup == pytest.approx(1 / (0.1 + 0.9 / padding), abs=2e-3)
+    assert f"an estimated {1 / (0.1 + 0.9 / padding):.2f}x (interval 1.0" in finding.message
+    assert finding.severity is Severity.INFO and finding.speedup is None
     facts.probes.length_probe_not_measured = "failed: ValueError: the model takes 40 steps"
     facts.probes.length_probe = []
     (finding,) = _findings(facts, "RD502")
     assert "not measured (failed: ValueError: the model takes 40 steps)" in finding.gain
+
+
+def test_rd502_warns_where_the_estimates_whole_interval_clears_its_cut_off():
+    """Most batches' longest sequence 25 steps against the global 40: the whole interval of
+    the scaled estimate is past 1.05x, so it warns with the estimate as its speedup; from 2x,
+    an error only where the whole interval is past it too."""
+    lengths = ([20, 22, 24, 25] * 15 + [40] * 4) * 4
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=40, batch=16)
+    _length_probe(facts, 50.0, 27.5, (1 / 0.55, 1 / 0.56, 1 / 0.54))
+    (finding,) = _findings(facts, "RD502")
+    assert finding.severity is Severity.WARNING and finding.speedup > 1.05
+    assert "Inconclusive" not in finding.message
+    low = float(finding.message.split("(interval ")[1].split("\u2013")[0])
+    assert low >= 1.05
+    error_at = {"RD502": {"error_speedup": finding.speedup - 0.001}}
+    (finding,) = evaluate(facts, select=["RD502"], rule_options=error_at).findings
+    assert finding.severity is Severity.WARNING  # the median reaches it, the interval not
+    error_at = {"RD502": {"error_speedup": low - 0.01}}  # the bound as shown, rounded
+    (finding,) = evaluate(facts, select=["RD502"], rule_options=error_at).findings
+    assert finding.severity is Severity.ERROR
