@@ -247,11 +247,26 @@ def _patch(
     notes: list[str],
 ) -> str:
     """The patch of the confirmed fixes, each as its copy was measured: a fix confirmed alone,
-    or one call's fixes merged into one rewrite (:func:`_group_item`) whose copy was confirmed,
-    whatever each part measured alone. Nothing is merged here that no copy measured merged: of
-    two that touch a common line, the larger estimate wins (the earlier on a tie, a group in
-    its first part's place; :func:`rnndoctor.verify.patch.compatible`)."""
-    confirmed_groups = [g for name, g in groups.items() if items[name].status == Status.CONFIRMED]
+    or fixes merged into one rewrite (:func:`_group_item`) whose copy was confirmed, unless a
+    part measured slower alone (its whole interval below 1: a change the patch would carry
+    although it slows the job on its own; its parts confirmed alone go in apart, and a note
+    says why). Nothing is merged here that no copy measured merged: of two that touch a
+    common line, the larger estimate wins (the earlier on a tie, a group in its first part's
+    place; :func:`rnndoctor.verify.patch.compatible`)."""
+    confirmed_groups = []
+    for name, group in groups.items():
+        if items[name].status != Status.CONFIRMED:
+            continue
+        slower = [m for m in group.members if items[m].status == Status.SLOWER]
+        if slower:
+            notes.append(
+                f"{name} is confirmed but not in the patch: "
+                + "; ".join(f"{m} alone measured slower, {items[m].measured_text}"
+                            for m in slower)
+                + "; the parts confirmed alone are in it on their own"
+            )  # fmt: skip
+            continue
+        confirmed_groups.append(group)
     covered = {fix_id: g for g in confirmed_groups for fix_id in g.members}
     chosen: list[px.Rewrite] = []
     for rewrite in rewrites:

@@ -234,6 +234,29 @@ def test_a_group_measured_slower_keeps_its_confirmed_parts_apart(tmp_path):
     assert any("is confirmed but not in the patch: it overlaps" in n for n in result.notes)
 
 
+def test_a_group_with_a_part_measured_slower_alone_stays_out_of_the_patch(tmp_path):
+    """The review (stop 38): a confirmed group put both fixes in the patch although one of
+    them, alone, measured slower; the patch now carries no change measured slower on its
+    own, and its other part, confirmed alone, goes in apart."""
+
+    def speed(script: Path, call: int) -> float:
+        text = script.read_text()
+        rd101, rd102 = "recurrent_dropout" not in text, "relu" not in text
+        factor = 3.0 if rd101 and rd102 else 1.5 if rd101 else 0.7 if rd102 else 1.0
+        return (100.0 + call % 3) * factor
+
+    result, by_fix, _ = _verify_both(tmp_path, speed)
+    assert by_fix["RD101+RD102"].status == Status.CONFIRMED
+    assert by_fix["RD101"].status == Status.CONFIRMED
+    assert by_fix["RD102"].status == Status.SLOWER
+    assert by_fix["RD101"].in_patch and not by_fix["RD102"].in_patch
+    assert not by_fix["RD101+RD102"].in_patch
+    (note,) = [n for n in result.notes if n.startswith("RD101+RD102 is confirmed but not in")]
+    assert "RD102 alone measured slower, 0.71x (90% interval" in note
+    assert "-        recurrent_dropout=0.2,\n" in result.patch
+    assert '-        activation="relu",' not in result.patch
+
+
 def _three_fixes(tmp_path, unmergeable_speedup=None):
     """RD101 and RD102 (mergeable) and RD602's change of the call's units (a positional
     argument, so it merges with neither), on a GPU run (RD602 is not measured on a CPU)."""
