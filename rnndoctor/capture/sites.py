@@ -167,8 +167,11 @@ def user_frame_location(
 # IPython's %time and %%time compile the code they time under these names, not the cell's
 # (IPython/core/magics/execution.py: ExecutionMagics.time), and run it from the shell's
 # run_line_magic / run_cell_magic (IPython/core/interactiveshell.py), whose parameters hold the
-# magic's name and the code as the user typed it.
-_TIMED_CODE = ("<timed exec>", "<timed eval>")
+# magic's name and the code as the user typed it. %timeit and %%timeit put the statement's
+# parsed lines, numbered from 1 like %%time's, into a function compiled as "<magic-timeit>"
+# (ExecutionMagics.timeit: TimeitTemplateFiller); a %%timeit line's own setup statement is on
+# its line 1 too, and is taken for the body's first line.
+_TIMED_CODE = ("<timed exec>", "<timed eval>", "<magic-timeit>")
 _MAGIC_CALLS = ("run_cell_magic", "run_line_magic")
 
 
@@ -274,9 +277,27 @@ def _without_magic(line: str) -> str:
     if not stripped.startswith(("%", "!")):
         return line
     name, _, rest = stripped[1:].partition(" ")
+    if name == "timeit":
+        rest = _without_options(rest)
     if name in _STATEMENT_MAGICS and rest.strip():
         return line[: len(line) - len(stripped)] + rest.lstrip(" ")
     return "\n"
+
+
+# %timeit's options that take a value (IPython/core/magics/execution.py: ExecutionMagics.timeit,
+# parse_options "n:r:tcp:qov:"): "-n 10" or "-n10".
+_TIMEIT_VALUE_OPTIONS = ("-n", "-r", "-p")
+
+
+def _without_options(rest: str) -> str:
+    """A ``%timeit`` line's argument without its leading options: ``-n1 -r 3 fit(x)`` gives
+    ``fit(x)``."""
+    words = rest.split(" ")
+    while words and (not words[0] or words[0].startswith("-")):
+        word = words.pop(0)
+        if word in _TIMEIT_VALUE_OPTIONS and words:
+            words.pop(0)
+    return " ".join(words)
 
 
 def _call_name(node: ast.Call) -> str | None:

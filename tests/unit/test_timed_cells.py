@@ -26,12 +26,18 @@ SHELL = textwrap.dedent(
     from rnndoctor.capture import sites
 
     shell = InteractiveShell.instance(compiler_class=XCachingCompiler)
-    shell.user_ns["fit"] = lambda *a, **k: sites.user_frame_location(skip=1, call_names=("fit",))
+    hits = []  # %timeit's statement runs in a function: its `where` is not the cell's
+
+    def fit(*args, **kwargs):
+        hits.append(sites.user_frame_location(skip=1, call_names=("fit",)))
+        return hits[-1]
+
+    shell.user_ns["fit"] = fit
     found = []
     for cell in json.loads(sys.stdin.read()):
-        shell.user_ns.pop("where", None)
+        hits.clear()
         shell.run_cell(cell, store_history=True, silent=True)
-        where = shell.user_ns.get("where")
+        where = hits[0] if hits else None
         found.append(None if where is None else
                      [where.line, where.code, where.call_source, where.context])
     print("RESULT", json.dumps(found))
@@ -49,6 +55,10 @@ CELLS = [
     "x = 1\n%time where = fit(x, epochs=2)\ny = 2\n",
     # a %time line inside a block
     "for i in range(1):\n    %time where = fit(i, epochs=2)\n",
+    # %%timeit, with its options (the statement runs in IPython's "<magic-timeit>" function)
+    "%%timeit -n1 -r1\nx = 1\nwhere = fit(x, epochs=2)\n",
+    # a %timeit line with options, one taking its value as the next word
+    "x = 1\n%timeit -n 1 -r1 fit(x, epochs=2)\ny = 2\n",
 ]
 
 
@@ -63,7 +73,7 @@ def _locations() -> list:
 
 
 def test_a_timed_cell_points_at_the_users_line_as_typed():
-    plain, timed_cell, timed_argument, timed_line, in_block = _locations()
+    plain, timed_cell, timed_argument, timed_line, in_block, *_ = _locations()
     assert plain[:3] == [2, "where = fit(x,", "fit(x,\n    epochs=2)"]
     assert timed_cell[:3] == [3, "where = fit(x, epochs=2)", "fit(x, epochs=2)"]
     assert timed_cell[3] == ["%%time", "x = 1", "where = fit(x, epochs=2)"]
@@ -73,3 +83,13 @@ def test_a_timed_cell_points_at_the_users_line_as_typed():
     assert timed_line[3] == ["x = 1", "%time where = fit(x, epochs=2)", "y = 2"]
     assert in_block[:3] == [2, "%time where = fit(i, epochs=2)", "fit(i, epochs=2)"]
     assert in_block[3] == ["for i in range(1):", "    %time where = fit(i, epochs=2)"]
+
+
+def test_a_timeit_cell_or_line_points_at_the_users_line_as_typed():
+    """The review (stop 38): under %%timeit the location was IPython's "<magic-timeit>" copy,
+    not the cell's line."""
+    timeit_cell, timeit_line = _locations()[5:]
+    assert timeit_cell[:3] == [3, "where = fit(x, epochs=2)", "fit(x, epochs=2)"]
+    assert timeit_cell[3] == ["%%timeit -n1 -r1", "x = 1", "where = fit(x, epochs=2)"]
+    assert timeit_line[:3] == [2, "%timeit -n 1 -r1 fit(x, epochs=2)", "fit(x, epochs=2)"]
+    assert timeit_line[3] == ["x = 1", "%timeit -n 1 -r1 fit(x, epochs=2)", "y = 2"]
