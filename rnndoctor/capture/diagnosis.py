@@ -54,9 +54,10 @@ def finish(
         session.window_finished = True
         session.facts.run.outcome = Outcome.COMPLETED
         distribute.collect(session, model)  # the tf.distribute strategy, if any
+    files = sites.location_files(session.facts)  # one pass over the facts serves both
     if not session.child:  # a notebook's cells, named as IPython names them (In[3])
-        session.facts.run.cells = sites.notebook_cells(session.facts)
-    session.facts.run.tensorflow_names = sites.tensorflow_names(session.facts)
+        session.facts.run.cells = sites.notebook_cells(session.facts, files)
+    session.facts.run.tensorflow_names = sites.tensorflow_names(session.facts, files)
     session.set_phase(Phase.DONE)
 
 

@@ -603,18 +603,19 @@ def argparse_default_site(
     return location
 
 
-def notebook_cells(facts: Any) -> dict[str, str]:
+def notebook_cells(facts: Any, files: set[str] | None = None) -> dict[str, str]:
     """In a notebook, the name IPython gives each cell that a location of ``facts`` points at
     (``{"/tmp/ipykernel_41/1284195517.py": "In[3]"}``), from the running shell's
     ``compile.format_code_name`` (IPython 8 and later: ``("Cell", "In[3]")`` for a cell's file,
-    None for a real file); empty outside IPython, or for an IPython without it."""
+    None for a real file); empty outside IPython, or for an IPython without it. ``files``:
+    :func:`location_files` of ``facts``, where the caller has it."""
     shell_module = sys.modules.get("IPython")
     shell = shell_module.get_ipython() if shell_module is not None else None
     name = getattr(getattr(shell, "compile", None), "format_code_name", None)
     if name is None:
         return {}
     cells = {}
-    for file in _location_files(facts.to_dict()):
+    for file in location_files(facts) if files is None else files:
         try:
             named = name(file)
         except Exception:  # a label is a nicety: never break the diagnosis
@@ -624,7 +625,7 @@ def notebook_cells(facts: Any) -> dict[str, str]:
     return cells
 
 
-def tensorflow_names(facts: Any) -> dict[str, list[str]]:
+def tensorflow_names(facts: Any, files: set[str] | None = None) -> dict[str, list[str]]:
     """For each file a location of ``facts`` points at, the names bound to the ``tensorflow``
     module there at module level (``facts.run.tensorflow_names``): from the file's top-level
     ``import tensorflow`` and ``import tensorflow as tf`` statements (its text as linecache
@@ -632,7 +633,8 @@ def tensorflow_names(facts: Any) -> dict[str, list[str]]:
     notebook cell, the names in the ``__main__`` namespace that hold the module (a cell that
     imported it earlier). A file is left out (not known) where it does not parse, or where
     ``tf`` is bound to something else (``import tensorflow.compat.v1 as tf``): a fix must then
-    neither assume ``tf`` is missing nor import it over the user's."""
+    neither assume ``tf`` is missing nor import it over the user's. ``files``:
+    :func:`location_files` of ``facts``, where the caller has it."""
     main = sys.modules.get("__main__")
     module = sys.modules.get("tensorflow")
     namespace = vars(main) if main is not None else {}
@@ -640,7 +642,7 @@ def tensorflow_names(facts: Any) -> dict[str, list[str]]:
     other_tf = "tf" in namespace and namespace["tf"] is not module
     script = os.path.realpath(facts.run.script) if facts.run.script else None
     names: dict[str, list[str]] = {}
-    for file in _location_files(facts.to_dict()):
+    for file in location_files(facts) if files is None else files:
         tree = _parse("".join(linecache.getlines(file)))
         if tree is None:
             continue
@@ -685,9 +687,10 @@ def _module_imports(tree: ast.Module) -> tuple[set[str], bool]:
     return found, other
 
 
-def _location_files(document: Any) -> set[str]:
-    """Every ``file`` of a location in a facts document (dicts with ``file`` and ``line``), and
-    the run's ``script``."""
+def location_files(facts: Any) -> set[str]:
+    """Every ``file`` of a location in ``facts`` (in its document: dicts with ``file`` and
+    ``line``), and the run's ``script``."""
+    document = facts.to_dict()
     files: set[str] = set()
     stack = [document]
     while stack:
