@@ -31,7 +31,7 @@ ERROR_SPEEDUP = Option(
     unit="x (estimated step-time speedup)",
     source="rnndoctor's severity scale (rnndoctor/findings.py: Severity): error means the job "
     "runs at least 2x slower than it needs to",
-    help="the estimated speedup from which the finding is an error (below it: warning)",
+    help="the speedup the estimate's whole interval must reach for an error (below: warning)",
 )
 
 # The check that fails on a GPU, in the installed Keras 3 source: `_cudnn_lstm` / `_cudnn_gru`
@@ -200,6 +200,7 @@ class StepEstimate:
     share_high: float | None
     unmeasured: str | None
     evidence: tuple[Evidence, ...]
+    widen_factor: float = 1.0  # the probe's interval, widened for its phase's load
 
     @property
     def speedup(self) -> float:
@@ -219,25 +220,37 @@ class StepEstimate:
 
     def interval(self) -> Interval | None:
         """The estimate and its interval as :func:`rnndoctor.decide.decide` reads them (the
-        bounds taken to hold the point estimate); None where the padding interval could not be
-        formed. Its level is the padding bootstrap's 90% where the probe did not measure the
-        share, else the joined intervals' floor, 81%."""
+        bounds taken to hold the point estimate, ``widen_factor`` the probe's); None where the
+        padding interval could not be formed. Its level is the padding bootstrap's 90% where
+        the probe did not measure the share, else the joined intervals' floor, 81%."""
         if self.low is None or self.high is None:
             return None
         value = self.speedup
         level = 0.90 if self.share is None else 0.81
-        return Interval(value, min(self.low, value), max(self.high, value), level=level)
+        return Interval(value, min(self.low, value), max(self.high, value), level=level,
+                        widen_factor=self.widen_factor)  # fmt: skip
 
     def decision(self, cutoff: float) -> Decision:
         """Where the estimate stands against a speedup ``cutoff`` (issue 11: a finding fires at
         warning or error only where the interval clears its cut-off): CLEARS where its whole
         interval reaches ``cutoff``, INCONCLUSIVE where only the estimate does, BELOW where the
-        estimate does not. Without an interval (the padding bootstrap could not be formed),
-        never CLEARS: INCONCLUSIVE where the estimate reaches ``cutoff``."""
+        estimate does not. Under load (the probe's phase noisy) also INCONCLUSIVE where the
+        widened interval's top reaches ``cutoff``: the load biases the probe's ratio, and so
+        the estimate, low (a busy core slows what does not shrink with the length as well),
+        and a finding becomes inconclusive rather than vanishing. Without an interval (the
+        padding bootstrap could not be formed), never CLEARS: INCONCLUSIVE where the estimate
+        reaches ``cutoff``."""
         interval = self.interval()
         if interval is None:
             return Decision.INCONCLUSIVE if self.speedup >= cutoff else Decision.BELOW
-        return decide(interval, cutoff, higher_is_worse=True)
+        return decide(interval, cutoff, higher_is_worse=True, measured=interval)
+
+    def inconclusive(self, cutoff: float) -> str:
+        """Why a decision against ``cutoff`` is not CLEARS, for the finding's text:
+        ``inconclusive: its interval reaches below the 1.05x cut-off``."""
+        if self.interval() is None:
+            return "inconclusive: no interval could be formed for it"
+        return f"inconclusive: its interval reaches below the {cutoff:g}x cut-off"
 
     def negligible(self) -> bool:
         """Measured, and the interval's upper bound under :data:`NEGLIGIBLE_SPEEDUP`: the padding
@@ -371,7 +384,7 @@ def step_estimate(
                  source=part_text),
     )  # fmt: skip
     return StepEstimate(padding, plow, phigh, share(ratio.value) * part, share(ratio.low) * part,
-                        share(ratio.high) * part, None, evidence)  # fmt: skip
+                        share(ratio.high) * part, None, evidence, ratio.widen_factor)  # fmt: skip
 
 
 def median(values: list[int]) -> float:

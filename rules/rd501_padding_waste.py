@@ -29,9 +29,11 @@ Why it slows training:
     ``rules/_sequences.py: StepEstimate.decision``: a median past 2x with its interval across
     it stays a warning); ``info`` where the probe measured the estimate's whole interval below
     1.05x (``rules/_sequences.py: NEGLIGIBLE_SPEEDUP``, RD502's default least gain): the
-    padding is there, but costs no step time worth the change. Under load the probe's
-    interval widens (``rules/_measured.py: widen_ratio``), and with it the estimate's, so a
-    loaded run's error becomes a warning, never a finding that vanishes.
+    padding is there, but costs no step time worth the change. Where the estimate's interval
+    reaches below 1.05x while its top does not, the finding stays a warning (it rests on the
+    padded fraction), and its gain says "inconclusive" and counts no speedup for the forecast.
+    Under load the probe's interval widens (``rules/_measured.py: widen_ratio``), and with it
+    the estimate's, so a loaded run's error becomes a warning, never a finding that vanishes.
 
 Evidence:
     ``sequences.inputs[].padded_fraction``, ``length_values`` / ``length_counts``,
@@ -82,8 +84,8 @@ Options:
     ``min_padded_fraction`` = 0.3 (fraction of the timesteps): the measured padded fraction of
     the sampled batches' timesteps from which the rule reports. Source: rnndoctor's choice.
 
-    ``error_speedup`` = 2.0 (x (estimated step-time speedup)): the estimated speedup from which
-    the finding is an error (below it: warning). Source: rnndoctor's severity scale
+    ``error_speedup`` = 2.0 (x (estimated step-time speedup)): the speedup the estimate's whole
+    interval must reach for an error (below it: warning). Source: rnndoctor's severity scale
     (rnndoctor/findings.py: Severity): error means the job runs at least 2x slower than it needs
     to.
 
@@ -399,10 +401,19 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         evidence += estimate.evidence
         # measured to cost no step time worth a change (under 1.05x at the interval's top)
         negligible = estimate.negligible()
+        # the warning rests on the padded fraction; the forecast only on a gain that clears
+        uncertain = not negligible and (
+            estimate.decision(sq.NEGLIGIBLE_SPEEDUP) is not Decision.CLEARS
+        )
         if negligible:
             message += (
                 " The sequence length probe found too little of the step growing with the "
                 f"padded length for bucketing to save {sq.NEGLIGIBLE_SPEEDUP:g}x of it."
+            )
+        elif uncertain:
+            message += (
+                f" The gain is {estimate.inconclusive(sq.NEGLIGIBLE_SPEEDUP)}; no speedup is "
+                "counted for it."
             )
         severity = (
             Severity.INFO if negligible
@@ -418,12 +429,13 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 evidence=tuple(evidence),
                 fix=fix,
                 gain=(
-                    f"{estimate.gain_head()} from padded timesteps {result.padded_steps_now} "
+                    ("inconclusive: " if uncertain else "")
+                    + f"{estimate.gain_head()} from padded timesteps {result.padded_steps_now} "
                     f"-> {result.padded_steps_after:.0f} on the sampled sequences (each batch "
                     "padded to its own longest sequence, lengths drawn from the sampled "
                     f"distribution): {estimate.basis()}"
                 ),
-                speedup=None if negligible else round(estimate.speedup, 3),
+                speedup=None if negligible or uncertain else round(estimate.speedup, 3),
                 bucket_plan=BucketPlan(
                     boundaries=tuple(result.boundaries), batch_sizes=tuple(result.batch_sizes)
                 ),

@@ -21,6 +21,7 @@ import ast
 import functools
 import linecache
 import os
+import re
 import sys
 import sysconfig
 import weakref
@@ -152,7 +153,7 @@ def user_frame_location(
         if outside is not None and frame.f_locals.get("self") is outside:
             pass
         elif filename in _TIMED_CODE and timed is None:
-            timed = (frame.f_lineno, None)
+            timed = (0 if _timeit_setup(frame) else frame.f_lineno, None)
         elif timed is not None and timed[1] is None and frame.f_code.co_name in _MAGIC_CALLS:
             timed = (timed[0], frame)
         elif is_user_file(filename):
@@ -169,20 +170,31 @@ def user_frame_location(
 # run_line_magic / run_cell_magic (IPython/core/interactiveshell.py), whose parameters hold the
 # magic's name and the code as the user typed it. %timeit and %%timeit put the statement's
 # parsed lines, numbered from 1 like %%time's, into a function compiled as "<magic-timeit>"
-# (ExecutionMagics.timeit: TimeitTemplateFiller); a %%timeit line's own setup statement is on
-# its line 1 too, and is taken for the body's first line.
+# (ExecutionMagics.timeit: TimeitTemplateFiller), after the setup statement (a %%timeit line's
+# own code, also numbered from 1) and `_t0 = _timer()`.
 _TIMED_CODE = ("<timed exec>", "<timed eval>", "<magic-timeit>")
+
+
+def _timeit_setup(frame: Any) -> bool:
+    """Whether ``frame`` runs a ``%%timeit`` line's setup statement: IPython's timing function
+    before its ``_t0 = _timer()`` (the template in ExecutionMagics.timeit), where the setup and
+    the body's first line share line 1."""
+    return frame.f_code.co_filename == "<magic-timeit>" and "_t0" not in frame.f_locals
+
+
 _MAGIC_CALLS = ("run_cell_magic", "run_line_magic")
 
 
 def _timed_source(cell: Any, timed_line: int, magic: Any) -> tuple[int, list[str]]:
     """The user's line, and the cell's lines as typed, for code that IPython's ``%time`` /
-    ``%%time`` ran at line ``timed_line`` of its own compiled copy, from the cell's frame
-    ``cell`` (whose file holds IPython's transformed cell: ``get_ipython().run_cell_magic(
-    'time', '', '...')`` on line 1) and the magic call's frame ``magic``.
+    ``%%time`` (or ``%timeit`` / ``%%timeit``) ran at line ``timed_line`` of its own compiled
+    copy, from the cell's frame ``cell`` (whose file holds IPython's transformed cell:
+    ``get_ipython().run_cell_magic('time', '', '...')`` on line 1) and the magic call's frame
+    ``magic``.
 
-    A cell magic's body starts on the line after the ``%%time`` line; a line magic's statement
-    is on the line of its call. The lines returned put back the magic's line as typed
+    A cell magic's body starts on the line after the ``%%time`` line (``timed_line`` 0: the
+    magic's line itself, a ``%%timeit`` line's setup statement); a line magic's statement is on
+    the line of its call. The lines returned put back the magic's line as typed
     (``%%time``, ``%time model.fit(x, y)``) in place of the transformed call, so the report shows
     the user's code."""
     transformed = linecache.getlines(cell.f_code.co_filename)
@@ -277,27 +289,33 @@ def _without_magic(line: str) -> str:
     if not stripped.startswith(("%", "!")):
         return line
     name, _, rest = stripped[1:].partition(" ")
-    if name == "timeit":
-        rest = _without_options(rest)
+    if name in ("timeit", "%timeit"):  # a %%timeit line's argument is its setup statement
+        name, rest = "timeit", _without_options(rest)
     if name in _STATEMENT_MAGICS and rest.strip():
         return line[: len(line) - len(stripped)] + rest.lstrip(" ")
     return "\n"
 
 
 # %timeit's options that take a value (IPython/core/magics/execution.py: ExecutionMagics.timeit,
-# parse_options "n:r:tcp:qov:"): "-n 10" or "-n10".
-_TIMEIT_VALUE_OPTIONS = ("-n", "-r", "-p")
+# parse_options "n:r:tcp:qov:", getopt's rules): "-n 10", "-n10", "-qn 10".
+_TIMEIT_VALUE_OPTIONS = "nrpv"
+_WORD = re.compile(r"\s*(\S+)")
 
 
 def _without_options(rest: str) -> str:
-    """A ``%timeit`` line's argument without its leading options: ``-n1 -r 3 fit(x)`` gives
-    ``fit(x)``."""
-    words = rest.split(" ")
-    while words and (not words[0] or words[0].startswith("-")):
-        word = words.pop(0)
-        if word in _TIMEIT_VALUE_OPTIONS and words:
-            words.pop(0)
-    return " ".join(words)
+    """A ``%timeit`` line's argument without its leading options, as getopt reads them
+    (``-n1 -r 3 fit(x)``, ``-qn 5 fit(x)``, ``-n1 -- fit(x)``: ``fit(x)``); the statement
+    itself as typed."""
+    at = 0
+    while (word := _WORD.match(rest, at)) is not None and word.group(1).startswith("-"):
+        at = word.end()
+        if word.group(1) == "--":
+            break
+        letters = word.group(1)[1:]
+        takes = next((i for i, x in enumerate(letters) if x in _TIMEIT_VALUE_OPTIONS), None)
+        if takes == len(letters) - 1 and (value := _WORD.match(rest, at)) is not None:
+            at = value.end()  # the option's value is the next word
+    return rest[at:].lstrip()
 
 
 def _call_name(node: ast.Call) -> str | None:

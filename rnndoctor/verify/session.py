@@ -117,8 +117,9 @@ def _locate_all(
 
 def _overlap(dropped: px.Rewrite, kept: px.Rewrite) -> str:
     """Why ``dropped`` lost its overlap with ``kept`` (:func:`rnndoctor.verify.patch.compatible`):
-    ``kept``'s larger estimated gain, or, where neither finding estimated one (a cuDNN fix on a
-    CPU: ``speedup`` None), its place as the earlier finding."""
+    ``kept``'s larger estimated gain, or, where neither finding estimated one (``speedup``
+    None: a cuDNN fix on a CPU, an inconclusive gain such as RD502's), its place as the earlier
+    finding."""
     if kept.finding.speedup is None and dropped.finding.speedup is None:
         return (
             f"it rewrites the same lines as {kept.fix_id}, and neither has an estimated gain "
@@ -169,7 +170,8 @@ def _group_item(group: px.Rewrite, items: dict[str, Verified]) -> Verified:
     """The entry of one call's fixes merged into one rewrite (:func:`rnndoctor.verify.patch.
     merge_same_call`), measured as one fix: each of RD101 and RD102 alone can leave a layer off
     the cuDNN kernel, so only the two together show the gain, and a confirmed group puts both
-    in the patch whatever each measured alone."""
+    in the patch whatever each measured alone (a part measured slower alone gets a note:
+    :func:`_slower_part_notes`)."""
     parts = [items[name] for name in group.members]
     unsafe = any(p.safety == "unsafe" for p in parts)
     return Verified(
@@ -247,26 +249,14 @@ def _patch(
     notes: list[str],
 ) -> str:
     """The patch of the confirmed fixes, each as its copy was measured: a fix confirmed alone,
-    or fixes merged into one rewrite (:func:`_group_item`) whose copy was confirmed, unless a
-    part measured slower alone (its whole interval below 1: a change the patch would carry
-    although it slows the job on its own; its parts confirmed alone go in apart, and a note
-    says why). Nothing is merged here that no copy measured merged: of two that touch a
-    common line, the larger estimate wins (the earlier on a tie, a group in its first part's
-    place; :func:`rnndoctor.verify.patch.compatible`)."""
-    confirmed_groups = []
-    for name, group in groups.items():
-        if items[name].status != Status.CONFIRMED:
-            continue
-        slower = [m for m in group.members if items[m].status == Status.SLOWER]
-        if slower:
-            notes.append(
-                f"{name} is confirmed but not in the patch: "
-                + "; ".join(f"{m} alone measured slower, {items[m].measured_text}"
-                            for m in slower)
-                + "; the parts confirmed alone are in it on their own"
-            )  # fmt: skip
-            continue
-        confirmed_groups.append(group)
+    or fixes merged into one rewrite (:func:`_group_item`) whose copy was confirmed, whatever
+    each part measured alone (RD101 and RD102 together can put a layer on the cuDNN kernel
+    where either alone slows it); where a part alone measured slower (its whole interval below
+    1), a note says so beside the group's own measurement. Nothing is merged here that no
+    copy measured merged: of two that touch a common line, the larger estimate wins (the
+    earlier on a tie, a group in its first part's place;
+    :func:`rnndoctor.verify.patch.compatible`)."""
+    confirmed_groups = [g for name, g in groups.items() if items[name].status == Status.CONFIRMED]
     covered = {fix_id: g for g in confirmed_groups for fix_id in g.members}
     chosen: list[px.Rewrite] = []
     for rewrite in rewrites:
@@ -291,4 +281,19 @@ def _patch(
         inside.append(rewrite)
         for fix_id in {rewrite.fix_id, *rewrite.members}:
             items[fix_id].in_patch = True
+        notes.extend(_slower_part_notes(rewrite, items))
     return build_patch(inside, root)
+
+
+def _slower_part_notes(group: px.Rewrite, items: dict[str, Verified]) -> list[str]:
+    """For a merged group in the patch, a note per part that alone measured slower: the patch
+    carries it because the group was confirmed together, and the user sees both figures."""
+    if len(group.members) < 2:
+        return []
+    together = items[group.fix_id].measured_text
+    return [
+        f"{name} alone measured slower, {items[name].measured_text}; it is in the patch as part "
+        f"of {group.fix_id}, confirmed together at {together}"
+        for name in group.members
+        if items[name].status == Status.SLOWER
+    ]

@@ -141,7 +141,7 @@ def test_rd501_threshold_evidence_and_code_follow_the_bucketing_plan():
     )
     assert low <= plan.speedup <= high
     assert f"(90% interval {low:.2f}\u2013{high:.2f}x over the sampled" in finding.gain
-    assert finding.severity is (Severity.ERROR if plan.speedup >= 2 else Severity.WARNING)
+    assert finding.severity is (Severity.ERROR if low >= 2 else Severity.WARNING)  # interval
     assert f"BOUNDARIES = {list(plan.boundaries)}" in finding.fix.code
     assert "bucket_by_sequence_length(length, BOUNDARIES, BATCH_SIZES)" in finding.fix.code
     compile(finding.fix.code, "<fix>", "exec")  # ready to paste: valid Python
@@ -428,7 +428,11 @@ def test_rd502_measures_what_per_batch_padding_saves_of_the_step_not_of_the_time
     assert "an estimated 1.07x (90% interval 1.03" in finding.message
     assert "an upper bound" in finding.gain
     assert finding.severity is Severity.INFO and finding.speedup is None
-    assert "Inconclusive: the estimate's interval reaches below 1.05x" in finding.message
+    assert finding.message.endswith(
+        "faster step (inconclusive: its interval reaches below the 1.05x cut-off; no speedup "
+        "is counted for it)."
+    )
+    assert finding.gain.startswith("inconclusive: 1.07x (90% interval 1.03")
     padding = 1.067  # the padded timesteps' ratio, the unmeasured estimate above
     # half the length takes 0.7 of the step: (1 - 0.7) / 0.5 = 60% grows with it
     _length_probe(facts, 50.0, 35.0, (1 / 0.7, 1 / 0.72, 1 / 0.68))
@@ -443,6 +447,70 @@ def test_rd502_measures_what_per_batch_padding_saves_of_the_step_not_of_the_time
     facts.probes.length_probe = []
     (finding,) = _findings(facts, "RD502")
     assert "not measured (failed: ValueError: the model takes 40 steps)" in finding.gain
+
+
+def test_rd502_under_load_is_inconclusive_where_the_widened_interval_reaches_its_cut_off():
+    """Load biases the length probe's ratio, and so the estimate, low: a median under 1.05x
+    from a noisy probe phase is "inconclusive", not absent, where the widened interval's top
+    reaches the cut-off (issue 11: under load a finding becomes inconclusive rather than
+    vanishing); the same figures on a quiet machine give no finding."""
+    from rnndoctor.facts import MachinePhase
+
+    lengths = [30, 31, 32, 33] * 15 + [40] * 4
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=40, batch=16)
+    _length_probe(facts, 50.0, 35.0, (1 / 0.7, 1 / 0.72, 1 / 0.68))  # 60%: under 1.05x
+    assert _findings(facts, "RD502") == []
+    facts.run.machine = [
+        MachinePhase(phase="sequence length probe", foreign_cpu_share=0.5, foreign_cores=1.0,
+                     load_avg_1m=2.0, cpus=2, wall_s=3.0, noisy=True, widen_factor=2.0,
+                     description="noisy machine: other processes used 1.0 of 2 CPUs (50%)")
+    ]  # fmt: skip
+    (finding,) = _findings(facts, "RD502")
+    assert finding.severity is Severity.INFO and finding.speedup is None
+    assert finding.gain.startswith("inconclusive: ")
+
+
+def test_rd501_stays_a_warning_under_load_but_counts_no_uncertain_speedup():
+    """RD501 rests on its padded fraction, so load never takes it away; where the probe's
+    widened interval reaches below 1.05x, its gain is "inconclusive" and the forecast gets no
+    speedup from it (the forecast counts only gains whose interval cleared)."""
+    from rnndoctor.facts import MachinePhase
+
+    lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=64, batch=16)
+    _length_probe(facts, 50.0, 30.0, (1 / 0.6, 1 / 0.62, 1 / 0.58))
+    (quiet,) = _findings(facts, "RD501")
+    assert quiet.speedup is not None and not quiet.gain.startswith("inconclusive")
+    facts.run.machine = [
+        MachinePhase(phase="sequence length probe", foreign_cpu_share=0.5, foreign_cores=1.0,
+                     load_avg_1m=2.0, cpus=2, wall_s=3.0, noisy=True, widen_factor=2.0,
+                     description="noisy machine: other processes used 1.0 of 2 CPUs (50%)")
+    ]  # fmt: skip
+    (loaded,) = _findings(facts, "RD501")
+    assert loaded.severity is Severity.WARNING and loaded.speedup is None
+    assert loaded.gain.startswith("inconclusive: ")
+    assert "The gain is inconclusive: its interval reaches below the 1.05x cut-off" in (
+        loaded.message
+    )
+
+
+def test_a_padding_estimate_without_an_interval_never_clears_a_cut_off():
+    """No padded lengths to resample: no interval, so no decision clears (RD502 at most info,
+    RD501 no error), and the finding says why."""
+    from rnndoctor.decide import Decision
+    from rnndoctor.rules import _sequences as sq
+
+    lengths = [4, 5, 6, 7] * 4
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=64, batch=16)
+    (record,) = facts.sequences.inputs
+    estimate = sq.step_estimate(facts, record, 4.0, None, [], "not run")
+    assert estimate.interval() is not None  # one batch still resamples its sequences
+    record.padded_lengths = []  # nothing to resample: no interval
+    estimate = sq.step_estimate(facts, record, 4.0, None, [], "not run")
+    assert estimate.interval() is None
+    assert estimate.decision(1.05) is Decision.INCONCLUSIVE
+    assert estimate.decision(5.0) is Decision.BELOW
+    assert estimate.inconclusive(1.05) == "inconclusive: no interval could be formed for it"
 
 
 def test_rd502_warns_where_the_estimates_whole_interval_clears_its_cut_off():

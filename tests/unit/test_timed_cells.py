@@ -59,6 +59,8 @@ CELLS = [
     "%%timeit -n1 -r1\nx = 1\nwhere = fit(x, epochs=2)\n",
     # a %timeit line with options, one taking its value as the next word
     "x = 1\n%timeit -n 1 -r1 fit(x, epochs=2)\ny = 2\n",
+    # a %%timeit line's own setup statement, which shares line 1 with the body's first line
+    "%%timeit -q -n1 -r1 where = fit(0, epochs=1)\nx = 1\n",
 ]
 
 
@@ -88,8 +90,31 @@ def test_a_timed_cell_points_at_the_users_line_as_typed():
 def test_a_timeit_cell_or_line_points_at_the_users_line_as_typed():
     """The review (stop 38): under %%timeit the location was IPython's "<magic-timeit>" copy,
     not the cell's line."""
-    timeit_cell, timeit_line = _locations()[5:]
+    timeit_cell, timeit_line, timeit_setup = _locations()[5:]
     assert timeit_cell[:3] == [3, "where = fit(x, epochs=2)", "fit(x, epochs=2)"]
     assert timeit_cell[3] == ["%%timeit -n1 -r1", "x = 1", "where = fit(x, epochs=2)"]
     assert timeit_line[:3] == [2, "%timeit -n 1 -r1 fit(x, epochs=2)", "fit(x, epochs=2)"]
     assert timeit_line[3] == ["x = 1", "%timeit -n 1 -r1 fit(x, epochs=2)", "y = 2"]
+    assert timeit_setup[:3] == [
+        1,
+        "%%timeit -q -n1 -r1 where = fit(0, epochs=1)",
+        "fit(0, epochs=1)",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argument", "statement"),
+    [
+        ("-n1 -r 3 fit(x)\n", "fit(x)\n"),  # a value attached, a value as the next word
+        ("-q -n  5 fit(x)", "fit(x)"),  # a run of spaces before the value
+        ("-qn 5 fit(x)", "fit(x)"),  # getopt's combined flags, the last one taking a value
+        ("-v out -o fit(x)", "fit(x)"),  # -v takes a value (IPython 9: "n:r:tcp:qov:")
+        ("-n1 -- -x + 1", "-x + 1"),  # "--" ends the options
+        ('fit(x, "a  b")', 'fit(x, "a  b")'),  # no options: the statement as typed
+        ("-n", ""),
+    ],
+)
+def test_a_timeit_lines_options_are_read_as_getopt_reads_them(argument, statement):
+    from rnndoctor.capture.sites import _without_options
+
+    assert _without_options(argument) == statement

@@ -234,27 +234,26 @@ def test_a_group_measured_slower_keeps_its_confirmed_parts_apart(tmp_path):
     assert any("is confirmed but not in the patch: it overlaps" in n for n in result.notes)
 
 
-def test_a_group_with_a_part_measured_slower_alone_stays_out_of_the_patch(tmp_path):
-    """The review (stop 38): a confirmed group put both fixes in the patch although one of
-    them, alone, measured slower; the patch now carries no change measured slower on its
-    own, and its other part, confirmed alone, goes in apart."""
+def test_a_group_with_a_part_measured_slower_alone_says_so_beside_the_group(tmp_path):
+    """Stop 38: a confirmed group put both fixes in the patch, silently, although one of them
+    alone measured slower. The group stays in (together they may take the cuDNN kernel where
+    either alone slows the layer), and a note gives both figures."""
 
     def speed(script: Path, call: int) -> float:
         text = script.read_text()
         rd101, rd102 = "recurrent_dropout" not in text, "relu" not in text
-        factor = 3.0 if rd101 and rd102 else 1.5 if rd101 else 0.7 if rd102 else 1.0
+        factor = 3.0 if rd101 and rd102 else 0.7 if rd102 else 1.0
         return (100.0 + call % 3) * factor
 
     result, by_fix, _ = _verify_both(tmp_path, speed)
     assert by_fix["RD101+RD102"].status == Status.CONFIRMED
-    assert by_fix["RD101"].status == Status.CONFIRMED
+    assert by_fix["RD101"].status == Status.WITHIN_NOISE
     assert by_fix["RD102"].status == Status.SLOWER
-    assert by_fix["RD101"].in_patch and not by_fix["RD102"].in_patch
-    assert not by_fix["RD101+RD102"].in_patch
-    (note,) = [n for n in result.notes if n.startswith("RD101+RD102 is confirmed but not in")]
-    assert "RD102 alone measured slower, 0.71x (90% interval" in note
-    assert "-        recurrent_dropout=0.2,\n" in result.patch
-    assert '-        activation="relu",' not in result.patch
+    assert all(by_fix[f].in_patch for f in ("RD101+RD102", "RD101", "RD102"))
+    (note,) = result.notes
+    assert note.startswith("RD102 alone measured slower, 0.71x (90% interval")
+    assert "it is in the patch as part of RD101+RD102, confirmed together at 3." in note
+    assert '-        activation="relu",' in result.patch
 
 
 def _three_fixes(tmp_path, unmergeable_speedup=None):
