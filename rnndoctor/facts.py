@@ -243,7 +243,8 @@ class RunInfo:
     ``Model.fit``), ``script_error`` (the script raised or its process ended), ``capture_error``
     (the check could not run: another Keras backend, no TensorFlow; or rnndoctor itself failed),
     ``timeout`` (set by the parent when it killed the child), ``interrupted`` (Ctrl-C).
-    ``source_root`` is the git work tree holding the script (else the working directory), and
+    ``source_root`` is the git work tree holding the script (else the working directory where
+    it holds the script, else the script's folder), and
     ``script_dir_in_source_root`` the script's folder relative to it: SARIF locations are
     relative to that root, as code-scanning tools resolve them, even after ``--redact``.
     ``job_id``: a launched multi-worker job's run (:func:`rnndoctor.cluster.job_id`), which the

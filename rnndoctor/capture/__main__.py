@@ -11,6 +11,7 @@ itself failed. Its arguments are ``Options.child_argv()``, read back by
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import runpy
@@ -233,15 +234,22 @@ def _watch_os_exit(session: CaptureSession) -> None:
 
 
 def _source_root(script: str) -> str:
-    """The git work tree that holds ``script`` (a folder with ``.git``), else the cwd."""
+    """The git work tree that holds ``script`` (a folder with ``.git``), else the cwd where it
+    holds the script, else the script's folder: ``rnndoctor check ../scripts/train.py`` run
+    from a folder beside it wrote no confirmed fix into ``fixes.patch``, its file being
+    "outside the work tree" (a new user's trial; ``--verify`` patches files of the script's
+    folder only)."""
     folder = os.path.dirname(script)
     while True:
         if os.path.exists(os.path.join(folder, ".git")):
             return folder
         parent = os.path.dirname(folder)
         if parent == folder:
-            return os.getcwd()
+            break
         folder = parent
+    cwd = os.getcwd()
+    inside = os.path.commonpath([cwd, script]) == cwd
+    return cwd if inside else os.path.dirname(script)
 
 
 def _new_facts(script: str, argv: list[str], started: float) -> Facts:
@@ -427,13 +435,35 @@ def main(argv: list[str] | None = None) -> int:
     _start_watchdog(session)
     _watch_os_exit(session)
     session.set_phase(Phase.RUNNING_SCRIPT)
+    session.end_now = functools.partial(_end_blocked, session, started)
     _run_script(session, script)
+    _finish(session, started)
+    return 0
+
+
+def _finish(session: CaptureSession, started: float, note: str | None = None,
+            wait: bool = True) -> bool:  # fmt: skip
+    """Saves the facts as the check ends (the child commands' writes attributed, the wall
+    time), holding ``session.end_lock`` to the process's end; False, saving nothing, where
+    another thread holds it (``wait`` False)."""
+    if not session.end_lock.acquire(blocking=wait):
+        return False
     from rnndoctor.capture import neutralise
 
+    if note is not None:
+        session.facts.run.notes.append(note)
     neutralise.attribute_child_writes(session, save=False)
-    facts.run.wall_time_s = round(time.monotonic() - started, 3)
-    facts.save(facts_path)
-    return 0
+    session.facts.run.wall_time_s = round(time.monotonic() - started, 3)
+    session.save()
+    return True
+
+
+def _end_blocked(session: CaptureSession, started: float, note: str) -> None:
+    """Ends the check from another thread where the script's main thread did not stop at its
+    run-on's end (``rnndoctor.capture.after_window``): the facts saved as at a normal end, with
+    ``note``; nothing where the main thread is already ending the check."""
+    if _finish(session, started, note, wait=False):
+        end_process(0)
 
 
 if __name__ == "__main__":

@@ -17,10 +17,12 @@ Two things the diagnosis window alone cannot see (issue 12):
   or child command (:mod:`rnndoctor.capture.neutralise` asks
   :func:`stop_before_write` before the write happens, so the check still writes nothing a stopped
   script would not have written), or the budget (a timer raises ``StopScript`` in the main
-  thread). What it saw goes to ``facts.outside_window``. On the second single-sample ``predict``
-  call, ``predict``, ``model(x, training=False)`` and ``predict_on_batch`` on the same sample
-  are timed against each other as interleaved bursts (paired, with intervals; the run-on's
-  budget timer is paused meanwhile), for the rule that suggests them (RD406).
+  thread, through a signal handler where it can, so that a sleep or a join stops too; where the
+  thread still has not stopped 2 s later, the check ends without it). What it saw goes to
+  ``facts.outside_window``. On the second single-sample ``predict`` call, ``predict``,
+  ``model(x, training=False)`` and ``predict_on_batch`` on the same sample are timed against
+  each other as interleaved bursts (paired, with intervals; the run-on's budget timer is paused
+  meanwhile), for the rule that suggests them (RD406).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import ctypes
 import functools
 import linecache
 import os
+import signal
 import statistics
 import threading
 import time
@@ -65,6 +68,17 @@ _TIMING_S = 15.0
 _BURST_S = 0.1
 _MAX_BURST_CALLS = 50
 _HOOKS_ATTR = "_rnndoctor_after_window_hooks"
+# The signal that stops the script's main thread when the run-on's budget runs out, where it
+# blocks in a system call (time.sleep, Thread.join, queue.get, a socket read): an exception set
+# with PyThreadState_SetAsyncExc waits there until the call returns, which for a sleep or a join
+# may be never (a new user's script slept for an hour after fit, and the check waited for its
+# --timeout, then exited 4). Python retries an interrupted call only where the handler returns
+# (PEP 475); this handler raises StopScript. A real-time signal: Python and TensorFlow use none.
+_STOP_SIGNAL = signal.SIGRTMIN + 4 if hasattr(signal, "SIGRTMIN") else None
+# Where the main thread has not stopped this long after the budget ran out (a C call that does
+# not return to Python), the check ends from the timer's thread (CaptureSession.end_now).
+# Source: rnndoctor's choice, twice the shortest run-on budget worth starting (1 s).
+_END_GRACE_S = 2.0
 
 
 # -- loops, from the source ------------------------------------------------------------------
@@ -202,12 +216,32 @@ def start(session: CaptureSession, model: Any) -> bool:
         run.phases.pop()  # the phase list ends with "done" once, after the run-on
     session.facts.outside_window = state.facts
     session.set_phase(Phase.AFTER_WINDOW)
+    state.interrupt = _stop_handler(state)
     main = threading.main_thread().ident
     timer = threading.Timer(budget.seconds, _expire, args=(session, state, main))
     timer.daemon = True
     timer.start()
     state.timer = timer
     return True
+
+
+def _stop_handler(state: AfterWindowState) -> int | None:
+    """Installs the handler of :data:`_STOP_SIGNAL`, which raises ``StopScript`` once the
+    run-on's budget has run out; returns the signal, or None where none can be installed (no
+    real-time signals, or ``fit`` ran outside the main thread): the asynchronous exception
+    then stops the script."""
+    if _STOP_SIGNAL is None or threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: Any) -> None:
+        if state.expired:  # a stray signal before the end is ignored
+            raise StopScript
+
+    try:
+        signal.signal(_STOP_SIGNAL, handler)
+    except (ValueError, OSError):
+        return None
+    return _STOP_SIGNAL
 
 
 def multi_worker_reason(strategy: StrategyFacts | None, environ: Mapping[str, str]) -> str | None:
@@ -235,7 +269,25 @@ def _expire(session: CaptureSession, state: AfterWindowState, main: int | None) 
     if not state.running or main is None:
         return
     stop(session, "budget", f"the after-the-window budget of {state.budget.seconds:g} s ran out")
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main), ctypes.py_object(StopScript))
+    state.expired = True
+    if state.interrupt is not None:  # also where the main thread blocks in a system call
+        signal.pthread_kill(main, state.interrupt)
+    else:
+        exc = ctypes.py_object(StopScript)
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main), exc)
+    backstop = threading.Timer(_END_GRACE_S, _end_if_blocked, args=(session,))
+    backstop.daemon = True
+    backstop.start()
+
+
+def _end_if_blocked(session: CaptureSession) -> None:
+    """The main thread did not stop within :data:`_END_GRACE_S` of the budget's end: the check
+    ends from here (its facts complete: the window and the run-on are over)."""
+    if session.end_now is not None:
+        session.end_now(
+            f"the script did not stop within {_END_GRACE_S:g} s of its run-on's end (blocked in "
+            "a call that does not return to Python): the check ended it there"
+        )
 
 
 def running(session: CaptureSession) -> bool:

@@ -160,6 +160,8 @@ class AfterWindowState:
         depth: model calls in progress (nested calls are not counted).
         own: rnndoctor itself is calling the model (not counted); own_s: the time it took.
         timed: the per-call alternatives were timed (or skipped).
+        interrupt: the signal whose handler stops the main thread at the budget's end (None:
+            an asynchronous exception does); expired: the budget ran out.
     """
 
     running: bool = False
@@ -177,6 +179,8 @@ class AfterWindowState:
     own: bool = False
     own_s: float = 0.0
     timed: bool = False
+    interrupt: Any = None
+    expired: bool = False
 
 
 @dataclass
@@ -220,6 +224,10 @@ class CaptureSession:
         window: the running ``fit`` window (read by the child's watchdog), or None.
         budgets: the time budgets of the bounded phases.
         after_window: the script's run-on after the window (:mod:`.after_window`), once begun.
+        end_now: ends the check from another thread where the script's main thread does not
+            stop at its run-on's end (called with a run note; the child's ``__main__`` sets
+            it), or None.
+        end_lock: held by whichever thread saves the facts last and ends the process.
     """
 
     def __init__(
@@ -249,6 +257,8 @@ class CaptureSession:
         self.neutralise_state = NeutraliseState()
         self.loop_state = LoopState()
         self.after_window: AfterWindowState | None = None
+        self.end_now: Callable[[str], None] | None = None
+        self.end_lock = threading.Lock()
         self.load_sampler: LoadSampler | None = None
         # the dataset-distribution hooks' record (capture.distribute.DistributeState)
         self.distribute_state: Any = None

@@ -58,7 +58,8 @@ class Verification:
         items: one entry per fix with a location or a fix, one per call whose fixes merged
             into one rewrite (``RD101+RD102``), and ``all`` (the compatible fixes together) when
             the copy holds two or more rewrites; failed and slower first.
-        root: the folder ``fixes.patch`` is relative to (the work tree root, else the cwd).
+        root: the folder ``fixes.patch`` is relative to (``facts.run.source_root``: the work
+            tree root, else the cwd where it holds the script, else the script's folder).
         patch: the patch's text (empty: no confirmed fix).
         patch_path: where it was written.
         budget_s: the budget (seconds).
@@ -182,7 +183,8 @@ def _group_item(group: px.Rewrite, items: dict[str, Verified]) -> Verified:
 
 
 def source_root(facts: Facts) -> Path:
-    """The work tree holding the script, as the plain check recorded it (else its cwd)."""
+    """The work tree holding the script, as the plain check recorded it
+    (``facts.run.source_root``; else its cwd)."""
     return Path(facts.run.source_root or facts.run.cwd or os.getcwd())
 
 
