@@ -110,8 +110,12 @@ def _level_text(level: float) -> str:
 
 
 def format_ratio(evidence: Interval | PairedResult, *, digits: int = 1) -> str:
-    """A ratio with its interval: ``1.6x (90% interval 1.2–1.9x)`` (an en dash between bounds)."""
+    """A ratio with its interval: ``1.6x (90% interval 1.2–1.9x)`` (an en dash between bounds);
+    ``3.8x (no interval: 2 pairs)`` where the bounds are no measured interval
+    (``Interval.no_interval``)."""
     i = as_interval(evidence)
+    if i.no_interval is not None:
+        return f"{i.value:.{digits}f}x ({i.no_interval})"
     return (
         f"{i.value:.{digits}f}x ({_level_text(i.level)} interval "
         f"{i.low:.{digits}f}–{i.high:.{digits}f}x)"
@@ -131,6 +135,9 @@ def format_share(evidence: Interval | PairedResult, *, digits: int = 0) -> str:
 
     def pct(x: float) -> str:
         return f"{min(1.0, max(0.0, x)) * 100.0:.{digits}f}"
+
+    if i.no_interval is not None:
+        return f"{pct(i.value)}% ({i.no_interval})"
 
     clipped = min(i.low, i.value) < 0.0 or max(i.high, i.value) > 1.0
     return (

@@ -551,6 +551,10 @@ class Interval:
         level: the coverage of the interval, in (0, 1) (0.90 for a 90% interval).
         widen_factor: how much the interval was widened for a noisy machine (1.0: not at all;
             see ``rnndoctor.decide.widen``).
+        no_interval: why the bounds are no measured interval but a span that keeps any
+            decision from clearing (``"no interval: 2 pairs"``: ``rules/_measured.py:
+            FEW_PAIRS_SPAN``); the figure is then quoted with this instead of its bounds.
+            None: a measured interval.
 
     Raises:
         ValueError: ``low > high`` or ``level`` outside (0, 1).
@@ -561,6 +565,7 @@ class Interval:
     high: float
     level: float = 0.90
     widen_factor: float = 1.0
+    no_interval: str | None = None
 
     def __post_init__(self) -> None:
         if self.low > self.high:

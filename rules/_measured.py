@@ -342,8 +342,15 @@ def ratio_interval(facts: Facts, paired: PairedRatio, extra: float = 1.0) -> Int
                         paired.level, paired.widen_factor)  # fmt: skip
     if paired.pairs < MIN_PAIRS:  # a bootstrap over 1 or 2 pairs is degenerate: no interval
         interval = Interval(paired.ratio, paired.ratio / FEW_PAIRS_SPAN,
-                            paired.ratio * FEW_PAIRS_SPAN, paired.level)  # fmt: skip
+                            paired.ratio * FEW_PAIRS_SPAN, paired.level,
+                            no_interval=few_pairs_text(paired.pairs))  # fmt: skip
     return widen_ratio(interval, phase_widen(facts, paired.phase) * extra)
+
+
+def few_pairs_text(pairs: int) -> str:
+    """How a figure of too few pairs for an interval (under :data:`MIN_PAIRS`) is quoted in
+    place of its bounds: ``no interval: 2 pairs``."""
+    return f"no interval: {pairs} pair{'' if pairs == 1 else 's'}"
 
 
 def widen_ratio(interval: Interval, factor: float) -> Interval:

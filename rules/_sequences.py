@@ -363,9 +363,21 @@ def step_estimate(
     ratio = m.ratio_interval(facts, paired)
     part, part_text = compute_part(facts)
 
+    def grows(r: float) -> float:
+        return (1.0 - 1.0 / r) / (1.0 - half) if r > 0 and half < 1.0 else 0.0
+
     def share(r: float) -> float:
-        grows = (1.0 - 1.0 / r) / (1.0 - half) if r > 0 and half < 1.0 else 0.0
-        return min(1.0, max(0.0, grows))
+        return min(1.0, max(0.0, grows(r)))
+
+    clipped = []  # a ratio outside what the linear model allows, said rather than hidden
+    if grows(ratio.high) > 1.0:
+        clipped.append(
+            f"a ratio past {1.0 / half:.2f}x (a step growing in proportion to the length) "
+            "reads as 100%"
+        )
+    if grows(ratio.low) < 0.0:
+        clipped.append("a ratio under 1x (no shorter step at half the length) reads as 0%")
+    clipped_text = f"; clipped to the share's range: {' and '.join(clipped)}" if clipped else ""
 
     evidence = (
         Evidence(
@@ -378,7 +390,7 @@ def step_estimate(
             f"{share(ratio.value):.0%} (90% interval {share(ratio.low):.0%}\u2013"
             f"{share(ratio.high):.0%})", "",
             source=f"step ratio {ratio.value:.2f}x (90% interval {ratio.low:.2f}\u2013"
-            f"{ratio.high:.2f}x): (1 - 1 / ratio) / (1 - {half:.2f})",
+            f"{ratio.high:.2f}x): (1 - 1 / ratio) / (1 - {half:.2f}){clipped_text}",
         ),
         Evidence("compute-only step's part of the window's step", round(part, 4), "",
                  source=part_text),

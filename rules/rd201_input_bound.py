@@ -213,7 +213,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         evidence.append(Evidence("job-wide input share", round(job_share * 100, 1), "%", paid))
         f = job_share / share
         job = Interval(interval.value * f, interval.low * f, interval.high * f, interval.level,
-                       interval.widen_factor)  # fmt: skip
+                       interval.widen_factor, interval.no_interval)  # fmt: skip
         severity, _ = _severity(job, options)
     what = "input share of the job (epoch 1 only)" if paid else "input-bound share"
     gain, speedup = m.removal_gain(facts, job_share, what)

@@ -629,7 +629,8 @@ def _throughput(facts: Facts, base: ProbePoint, point: ProbePoint) -> Interval:
     if point.paired is not None:
         i = m.ratio_interval(facts, point.paired)
         scale = point.value / base.value
-        return Interval(i.value * scale, i.low * scale, i.high * scale, i.level, i.widen_factor)
+        return Interval(i.value * scale, i.low * scale, i.high * scale, i.level, i.widen_factor,
+                        i.no_interval)  # fmt: skip
     return m.point_interval((point.samples_per_s or 0.0) / (base.samples_per_s or 1.0))
 
 

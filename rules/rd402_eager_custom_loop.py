@@ -165,7 +165,7 @@ def _step_speedup(facts: Facts, loop: CustomLoopFacts) -> Interval | None:
     def of(r: float) -> float:
         return step / (step - eager * (1.0 - 1.0 / r)) if r > 0 else 1.0
 
-    return Interval(of(i.value), of(i.low), of(i.high), i.level, i.widen_factor)
+    return Interval(of(i.value), of(i.low), of(i.high), i.level, i.widen_factor, i.no_interval)
 
 
 def _decide(

@@ -234,7 +234,7 @@ def _dispatch_share(facts: Facts, one: ProbePoint, many: ProbePoint, step: float
     def of(r: float) -> float:
         return dispatch.share_at_ratio(r, scale, many.value, 1)
 
-    return Interval(of(i.value), of(i.low), of(i.high), i.level, i.widen_factor)
+    return Interval(of(i.value), of(i.low), of(i.high), i.level, i.widen_factor, i.no_interval)
 
 
 def _left_share(facts: Facts, one: ProbePoint, user: ProbePoint, step: float) -> Interval:
@@ -254,7 +254,7 @@ def _left_share(facts: Facts, one: ProbePoint, user: ProbePoint, step: float) ->
     def of(r: float) -> float:
         return dispatch.share_at_ratio(r, scale, n, n)
 
-    return Interval(of(i.value), of(i.low), of(i.high), i.level, i.widen_factor)
+    return Interval(of(i.value), of(i.low), of(i.high), i.level, i.widen_factor, i.no_interval)
 
 
 def _share_of(

@@ -147,3 +147,25 @@ def test_a_share_interval_beyond_its_range_is_shown_clipped_and_decides_as_befor
         "inconclusive: 30% (90% interval 0–90%, clipped to the share's range 0–100%)"
     )
     assert format_share(Interval(0.44, 0.31, 0.52)) == "44% (90% interval 31–52%)"  # no clip
+
+
+def test_a_figure_of_too_few_pairs_is_quoted_as_no_interval_not_as_its_span():
+    """A new user's RD301 read "inconclusive: 3.8x (90% interval 0.4–38.1x)" beside the probe's
+    own "no interval: 2 pairs": the span that keeps a decision from clearing is no 90%
+    interval, and is not quoted as one. It still decides: never CLEARS."""
+    from rnndoctor.facts import Facts, PairedRatio, RunInfo
+    from rnndoctor.rules import _measured as m
+
+    paired = PairedRatio(ratio=3.81, low=3.7, high=3.9, level=0.9, pairs=2, median_a_ms=4.0,
+                         median_b_ms=1.05, steps_a=4, steps_b=4)  # fmt: skip
+    span = m.ratio_interval(Facts(run=RunInfo(script="t", argv=[], cwd=".")), paired)
+    assert span.no_interval == "no interval: 2 pairs"
+    assert format_ratio(span) == "3.8x (no interval: 2 pairs)"
+    assert describe(decide(span, 1.5, higher_is_worse=True), span, kind="ratio") == (
+        "inconclusive: 3.8x (no interval: 2 pairs)"
+    )
+    assert format_share(Interval(0.4, 0.04, 1.0, no_interval="no interval: 1 pair")) == (
+        "40% (no interval: 1 pair)"
+    )
+    wide = widen(span, 2.0)  # widened for load, still no interval
+    assert format_ratio(wide) == "3.8x (no interval: 2 pairs)"

@@ -531,3 +531,23 @@ def test_rd502_warns_where_the_estimates_whole_interval_clears_its_cut_off():
     error_at = {"RD502": {"error_speedup": low - 0.01}}  # the bound as shown, rounded
     (finding,) = evaluate(facts, select=["RD502"], rule_options=error_at).findings
     assert finding.severity is Severity.ERROR
+
+
+def test_a_length_probe_ratio_past_the_linear_models_reach_says_it_was_clipped():
+    """A new user's tf_keras GRU: half the length ran 2.59x faster, past the 2x of a step that
+    grows in proportion to the length; the share read "100% (90% interval 100%–100%)", a
+    falsely precise figure. The evidence now says the ratio was clipped, and why."""
+    lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=64, batch=16)
+    _length_probe(facts, 50.0, 19.0, (2.59, 2.44, 2.8))
+    (finding,) = _findings(facts, "RD501")
+    (row,) = [e for e in finding.evidence if e.label.startswith("share of the compute-only")]
+    assert row.value.startswith("100%")
+    assert row.source.endswith(
+        "clipped to the share's range: a ratio past 2.00x (a step growing in proportion to the "
+        "length) reads as 100%"
+    )
+    _length_probe(facts, 50.0, 45.0, (1.11, 1.05, 1.2))  # within the model: nothing said
+    (finding,) = _findings(facts, "RD501")
+    (row,) = [e for e in finding.evidence if e.label.startswith("share of the compute-only")]
+    assert "clipped" not in row.source
