@@ -78,9 +78,10 @@ def _rule_lines(view: ReportView, facts: Facts) -> list[str]:
         why = (
             "a custom training loop: they read Model.fit's input, or facts missing"
             if facts.loop is not None and facts.fit is None
-            else "facts missing"
+            else "a probe not run or facts missing: each rule's reason is in the report"
         )
-        lines.append(f"not evaluated: {', '.join(tally.not_evaluated)} ({why}; see the report)")
+        see = "" if why.endswith("in the report") else "; see the report"
+        lines.append(f"not evaluated: {', '.join(tally.not_evaluated)} ({why}{see})")
     if tally.skipped:
         lines.append(f"skipped: {', '.join(tally.skipped)} (--select / --ignore)")
     if not view.findings:

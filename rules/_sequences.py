@@ -272,7 +272,7 @@ class StepEstimate:
 
     def basis(self) -> str:
         """How the estimate was made, for the gain text."""
-        padding = f"{self.padding:.2f}x fewer padded timesteps"
+        padding = f"{self.padding:.2f}x fewer timesteps computed (padding included)"
         if self.padding_low is not None and self.padding_high is not None:
             padding += (
                 f" (90% interval {self.padding_low:.2f}\u2013{self.padding_high:.2f}x over the "

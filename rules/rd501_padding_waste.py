@@ -343,8 +343,9 @@ def _evidence(record: SequenceInput, result: bk.BucketPlan) -> list[Evidence]:
                  source="sampled batches"),
         Evidence("sampled sequences per bucket", list(result.bucket_sequences), "sequences",
                  source="sampled lengths"),
-        Evidence("padded timesteps now / after", f"{result.padded_steps_now} / "
-                 f"{result.padded_steps_after:.0f}", "timesteps", source="sampled batches"),
+        Evidence("timesteps computed now / after (padding included)",
+                 f"{result.padded_steps_now} / {result.padded_steps_after:.0f}", "timesteps",
+                 source="sampled batches"),
         Evidence("padded length per batch (median)", sq.median(record.padded_lengths),
                  "timesteps", source="sampled batches"),
         Evidence("valid length p50 / p90 / max",
@@ -430,7 +431,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 fix=fix,
                 gain=(
                     ("inconclusive: " if uncertain else "")
-                    + f"{estimate.gain_head()} from padded timesteps {result.padded_steps_now} "
+                    + f"{estimate.gain_head()} from timesteps computed {result.padded_steps_now} "
                     f"-> {result.padded_steps_after:.0f} on the sampled sequences (each batch "
                     "padded to its own longest sequence, lengths drawn from the sampled "
                     f"distribution): {estimate.basis()}"

@@ -223,7 +223,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 fix=Fix("Pad each batch to its own longest sequence (padded_batch)", code, safety),
                 gain=(
                     ("inconclusive: " if inconclusive else "")
-                    + f"{estimate.gain_head()} from padded timesteps {now} -> "
+                    + f"{estimate.gain_head()} from timesteps computed {now} -> "
                     f"{after:.0f} on the sampled sequences: {estimate.basis()}; bucketing "
                     "(RD501) saves more"
                 ),

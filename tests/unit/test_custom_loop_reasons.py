@@ -41,4 +41,4 @@ def test_a_fit_run_that_ended_early_keeps_the_outcome_reason():
     (outcome,) = [o for o in report.outcomes if o.rule.id == "RD201"]
     assert outcome.reason.startswith("facts section 'probes' was not gathered (the run ended")
     (line,) = [s for s in summary_lines(report) if s.startswith("not evaluated:")]
-    assert line.endswith("(facts missing; see the report)")
+    assert line.endswith("(a probe not run or facts missing: each rule's reason is in the report)")

@@ -175,3 +175,25 @@ def test_both_pages_share_one_style_sheet(tmp_path):
     page = render_comparison_html(compare_facts(_facts(), _facts("RD101-compliant")), "a", "b")
     assert first_rule in html and first_rule in page
     assert '<p class="muted">Findings are matched' in page
+
+
+def test_xprofs_cpu_verdict_is_explained_beside_rnndoctors_own_step_times():
+    """A new user: "xprof overview verdict: No step time measured..." sat beside the step time
+    rnndoctor measured, and read as a contradiction; the HTML's profile table explained it, the
+    breakdown's row and report.md did not."""
+    from rnndoctor.reports.html import render_html
+    from rnndoctor.reports.markdown import render_markdown
+
+    facts = _facts()
+    facts.probes = ProbeFacts()
+    facts.profile = ProfileSummary(
+        logdir="/tmp/p", profiled_steps=3, tensorboard_command="tensorboard --logdir /tmp/p",
+        xprof_verdict="No step time measured. Therefore we cannot tell where the performance "
+        "bottleneck is.", xprof_step_time_measured=False,
+    )  # fmt: skip
+    report = evaluate(facts)
+    said = "xprof gives no step-time analysis on this run, as on any CPU-only run"
+    assert said in render_markdown(report)
+    assert render_html(report).count(said) == 1  # the breakdown's row; the table says it its way
+    facts.profile = replace(facts.profile, xprof_step_time_measured=True)
+    assert said not in render_markdown(evaluate(facts))
