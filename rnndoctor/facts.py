@@ -35,9 +35,12 @@ Top-level sections (each ``None`` when the run ended before it was gathered):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import json
+import os
+import tempfile
 import types
 import typing
 from dataclasses import dataclass, field
@@ -1359,11 +1362,26 @@ class Facts:
         return facts
 
     def save(self, path: str | Path) -> None:
-        """Writes the facts as JSON, atomically (a reader never sees half a file)."""
+        """Writes the facts as JSON, atomically (a reader never sees half a file): each save
+        writes a temporary file of its own beside ``path`` and renames it over ``path``, so
+        that saves from two threads (the capture's main thread and a timer's, as a check ends)
+        never mix their bytes; the last rename wins.
+
+        Raises:
+            OSError: the file cannot be written (the temporary file is removed).
+        """
         path = Path(path)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2, default=_json_default))
-        tmp.replace(path)
+        text = json.dumps(self.to_dict(), indent=2, default=_json_default)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+        try:
+            os.fchmod(fd, 0o644)  # as a plain write leaves it (mkstemp's file is 0600)
+            with os.fdopen(fd, "w", encoding="utf-8") as file:
+                file.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+            raise
 
     @classmethod
     def load(cls, path: str | Path) -> Facts:

@@ -437,7 +437,7 @@ def share_interval(facts: Facts) -> Interval | None:
     else:
         return point_interval(share)
     low, high = corroborated_share(low, check), corroborated_share(high, check)
-    return Interval(share, min(low, share), max(high, share))
+    return Interval(share, min(low, share), max(high, share), no_interval=i.no_interval)
 
 
 def noisy_note(facts: Facts) -> str | None:

@@ -221,6 +221,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     plan = _cache_plan(data, work)
     interval = m.share_interval(facts)  # a warning needs the whole interval past its cut-off
     low = interval.low if interval is not None else share
+    few = interval.no_interval if interval is not None else None  # too few pairs: no bound
     return [
         finding(
             severity=Severity.WARNING if low >= options.warning_input_share else Severity.INFO,
@@ -242,8 +243,8 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 Evidence("input share of the step", round(share * 100, 1), "%", basis),
                 Evidence(
                     "input share, 90% interval low",
-                    round(low * 100, 1),
-                    "%",
+                    round(low * 100, 1) if few is None else few,
+                    "%" if few is None else "",
                     "paired real vs compute-only step (rules/_measured.py)",
                 ),
                 Evidence(

@@ -355,6 +355,31 @@ def _evidence(record: SequenceInput, result: bk.BucketPlan) -> list[Evidence]:
     ]  # fmt: skip
 
 
+def _severity(estimate: sq.StepEstimate, options: OptionValues) -> tuple[Severity, bool, str]:
+    """The finding's severity (Severity in the module doc), whether its gain is uncertain
+    (counted for no speedup), and the sentence that says why. ``info`` where the probe measured
+    the step not to grow with the length (the whole interval under 1.05x); the warning rests on
+    the padded fraction, and the forecast only on a gain whose interval clears 1.05x."""
+    if estimate.negligible():
+        return (
+            Severity.INFO,
+            False,
+            (
+                " The sequence length probe found too little of the step growing with the padded "
+                f"length for bucketing to save {sq.NEGLIGIBLE_SPEEDUP:g}x of it."
+            ),
+        )
+    uncertain = estimate.decision(sq.NEGLIGIBLE_SPEEDUP) is not Decision.CLEARS
+    said = (
+        f" The gain is {estimate.inconclusive(sq.NEGLIGIBLE_SPEEDUP)}; no speedup is counted "
+        "for it."
+        if uncertain
+        else ""
+    )
+    error = estimate.decision(options.error_speedup) is Decision.CLEARS
+    return Severity.ERROR if error else Severity.WARNING, uncertain, said
+
+
 @rule(
     "RD501",
     "padding-waste",
@@ -400,27 +425,9 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         )
         evidence = [*_evidence(record, result), where, *_pad_evidence(record)]
         evidence += estimate.evidence
-        # measured to cost no step time worth a change (under 1.05x at the interval's top)
-        negligible = estimate.negligible()
-        # the warning rests on the padded fraction; the forecast only on a gain that clears
-        uncertain = not negligible and (
-            estimate.decision(sq.NEGLIGIBLE_SPEEDUP) is not Decision.CLEARS
-        )
-        if negligible:
-            message += (
-                " The sequence length probe found too little of the step growing with the "
-                f"padded length for bucketing to save {sq.NEGLIGIBLE_SPEEDUP:g}x of it."
-            )
-        elif uncertain:
-            message += (
-                f" The gain is {estimate.inconclusive(sq.NEGLIGIBLE_SPEEDUP)}; no speedup is "
-                "counted for it."
-            )
-        severity = (
-            Severity.INFO if negligible
-            else Severity.ERROR if estimate.decision(options.error_speedup) is Decision.CLEARS
-            else Severity.WARNING
-        )  # fmt: skip
+        severity, uncertain, said = _severity(estimate, options)
+        negligible = severity is Severity.INFO
+        message += said
         findings.append(
             finding(
                 severity=severity,
@@ -431,8 +438,9 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 fix=fix,
                 gain=(
                     ("inconclusive: " if uncertain else "")
-                    + f"{estimate.gain_head()} from timesteps computed {result.padded_steps_now} "
-                    f"-> {result.padded_steps_after:.0f} on the sampled sequences (each batch "
+                    + f"{estimate.gain_head()} from {result.padded_steps_now} -> "
+                    f"{result.padded_steps_after:.0f} timesteps computed (padding included) on "
+                    "the sampled sequences (each batch "
                     "padded to its own longest sequence, lengths drawn from the sampled "
                     f"distribution): {estimate.basis()}"
                 ),

@@ -223,8 +223,8 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 fix=Fix("Pad each batch to its own longest sequence (padded_batch)", code, safety),
                 gain=(
                     ("inconclusive: " if inconclusive else "")
-                    + f"{estimate.gain_head()} from timesteps computed {now} -> "
-                    f"{after:.0f} on the sampled sequences: {estimate.basis()}; bucketing "
+                    + f"{estimate.gain_head()} from {now} -> {after:.0f} timesteps computed "
+                    f"(padding included) on the sampled sequences: {estimate.basis()}; bucketing "
                     "(RD501) saves more"
                 ),
                 speedup=None if inconclusive else round(estimate.speedup, 3),

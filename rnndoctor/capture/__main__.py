@@ -247,9 +247,9 @@ def _source_root(script: str) -> str:
         if parent == folder:
             break
         folder = parent
-    cwd = os.getcwd()
-    inside = os.path.commonpath([cwd, script]) == cwd
-    return cwd if inside else os.path.dirname(script)
+    cwd = os.path.realpath(os.getcwd())
+    inside = os.path.commonpath([cwd, os.path.realpath(script)]) == cwd
+    return os.getcwd() if inside else os.path.dirname(script)
 
 
 def _new_facts(script: str, argv: list[str], started: float) -> Facts:
@@ -331,7 +331,10 @@ def _run_script(session: CaptureSession, script: str) -> None:
     facts = session.facts
     run = facts.run
     try:
-        runpy.run_path(script, run_name="__main__")
+        try:
+            runpy.run_path(script, run_name="__main__")
+        finally:  # from here the run-on's stop signal is ignored; one before it lands below
+            session.script_over = True
     except StopScript:
         sys.settrace(None)
         after_window.stop(session, "stopped")
@@ -435,19 +438,19 @@ def main(argv: list[str] | None = None) -> int:
     _start_watchdog(session)
     _watch_os_exit(session)
     session.set_phase(Phase.RUNNING_SCRIPT)
+    from rnndoctor.capture import after_window
+
+    after_window.install_stop_signal(session)  # here: the main thread, whoever runs fit
     session.end_now = functools.partial(_end_blocked, session, started)
     _run_script(session, script)
+    session.end_lock.acquire()  # held to the process's end: no other thread ends it now
     _finish(session, started)
     return 0
 
 
-def _finish(session: CaptureSession, started: float, note: str | None = None,
-            wait: bool = True) -> bool:  # fmt: skip
+def _finish(session: CaptureSession, started: float, note: str | None = None) -> None:
     """Saves the facts as the check ends (the child commands' writes attributed, the wall
-    time), holding ``session.end_lock`` to the process's end; False, saving nothing, where
-    another thread holds it (``wait`` False)."""
-    if not session.end_lock.acquire(blocking=wait):
-        return False
+    time, ``note``), by the thread that holds ``session.end_lock``."""
     from rnndoctor.capture import neutralise
 
     if note is not None:
@@ -455,14 +458,20 @@ def _finish(session: CaptureSession, started: float, note: str | None = None,
     neutralise.attribute_child_writes(session, save=False)
     session.facts.run.wall_time_s = round(time.monotonic() - started, 3)
     session.save()
-    return True
 
 
 def _end_blocked(session: CaptureSession, started: float, note: str) -> None:
     """Ends the check from another thread where the script's main thread did not stop at its
     run-on's end (``rnndoctor.capture.after_window``): the facts saved as at a normal end, with
-    ``note``; nothing where the main thread is already ending the check."""
-    if _finish(session, started, note, wait=False):
+    ``note``, and the process ended whatever the save does; nothing where the main thread holds
+    ``session.end_lock`` (it is ending the check)."""
+    if not session.end_lock.acquire(blocking=False):
+        return
+    try:
+        _finish(session, started, note)
+    except BaseException:  # the facts saved before stay; the process ends all the same
+        traceback.print_exc()
+    finally:
         end_process(0)
 
 

@@ -18,7 +18,7 @@ Two things the diagnosis window alone cannot see (issue 12):
   :func:`stop_before_write` before the write happens, so the check still writes nothing a stopped
   script would not have written), or the budget (a timer raises ``StopScript`` in the main
   thread, through a signal handler where it can, so that a sleep or a join stops too; where the
-  thread still has not stopped 2 s later, the check ends without it). What it saw goes to
+  script still has not stopped 2 s later, the check ends without it). What it saw goes to
   ``facts.outside_window``. On the second single-sample ``predict`` call, ``predict``,
   ``model(x, training=False)`` and ``predict_on_batch`` on the same sample are timed against
   each other as interleaved bursts (paired, with intervals; the run-on's budget timer is paused
@@ -216,7 +216,6 @@ def start(session: CaptureSession, model: Any) -> bool:
         run.phases.pop()  # the phase list ends with "done" once, after the run-on
     session.facts.outside_window = state.facts
     session.set_phase(Phase.AFTER_WINDOW)
-    state.interrupt = _stop_handler(state)
     main = threading.main_thread().ident
     timer = threading.Timer(budget.seconds, _expire, args=(session, state, main))
     timer.daemon = True
@@ -225,23 +224,27 @@ def start(session: CaptureSession, model: Any) -> bool:
     return True
 
 
-def _stop_handler(state: AfterWindowState) -> int | None:
-    """Installs the handler of :data:`_STOP_SIGNAL`, which raises ``StopScript`` once the
-    run-on's budget has run out; returns the signal, or None where none can be installed (no
-    real-time signals, or ``fit`` ran outside the main thread): the asynchronous exception
-    then stops the script."""
+def install_stop_signal(session: CaptureSession) -> None:
+    """Installs the handler of :data:`_STOP_SIGNAL` (``session.stop_signal``), from the main
+    thread as the capture starts, whichever thread later runs ``fit``: once the run-on's
+    budget has run out (``AfterWindowState.expired``) and while the script has not returned
+    (``session.script_over``), the handler ends the script as the other stops do
+    (``CaptureSession.end_script``: no user code runs while it unwinds); any other time it
+    does nothing. Nothing where no real-time signal exists or a handler cannot be installed:
+    the asynchronous exception then stops the script."""
     if _STOP_SIGNAL is None or threading.current_thread() is not threading.main_thread():
-        return None
+        return
 
     def handler(signum: int, frame: Any) -> None:
-        if state.expired:  # a stray signal before the end is ignored
-            raise StopScript
+        state = session.after_window
+        if state is not None and state.expired and not session.script_over:
+            session.end_script()
 
     try:
         signal.signal(_STOP_SIGNAL, handler)
     except (ValueError, OSError):
-        return None
-    return _STOP_SIGNAL
+        return
+    session.stop_signal = _STOP_SIGNAL
 
 
 def multi_worker_reason(strategy: StrategyFacts | None, environ: Mapping[str, str]) -> str | None:
@@ -268,25 +271,31 @@ def _expire(session: CaptureSession, state: AfterWindowState, main: int | None) 
     its next Python instruction: a call blocked in TensorFlow's C++ code finishes first)."""
     if not state.running or main is None:
         return
-    stop(session, "budget", f"the after-the-window budget of {state.budget.seconds:g} s ran out")
+    budget = f"the after-the-window budget of {state.budget.seconds:g} s ran out"
+    if not stop(session, "budget", budget):
+        return  # the run-on ended otherwise meanwhile (the script's end, a write, a fit)
     state.expired = True
-    if state.interrupt is not None:  # also where the main thread blocks in a system call
-        signal.pthread_kill(main, state.interrupt)
-    else:
-        exc = ctypes.py_object(StopScript)
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main), exc)
     backstop = threading.Timer(_END_GRACE_S, _end_if_blocked, args=(session,))
     backstop.daemon = True
     backstop.start()
+    try:
+        if session.stop_signal is not None:  # also where the main thread blocks in a syscall
+            signal.pthread_kill(main, session.stop_signal)
+        else:
+            exc = ctypes.py_object(StopScript)
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main), exc)
+    except Exception:  # the backstop still ends the check
+        pass
 
 
 def _end_if_blocked(session: CaptureSession) -> None:
     """The main thread did not stop within :data:`_END_GRACE_S` of the budget's end: the check
     ends from here (its facts complete: the window and the run-on are over)."""
-    if session.end_now is not None:
+    if session.end_now is not None and not session.script_over:
         session.end_now(
-            f"the script did not stop within {_END_GRACE_S:g} s of its run-on's end (blocked in "
-            "a call that does not return to Python): the check ended it there"
+            f"the script did not stop within {_END_GRACE_S:g} s of its run-on's end (a call "
+            "that does not return to Python, or code that caught the stop): the check ended "
+            "it there"
         )
 
 
@@ -295,14 +304,15 @@ def running(session: CaptureSession) -> bool:
     return state is not None and state.running
 
 
-def stop(session: CaptureSession, ended: str, detail: str | None = None) -> None:
-    """Ends the run-on's measurement and saves ``facts.outside_window`` (idempotent)."""
+def stop(session: CaptureSession, ended: str, detail: str | None = None) -> bool:
+    """Ends the run-on's measurement and saves ``facts.outside_window`` (idempotent). Returns
+    whether this call ended it (False: no run-on, or it had ended already)."""
     state = getattr(session, "after_window", None)
     if state is None or not state.running:
-        return
+        return False
     with state.lock:
         if not state.running:
-            return
+            return False
         state.running = False
         if state.timer is not None and state.timer is not threading.current_thread():
             state.timer.cancel()
@@ -314,6 +324,7 @@ def stop(session: CaptureSession, ended: str, detail: str | None = None) -> None
         facts.python_s = round(max(0.0, facts.seconds - inside), 4)
         _place_calls(session, facts.calls)
     session.set_phase(Phase.DONE)
+    return True
 
 
 def stop_before_write(session: CaptureSession, what: str) -> None:

@@ -160,8 +160,7 @@ class AfterWindowState:
         depth: model calls in progress (nested calls are not counted).
         own: rnndoctor itself is calling the model (not counted); own_s: the time it took.
         timed: the per-call alternatives were timed (or skipped).
-        interrupt: the signal whose handler stops the main thread at the budget's end (None:
-            an asynchronous exception does); expired: the budget ran out.
+        expired: the budget ran out (the stop signal's handler ends the script only then).
     """
 
     running: bool = False
@@ -179,7 +178,6 @@ class AfterWindowState:
     own: bool = False
     own_s: float = 0.0
     timed: bool = False
-    interrupt: Any = None
     expired: bool = False
 
 
@@ -228,6 +226,9 @@ class CaptureSession:
             stop at its run-on's end (called with a run note; the child's ``__main__`` sets
             it), or None.
         end_lock: held by whichever thread saves the facts last and ends the process.
+        stop_signal: the signal whose handler ends the script at its run-on's end
+            (:func:`rnndoctor.capture.after_window.install_stop_signal`), or None.
+        script_over: the user's script has returned or raised: the stop signal is ignored.
     """
 
     def __init__(
@@ -259,6 +260,8 @@ class CaptureSession:
         self.after_window: AfterWindowState | None = None
         self.end_now: Callable[[str], None] | None = None
         self.end_lock = threading.Lock()
+        self.stop_signal: int | None = None
+        self.script_over = False
         self.load_sampler: LoadSampler | None = None
         # the dataset-distribution hooks' record (capture.distribute.DistributeState)
         self.distribute_state: Any = None

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 
 LOG_NAME = "script.log"
 _FACTS_NAME = "facts.json"
-_FACTS_TMP = "facts.json.tmp"  # Facts.save writes here first, then renames
+# Facts.save writes a temporary file of its own beside facts.json, then renames it; the older
+# versions' one name first
+_FACTS_TMP = ("facts.json.tmp", "facts.json.*.tmp")
 PROFILE_DIR = "profile"  # the TF profiler's logdir under --out
 _PROCESS_ENDED = "ProcessEnded"  # RunInfo.error_type when the child ended without saying how
 
@@ -81,7 +83,8 @@ def _after_the_run(
     console: Console,
 ) -> ExitCode:
     """The facts the child saved, settled and rendered, the exit code, and ``--verify``."""
-    (paths.out / _FACTS_TMP).unlink(missing_ok=True)  # a save the kill cut short
+    for tmp in _facts_tmp(paths.out):  # a save the kill cut short
+        tmp.unlink(missing_ok=True)
     if options.redact:
         redact_log(paths.log, script, console)
     try:
@@ -169,9 +172,16 @@ def prepare_out(
     out = Path(options.out).resolve()
     if not claim_out(out, (*out_names(options), *extra), console):
         return None
-    for stale in (_FACTS_NAME, _FACTS_TMP, *FILENAMES.values(), *_stale_verification(out)):
+    for stale in (_FACTS_NAME, *FILENAMES.values(), *_stale_verification(out)):
         (out / stale).unlink(missing_ok=True)
+    for tmp in _facts_tmp(out):
+        tmp.unlink(missing_ok=True)
     return CheckPaths(out)
+
+
+def _facts_tmp(out: Path) -> list[Path]:
+    """The temporary files of ``Facts.save`` in ``out`` (:data:`_FACTS_TMP`)."""
+    return [path for pattern in _FACTS_TMP for path in out.glob(pattern)]
 
 
 def out_names(options: Options) -> tuple[str, ...]:
@@ -179,7 +189,7 @@ def out_names(options: Options) -> tuple[str, ...]:
     every format, the profile's folder, and with ``--verify`` its outputs."""
     from rnndoctor.reports import FILENAMES
 
-    return (_FACTS_NAME, _FACTS_TMP, LOG_NAME, *FILENAMES.values(), PROFILE_DIR,
+    return (_FACTS_NAME, _FACTS_TMP[0], LOG_NAME, *FILENAMES.values(), PROFILE_DIR,
             *_verify_names(options))  # fmt: skip
 
 

@@ -639,3 +639,20 @@ def test_rd201_quotes_the_pairs_ratio_its_share_rests_on():
     _, (finding,) = run(f, "RD201")
     bases = {e.label: e.source for e in finding.evidence}
     assert bases["waiting for input"] == "step on the user's data - compute-only"
+
+
+def test_an_input_share_of_too_few_pairs_is_quoted_as_no_interval():
+    """The review after a new user's trial: the share's interval, mapped from the compute-only
+    probe's ratio, dropped the ratio's "no interval" mark, so RD201 and RD205 quoted the 10x
+    span that keeps their decision from clearing as a "90% interval"."""
+
+    data = map_pipeline(stateful_ops=[], auto_parallel=True)
+    f = facts(step=10.0, compute=4.0, real=10.0, data=data, epochs=5)  # a 60% share
+    f.probes.compute_paired = PairedRatio(ratio=2.5, low=2.4, high=2.6, pairs=2,
+                                          median_a_ms=10.0, median_b_ms=4.0)  # fmt: skip
+    _, (rd201,) = run(f, "RD201")
+    assert "(no interval: 2 pairs)" in rd201.message and "90% interval" not in rd201.message
+    assert rd201.severity is Severity.INFO  # no interval: inconclusive, whatever the median
+    _, (rd205,) = run(f, "RD205")
+    row = {e.label: (e.value, e.unit) for e in rd205.evidence}["input share, 90% interval low"]
+    assert row == ("no interval: 2 pairs", "")
