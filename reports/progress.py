@@ -24,6 +24,7 @@ class PhaseDisplay:
         self.console = Console(stderr=True, highlight=False)
         self.shown = 0
         self.status = None
+        self.seen: set[str] = set()  # the phases listed so far: one entered again says so
 
     def __enter__(self) -> PhaseDisplay:
         if self.console.is_terminal:
@@ -41,7 +42,7 @@ class PhaseDisplay:
         """Prints newly finished phases; ``phases`` are (name, started_s) in order."""
         while self.shown + 1 < len(phases):
             name, start = phases[self.shown]
-            self.line(name, phases[self.shown + 1][1] - start)
+            self.line(self._label(name), phases[self.shown + 1][1] - start)
             self.shown += 1
         if self.status is not None and phases:
             name, start = phases[-1]
@@ -52,8 +53,17 @@ class PhaseDisplay:
         self.update(phases, elapsed_s)
         if phases and phases[-1][0] != "done":
             name, start = phases[-1]
-            self.line(name, max(0.0, elapsed_s - start), "done" if finished else "cut")
+            self.line(self._label(name), max(0.0, elapsed_s - start),
+                      "done" if finished else "cut")  # fmt: skip
         self.shown = len(phases)
+
+    def _label(self, name: str) -> str:
+        """``name``, with "(again)" where the phase was listed before (a probe measured again
+        to check it against the window, as the batch-size probe's referee is: a new user read
+        the list as a duplicate)."""
+        again = name in self.seen
+        self.seen.add(name)
+        return f"{name} (again)" if again else name
 
     def __exit__(self, *exc) -> None:
         if self.status is not None:

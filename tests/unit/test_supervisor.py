@@ -103,3 +103,26 @@ def test_the_parent_loads_no_renderer_while_the_child_runs():
         text=True, check=True,
     )  # fmt: skip
     assert done.stdout.strip() == "[]"
+
+
+def test_a_phase_entered_again_is_listed_as_such():
+    """A new user read "compute-only probe" and "batch-size probe" listed twice (each measured
+    again, to check it against the window) as a duplicate."""
+    import io
+
+    from rich.console import Console
+
+    from rnndoctor.reports.progress import PhaseDisplay
+
+    display = PhaseDisplay()
+    display.console = Console(file=io.StringIO(), width=120)
+    phases = [("compute-only probe", 0.0), ("batch-size probe", 1.0),
+              ("compute-only probe", 2.0), ("batch-size probe", 3.5), ("done", 4.0)]  # fmt: skip
+    display.close(phases, 4.0, finished=True)
+    lines = [x.split("  ")[0].strip() for x in display.console.file.getvalue().splitlines()]
+    names = [" ".join(x.split()[1:]) for x in display.console.file.getvalue().splitlines()]
+    assert [n.rsplit(" ", 2)[0] for n in names] == [
+        "compute-only probe", "batch-size probe", "compute-only probe (again)",
+        "batch-size probe (again)",
+    ]  # fmt: skip
+    assert all(x.startswith("done") for x in lines)
