@@ -47,6 +47,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# The temporary files of Facts.save start with this (beside facts.json, in --out): no user's
+# file does, so the check's cleanup of those a killed process left never touches one.
+SAVE_TEMP_PREFIX = ".rnndoctor-facts-save-"
+_UMASK = os.umask(0)  # read once, at import (single-threaded): os.umask only sets and returns it
+os.umask(_UMASK)
+
+
+def save_leftovers(folder: str | Path) -> list[Path]:
+    """The temporary files :meth:`Facts.save` left in ``folder`` (a process killed mid-save)."""
+    return sorted(Path(folder).glob(SAVE_TEMP_PREFIX + "*.tmp"))
+
+
 SCHEMA_VERSION = "1.6"
 
 
@@ -1363,19 +1375,22 @@ class Facts:
 
     def save(self, path: str | Path) -> None:
         """Writes the facts as JSON, atomically (a reader never sees half a file): each save
-        writes a temporary file of its own beside ``path`` and renames it over ``path``, so
-        that saves from two threads (the capture's main thread and a timer's, as a check ends)
-        never mix their bytes; the last rename wins.
+        writes a temporary file of its own beside ``path`` (:data:`SAVE_TEMP_PREFIX`, which no
+        user's file bears: :func:`save_leftovers` finds those a killed process left) and
+        renames it over ``path``, so that saves from two threads (the capture's main thread and
+        a timer's, as a check ends) never mix their bytes; the last rename wins. The file gets
+        the permissions a plain write would (``0o666`` less the umask).
 
         Raises:
             OSError: the file cannot be written (the temporary file is removed).
         """
         path = Path(path)
         text = json.dumps(self.to_dict(), indent=2, default=_json_default)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=SAVE_TEMP_PREFIX, suffix=".tmp")
         try:
-            os.fchmod(fd, 0o644)  # as a plain write leaves it (mkstemp's file is 0600)
             with os.fdopen(fd, "w", encoding="utf-8") as file:
+                if hasattr(os, "fchmod"):
+                    os.fchmod(file.fileno(), 0o666 & ~_UMASK)  # mkstemp's file is 0600
                 file.write(text)
             os.replace(tmp, path)
         except BaseException:

@@ -247,9 +247,14 @@ def _source_root(script: str) -> str:
         if parent == folder:
             break
         folder = parent
-    cwd = os.path.realpath(os.getcwd())
-    inside = os.path.commonpath([cwd, os.path.realpath(script)]) == cwd
-    return os.getcwd() if inside else os.path.dirname(script)
+    cwd = os.path.realpath(os.getcwd())  # the folder holding the script that is the cwd,
+    folder = os.path.dirname(script)  # in the script path's own form (no symlink resolved)
+    while os.path.realpath(folder) != cwd:
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return os.path.dirname(script)
+        folder = parent
+    return folder
 
 
 def _new_facts(script: str, argv: list[str], started: float) -> Facts:
@@ -443,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     after_window.install_stop_signal(session)  # here: the main thread, whoever runs fit
     session.end_now = functools.partial(_end_blocked, session, started)
     _run_script(session, script)
-    session.end_lock.acquire()  # held to the process's end: no other thread ends it now
+    session.end_lock.acquire()  # held to the process's end: the backstop leaves the end to it
     _finish(session, started)
     return 0
 

@@ -230,15 +230,20 @@ def install_stop_signal(session: CaptureSession) -> None:
     budget has run out (``AfterWindowState.expired``) and while the script has not returned
     (``session.script_over``), the handler ends the script as the other stops do
     (``CaptureSession.end_script``: no user code runs while it unwinds); any other time it
-    does nothing. Nothing where no real-time signal exists or a handler cannot be installed:
-    the asynchronous exception then stops the script."""
+    does nothing. Nothing where no real-time signal exists (not Linux) or a handler cannot be
+    installed: an asynchronous exception then stops the script, which a blocking call holds
+    off, with the 2 s backstop behind it, and without ``end_script``'s guard against the
+    user's ``finally`` clauses."""
     if _STOP_SIGNAL is None or threading.current_thread() is not threading.main_thread():
         return
 
     def handler(signum: int, frame: Any) -> None:
         state = session.after_window
-        if state is not None and state.expired and not session.script_over:
-            session.end_script()
+        if state is None or not state.expired or session.script_over or session.stopping:
+            return  # a stray signal, the script over, or a stop already unwinding it
+        if state.own:
+            return  # rnndoctor's own timing of the model calls: it ends the script after it
+        session.end_script()
 
     try:
         signal.signal(_STOP_SIGNAL, handler)
@@ -267,8 +272,9 @@ def multi_worker_reason(strategy: StrategyFacts | None, environ: Mapping[str, st
 
 
 def _expire(session: CaptureSession, state: AfterWindowState, main: int | None) -> None:
-    """The budget is spent: records the facts and raises ``StopScript`` in the main thread (at
-    its next Python instruction: a call blocked in TensorFlow's C++ code finishes first)."""
+    """The budget is spent: records the facts, starts the backstop (:func:`_end_if_blocked`)
+    and sends the main thread the stop signal (:func:`install_stop_signal`; where there is
+    none, an asynchronous ``StopScript``). Nothing where the run-on had ended otherwise."""
     if not state.running or main is None:
         return
     budget = f"the after-the-window budget of {state.budget.seconds:g} s ran out"
@@ -323,7 +329,10 @@ def stop(session: CaptureSession, ended: str, detail: str | None = None) -> bool
         inside = sum(c.total_s for c in facts.calls)
         facts.python_s = round(max(0.0, facts.seconds - inside), 4)
         _place_calls(session, facts.calls)
-    session.set_phase(Phase.DONE)
+    try:
+        session.set_phase(Phase.DONE)  # saves the facts
+    except Exception:  # a failed save (--out gone, a full disk) must not keep the stop from
+        pass  # happening: the parent reads the facts saved before
     return True
 
 
@@ -470,6 +479,8 @@ def _time_alternatives(
         state.own = False
         state.own_s += time.perf_counter() - began
         _restart_timer(session, state)
+    if state.expired:  # the budget ran out as the timing began: the stop signal waited for it
+        session.end_script()
 
 
 def _paired_calls(ways: dict[str, Any], left: Any) -> tuple[dict[str, float], list[PairedRatio]]:

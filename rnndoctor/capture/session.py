@@ -225,7 +225,12 @@ class CaptureSession:
         end_now: ends the check from another thread where the script's main thread does not
             stop at its run-on's end (called with a run note; the child's ``__main__`` sets
             it), or None.
-        end_lock: held by whichever thread saves the facts last and ends the process.
+        end_lock: taken by the main thread once the script has returned, and by the run-on's
+            backstop, whichever comes first: the other leaves the ending to it (the
+            ``end_script`` tracer and the ``os._exit`` guard end the process without it; each
+            save is atomic, and the last one wins).
+        stopping: ``end_script`` has begun stopping the script (the stop signal's handler then
+            does nothing).
         stop_signal: the signal whose handler ends the script at its run-on's end
             (:func:`rnndoctor.capture.after_window.install_stop_signal`), or None.
         script_over: the user's script has returned or raised: the stop signal is ignored.
@@ -262,6 +267,7 @@ class CaptureSession:
         self.end_lock = threading.Lock()
         self.stop_signal: int | None = None
         self.script_over = False
+        self.stopping = False
         self.load_sampler: LoadSampler | None = None
         # the dataset-distribution hooks' record (capture.distribute.DistributeState)
         self.distribute_state: Any = None
@@ -374,6 +380,7 @@ class CaptureSession:
             StopScript: always.
         """
         session = self
+        self.stopping = True
 
         def tracer(frame, event, arg):
             filename = frame.f_code.co_filename

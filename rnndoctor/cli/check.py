@@ -14,7 +14,7 @@ from rnndoctor.cli import supervisor
 from rnndoctor.cli.common import claim_out, failed, fails, load_options, render, say_config
 from rnndoctor.cli.console import Console
 from rnndoctor.cli.signals import cause_of
-from rnndoctor.facts import CutShort, Facts, Outcome
+from rnndoctor.facts import CutShort, Facts, Outcome, save_leftovers
 from rnndoctor.options import ExitCode, Options, OptionsError
 
 if TYPE_CHECKING:
@@ -22,9 +22,7 @@ if TYPE_CHECKING:
 
 LOG_NAME = "script.log"
 _FACTS_NAME = "facts.json"
-# Facts.save writes a temporary file of its own beside facts.json, then renames it; the older
-# versions' one name first
-_FACTS_TMP = ("facts.json.tmp", "facts.json.*.tmp")
+_FACTS_TMP = "facts.json.tmp"  # an older rnndoctor's Facts.save wrote here first
 PROFILE_DIR = "profile"  # the TF profiler's logdir under --out
 _PROCESS_ENDED = "ProcessEnded"  # RunInfo.error_type when the child ended without saying how
 
@@ -180,8 +178,9 @@ def prepare_out(
 
 
 def _facts_tmp(out: Path) -> list[Path]:
-    """The temporary files of ``Facts.save`` in ``out`` (:data:`_FACTS_TMP`)."""
-    return [path for pattern in _FACTS_TMP for path in out.glob(pattern)]
+    """The temporary files of ``Facts.save`` in ``out``: an older rnndoctor's one name, and
+    this one's (``rnndoctor.facts.save_leftovers``: a prefix no user's file bears)."""
+    return [out / _FACTS_TMP, *save_leftovers(out)]
 
 
 def out_names(options: Options) -> tuple[str, ...]:
@@ -189,7 +188,7 @@ def out_names(options: Options) -> tuple[str, ...]:
     every format, the profile's folder, and with ``--verify`` its outputs."""
     from rnndoctor.reports import FILENAMES
 
-    return (_FACTS_NAME, _FACTS_TMP[0], LOG_NAME, *FILENAMES.values(), PROFILE_DIR,
+    return (_FACTS_NAME, _FACTS_TMP, LOG_NAME, *FILENAMES.values(), PROFILE_DIR,
             *_verify_names(options))  # fmt: skip
 
 

@@ -44,7 +44,7 @@ from typing import Any
 from rnndoctor import cluster
 from rnndoctor.cli import supervisor
 from rnndoctor.cli.console import Console
-from rnndoctor.facts import Facts, Outcome
+from rnndoctor.facts import Facts, Outcome, save_leftovers
 from rnndoctor.options import ExitCode, Options
 
 _PEER_GRACE_S = 15.0  # after one worker failed, how long the others may take to end
@@ -127,6 +127,8 @@ def _spawn(
     folder = folder / f"worker-{index}"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "facts.json").unlink(missing_ok=True)
+    for tmp in save_leftovers(folder):  # a save an earlier run's kill cut short
+        tmp.unlink(missing_ok=True)
     child = dataclasses.replace(options, out=str(folder), no_probes=True, profile_steps=0)
     command = supervisor.capture_command(script, script_args, child)
     with open(folder / "script.log", "wb") as log:

@@ -60,7 +60,7 @@ def test_a_script_blocked_after_fit_ends_at_its_run_ons_budget_not_at_timeout(tm
     took = time.monotonic() - started
     assert done.returncode == 0, done.stderr
     assert "--timeout" not in done.stderr
-    assert took < TIMEOUT_S * 0.75, took  # the run-on's 2 s budget; before: all of --timeout
+    assert took < TIMEOUT_S - 5, took  # the run-on's 2 s budget; before: all of --timeout
     facts = json.loads((tmp_path / "r" / "report.json").read_text())["facts"]
     assert facts["run"]["outcome"] == "completed"
     assert facts["outside_window"]["ended"] == "budget"

@@ -30,8 +30,8 @@ def _session():
         raise Stopped
 
     return types.SimpleNamespace(
-        after_window=types.SimpleNamespace(expired=False), script_over=False,
-        end_script=end_script, stop_signal=None,
+        after_window=types.SimpleNamespace(expired=False, own=False), script_over=False,
+        end_script=end_script, stop_signal=None, stopping=False,
     )  # fmt: skip
 
 
@@ -62,10 +62,39 @@ def test_the_stop_signal_ends_the_script_only_after_the_budget_and_before_its_re
     _signal_self(session.stop_signal)
 
 
-def test_the_backstop_gives_way_to_a_main_thread_that_is_ending_the_check(tmp_path):
+def test_the_backstop_gives_way_to_the_main_thread_or_ends_the_process_whatever_its_save_does(
+    monkeypatch,
+):
+    from rnndoctor.capture import __main__ as child
+
+    ended = []
+    monkeypatch.setattr(child, "end_process", ended.append)
     session = types.SimpleNamespace(end_lock=threading.Lock())
-    session.end_lock.acquire()  # the main thread holds it: _end_blocked must return
-    _end_blocked(session, 0.0, "a note")  # would end this process otherwise
+    session.end_lock.acquire()  # the main thread holds it: the backstop leaves the end to it
+    _end_blocked(session, 0.0, "a note")
+    assert ended == []
+
+    def failing_save(*args, **kwargs):
+        raise OSError("the --out folder is gone")
+
+    monkeypatch.setattr(child, "_finish", failing_save)
+    session = types.SimpleNamespace(end_lock=threading.Lock())
+    _end_blocked(session, 0.0, "a note")  # its save fails: the process ends all the same
+    assert ended == [0] and session.end_lock.locked()
+
+
+def test_the_stop_signal_waits_for_a_stop_already_unwinding_and_for_rnndoctors_own_timing(
+    restore_handler,
+):
+    session = _session()
+    session.stopping = False
+    session.after_window.own = False
+    after_window.install_stop_signal(session)
+    session.after_window.expired = True
+    session.stopping = True  # end_script's tracer is at work: a second stop would break it
+    _signal_self(session.stop_signal)
+    session.stopping, session.after_window.own = False, True  # timing predict vs model(x)
+    _signal_self(session.stop_signal)
 
 
 def test_saves_from_two_threads_never_leave_a_half_written_file(tmp_path):
@@ -92,3 +121,13 @@ def test_saves_from_two_threads_never_leave_a_half_written_file(tmp_path):
     assert errors == []
     assert Facts.load(path).run.notes == facts.run.notes
     assert sorted(p.name for p in tmp_path.iterdir()) == ["facts.json"]  # no temporary left
+
+
+def test_a_killed_saves_leftover_is_found_by_its_prefix_and_no_users_file_is(tmp_path):
+    from rnndoctor.facts import SAVE_TEMP_PREFIX, save_leftovers
+
+    left = tmp_path / f"{SAVE_TEMP_PREFIX}abc123.tmp"
+    left.write_text("{")
+    (tmp_path / "facts.json.old.tmp").write_text("the user's")
+    (tmp_path / "notes.tmp").write_text("the user's")
+    assert save_leftovers(tmp_path) == [left]

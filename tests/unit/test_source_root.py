@@ -34,3 +34,19 @@ def test_the_scripts_folder_where_the_working_directory_does_not_hold_it(tmp_pat
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path / "work")
     assert _source_root(script) == str(tmp_path / "scripts")
+
+
+def test_a_symlinked_working_directory_keeps_the_scripts_own_form(tmp_path, monkeypatch):
+    """The cwd through a symlink (a home folder linked elsewhere) and the script given by that
+    link's path: the root is in the script path's form, so that the script's folder relative
+    to it is ``.`` (SARIF's locations), not a walk through the real path."""
+    import os
+
+    real = tmp_path / "real" / "proj"
+    script = _script(real)
+    (tmp_path / "home").symlink_to(tmp_path / "real")
+    linked = tmp_path / "home" / "proj"
+    monkeypatch.chdir(linked)
+    root = _source_root(str(linked / "train.py"))
+    assert root == str(linked) and os.path.relpath(str(linked), root) == "."
+    assert _source_root(script) == str(real)  # the real path's form for a real path
