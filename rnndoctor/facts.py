@@ -50,8 +50,24 @@ from typing import Any
 # The temporary files of Facts.save start with this (beside facts.json, in --out): no user's
 # file does, so the check's cleanup of those a killed process left never touches one.
 SAVE_TEMP_PREFIX = ".rnndoctor-facts-save-"
-_UMASK = os.umask(0)  # read once, at import (single-threaded): os.umask only sets and returns it
-os.umask(_UMASK)
+
+
+def _read_umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (``/proc/self/
+    status``); else set and restored at once (``os.umask`` only sets and returns it)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()  # once, at import
 
 
 def save_leftovers(folder: str | Path) -> list[Path]:
