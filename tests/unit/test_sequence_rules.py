@@ -449,22 +449,28 @@ def test_rd502_measures_what_per_batch_padding_saves_of_the_step_not_of_the_time
     assert "not measured (failed: ValueError: the model takes 40 steps)" in finding.gain
 
 
-def test_rd502_under_load_is_inconclusive_where_the_widened_interval_reaches_its_cut_off():
-    """Load biases the length probe's ratio, and so the estimate, low: a median under 1.05x
-    from a noisy probe phase is "inconclusive", not absent, where the widened interval's top
-    reaches the cut-off (issue 11: under load a finding becomes inconclusive rather than
-    vanishing); the same figures on a quiet machine give no finding."""
+def _loaded_length_probe(facts: Facts) -> None:
+    """The sequence length probe's phase on a noisy machine: one of 2 CPUs busy elsewhere, its
+    intervals widened 2x (``rules/_measured.py: phase_widen``)."""
     from rnndoctor.facts import MachinePhase
 
-    lengths = [30, 31, 32, 33] * 15 + [40] * 4
-    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=40, batch=16)
-    _length_probe(facts, 50.0, 35.0, (1 / 0.7, 1 / 0.72, 1 / 0.68))  # 60%: under 1.05x
-    assert _findings(facts, "RD502") == []
     facts.run.machine = [
         MachinePhase(phase="sequence length probe", foreign_cpu_share=0.5, foreign_cores=1.0,
                      load_avg_1m=2.0, cpus=2, wall_s=3.0, noisy=True, widen_factor=2.0,
                      description="noisy machine: other processes used 1.0 of 2 CPUs (50%)")
     ]  # fmt: skip
+
+
+def test_rd502_under_load_is_inconclusive_where_the_widened_interval_reaches_its_cut_off():
+    """Load biases the length probe's ratio, and so the estimate, low: a median under 1.05x
+    from a noisy probe phase is "inconclusive", not absent, where the widened interval's top
+    reaches the cut-off (issue 11: under load a finding becomes inconclusive rather than
+    vanishing); the same figures on a quiet machine give no finding."""
+    lengths = [30, 31, 32, 33] * 15 + [40] * 4
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=40, batch=16)
+    _length_probe(facts, 50.0, 35.0, (1 / 0.7, 1 / 0.72, 1 / 0.68))  # 60%: under 1.05x
+    assert _findings(facts, "RD502") == []
+    _loaded_length_probe(facts)
     (finding,) = _findings(facts, "RD502")
     assert finding.severity is Severity.INFO and finding.speedup is None
     assert finding.gain.startswith("inconclusive: ")
@@ -474,18 +480,12 @@ def test_rd501_stays_a_warning_under_load_but_counts_no_uncertain_speedup():
     """RD501 rests on its padded fraction, so load never takes it away; where the probe's
     widened interval reaches below 1.05x, its gain is "inconclusive" and the forecast gets no
     speedup from it (the forecast counts only gains whose interval cleared)."""
-    from rnndoctor.facts import MachinePhase
-
     lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
     facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=64, batch=16)
     _length_probe(facts, 50.0, 30.0, (1 / 0.6, 1 / 0.62, 1 / 0.58))
     (quiet,) = _findings(facts, "RD501")
     assert quiet.speedup is not None and not quiet.gain.startswith("inconclusive")
-    facts.run.machine = [
-        MachinePhase(phase="sequence length probe", foreign_cpu_share=0.5, foreign_cores=1.0,
-                     load_avg_1m=2.0, cpus=2, wall_s=3.0, noisy=True, widen_factor=2.0,
-                     description="noisy machine: other processes used 1.0 of 2 CPUs (50%)")
-    ]  # fmt: skip
+    _loaded_length_probe(facts)
     (loaded,) = _findings(facts, "RD501")
     assert loaded.severity is Severity.WARNING and loaded.speedup is None
     assert loaded.gain.startswith("inconclusive: ")
