@@ -76,12 +76,11 @@ def _rule_lines(view: ReportView, facts: Facts) -> list[str]:
         lines.append(f"not evaluated, need a GPU: {', '.join(tally.need_gpu)}")
     if tally.not_evaluated:
         why = (
-            "a custom training loop: they read Model.fit's input, or facts missing"
+            "a custom training loop: they read Model.fit's input, or facts missing; see the report"
             if facts.loop is not None and facts.fit is None
             else "a probe not run or facts missing: each rule's reason is in the report"
         )
-        see = "" if why.endswith("in the report") else "; see the report"
-        lines.append(f"not evaluated: {', '.join(tally.not_evaluated)} ({why}{see})")
+        lines.append(f"not evaluated: {', '.join(tally.not_evaluated)} ({why})")
     if tally.skipped:
         lines.append(f"skipped: {', '.join(tally.skipped)} (--select / --ignore)")
     if not view.findings:
