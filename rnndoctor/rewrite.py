@@ -320,6 +320,26 @@ def set_assigned_value(statement: str | None, value: str) -> str | None:
     return text[:begin] + value + text[end:]
 
 
+def set_call_literal(call_source: str | None, old: int, new: int) -> str | None:
+    """``train(x, 64, epochs=3)`` with ``(64, 256)`` -> ``train(x, 256, epochs=3)``: the call
+    with its one argument (positional or keyword) that is the integer literal ``old`` replaced
+    by ``new``, every other argument as written. None when the source is not one call or not
+    exactly one of its arguments is that literal."""
+    text = (call_source or "").strip()
+    call = parse_call(text)
+    if call is None:
+        return None
+    literals = [
+        value
+        for value in (*call.args, *(k.value for k in call.keywords))
+        if is_int_literal(value) and value.value == old
+    ]
+    if len(literals) != 1:
+        return None
+    begin, end = _span(text, _offsets(text), literals[0])
+    return text[:begin] + str(int(new)) + text[end:]
+
+
 def set_x_call_literal(call_source: str | None, old: int, new: int) -> tuple[str, str] | None:
     """``model.fit(batch_gen(32), epochs=2)`` with ``(32, 128)`` ->
     ``("model.fit(batch_gen(128), epochs=2)", "batch_gen(32)")``: the call with the one integer

@@ -72,7 +72,11 @@ Fix safety:
     (``batch_size = 64`` for ``fit(..., batch_size=batch_size)``, ``fit.batch_size_location``),
     the option's ``default`` in its ``add_argument`` call for ``fit(...,
     batch_size=args.batch_size)`` when the script ran with that default (so that the option
-    still sets the batch; a literal in the ``fit`` call would make it do nothing), else the
+    still sets the batch; a literal in the ``fit`` call would make it do nothing); where
+    ``fit``'s value is a parameter of its function (``def train(bs)``), the same for what the
+    caller passed (``fit.batch_size_argument``, followed on the run's call stack by
+    ``capture/passed.py``), and an integer literal passed in is rewritten in the caller's call
+    (``train(x, 64)``, the one literal of that value among its arguments); else the
     ``fit`` call (its integer literal, or a new keyword where it passes none); every other
     argument stays as written. ``fit``'s ``batch_size`` is never
     written where ``fit``'s ``x`` makes its own batches (``facts.data.kind``: a ``tf.data``
@@ -187,22 +191,43 @@ def _fix(facts: Facts, size: int, current: int | None) -> _Change:
     assigned = rw.set_assigned_value(source, str(size))
     if assigned is None and _is_add_argument(source):  # fit(..., batch_size=args.batch_size)
         assigned = rw.set_keyword(source, "default", str(size))
+    elif assigned is None and current is not None and fit and fit.batch_size_argument:
+        assigned = rw.set_call_literal(source, current, size)  # train(64) for def train(bs)
     if assigned is not None:
         return _Change(assigned, m.to_location(site), source)
     call = fit.location.call_source if fit and fit.location else None
     given = _option_given(facts, call, current)
     if given is not None:
         return _command_line_fix(facts, given, size, current)
-    value = rw.argument(call, 2, "batch_size")  # Model.fit(x, y, batch_size, ...)
-    if value is not None and not rw.is_int_literal(value):
+    value = _batch_size_value(facts, call)
+    passed = fit.batch_size_argument if fit else None
+    if value is not None and (passed or not rw.is_int_literal(value)):
         # a name, an option, a config's field whose value was traced to no line: a literal in
         # fit would silently override whatever sets it
         options = fit.batch_size_options if fit else None
+        own = rw.argument(call, 2, "batch_size") if passed else None
+        if own is not None:  # def train(bs): fit(..., batch_size=bs), train(args.batch_size)
+            return _value_note(facts, ast.unparse(own), options, size, current, passed)
         return _value_note(facts, ast.unparse(value), options, size, current)
     code = _set_batch_size(call, value, size)
     if code is None:
         return _unwritable_fit(facts, call, size)
     return _Change(code, m.fit_location(facts), call)
+
+
+def _batch_size_value(facts: Facts, call: str | None) -> ast.expr | None:
+    """The expression that gave ``fit`` its batch size: the one a caller passed where ``fit``'s
+    own is a parameter of its function (``facts.fit.batch_size_argument``: ``args.batch_size``
+    for ``def train(bs)`` called as ``train(args.batch_size)``), else the ``fit`` call's own
+    (``Model.fit(x, y, batch_size, ...)``: keyword or third positional); None when neither is
+    written."""
+    passed = facts.fit.batch_size_argument if facts.fit else None
+    if passed:
+        try:
+            return ast.parse(passed, mode="eval").body
+        except SyntaxError:
+            pass
+    return rw.argument(call, 2, "batch_size")
 
 
 def _set_batch_size(call: str | None, value: ast.expr | None, size: int) -> str | None:
@@ -293,7 +318,7 @@ def _option_given(facts: Facts, call: str | None, current: int | None) -> _Given
     (``--batch-size`` or ``--batch_size``: argparse's default ``dest``) or such a prefix of it.
     None when ``fit`` passes no such attribute or no such argument was given (a short option
     in a group, ``-vb 8``, is not read)."""
-    value = rw.argument(call, 2, "batch_size")
+    value = _batch_size_value(facts, call)
     recorded = facts.fit.batch_size_options if facts.fit else None
     return _argv_option(facts, value, current, recorded)
 
@@ -374,23 +399,34 @@ def _command_line_fix(facts: Facts, given: _Given, size: int, current: int | Non
             f"{given.option} the value\n# that makes it {size} ({given.attribute} = {size} at the "
             "fit call);"
         )
+    call = facts.fit.location.call_source if facts.fit and facts.fit.location else None
+    own = rw.argument(call, 2, "batch_size")
+    written = ast.unparse(own) if own is not None else given.attribute  # bs, for def train(bs)
     code = (
-        f"{first}\n# keep fit(..., batch_size={given.attribute}) as it is: a literal there would "
+        f"{first}\n# keep fit(..., batch_size={written}) as it is: a literal there would "
         f"make {given.option} do nothing"
     )
     return _Change(code, m.fit_location(facts), None, FixSafety.DISPLAY_ONLY, given.why)
 
 
 def _value_note(
-    facts: Facts, text: str, options: list[str] | None, size: int, current: int | None
+    facts: Facts,
+    text: str,
+    options: list[str] | None,
+    size: int,
+    current: int | None,
+    passed: str | None = None,
 ) -> _Change:
     """``fit(..., batch_size=VALUE)`` where ``VALUE`` (``text``: ``args.batch_size``, ``bs``,
     ``cfg.batch_size``) was traced to no line the fix could rewrite and to no argument the rule
-    could read (a parser built in another function, ``def train(args)``, a grouped ``-vb 8``, a
-    computed default, a config file): a display-only note, since a literal in the ``fit`` call
-    would make whatever sets the value do nothing. ``options``: the strings of the argparse
-    option behind it, when the capture recorded them."""
+    could read (a parser in another file than the ``fit`` call, a ``*args`` splat on the way, a
+    grouped ``-vb 8``, a computed default, a config file): a display-only note, since a literal
+    in the ``fit`` call would make whatever sets the value do nothing. ``options``: the strings
+    of the argparse option behind it, when the capture recorded them; ``passed``: where
+    ``text`` is a parameter of the function calling ``fit``, the argument its caller passed
+    (``args.batch_size``)."""
     ran = f" ({current} in this run)" if current else ""
+    came = f", passed in as {passed}" if passed else ""
     if options:
         names = "/".join(options)
         code = (
@@ -401,7 +437,8 @@ def _value_note(
         why = f"display-only: the option {names} sets the batch, and its value was not traced"
     else:
         code = (
-            f"# fit's batch_size is {text}{ran}: set it to {size} where its value is set;\n"
+            f"# fit's batch_size is {text}{came}{ran}: set it to {size} where its value is "
+            "set;\n"
             f"# a literal in fit would override {text} and whatever sets it"
         )
         why = f"display-only: fit's batch_size is {text}, set where this run could not trace"

@@ -472,21 +472,33 @@ _ARGUMENT_KEYWORDS = frozenset({
 })  # fmt: skip
 
 
-def _namespace_only_parsed(tree: ast.Module, namespace: str) -> bool:
+def _namespace_only_parsed(
+    tree: ast.Module,
+    namespace: str | None,
+    aliases: tuple[str, ...] = (),
+    parsed_call: bool = False,
+) -> bool:
     """Whether every assignment to the name ``namespace`` in ``tree`` is the result of an
     argparse parsing call (``args = parser.parse_args()``; the first target of ``args, rest =
     parser.parse_known_args()``), there is at least one, and none of its attributes is ever
     stored to (``args.batch_size = ...``, ``for args.batch_size in ...``), nor its whole state
-    (``setattr(args, ...)``, ``vars(args)``, ``args.__dict__``)."""
-    parsed = False
+    (``setattr(args, ...)``, ``vars(args)``, ``args.__dict__``).
+
+    ``aliases``: the parameters that handed the same namespace on to the ``fit`` call (``def
+    main(opts)`` called as ``main(args)``, :mod:`rnndoctor.capture.passed`): each is held to the
+    same rules, but may be assigned nowhere. ``parsed_call``: the namespace went from a parsing
+    call straight into a call (``main(parser.parse_args())``), so that no name holds it but the
+    aliases (``namespace`` None), and that call stands for the assignment."""
+    names = {n for n in (namespace, *aliases) if n}
+    parsed = parsed_call
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            if node.value.id == namespace and (
+            if node.value.id in names and (
                 isinstance(node.ctx, ast.Store) or node.attr == "__dict__"
             ):
                 return False
         if isinstance(node, ast.Call) and _call_name(node) in ("setattr", "vars"):
-            if any(isinstance(a, ast.Name) and a.id == namespace for a in node.args[:1]):
+            if any(isinstance(a, ast.Name) and a.id in names for a in node.args[:1]):
                 return False
     for node in ast.walk(tree):
         targets: list[ast.expr] = []
@@ -497,7 +509,8 @@ def _namespace_only_parsed(tree: ast.Module, namespace: str) -> bool:
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
         for target in targets:
-            if not any(isinstance(n, ast.Name) and n.id == namespace for n in ast.walk(target)):
+            held = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} & names
+            if not held:
                 continue
             value = getattr(node, "value", None)
             first = target.elts[0] if isinstance(target, ast.Tuple) and target.elts else target
@@ -506,10 +519,10 @@ def _namespace_only_parsed(tree: ast.Module, namespace: str) -> bool:
                 and isinstance(value, ast.Call)
                 and _call_name(value) in _PARSE_CALLS
                 and isinstance(first, ast.Name)
-                and first.id == namespace
+                and held == {first.id}
             ):
                 return False
-            parsed = True
+            parsed = parsed or first.id == namespace
     return parsed
 
 
@@ -546,13 +559,18 @@ def _defaults_elsewhere(tree: ast.Module, dest: str) -> bool:
 
 
 def _argument_call(
-    tree: ast.Module, namespace: str, dest: str, before_line: int
+    tree: ast.Module,
+    namespace: str | None,
+    dest: str,
+    before_line: int,
+    aliases: tuple[str, ...] = (),
+    parsed_call: bool = False,
 ) -> tuple[ast.Call, list[str]] | None:
     """The one ``add_argument`` call in ``tree`` with literal option strings that sets ``dest``,
     before ``before_line``, and those option strings, when the name ``namespace`` is only ever
-    assigned from a parsing call (:func:`_namespace_only_parsed`); else None (none, or more
-    than one such call)."""
-    if not _namespace_only_parsed(tree, namespace):
+    assigned from a parsing call (:func:`_namespace_only_parsed`, with its ``aliases`` and
+    ``parsed_call``); else None (none, or more than one such call)."""
+    if not _namespace_only_parsed(tree, namespace, aliases, parsed_call):
         return None
     found = []
     for node in ast.walk(tree):
@@ -566,7 +584,12 @@ def _argument_call(
 
 
 def argparse_options(
-    filename: str, namespace: str, dest: str, before_line: int
+    filename: str,
+    namespace: str | None,
+    dest: str,
+    before_line: int,
+    aliases: tuple[str, ...] = (),
+    parsed_call: bool = False,
 ) -> list[str] | None:
     """The option strings (``["-b", "--batch-size"]``) of the ``add_argument`` call before
     ``before_line`` in ``filename`` that sets the attribute ``dest`` of the name ``namespace``
@@ -574,16 +597,28 @@ def argparse_options(
     whatever the value and the command line: what a rule needs to find the option in the
     script's argv under any of its names (``-b 8``, ``--bs=8``, one with ``dest=``). None when
     the file cannot be parsed, ``namespace`` is assigned otherwise than from a parsing call, or
-    not exactly one such call sets ``dest``."""
+    not exactly one such call sets ``dest``. ``aliases`` and ``parsed_call``: the parameters
+    that handed the namespace on, as :func:`_namespace_only_parsed` reads them."""
     path = os.path.abspath(filename)
     source = "".join(linecache.getlines(path))
     tree = _parse(source) if source else None
-    found = _argument_call(tree, namespace, dest, before_line) if tree is not None else None
+    found = (
+        _argument_call(tree, namespace, dest, before_line, aliases, parsed_call)
+        if tree is not None
+        else None
+    )
     return None if found is None else found[1]
 
 
 def argparse_default_site(
-    filename: str, namespace: str, dest: str, before_line: int, value: object, argv: list[str]
+    filename: str,
+    namespace: str | None,
+    dest: str,
+    before_line: int,
+    value: object,
+    argv: list[str],
+    aliases: tuple[str, ...] = (),
+    parsed_call: bool = False,
 ) -> SourceLocation | None:
     """The ``add_argument`` call before ``before_line`` in ``filename`` for the attribute
     ``dest`` of the name ``namespace`` (``args.batch_size`` for ``add_argument("--batch-size",
@@ -600,13 +635,14 @@ def argparse_default_site(
     option strings sets ``dest``, when the call passes ``**`` or ``choices`` (a new default may
     not be among them), or when the file cannot be parsed. A fix that rewrites the default
     keeps the option working; one that writes a literal into the ``fit`` call would make the
-    option do nothing."""
+    option do nothing. ``aliases`` and ``parsed_call``: the parameters that handed the namespace
+    on to the ``fit`` call (``def main(args)``), as :func:`_namespace_only_parsed` reads them."""
     path = os.path.abspath(filename)
     source = "".join(linecache.getlines(path))
     tree = _parse(source) if source else None
     if tree is None or _defaults_elsewhere(tree, dest):
         return None
-    found = _argument_call(tree, namespace, dest, before_line)
+    found = _argument_call(tree, namespace, dest, before_line, aliases, parsed_call)
     if found is None:
         return None
     call, options = found

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from rnndoctor.capture import (
     distribute,
     flavour,
     neutralise,
+    passed,
     probes,
     sites,
 )
@@ -283,8 +285,7 @@ def fit_config(model: Any, arguments: dict[str, Any], location: SourceLocation |
         has_validation=bool(arguments.get("validation_data") or arguments.get("validation_split")),
         location=location,
         compile_location=sites.lookup("compiles", model),
-        batch_size_location=_name_site(location, "batch_size", None, arguments.get("batch_size")),
-        batch_size_options=_argparse_options(location),
+        **_batch_size_sites(location, arguments.get("batch_size")),
         x_location=_name_site(location, "x", 0),
         y_kind=_y_kind(arguments.get("y")),
     )
@@ -343,6 +344,115 @@ def _argparse_options(location: SourceLocation | None) -> list[str] | None:
         return sites.argparse_options(location.file, value.value.id, value.attr, location.line)
     except Exception:  # a site is a nicety: never break the fit
         return None
+
+
+def _batch_size_sites(location: SourceLocation | None, used: Any) -> dict[str, Any]:
+    """``FitConfig``'s ``batch_size_location``, ``batch_size_options`` and
+    ``batch_size_argument`` for the ``fit`` call at ``location``, which received ``used`` as
+    its batch size: from the ``fit`` call's own argument (:func:`_name_site`,
+    :func:`_argparse_options`); where that is a parameter of the function that calls ``fit``
+    (or an attribute of one: ``def main(args)``), from what its callers passed, followed on the
+    live stack (:func:`_passed_sites`)."""
+    sites_ = {
+        "batch_size_location": _name_site(location, "batch_size", None, used),
+        "batch_size_options": _argparse_options(location),
+    }
+    if sites_["batch_size_location"] is None and sites_["batch_size_options"] is None:
+        try:
+            sites_.update(_passed_sites(location, used))
+        except Exception:  # a site is a nicety: never break the fit
+            pass
+    return sites_
+
+
+def _passed_sites(location: SourceLocation | None, used: Any) -> dict[str, Any]:
+    """Where ``fit(..., batch_size=NAME)`` or ``batch_size=NAME.ATTR`` got ``NAME`` from when
+    ``NAME`` is a parameter of the function calling ``fit`` (:mod:`rnndoctor.capture.passed`):
+    the argument its outermost caller wrote (``batch_size_argument``: ``args.batch_size``,
+    ``bs``, ``64``), and that argument's site as :func:`_name_site` finds one for the ``fit``
+    call's own: the last assignment to a name; the ``add_argument`` call whose default gave
+    an argparse attribute (``batch_size_options``: its option strings), the namespace itself
+    followed where it is a parameter too (``def main(args)``: :func:`_namespace_sites`); or,
+    for an integer literal equal to ``used`` and the only such literal among the call's
+    arguments, the call itself (``train(64)``: RD301 rewrites that literal). Empty when
+    ``NAME`` is not such a parameter or no caller can be read."""
+    value = _argument_node(location, "batch_size", 2)
+    if location is None or value is None:
+        return {}
+    frame = passed.frame_at(location.file, location.line)
+    if frame is None:
+        return {}
+    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name):
+        return _namespace_sites(location.file, frame, value.value.id, value.attr, used)
+    if not isinstance(value, ast.Name):
+        return {}
+    chain = passed.follow(frame, value.id)
+    if not chain:
+        return {}
+    last = chain[-1]
+    origin = last.value
+    found: dict[str, Any] = {"batch_size_argument": ast.unparse(origin)}
+    if isinstance(origin, ast.Name):
+        found["batch_size_location"] = sites.assignment_site(last.file, origin.id, last.line)
+    elif isinstance(origin, ast.Attribute) and isinstance(origin.value, ast.Name):
+        namespace = origin.value.id
+        if passed.is_parameter(last.frame, namespace):  # main(args) -> train(args.batch_size)
+            return _namespace_sites(last.file, last.frame, namespace, origin.attr, used) or found
+        found["batch_size_location"] = sites.argparse_default_site(
+            last.file, namespace, origin.attr, last.line, used, _script_argv()
+        )
+        found["batch_size_options"] = sites.argparse_options(
+            last.file, namespace, origin.attr, last.line
+        )
+    elif _the_literal(last, used):
+        site = sites.source_location(last.file, last.line, (sites._call_name(last.call),))
+        site.call_source = last.call_source()
+        found["batch_size_location"] = site
+    return found
+
+
+def _the_literal(step: passed.Passed, used: Any) -> bool:
+    """Whether ``step``'s argument is the integer literal ``used`` and no other argument of its
+    call is an integer literal of that value (so that a rewrite by value changes this one)."""
+
+    def is_used(node: ast.expr) -> bool:
+        return isinstance(node, ast.Constant) and type(node.value) is int and node.value == used
+
+    arguments = [*step.call.args, *(k.value for k in step.call.keywords)]
+    return is_used(step.value) and sum(map(is_used, arguments)) == 1
+
+
+def _namespace_sites(
+    filename: str, frame: Any, name: str, attribute: str, used: Any
+) -> dict[str, Any]:
+    """:func:`_passed_sites` for ``NAME.ATTR`` where ``NAME``, a parameter of ``frame``'s
+    function in ``filename``, holds an argparse namespace handed down by its callers
+    (:func:`rnndoctor.capture.passed.follow`): the ``add_argument`` call and option strings as
+    for a module's own ``args.batch_size``, read with every parameter name on the way as the
+    namespace's aliases (``sites.argparse_default_site``). Only where every call of the chain
+    is in ``filename``, which holds the parser; empty otherwise."""
+    chain = passed.follow(frame, name)
+    if not chain or any(step.file != os.path.abspath(filename) for step in chain):
+        return {}
+    aliases = (name, *(ast.unparse(step.value) for step in chain[:-1]))
+    last = chain[-1]
+    origin = last.value
+    parsed_call = isinstance(origin, ast.Call) and sites._call_name(origin) in sites._PARSE_CALLS
+    if parsed_call:
+        namespace = None
+    elif isinstance(origin, ast.Name):
+        namespace = origin.id
+    else:
+        return {}
+    return {
+        "batch_size_argument": f"{namespace or aliases[-1]}.{attribute}",
+        "batch_size_location": sites.argparse_default_site(
+            last.file, namespace, attribute, last.line, used, _script_argv(), aliases, parsed_call
+        ),
+        "batch_size_options": sites.argparse_options(
+            last.file, namespace, attribute, last.line, aliases, parsed_call
+        ),
+    }
 
 
 def _name_site(

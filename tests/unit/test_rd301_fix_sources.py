@@ -393,3 +393,64 @@ def test_a_batch_size_traced_to_no_line_is_never_overridden_by_a_literal(call):
     assert "set it to 32 where its value is set" in fix.code
     f.fit.location = loc(31, "model.fit(x, y, batch_size=8)")  # a literal: rewritten
     assert _rd301(f).fix.code == "model.fit(x, y, batch_size=32)"
+
+
+# -- a batch size that fit gets through a parameter: def train(bs), called as train(...) ------
+
+PARAM_FIT = "model.fit(x, y, batch_size=bs, epochs=3, verbose=2)"
+
+
+def _passed_facts(argument: str, site: SourceLocation | None, *argv: str) -> Facts:
+    """``def train(bs): model.fit(x, y, batch_size=bs, ...)`` at batch 8, whose caller passed
+    ``argument`` (``facts.fit.batch_size_argument``) traced to ``site``."""
+    f = _argv_facts(*argv)
+    f.fit.location = loc(31, PARAM_FIT)
+    f.fit.batch_size_argument = argument
+    f.fit.batch_size_location = site
+    return f
+
+
+def test_a_literal_the_caller_passed_is_rewritten_in_the_callers_call():
+    site = loc(52, "train(x_train, y_train, 8, epochs=3)")
+    finding = _rd301(_passed_facts("8", site))
+    assert finding.fix.code == "train(x_train, y_train, 32, epochs=3)"  # every argument kept
+    assert finding.fix.before == "train(x_train, y_train, 8, epochs=3)"
+    assert finding.location.line == 52  # the caller's line, where the value is written
+    assert "batch_size=32" not in finding.fix.code  # fit's bs stays the parameter
+
+
+def test_a_name_the_caller_passed_is_rewritten_where_it_is_assigned():
+    finding = _rd301(_passed_facts("batch", loc(12, "batch = 8")))
+    assert finding.fix.code == "batch = 32" and finding.location.line == 12
+
+
+def test_an_option_the_caller_passed_keeps_the_command_line():
+    f = _passed_facts("args.batch_size", None, "--batch-size", "8")
+    f.fit.batch_size_options = ["--batch-size"]
+    fix = _rd301(f).fix
+    assert fix.safety == "display-only" and fix.before is None
+    assert "run the script with --batch-size 32 in place of --batch-size 8" in fix.code
+    assert "keep fit(..., batch_size=bs) as it is" in fix.code  # the fit call as written
+
+
+def test_a_passed_value_traced_to_no_line_gets_a_note_naming_both():
+    fix = _rd301(_passed_facts("cfg.batch_size", None)).fix
+    assert fix.safety == "display-only" and fix.before is None and _code_lines(fix.code) == []
+    assert "fit's batch_size is bs, passed in as cfg.batch_size (8 in this run)" in fix.code
+    # a literal the capture could not tie to one argument is never written into fit either
+    fix = _rd301(_passed_facts("8", None)).fix
+    assert fix.safety == "display-only" and "batch_size=32" not in fix.code
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        ("train(x, 8, epochs=3)", "train(x, 32, epochs=3)"),
+        ("train(x, epochs=3, bs=8)", "train(x, epochs=3, bs=32)"),
+        ("train(x, 8, 8)", None),  # two literals of that value: not told apart
+        ("train(x, 16)", None),
+        ("batch = 8", None),
+    ],
+)
+def test_set_call_literal(call, expected):
+    assert rw.set_call_literal(call, 8, 32) == expected
