@@ -187,6 +187,8 @@ def _replacement(text: str, start: int, end: int, code: str) -> str:
     before = text[start:end].split("\n")
     if not indent or len(before) < 2:  # at column 0, or a one-line original: all written afresh
         return "\n".join([lines[0], *[indent + s if s.strip() else s for s in lines[1:]]])
+    if _edited_in_place(before, lines):  # train(x,\n      8) -> train(x,\n      32)
+        return "\n".join(lines)
     # the user's call spliced in: its first line as written, then its own continuation lines
     first = max((i for i, line in enumerate(lines) if line == before[0]), default=None)
     kept = {line for line in before[1:] if line.strip()}
@@ -197,6 +199,19 @@ def _replacement(text: str, start: int, end: int, code: str) -> str:
         carried = (first is not None and i > first) or line in kept
         out.append(line if carried or not line.strip() else indent + line)
     return "\n".join(out)
+
+
+def _edited_in_place(before: list[str], lines: list[str]) -> bool:
+    """Whether the fix's ``lines`` are the original's ``before`` lines edited token by token:
+    as many lines, each with the same leading whitespace, so that the fix's continuation lines
+    are at the file's indentation already, the changed ones too (a two-line call whose second
+    line holds the changed literal matched no kept line, and was indented once more)."""
+    if len(before) != len(lines):
+        return False
+    return all(
+        a[: len(a) - len(a.lstrip())] == b[: len(b) - len(b.lstrip())]
+        for a, b in zip(before[1:], lines[1:], strict=True)
+    )
 
 
 def _strip_trailing_comment(code: str) -> str:

@@ -91,6 +91,18 @@ def test_a_change_spliced_into_an_indented_call_keeps_its_continuation_lines(tmp
     compile(new, "t.py", "exec")
 
 
+def test_a_literal_changed_on_the_only_continuation_line_stays_where_it_was(tmp_path):
+    """RD301 rewriting the batch a caller passes (``train(model, x, y,\n 8, epochs=2)``): its
+    one continuation line is the changed one, so no line of the original was kept as written,
+    and the line was indented once more (14 spaces for 10) in the first patch."""
+    path = tmp_path / "t.py"
+    path.write_text("def main():\n    train(model, x, y,\n          8, epochs=2)\n")
+    before = "train(model, x, y,\n          8, epochs=2)"
+    code = "train(model, x, y,\n          32, epochs=2)"
+    new = _apply(px.locate(finding("RD301", path, 2, before, code), "RD301", tmp_path))
+    assert new == "def main():\n    train(model, x, y,\n          32, epochs=2)\n"
+
+
 def test_new_statements_before_the_users_multi_line_fit_inside_a_function(tmp_path):
     """RD501's fix: new statements, then the user's Black-style ``fit`` call with its data
     moved, its other continuation lines as the file has them. A review found the first version
