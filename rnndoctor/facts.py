@@ -543,14 +543,16 @@ class FitConfig:
     "--batch-size"]``), whether or not the command line gave the option
     (``rnndoctor.capture.sites.argparse_options``), so that a rule finds it in the script's argv
     under any of its names; else None.
-    ``batch_size_argument`` (since 1.6, optional): where ``fit``'s ``batch_size`` is a parameter
-    of the function that calls ``fit`` (``def train(bs): ... fit(..., batch_size=bs)``), or an
-    attribute of one (``def main(args)``), the argument the outermost caller passed, as written
-    (``args.batch_size``, ``bs``, ``64``), followed on the run's call stack
-    (``rnndoctor.capture.passed``); then ``batch_size_location`` and ``batch_size_options``
-    are that argument's, as above, and for an integer literal ``batch_size_location`` is the
-    caller's call (``train(64)``), the only integer literal of that value among its arguments.
-    None where ``fit`` writes its batch size itself.
+    ``batch_size_argument`` (since 1.6, optional): where ``fit``'s ``batch_size`` is a
+    parameter of the function that calls ``fit`` (``def train(bs): ... fit(...,
+    batch_size=bs)``), or an attribute of one (``def main(args)``), the argument the outermost
+    caller passed, as written (``args.batch_size``, ``bs``, ``64``; for a namespace passed
+    straight from a parsing call, ``main(parser.parse_args())``, the outermost parameter's
+    attribute), followed on the run's call stack (``rnndoctor.capture.passed``); then
+    ``batch_size_location`` and ``batch_size_options`` are that argument's, as above, and for
+    an integer literal ``batch_size_location`` is the caller's call (``train(64)``), the only
+    integer literal of that value among its arguments. None where ``fit`` writes its batch size
+    itself.
     ``fit_in_loop`` (since 1.2, optional): the ``fit`` call is inside Python loops of the user's
     file (read from the source), or None.
     ``y_kind`` (since 1.2, optional): what ``fit`` received as ``y``: ``array`` (one array or

@@ -327,17 +327,22 @@ def set_call_literal(call_source: str | None, old: int, new: int) -> str | None:
     exactly one of its arguments is that literal."""
     text = (call_source or "").strip()
     call = parse_call(text)
-    if call is None:
+    literal = the_int_literal(call, old) if call is not None else None
+    if literal is None:
         return None
-    literals = [
-        value
-        for value in (*call.args, *(k.value for k in call.keywords))
-        if is_int_literal(value) and value.value == old
-    ]
-    if len(literals) != 1:
-        return None
-    begin, end = _span(text, _offsets(text), literals[0])
+    begin, end = _span(text, _offsets(text), literal)
     return text[:begin] + str(int(new)) + text[end:]
+
+
+def the_int_literal(call: ast.Call, value: object) -> ast.expr | None:
+    """The one argument of ``call`` (positional or keyword) that is the integer literal
+    ``value``; None when not exactly one is."""
+    literals = [
+        node
+        for node in (*call.args, *(k.value for k in call.keywords))
+        if is_int_literal(node) and node.value == value
+    ]
+    return literals[0] if len(literals) == 1 else None
 
 
 def set_x_call_literal(call_source: str | None, old: int, new: int) -> tuple[str, str] | None:

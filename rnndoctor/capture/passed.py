@@ -7,16 +7,18 @@ the user's ``fit`` runs, so the frames are the run's own, not guessed from names
 caller is the frame below it, and the caller's call is the one its current instruction runs,
 found by that instruction's source span (``co_positions``, PEP 657), so two calls on one line
 are told apart. Each step binds the parameter to the call's argument as Python does: its
-keyword, else its position (one less for a method called on an attribute, whose ``self`` is
-bound), and the binding is checked against the run's own values (the caller's name, its
-attribute or the literal holds the value the parameter received). It stops at a ``*args`` /
-``**kwargs`` splat that may hold it, at a default (the call passes nothing), at a value that
-does not match, and at a caller outside the user's files.
+keyword, else its position (one less where the call's receiver is the object a ``self`` or
+``cls`` first parameter received, as for ``trainer.run(64)``; not through the class,
+``Trainer.run(trainer, 64)``), and the binding is checked against the run's own values (the
+caller's name, its attribute or the literal holds the value the parameter received). It stops
+at a ``*args`` / ``**kwargs`` splat that may hold it, at a default (the call passes nothing),
+at a value that does not match, and at a caller outside the user's files.
 """
 
 from __future__ import annotations
 
 import ast
+import inspect
 import linecache
 import os
 import sys
@@ -62,12 +64,22 @@ def frame_at(filename: str, line: int) -> FrameType | None:
 
 def is_parameter(frame: FrameType, name: str) -> bool:
     """Whether ``name`` is a named parameter of ``frame``'s function (not ``*args`` or
-    ``**kwargs``), and not a module's or a class body's name."""
+    ``**kwargs``); never in a module, a lambda or a generator (whose caller is whatever
+    resumed it, not the call that made it)."""
     code = frame.f_code
     if code.co_name in ("<module>", "<lambda>") or code.co_flags & 0x20:  # CO_GENERATOR
         return False
     named = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
     return name in named
+
+
+def plain_scope(frame: FrameType, name: str) -> bool:
+    """Whether ``name`` in ``frame`` is a name of the function's (or module's) own scope as the
+    source shows it: not read in a comprehension's or a lambda's frame, nor a closure's free
+    variable, whose binding lies in another scope than the line's."""
+    code = frame.f_code
+    own = code.co_name == "<module>" or not code.co_name.startswith("<")
+    return own and name not in code.co_freevars
 
 
 def passed_argument(frame: FrameType, name: str) -> Passed | None:
@@ -104,19 +116,30 @@ def _holds(caller: FrameType, expr: ast.expr, received: object) -> bool:
         return False
     if isinstance(expr, ast.Constant):
         return _same(expr.value, received)
-    name = expr.value if isinstance(expr, ast.Attribute) else expr
-    if not isinstance(name, ast.Name):
+    if not isinstance(expr, (ast.Name, ast.Attribute)):
         return True
-    scopes = (caller.f_locals, caller.f_globals, caller.f_builtins)
-    held = next((scope[name.id] for scope in scopes if name.id in scope), _MISSING)
-    if held is _MISSING:
-        return False
+    held = _read(caller, expr)
+    return held is not _MISSING and _same(held, received)
+
+
+def _read(frame: FrameType, expr: ast.expr) -> object:
+    """The value of ``expr``, a name (local, global or builtin) or a name's attributes
+    (``self.trainer``, read statically: no property's code runs), in ``frame``; ``_MISSING``
+    for any other expression, or one that cannot be read (no such name or attribute, a
+    property)."""
     if isinstance(expr, ast.Attribute):
-        try:
-            held = getattr(held, expr.attr)
-        except Exception:  # a property that raises: nothing to compare
-            return False
-    return _same(held, received)
+        owner = _read(frame, expr.value)
+        if owner is _MISSING:
+            return _MISSING
+        try:  # static: a property's code is never run to compare
+            value = inspect.getattr_static(owner, expr.attr)
+        except AttributeError:
+            return _MISSING
+        return _MISSING if isinstance(value, property) else value
+    if not isinstance(expr, ast.Name):
+        return _MISSING
+    scopes = (frame.f_locals, frame.f_globals, frame.f_builtins)
+    return next((scope[expr.id] for scope in scopes if expr.id in scope), _MISSING)
 
 
 def _same(a: object, b: object) -> bool:
@@ -176,14 +199,33 @@ def _bound(frame: FrameType, name: str, call: ast.Call) -> ast.expr | None:
     if name not in positional:
         return None  # keyword-only, passed by no keyword
     position = positional.index(name)
-    first = code.co_varnames[0] if code.co_argcount else None
-    if isinstance(call.func, ast.Attribute) and first in ("self", "cls"):
+    if _receiver_bound(frame, call):
         position -= 1
     if position < 0 or position >= len(call.args):
         return None
     if any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
         return None
     return call.args[position]
+
+
+def _receiver_bound(frame: FrameType, call: ast.Call) -> bool:
+    """Whether ``call`` (``obj.run(16)``) binds the first parameter of ``frame``'s function to
+    its receiver, so that its first argument is the function's second parameter: the call is
+    on an attribute and the first parameter is named ``self`` or ``cls``, and, where the
+    receiver is a name or a name's attributes that the caller's frame can read, it is the
+    object that parameter received (or an instance of the class ``cls`` received). Through
+    the class, ``Trainer.run(trainer, 16)``, nothing is bound."""
+    code = frame.f_code
+    first = code.co_varnames[0] if code.co_argcount else None
+    if not isinstance(call.func, ast.Attribute) or first not in ("self", "cls"):
+        return False
+    received = frame.f_locals.get(first, _MISSING)
+    receiver = _read(frame.f_back, call.func.value) if frame.f_back is not None else _MISSING
+    if receiver is _MISSING or received is _MISSING:
+        return True  # Trainer().run(16), self.trainers[0].run(16): an instance's method
+    if receiver is received:
+        return True
+    return first == "cls" and isinstance(received, type) and isinstance(receiver, received)
 
 
 def follow(frame: FrameType, name: str, max_calls: int = MAX_CALLS) -> list[Passed]:

@@ -378,6 +378,40 @@ def _assigns(scope: ast.AST, name: str) -> list[ast.stmt]:
     return found
 
 
+def _rebinds(scope: ast.AST, name: str, before_line: int) -> bool:
+    """Whether ``scope`` (nested functions and classes excluded) binds ``name`` before
+    ``before_line`` otherwise than by an assignment statement: a ``for`` or ``with`` target,
+    an ``:=``; or has a comprehension whose variable it is, anywhere (a ``fit`` or a call
+    inside the comprehension reads that variable, not the scope's)."""
+    pending = list(ast.iter_child_nodes(scope))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+        line = getattr(node, "lineno", None)  # a comprehension has none: it counts anywhere
+        if line is not None and line >= before_line:
+            continue
+        targets: list[ast.AST] = []
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension, ast.NamedExpr)):
+            targets = [node.target]
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+        if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
+            return True
+    return False
+
+
+def parse_statement(source: str | None) -> ast.stmt | None:
+    """``source`` parsed as one statement (a site's ``call_source``); None when it is not
+    exactly one statement or does not parse."""
+    try:
+        body = ast.parse((source or "").strip()).body
+    except SyntaxError:
+        return None
+    return body[0] if len(body) == 1 else None
+
+
 def _parameters(function: ast.AST) -> set[str]:
     args = function.args
     every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
@@ -388,7 +422,9 @@ def assignment_site(filename: str, name: str, before_line: int) -> SourceLocatio
     """The last assignment to ``name`` before ``before_line`` in the scope that holds that line
     (the enclosing function, else the module; a function's global name: the module's), with
     the whole statement as ``call_source`` (``batch_size = 64``); None when there is none, when
-    the name is a parameter of the enclosing function, or when the file cannot be parsed."""
+    the name is a parameter of the enclosing function, when that scope also binds it otherwise
+    before the line (a ``for`` or ``with`` target, ``:=``, a comprehension's variable: the
+    assignment may not be what the line reads), or when the file cannot be parsed."""
     path = os.path.abspath(filename)
     source = "".join(linecache.getlines(path))
     tree = _parse(source) if source else None
@@ -397,8 +433,9 @@ def assignment_site(filename: str, name: str, before_line: int) -> SourceLocatio
     scope = _scope_of(tree, before_line)
     earlier = [n for n in _assigns(scope, name) if n.lineno < before_line]
     if not earlier and scope is not tree and name not in _parameters(scope):
-        earlier = [n for n in _assigns(tree, name) if n.lineno < before_line]  # a global
-    if not earlier:
+        scope = tree  # a global
+        earlier = [n for n in _assigns(tree, name) if n.lineno < before_line]
+    if not earlier or _rebinds(scope, name, before_line):
         return None
     statement = max(earlier, key=lambda n: n.lineno)
     location = source_location(path, statement.lineno)

@@ -20,6 +20,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import keras
@@ -352,17 +353,30 @@ def _batch_size_sites(location: SourceLocation | None, used: Any) -> dict[str, A
     its batch size: from the ``fit`` call's own argument (:func:`_name_site`,
     :func:`_argparse_options`); where that is a parameter of the function that calls ``fit``
     (or an attribute of one: ``def main(args)``), from what its callers passed, followed on the
-    live stack (:func:`_passed_sites`)."""
-    sites_ = {
-        "batch_size_location": _name_site(location, "batch_size", None, used),
+    live stack (:func:`_passed_sites`). An assignment of another literal than ``used``
+    (``if bs is None: bs = 32``, a branch that did not run) is no site (:func:`_agrees`)."""
+    site = _name_site(location, "batch_size", None, used)
+    found = {
+        "batch_size_location": site if _agrees(site, used) else None,
         "batch_size_options": _argparse_options(location),
     }
-    if sites_["batch_size_location"] is None and sites_["batch_size_options"] is None:
+    if found["batch_size_location"] is None and found["batch_size_options"] is None:
         try:
-            sites_.update(_passed_sites(location, used))
+            found.update(_passed_sites(location, used))
         except Exception:  # a site is a nicety: never break the fit
             pass
-    return sites_
+    return found
+
+
+def _agrees(site: SourceLocation | None, used: Any) -> bool:
+    """False where ``site`` is an assignment of an integer literal other than ``used``, the
+    value ``fit`` received: that line did not set it (a branch not taken, a loop variable that
+    rebinds the name after it); True for any other site, which the source alone decides."""
+    statement = sites.parse_statement(site.call_source if site is not None else None)
+    value = getattr(statement, "value", None)
+    if site is None or not isinstance(statement, (ast.Assign, ast.AnnAssign)):
+        return site is not None
+    return not _int_literal(value) or _int_literal(value, used)
 
 
 def _passed_sites(location: SourceLocation | None, used: Any) -> dict[str, Any]:
@@ -370,12 +384,14 @@ def _passed_sites(location: SourceLocation | None, used: Any) -> dict[str, Any]:
     ``NAME`` is a parameter of the function calling ``fit`` (:mod:`rnndoctor.capture.passed`):
     the argument its outermost caller wrote (``batch_size_argument``: ``args.batch_size``,
     ``bs``, ``64``), and that argument's site as :func:`_name_site` finds one for the ``fit``
-    call's own: the last assignment to a name; the ``add_argument`` call whose default gave
-    an argparse attribute (``batch_size_options``: its option strings), the namespace itself
-    followed where it is a parameter too (``def main(args)``: :func:`_namespace_sites`); or,
-    for an integer literal equal to ``used`` and the only such literal among the call's
-    arguments, the call itself (``train(64)``: RD301 rewrites that literal). Empty when
-    ``NAME`` is not such a parameter or no caller can be read."""
+    call's own: the last assignment to a name (none where the caller is a comprehension or a
+    lambda, or the name is a closure's: the source's scopes would point elsewhere); the
+    ``add_argument`` call whose default gave an argparse attribute (``batch_size_options``:
+    its option strings), the namespace itself followed where it is a parameter too (``def
+    main(args)``: :func:`_namespace_sites`); or, for an integer literal equal to ``used`` and
+    the only such literal among the call's arguments, the call itself (``train(64)``: RD301
+    rewrites that literal). Empty when ``NAME`` is not such a parameter or no caller can be
+    read."""
     value = _argument_node(location, "batch_size", 2)
     if location is None or value is None:
         return {}
@@ -392,18 +408,14 @@ def _passed_sites(location: SourceLocation | None, used: Any) -> dict[str, Any]:
     last = chain[-1]
     origin = last.value
     found: dict[str, Any] = {"batch_size_argument": ast.unparse(origin)}
-    if isinstance(origin, ast.Name):
-        found["batch_size_location"] = sites.assignment_site(last.file, origin.id, last.line)
+    if isinstance(origin, ast.Name) and passed.plain_scope(last.frame, origin.id):
+        site = sites.assignment_site(last.file, origin.id, last.line)
+        found["batch_size_location"] = site if _agrees(site, used) else None
     elif isinstance(origin, ast.Attribute) and isinstance(origin.value, ast.Name):
         namespace = origin.value.id
         if passed.is_parameter(last.frame, namespace):  # main(args) -> train(args.batch_size)
             return _namespace_sites(last.file, last.frame, namespace, origin.attr, used) or found
-        found["batch_size_location"] = sites.argparse_default_site(
-            last.file, namespace, origin.attr, last.line, used, _script_argv()
-        )
-        found["batch_size_options"] = sites.argparse_options(
-            last.file, namespace, origin.attr, last.line
-        )
+        found.update(_argparse_sites(last.file, namespace, origin.attr, last.line, used))
     elif _the_literal(last, used):
         site = sites.source_location(last.file, last.line, (sites._call_name(last.call),))
         site.call_source = last.call_source()
@@ -414,23 +426,52 @@ def _passed_sites(location: SourceLocation | None, used: Any) -> dict[str, Any]:
 def _the_literal(step: passed.Passed, used: Any) -> bool:
     """Whether ``step``'s argument is the integer literal ``used`` and no other argument of its
     call is an integer literal of that value (so that a rewrite by value changes this one)."""
-
-    def is_used(node: ast.expr) -> bool:
-        return isinstance(node, ast.Constant) and type(node.value) is int and node.value == used
-
     arguments = [*step.call.args, *(k.value for k in step.call.keywords)]
-    return is_used(step.value) and sum(map(is_used, arguments)) == 1
+    return _int_literal(step.value, used) and sum(_int_literal(a, used) for a in arguments) == 1
+
+
+def _int_literal(node: ast.AST | None, value: Any = None) -> bool:
+    """Whether ``node`` is an integer literal (not a bool), equal to ``value`` where given (the
+    capture's copy of ``rnndoctor.rewrite.is_int_literal``: it imports no fix code)."""
+    if not (isinstance(node, ast.Constant) and type(node.value) is int):
+        return False
+    return value is None or node.value == value
+
+
+def _argparse_sites(
+    filename: str,
+    namespace: str | None,
+    attribute: str,
+    line: int,
+    used: Any,
+    aliases: tuple[str, ...] = (),
+    parsed_call: bool = False,
+) -> dict[str, Any]:
+    """``batch_size_location`` and ``batch_size_options`` for ``NAMESPACE.ATTRIBUTE`` read at
+    ``line`` of ``filename``: the ``add_argument`` call whose default gave ``used``, and its
+    option strings (``sites.argparse_default_site``, ``sites.argparse_options``, with the
+    namespace's ``aliases`` and ``parsed_call``)."""
+    return {
+        "batch_size_location": sites.argparse_default_site(
+            filename, namespace, attribute, line, used, _script_argv(), aliases, parsed_call
+        ),
+        "batch_size_options": sites.argparse_options(
+            filename, namespace, attribute, line, aliases, parsed_call
+        ),
+    }
 
 
 def _namespace_sites(
-    filename: str, frame: Any, name: str, attribute: str, used: Any
+    filename: str, frame: FrameType, name: str, attribute: str, used: Any
 ) -> dict[str, Any]:
     """:func:`_passed_sites` for ``NAME.ATTR`` where ``NAME``, a parameter of ``frame``'s
     function in ``filename``, holds an argparse namespace handed down by its callers
     (:func:`rnndoctor.capture.passed.follow`): the ``add_argument`` call and option strings as
     for a module's own ``args.batch_size``, read with every parameter name on the way as the
-    namespace's aliases (``sites.argparse_default_site``). Only where every call of the chain
-    is in ``filename``, which holds the parser; empty otherwise."""
+    namespace's aliases (:func:`_argparse_sites`). ``batch_size_argument`` is the attribute of
+    the name the namespace was assigned to, or, passed straight from a parsing call
+    (``main(parser.parse_args())``), of the outermost parameter. Only where every call of the
+    chain is in ``filename``, which holds the parser; empty otherwise."""
     chain = passed.follow(frame, name)
     if not chain or any(step.file != os.path.abspath(filename) for step in chain):
         return {}
@@ -446,12 +487,7 @@ def _namespace_sites(
         return {}
     return {
         "batch_size_argument": f"{namespace or aliases[-1]}.{attribute}",
-        "batch_size_location": sites.argparse_default_site(
-            last.file, namespace, attribute, last.line, used, _script_argv(), aliases, parsed_call
-        ),
-        "batch_size_options": sites.argparse_options(
-            last.file, namespace, attribute, last.line, aliases, parsed_call
-        ),
+        **_argparse_sites(last.file, namespace, attribute, last.line, used, aliases, parsed_call),
     }
 
 

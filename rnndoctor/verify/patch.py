@@ -202,16 +202,32 @@ def _replacement(text: str, start: int, end: int, code: str) -> str:
 
 
 def _edited_in_place(before: list[str], lines: list[str]) -> bool:
-    """Whether the fix's ``lines`` are the original's ``before`` lines edited token by token:
-    as many lines, each with the same leading whitespace, so that the fix's continuation lines
-    are at the file's indentation already, the changed ones too (a two-line call whose second
-    line holds the changed literal matched no kept line, and was indented once more)."""
+    """Whether the fix's ``lines`` are the original's ``before`` lines with literals changed in
+    place: as many lines, each with the same leading whitespace, and the same tokens but for
+    numbers and strings (``train(x,\n      8)`` -> ``train(x,\n      32)``), so that the
+    fix's continuation lines are at the file's indentation already, the changed ones too (a
+    two-line call whose second line held the changed literal matched no kept line, and was
+    indented once more). New statements at their own indentation never pass: their tokens
+    differ."""
     if len(before) != len(lines):
         return False
-    return all(
-        a[: len(a) - len(a.lstrip())] == b[: len(b) - len(b.lstrip())]
+    if any(
+        a[: len(a) - len(a.lstrip())] != b[: len(b) - len(b.lstrip())]
         for a, b in zip(before[1:], lines[1:], strict=True)
-    )
+    ):
+        return False
+    return _shape("\n".join(before)) == _shape("\n".join(lines)) is not None
+
+
+def _shape(code: str) -> list[tuple[int, str]] | None:
+    """``code``'s tokens, numbers and strings as their type only; None where it does not
+    tokenize."""
+    literal = (tokenize.NUMBER, tokenize.STRING)
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return [(t.type, "" if t.type in literal else t.string) for t in tokens]
 
 
 def _strip_trailing_comment(code: str) -> str:

@@ -174,3 +174,27 @@ def test_the_options_strings_are_recorded_whether_or_not_the_command_line_gave_t
     twice = ARGPARSE.replace("args = ", 'other.add_argument("-n", dest="batch_size")\nargs = ')
     path = argparse_script(tmp_path, twice, "twice_options.py")
     assert sites.argparse_options(path, "args", "batch_size", 10) is None  # which one?
+
+
+def test_a_name_a_loop_or_a_comprehension_binds_has_no_assignment_site(tmp_path):
+    """``bs = 64`` then ``for bs in (8, 16): fit(..., batch_size=bs)``: the assignment is not what
+    fit reads, and RD301 rewrote it (a review)."""
+    path = tmp_path / "train.py"
+    path.write_text(
+        "bs = 64\n"
+        "for bs in (8, 16):\n"
+        "    model.fit(x, y, batch_size=bs)\n"
+        "size = 64\n"
+        "runs = [model.fit(x, y, batch_size=size) for size in (8, 16)]\n"
+        "with open(p) as n:\n"
+        "    n = 8\n"
+        "model.fit(x, y, batch_size=n)\n"
+        "if (k := 8):\n"
+        "    k = 9\n"
+        "model.fit(x, y, batch_size=k)\n"
+    )
+    assert sites.assignment_site(str(path), "bs", 3) is None
+    assert sites.assignment_site(str(path), "size", 5) is None
+    assert sites.assignment_site(str(path), "n", 8) is None
+    assert sites.assignment_site(str(path), "k", 11) is None
+    assert sites.assignment_site(str(path), "bs", 2).line == 1  # before the loop: the line

@@ -38,6 +38,14 @@ def through_the_class():
     trainer = Trainer()
     return Trainer.run(trainer, 16)
 
+class Runner:
+    def run(self, epochs, bs):
+        return inner(bs)
+
+def epochs_then_batch():
+    runner, n = Runner(), 8
+    return Runner.run(runner, 8, n)
+
 def splat(*a):
     return inner(*a)
 
@@ -79,7 +87,8 @@ def test_a_literal_a_keyword_and_a_method_call_bind_as_python_binds_them(script)
     assert _values(script.inner(5, 2, only=1)) == ["5"]
     assert _values(script.Trainer().run(16)) == ["n", "16"]  # self bound: run(16) gives n
     # Trainer.run(trainer, 16) looks like a method call; the run's values say n is not trainer
-    assert _values(script.through_the_class()) == ["n"]
+    assert _values(script.through_the_class()) == ["n", "16"]  # trainer is self, n is 16
+    assert _values(script.epochs_then_batch()) == ["bs", "n"]  # not the 8 of epochs
 
 
 def test_two_calls_on_one_line_are_told_apart_by_the_running_instruction(script):
@@ -121,6 +130,24 @@ def twice(n):
 def run(args):
     return train(args.batch_size)
 
+def if_none(bs=None):
+    if bs is None:
+        bs = 32
+    return fit(batch_size=bs)
+
+def loop():
+    bs = 64
+    for bs in (8,):
+        return train(bs)
+
+def enclosing():
+    size = 8
+    def go():
+        return train(size)
+    return go()
+
+b = 64
+
 batch = 64
 by_name = train(batch)
 by_literal = twice(32)
@@ -128,6 +155,10 @@ parser = argparse.ArgumentParser()
 parser.add_argument("-b", "--batch-size", type=int, default=128)
 namespace = main(parser.parse_args(sys.argv[1:2] and []))
 two_hops = run(parser.parse_args(sys.argv[1:2] and []))
+defaulted = if_none(8)
+looped = loop()
+comprehended = [train(b) for b in [8]][0]
+closed = enclosing()
 """
 
 
@@ -148,6 +179,13 @@ def test_the_sites_of_a_batch_size_passed_in(tmp_path, monkeypatch):
         assert found["batch_size_location"].call_source.startswith('parser.add_argument("-b"')
         # train(bs) <- run(args) passing args.batch_size <- run(parser.parse_args())
         assert module.two_hops == found
+        # an assignment the run did not take: the caller's literal instead
+        assert module.defaulted["batch_size_location"].call_source == "if_none(8)"
+        # bs = 64 and b = 64 are not what the loop, the comprehension or the closure passed
+        for found, name in ((module.looped, "bs"), (module.comprehended, "b"),
+                            (module.closed, "size")):  # fmt: skip
+            assert found["batch_size_argument"] == name
+            assert found["batch_size_location"] is None
     finally:
         sys.modules.pop("passed_train", None)
 

@@ -101,6 +101,14 @@ def test_a_literal_changed_on_the_only_continuation_line_stays_where_it_was(tmp_
     code = "train(model, x, y,\n          32, epochs=2)"
     new = _apply(px.locate(finding("RD301", path, 2, before, code), "RD301", tmp_path))
     assert new == "def main():\n    train(model, x, y,\n          32, epochs=2)\n"
+    # new statements of as many lines and the same leading whitespace are still indented
+    path.write_text("def main():\n    model.fit(x, y,\n    batch_size=8)\n")
+    before = "model.fit(x, y,\n    batch_size=8)"
+    code = "with strategy.scope():\n    model.fit(x, y, batch_size=32)"
+    new = _apply(px.locate(finding("RD301", path, 2, before, code), "RD301", tmp_path))
+    assert new == (
+        "def main():\n    with strategy.scope():\n        model.fit(x, y, batch_size=32)\n"
+    )
 
 
 def test_new_statements_before_the_users_multi_line_fit_inside_a_function(tmp_path):
