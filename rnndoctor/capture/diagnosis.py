@@ -80,7 +80,8 @@ def _diagnose(
         probes.collect_data(session, arguments)
         if options.run_probes:
             batches = probes.sample_batches(session, arguments)  # each sets its own phase
-            sequences.sample_sequences(session, model, batches)
+            more = probes.more_batches(session, arguments)  # arrays: a larger fresh sample
+            sequences.sample_sequences(session, model, batches, more)
             session.save()
             probes.run_probes(session, model, arguments, batches)
         else:

@@ -401,6 +401,25 @@ def sample_batches(session: CaptureSession, arguments: dict[str, Any]) -> Batche
     return batches
 
 
+def more_batches(
+    session: CaptureSession, arguments: dict[str, Any]
+) -> Callable[[Budget, int], list[Any]] | None:
+    """For the sequence sampling's larger sample (``sequences.sample_sequences``' ``more``): a
+    function that draws up to N batches of ``fit``'s arrays afresh, as the input-only probe
+    does (``sampling.array_batches``: Keras' array adapter, shuffled as ``fit`` shuffles), and
+    returns them as numpy batches. None for any other data (a pipeline, a generator, a
+    PyDataset): drawing more of it costs its own time, or consumes it."""
+    state = session.probe_state
+    x = state.original_x if state.original_x is not None else arguments.get("x")
+    if not DataKind.is_array(data_mod.data_kind(x)) or state.tee is not None:
+        return None
+
+    def draw(budget: Budget, count: int) -> list[Any]:
+        return sampling.array_batches(session, budget, x, arguments, keep=count).items
+
+    return draw
+
+
 # -- compute-only probes ---------------------------------------------------------------------
 
 

@@ -159,12 +159,17 @@ class _Collected:
 
 
 def _collect(
-    session: CaptureSession, budget: Budget, produce: Callable[[], Any], what: str
+    session: CaptureSession,
+    budget: Budget,
+    produce: Callable[[], Any],
+    what: str,
+    keep: int = K_BATCHES,
 ) -> _Collected:
     """Runs ``produce()`` (an iterable of batches) in a daemon thread and keeps each batch with
-    the milliseconds it took to arrive, until ``K_BATCHES`` batches, ``_INPUT_TARGET_S`` (once
-    ``_MIN_BATCHES`` are in), ``_MAX_CACHE_BYTES`` or the budget. A producer still blocked when
-    the budget runs out is left behind, and a ``CutShort`` says so."""
+    the milliseconds it took to arrive, until ``keep`` batches (``K_BATCHES``),
+    ``_INPUT_TARGET_S`` (once ``_MIN_BATCHES`` are in), ``_MAX_CACHE_BYTES`` or the budget. A
+    producer still blocked when the budget runs out is left behind, and a ``CutShort`` says
+    so."""
     lock = threading.Lock()
     times: list[float] = []
     items: list[Any] = []
@@ -182,7 +187,7 @@ def _collect(
                     times.append((now - last) * 1000.0)
                     items.append(item)
                 last = now
-                full = len(items) >= K_BATCHES or (kept > _MAX_CACHE_BYTES and len(items) >= 2)
+                full = len(items) >= keep or (kept > _MAX_CACHE_BYTES and len(items) >= 2)
                 late = now - started > _INPUT_TARGET_S and len(items) >= _MIN_BATCHES
                 if full or late or stop.is_set():
                     break
@@ -204,9 +209,13 @@ def _collect(
 
 
 def fresh_iterator(
-    session: CaptureSession, budget: Budget, make_iterator: Callable[[], Any], element_spec: Any
+    session: CaptureSession,
+    budget: Budget,
+    make_iterator: Callable[[], Any],
+    element_spec: Any,
+    keep: int = K_BATCHES,
 ) -> Batches:
-    """Samples a fresh iterator (``make_iterator()``), timed.
+    """Samples up to ``keep`` batches of a fresh iterator (``make_iterator()``), timed.
 
     Input-only time is a rate: the wall time of the batches after the first
     ``_INPUT_WARMUP_BATCHES`` divided by their number (a prefetching or parallel pipeline hands
@@ -215,7 +224,7 @@ def fresh_iterator(
     Raises:
         BaseException: what the iterator raised, when it delivered no batch at all.
     """
-    got = _collect(session, budget, make_iterator, "the input pipeline")
+    got = _collect(session, budget, make_iterator, "the input pipeline", keep)
     if got.error is not None and not got.items:
         raise got.error
     batches = Batches(
@@ -334,11 +343,15 @@ def training_arrays(x: Any, arguments: dict[str, Any]) -> tuple[Any, Any, Any]:
 
 
 def array_batches(
-    session: CaptureSession, budget: Budget, x: Any, arguments: dict[str, Any]
+    session: CaptureSession,
+    budget: Budget,
+    x: Any,
+    arguments: dict[str, Any],
+    keep: int = K_BATCHES,
 ) -> Batches:
-    """Samples arrays or tensors through Keras' own array data adapter, built as ``fit`` builds
-    it from ``fit``'s bound ``arguments`` (``y``, ``sample_weight``, ``batch_size``,
-    ``shuffle``, ``class_weight``), and iterated afresh.
+    """Samples up to ``keep`` batches of arrays or tensors through Keras' own array data
+    adapter, built as ``fit`` builds it from ``fit``'s bound ``arguments`` (``y``,
+    ``sample_weight``, ``batch_size``, ``shuffle``, ``class_weight``), and iterated afresh.
 
     As ``fit`` does, ``validation_split`` (without ``validation_data``) first takes its share
     off the end of the arrays (``array_slicing.train_validation_split``, called by
@@ -361,6 +374,6 @@ def array_batches(
         class_weight=arguments.get("class_weight"),
     )
     dataset = adapter.get_tf_dataset()
-    batches = fresh_iterator(session, budget, lambda: iter(dataset), dataset.element_spec)
+    batches = fresh_iterator(session, budget, lambda: iter(dataset), dataset.element_spec, keep)
     batches.method = "fresh iterator (Keras' array data adapter, as fit builds it)"
     return batches

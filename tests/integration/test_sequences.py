@@ -136,7 +136,10 @@ def test_mask_classification_agrees_with_keras_own_cudnn_mask_checks(builder):
     model, x, y = _build(builder)
     layers = sequences._rnn_layers_by_path(model)
     with sequences._recording(layers) as seen:
-        model(x[:16])
+        try:
+            model(x[:16])
+        except sequences._AllSeen:  # the recorders end the pass once every RNN recorded
+            pass
     mask = seen["seq/lstm"].mask
     facts = _measure(model, x[:16], y[:16])
     (record,) = facts.sequences.inputs
@@ -311,3 +314,48 @@ def test_each_model_input_is_followed_to_the_rnn_it_feeds():
     assert records["frames"].rnn_layers == ["m/gru"]
     assert records["frames"].length_source == "pad_value" and not records["frames"].mask_used
     assert records["frames"].pad_side == "right"
+
+
+def _padded_arrays(rows: int, padded: bool):
+    """``rows`` token sequences of length 12 (valid lengths 2 to 12), left-padded with 0 where
+    ``padded``, else every row full; and an Embedding(mask_zero) -> LSTM -> Dense model."""
+    rng = np.random.default_rng(0)
+    x = rng.integers(1, 30, size=(rows, 12)).astype("int32")
+    if padded:
+        for row, length in enumerate(rng.integers(2, 13, size=rows)):
+            x[row, : 12 - length] = 0
+    keras.utils.clear_session()
+    model = keras.Sequential(
+        [keras.Input((12,), dtype="int32"), LAYERS.Embedding(30, 4, mask_zero=True),
+         LAYERS.LSTM(4), LAYERS.Dense(1)]
+    )  # fmt: skip
+    model.compile(optimizer="sgd", loss="mse")
+    return model, x, rng.normal(size=(rows, 1)).astype("float32")
+
+
+@pytest.mark.parametrize("padded", [True, False])
+def test_padded_arrays_are_measured_on_a_larger_fresh_sample(padded):
+    """Where the sampled batches show padding and fit got arrays, the sequence facts rest on a
+    larger fresh sample (``SEQUENCE_ROWS`` sequences) drawn through Keras' array adapter; an
+    input with no padding keeps the probes' batches (no reason to draw more)."""
+    from rnndoctor.capture import probes
+
+    model, x, y = _padded_arrays(6000, padded)
+    report = rnndoctor.diagnose(
+        model, x, y=y, steps=2, warmup_steps=1, profile_steps=0, epochs=1, batch_size=32,
+        verbose=0, run_probes=False,
+    )  # fmt: skip
+    capture = CaptureSession(report.facts, WindowOptions(), None)
+    arguments = {"x": x, "y": y, "batch_size": 32, "shuffle": True}
+    batches = probes.sample_batches(capture, arguments)
+    more = probes.more_batches(capture, arguments)
+    assert more is not None  # arrays can be drawn again
+    sequences.sample_sequences(capture, model, batches, more)
+    (record,) = capture.facts.sequences.inputs
+    if padded:
+        wanted = min(sequences.MORE_BATCHES_MAX * 32, sequences.SEQUENCE_ROWS)
+        assert record.sequences == wanted > len(batches.items) * 32
+        assert record.pad_side == "left" and 0.3 < record.padded_fraction < 0.6
+    else:
+        assert record.sequences == len(batches.items) * 32 and record.padded_fraction == 0.0
+    assert probes.more_batches(capture, {"x": iter([x])}) is None  # a generator: never again
