@@ -320,6 +320,26 @@ def set_assigned_value(statement: str | None, value: str) -> str | None:
     return text[:begin] + value + text[end:]
 
 
+def assigned_value(statement: str | None) -> ast.expr | None:
+    """The value of the one-name assignment ``statement`` (``batch_size = int(os.environ["BS"])``
+    -> the call); None for any other statement."""
+    text = (statement or "").strip()
+    if assigned_name(text) is None:
+        return None
+    return ast.parse(text).body[0].value
+
+
+def is_constant_expression(node: ast.AST | None) -> bool:
+    """Whether ``node`` computes its value from literals alone (``64``, ``4 * 16``, ``2**6``):
+    a value a fix may replace by another literal and lose nothing. A name, an attribute, a
+    call, a subscript or any other read (``int(os.environ.get("BS", 32))``, ``cfg["bs"]``,
+    ``base * 2``) is not: replacing it would drop what sets the value."""
+    if node is None:
+        return False
+    allowed = (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop, ast.expr_context)
+    return all(isinstance(n, allowed) for n in ast.walk(node))
+
+
 def set_call_literal(call_source: str | None, old: int, new: int) -> str | None:
     """``train(x, 64, epochs=3)`` with ``(64, 256)`` -> ``train(x, 256, epochs=3)``: the call
     with its one argument (positional or keyword) that is the integer literal ``old`` replaced

@@ -97,6 +97,11 @@ Fix safety:
       to no line and no argument (``args.batch_size`` with the parser built in another
       function below, a grouped ``-vb 8``, ``cfg.batch_size``, a parameter): a note to set it
       where its value is set, never a literal in the ``fit`` call, which would override it;
+    - the line that assigns the name ``fit`` receives computes the value instead of writing a
+      literal (``BATCH = int(os.environ.get("BS", "32"))``, ``bs = cfg["batch"]``, ``bs = base
+      * 2``; ``rewrite.is_constant_expression``): a note at that line to set it where its
+      value comes from (``run with BS=128`` for an environment variable), since a literal in
+      its place would drop what sets it;
     - a ``fit`` call that passes ``**kwargs`` (``fit(x, y, **fit_kwargs)``: the splat may hold
       ``batch_size``, and a keyword beside it would clash, ``TypeError``), or one not recorded
       as one call (a notebook cell's ``%%time``): a note to set it where its value is set, never
@@ -188,6 +193,9 @@ def _fix(facts: Facts, size: int, current: int | None) -> _Change:
     fit = facts.fit
     site = fit.batch_size_location if fit else None
     source = site.call_source if site else None
+    value = rw.assigned_value(source)
+    if value is not None and not rw.is_constant_expression(value):
+        return _computed_note(facts, site, value, size, current)
     assigned = rw.set_assigned_value(source, str(size))
     if assigned is None and _is_add_argument(source):  # fit(..., batch_size=args.batch_size)
         assigned = rw.set_keyword(source, "default", str(size))
@@ -213,6 +221,53 @@ def _fix(facts: Facts, size: int, current: int | None) -> _Change:
     if code is None:
         return _unwritable_fit(facts, call, size)
     return _Change(code, m.fit_location(facts), call)
+
+
+def _computed_note(
+    facts: Facts, site: SourceLocation, value: ast.expr, size: int, current: int | None
+) -> _Change:
+    """The line that sets the name ``fit`` receives computes it (``BATCH = int(os.environ.get(
+    "BS", "32"))``, ``bs = cfg["batch"]``, ``bs = base * 2``): a display-only note at that line,
+    since a literal in its place would drop what sets the value (the environment variable, the
+    command line, the config). It names the environment variable (``os.environ``,
+    ``os.getenv``) or ``sys.argv`` the expression reads, where it reads one."""
+    name = rw.assigned_name(site.call_source)
+    written = (site.call_source or "").strip()  # as the user wrote it, quotes and all
+    text = written.split("=", 1)[1].strip() if "\n" not in written else ast.unparse(value)
+    ran = f" ({current} in this run)" if current else ""
+    variables = _environment_variables(value)
+    if variables:
+        where = f"the environment variable {variables[0]}: run with {variables[0]}={size}"
+    elif any(ast.unparse(n) in ("sys.argv", "argv") for n in ast.walk(value)):
+        where = "the script's command line (sys.argv)"
+    else:
+        where = "what that expression reads"
+    code = (
+        f"# fit's batch_size is {name} = {text}{ran}: set it to {size} where its value comes "
+        f"from\n# ({where}); a literal here would drop what sets it"
+    )
+    why = f"display-only: {name} is computed, not written as a literal"
+    return _Change(code, m.to_location(site), None, FixSafety.DISPLAY_ONLY, why)
+
+
+_GETENV = ("os.environ.get", "environ.get", "os.getenv", "getenv")
+_ENVIRON = ("os.environ", "environ")
+
+
+def _environment_variables(value: ast.expr) -> list[str]:
+    """The environment variables ``value`` reads by a literal name: ``os.environ.get("BS")``,
+    ``os.getenv("BS", "32")``, ``os.environ["BS"]`` (and ``environ``/``getenv`` imported by
+    name), in source order."""
+    found = []
+    for node in ast.walk(value):
+        key = None
+        if isinstance(node, ast.Call) and node.args and ast.unparse(node.func) in _GETENV:
+            key = node.args[0]
+        elif isinstance(node, ast.Subscript) and ast.unparse(node.value) in _ENVIRON:
+            key = node.slice
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            found.append((node.lineno, node.col_offset, key.value))
+    return [name for *_, name in sorted(found)]
 
 
 def _batch_size_value(facts: Facts, call: str | None) -> ast.expr | None:

@@ -454,3 +454,62 @@ def test_a_passed_value_traced_to_no_line_gets_a_note_naming_both():
 )
 def test_set_call_literal(call, expected):
     assert rw.set_call_literal(call, 8, 32) == expected
+
+
+# -- a batch size computed on its assignment line (a new user's env-var script) ----------------
+
+ARRAY_FIT = "model.fit(x, y, batch_size=BATCH_SIZE, epochs=2)"
+
+
+def _assigned_facts(statement: str) -> Facts:
+    """``fit(..., batch_size=BATCH_SIZE)`` on arrays at batch 8, the name assigned by
+    ``statement`` at line 12 (``fit.batch_size_location``)."""
+    f = _argv_facts()
+    f.fit.location = loc(31, ARRAY_FIT)
+    f.fit.batch_size_location = loc(12, statement)
+    return f
+
+
+@pytest.mark.parametrize(
+    ("statement", "where"),
+    [
+        ('BATCH_SIZE = int(os.environ.get("BS", "8"))', "run with BS=32"),
+        ('BATCH_SIZE = int(os.getenv("RD_BATCH", 8))', "run with RD_BATCH=32"),
+        ('BATCH_SIZE = int(os.environ["BS"])', "run with BS=32"),
+        ("BATCH_SIZE = int(sys.argv[1])", "the script's command line (sys.argv)"),
+        ('BATCH_SIZE = cfg["batch"]', "what that expression reads"),
+        ("BATCH_SIZE = base * 2", "what that expression reads"),
+    ],
+)
+def test_a_computed_assignment_is_never_replaced_by_a_literal(statement, where):
+    finding = _rd301(_assigned_facts(statement))
+    fix = finding.fix
+    assert fix.safety == "display-only" and fix.before is None  # --verify's patch skips it
+    assert _code_lines(fix.code) == []  # no BATCH_SIZE = 32 dropping what sets it
+    assert where in fix.code and "(8 in this run)" in fix.code
+    assert finding.location.line == 12  # the line that sets it
+    assert "BATCH_SIZE is computed" in fix.title
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        ("BATCH_SIZE = 8", "BATCH_SIZE = 32"),
+        ("BATCH_SIZE: int = 4 * 2", "BATCH_SIZE: int = 32"),  # literals alone: nothing lost
+    ],
+)
+def test_an_assignment_of_literals_is_rewritten(statement, expected):
+    fix = _rd301(_assigned_facts(statement)).fix
+    assert fix.code == expected and fix.before == statement and fix.safety == "unsafe"
+
+
+def test_constant_expressions():
+    def parse(text):
+        return ast.parse(text, mode="eval").body
+
+    assert all(rw.is_constant_expression(parse(t)) for t in ("64", "4 * 16", "2**6", "-8"))
+    assert not any(
+        rw.is_constant_expression(parse(t))
+        for t in ("int('8')", "n", "cfg['b']", "a.b", "2 * n", "[8][0]")
+    )
+    assert rw.assigned_value("bs = 8").value == 8 and rw.assigned_value("fit(x)") is None
