@@ -17,7 +17,10 @@ Use instead:
     `keras.layers.GRU(64)`
 
 Fix safety:
-    unsafe: adds bias parameters (initialised to zeros); saved weights no longer load as they are.
+    unsafe: adds trainable bias parameters, so the model learns differently, and from its first
+    step for an LSTM, whose forget-gate biases start at 1 (``unit_forget_bias=True``, Keras'
+    default: keras/src/layers/rnn/lstm.py, ``LSTMCell.build``); the others start at
+    ``bias_initializer`` (zeros by default). Saved weights no longer load as they are.
 
 References:
     keras/src/backend/tensorflow/rnn.py: cudnn_ok, _do_lstm_arguments_support_cudnn,
@@ -41,7 +44,11 @@ def check(facts: Facts) -> list[Finding]:
         facts,
         arg="use_bias",
         static=lambda v: not v,
-        fix_title="Drop use_bias=False (biases start at zero, so the initial model is unchanged)",
+        fix_title=(
+            "Drop use_bias=False: this adds trainable biases, so the model learns differently "
+            "(an LSTM's forget-gate biases start at 1 with unit_forget_bias=True, Keras' "
+            "default; the others at bias_initializer, zeros by default)"
+        ),
         safety=FixSafety.UNSAFE,
         why="cuDNN needs biases (cudnn_ok requires use_bias).",
         why_keras2="cuDNN needs biases ({criterion} requires use_bias).",
