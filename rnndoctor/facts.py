@@ -757,6 +757,14 @@ class DataFacts:
     ``from_tensor_slices(x)``: a plain name) was last assigned, with the whole statement as
     ``call_source`` (``x_train = df[cols].values``); None when the source is not one such
     call, or the name has no assignment in the file.
+
+    Keras 3 PyDataset only (optional, since 1.6): ``init_location``: the ``super().__init__(...)``
+    call in the ``__init__`` of the user's PyDataset class (the one call to its base's
+    ``__init__`` there, with the call as ``call_source``), which sets ``workers`` and
+    ``use_multiprocessing``; None where the class defines no ``__init__`` in a user file or
+    holds no single such call. ``built_with_keywords``: whether keywords given where the
+    dataset is built (``location``) reach ``PyDataset.__init__``: the class has no ``__init__``
+    of its own, or its ``__init__`` passes its own ``**kwargs`` on in that call.
     """
 
     kind: str
@@ -784,6 +792,8 @@ class DataFacts:
     input_dtypes: list[str] = field(default_factory=list)
     input_shapes: list[list[int | None]] = field(default_factory=list)
     array_location: SourceLocation | None = None
+    init_location: SourceLocation | None = None
+    built_with_keywords: bool | None = None
 
 
 @dataclass

@@ -53,7 +53,10 @@ Use instead:
 Fix safety:
     display-only: the fix lists the pipeline changes the data graph calls for (see RD202-RD206),
     on the name the user's dataset line assigns; adapt them to the pipeline. It suggests
-    ``cache()`` only where no random map or shuffle would be frozen by it.
+    ``cache()`` only where no random map or shuffle would be frozen by it. A PyDataset or a
+    tf_keras Sequence on one worker gets RD206's code, written where the user's code sets its
+    workers (``rules/_pydataset.py``), at RD206's default worker count; one already on several
+    workers a note on where more would go.
 
 Options:
     ``min_input_share`` = 0.05 (fraction of the step): the input share from which the rule
@@ -83,6 +86,7 @@ from rnndoctor.facts import DataFacts, Facts, ProbeFacts
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
+from rnndoctor.rules import _pydataset as pd
 from rnndoctor.stats import Interval
 
 
@@ -91,16 +95,8 @@ def _fix(facts: Facts) -> tuple[str, str]:
     data = facts.data
     kind = data.kind if data else "unknown"
     size = m.batch_size(facts) or 32
-    if kind == "keras.PyDataset":
-        return (
-            "Load batches in parallel worker processes (in your PyDataset's __init__)",
-            "super().__init__(workers=4, use_multiprocessing=True, max_queue_size=10, **kwargs)",
-        )
-    if kind == "tf_keras.Sequence":  # Keras 2: fit's own arguments (tf_keras Model.fit)
-        return (
-            "Load batches in parallel worker processes (fit's arguments in Keras 2)",
-            "model.fit(..., workers=4, use_multiprocessing=True, max_queue_size=10)",
-        )
+    if kind in (pd.PY_DATASET, pd.TF_KERAS_SEQUENCE):
+        return _loader_fix(facts)
     if kind == "python_generator" or (data is not None and "generator" in data.source_kinds):
         lines = [
             "ds = (tf.data.Dataset.from_tensor_slices((features, labels))  # no Python generator",
@@ -120,6 +116,22 @@ def _fix(facts: Facts) -> tuple[str, str]:
     else:
         lines[-1] += ")"
     return "Move the input work off the step's critical path", "\n".join(lines)
+
+
+def _loader_fix(facts: Facts) -> tuple[str, str]:
+    """A PyDataset's or tf_keras Sequence's fix: on one worker, RD206's (the same rewrite, at
+    its default workers: ``rules/_pydataset.py``); already on several, where more would go."""
+    if pd.single_worker(facts):
+        fix, _, _ = pd.parallel_fix(facts, pd.suggested_workers(facts, pd.MAX_SUGGESTED_WORKERS))
+        return f"{fix.title} (RD206)", fix.code
+    data = facts.data
+    how = "processes" if data.use_multiprocessing else "threads"
+    return (
+        "Load more batches at once, or make each cheaper",
+        f"# your {data.kind} already loads on {data.workers} worker {how}: more workers (up to "
+        "the CPU cores), or its __getitem__ work\n# moved into tf ops (a tf.data pipeline "
+        "with map(..., num_parallel_calls=tf.data.AUTOTUNE)), shortens the wait",
+    )
 
 
 def _epoch_weighting(facts: Facts, share: float) -> tuple[float, str]:

@@ -24,14 +24,23 @@ Example:
     ``class Seqs(keras.utils.PyDataset): def __init__(self, x, y): super().__init__()``
 
 Use instead:
-    ``super().__init__(workers=4, use_multiprocessing=True, max_queue_size=10)`` (or pass them
-    as keyword arguments when building it); for a tf_keras ``Sequence``, in the ``fit`` call:
-    ``model.fit(seqs, epochs=10, workers=4, use_multiprocessing=True)`` (the fix rewrites the
-    user's call and keeps its other arguments).
+    ``super().__init__(workers=4, use_multiprocessing=True)`` (or pass them as keyword
+    arguments when building it); for a tf_keras ``Sequence``, in the ``fit`` call:
+    ``model.fit(seqs, epochs=10, workers=4, use_multiprocessing=True)``.
 
 Fix safety:
     unsafe: with processes, the dataset is pickled to the workers and ``__getitem__`` must not
-    rely on shared mutable state; ``on_epoch_end`` runs in the main process.
+    rely on shared mutable state; ``on_epoch_end`` runs in the main process. The rewrite is
+    made where the user's code sets the values, every other argument as written
+    (``rules/_pydataset.py``): the call to ``PyDataset.__init__`` in the class's ``__init__``
+    (``data.init_location``; a positional value replaced where it passes one), else the call
+    that builds the dataset where keywords given there reach ``PyDataset.__init__`` (the
+    class has no ``__init__``, or passes its own ``**kwargs`` on: ``data.built_with_keywords``);
+    a tf_keras ``Sequence``'s ``fit`` call. display-only, as a note, where the call passes
+    ``workers``/``use_multiprocessing`` from a name (a literal would make it do nothing), or
+    passes ``**kwargs`` that do not come from where the dataset is built, or was not found.
+    The suggested workers: the CPU cores, at least 2, at most ``max_suggested_workers``;
+    RD201's fix for the same dataset is this one.
 
 Options:
     ``min_input_share`` = 0.05 (fraction of the step): the measured input share of the step
@@ -55,18 +64,15 @@ References:
 
 from __future__ import annotations
 
-from rnndoctor import rewrite as rw
 from rnndoctor.facts import Facts
-from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Location, Severity
+from rnndoctor.findings import Evidence, Finding, Severity
 from rnndoctor.rules import Option, OptionValues, finding, rule
 from rnndoctor.rules import _measured as m
-
-_PY_DATASET = "keras.PyDataset"
-_TF_KERAS_SEQUENCE = "tf_keras.Sequence"  # Keras 2: workers are fit's arguments
+from rnndoctor.rules import _pydataset as pd
 
 _MAX_SUGGESTED_WORKERS = Option(
     name="max_suggested_workers",
-    default=8,
+    default=pd.MAX_SUGGESTED_WORKERS,
     unit="worker processes",
     source="rnndoctor's choice: a starting point; more rarely helps a single training process",
     help="the most PyDataset workers the fix suggests",
@@ -83,18 +89,18 @@ _MAX_SUGGESTED_WORKERS = Option(
 )
 def check(facts: Facts, options: OptionValues) -> list[Finding]:
     data = facts.data
-    if data.kind not in (_PY_DATASET, _TF_KERAS_SEQUENCE):
+    if data.kind not in (pd.PY_DATASET, pd.TF_KERAS_SEQUENCE):
         return []
-    workers = data.workers if data.workers is not None else 1
-    if workers > 1 or (workers > 0 and data.use_multiprocessing):
+    if not pd.single_worker(facts):
         return []  # Keras' OrderedEnqueuer loads batches in parallel
     share, basis = m.input_share(facts)
     if share is None or share < options.min_input_share:
         return []
+    workers = data.workers if data.workers is not None else 1
     cpus = facts.environment.cpu_count if facts.environment else None
-    suggested = max(2, min(options.max_suggested_workers, cpus or 4))
-    fix, location, held_by = _fix(facts, suggested)
-    what = "PyDataset" if data.kind == _PY_DATASET else "tf_keras Sequence"
+    suggested = pd.suggested_workers(facts, options.max_suggested_workers)
+    fix, location, held_by = pd.parallel_fix(facts, suggested)
+    what = "PyDataset" if data.kind == pd.PY_DATASET else "tf_keras Sequence"
     return [
         finding(
             severity=Severity.WARNING if share >= options.warning_input_share else Severity.INFO,
@@ -119,36 +125,3 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             ),
         )
     ]
-
-
-def _fix(facts: Facts, workers: int) -> tuple[Fix, Location | None, str]:
-    """The fix, where it goes and what holds the settings: the PyDataset's ``__init__``
-    (Keras 3), or the user's ``fit`` call, rewritten (a tf_keras ``Sequence``)."""
-    title = "Load batches in parallel worker processes"
-    if facts.data.kind == _PY_DATASET:
-        code = (
-            f"super().__init__(workers={workers}, use_multiprocessing=True, "
-            "max_queue_size=10, **kwargs)"
-        )
-        fix = Fix(title=title, code=code, safety=FixSafety.UNSAFE)
-        return fix, m.to_location(facts.data.location) or m.fit_location(facts), "PyDataset"
-    call = facts.fit.location.call_source if facts.fit and facts.fit.location else None
-    code = rw.set_keyword(call, "workers", str(workers))
-    code = rw.set_keyword(code, "use_multiprocessing", "True")
-    title += " (fit's arguments in Keras 2)"
-    if code is None:
-        sketch = f"model.fit(..., workers={workers}, use_multiprocessing=True)"
-        values = {"workers": workers, "use_multiprocessing": True}
-        read = rw.read_values(call, tuple(values))
-        notes = [
-            f"# your fit call passes {name}={text}: set that to {values[name]!r} where it is set"
-            for name, text in read.items()
-        ]
-        rest = [f"{name}={value!r}" for name, value in values.items() if name not in read]
-        if notes:  # no literal beside the note that says not to write one
-            sketch = f"# and pass {', '.join(rest)} to fit" if rest else ""
-        code = "\n".join(line for line in [*notes, sketch] if line)
-        fix = Fix(title=title, code=code, safety=FixSafety.DISPLAY_ONLY)
-    else:
-        fix = Fix(title=title, code=code, safety=FixSafety.UNSAFE, before=call)
-    return fix, m.fit_location(facts), "fit"

@@ -39,6 +39,7 @@ import ast
 import functools
 import importlib
 import inspect
+import linecache
 import re
 import sys
 import threading
@@ -331,6 +332,10 @@ def describe(
         facts.max_queue_size = _int_or_none(getattr(x, "max_queue_size", None))
         facts.location = recorded[1] if recorded else None
         try:
+            facts.init_location, facts.built_with_keywords = _pydataset_init(x)
+        except Exception:  # a site is a nicety: the rules fall back to a note
+            pass
+        try:
             facts.cardinality = _int_or_none(x.num_batches)
         except Exception:
             pass
@@ -356,6 +361,60 @@ def describe(
     if facts.location is None and kind in _LOCATED_AT_FIT:
         facts.location = fit_location
     return facts
+
+
+def _pydataset_init(x: Any) -> tuple[SourceLocation | None, bool | None]:
+    """``DataFacts.init_location`` and ``built_with_keywords`` for the PyDataset ``x``: the one
+    call to its base's ``__init__`` (``super().__init__(...)``, ``PyDataset.__init__(self,
+    ...)``) in the ``__init__`` its class runs, where that ``__init__`` is in a user file, and
+    whether keywords given where ``x`` is built reach ``PyDataset.__init__`` (no ``__init__`` of
+    the user's own, or one that passes its ``**kwargs`` on in that call). Read from the source:
+    ``(None, None)`` where it cannot be."""
+    import keras
+
+    owner = next((c for c in type(x).__mro__ if "__init__" in c.__dict__), None)
+    if owner is None or owner is keras.utils.PyDataset:
+        return None, owner is not None  # PyDataset.__init__ itself takes the keywords
+    code = getattr(owner.__dict__["__init__"], "__code__", None)
+    if code is None or not sites.is_user_file(code.co_filename):
+        return None, None
+    source = "".join(linecache.getlines(code.co_filename))
+    tree = sites._parse(source) if source else None
+    functions = [
+        n
+        for n in ast.walk(tree)
+        if tree is not None
+        if isinstance(n, ast.FunctionDef)
+        and n.name == "__init__"
+        and code.co_firstlineno in (n.lineno, *(d.lineno for d in n.decorator_list))
+    ]
+    if len(functions) != 1:
+        return None, None
+    (function,) = functions
+    calls = [n for n in ast.walk(function) if _is_base_init(n)]
+    if len(calls) != 1:
+        return None, None
+    (call,) = calls
+    location = sites.source_location(code.co_filename, call.lineno)
+    location.call_source = ast.get_source_segment(source, call)
+    kwarg = function.args.kwarg.arg if function.args.kwarg else None
+    forwards = any(
+        k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kwarg
+        for k in call.keywords
+    )
+    return location, forwards
+
+
+def _is_base_init(node: ast.AST) -> bool:
+    """Whether ``node`` calls a base class's ``__init__``: ``super().__init__(...)``,
+    ``super(Cls, self).__init__(...)`` or ``Base.__init__(self, ...)``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    if node.func.attr != "__init__":
+        return False
+    owner = node.func.value
+    is_super = isinstance(owner, ast.Call) and sites._call_name(owner) == "super"
+    return is_super or isinstance(owner, (ast.Name, ast.Attribute))
 
 
 _LOCATED_AT_FIT = (DataKind.PY_DATASET, DataKind.TF_KERAS_SEQUENCE, DataKind.PYTHON_GENERATOR)
