@@ -47,13 +47,29 @@ def _names() -> list[tuple[str, str]]:
     return names
 
 
-def make_scrubber(base_dir: str | None, cwd: str | None = None) -> Callable[[str], str]:
+def script_secrets(script: str | os.PathLike | None) -> list[str]:
+    """The values of the secret literals in the script's text (``api_key = "sk-..."`` ->
+    ``sk-...``: :data:`_QUOTED_SECRET`), longest first, so that the script printing one
+    (``print(f"using {api_key}")``, a traceback's local) loses it in ``script.log`` and the
+    reports too; empty where the script cannot be read."""
+    try:
+        text = Path(script).read_text(encoding="utf-8", errors="replace") if script else ""
+    except OSError:
+        return []
+    return sorted({m.group(3) for m in _QUOTED_SECRET.finditer(text)}, key=len, reverse=True)
+
+
+def make_scrubber(
+    base_dir: str | None, cwd: str | None = None, script: str | os.PathLike | None = None
+) -> Callable[[str], str]:
     """A function that redacts one string (see module doc).
 
     Args:
         base_dir: the script's folder; paths under it become relative to it.
         cwd: the folder the check ran in; paths under it become relative to the script's folder
             too (``../lib/helpers.py``).
+        script: the user's script: the values of its secret literals (:func:`script_secrets`)
+            are removed wherever they appear, not only beside their name.
     """
     home = str(Path.home())
     secrets = [
@@ -61,6 +77,7 @@ def make_scrubber(base_dir: str | None, cwd: str | None = None) -> Callable[[str
         for name, value in os.environ.items()
         if _SECRET_NAME.search(name) and len(value) >= _MIN_SECRET_LEN
     ]
+    secrets += [(value, "<redacted>") for value in script_secrets(script)]
     # Not inside a longer run of letters and digits: a host named "vm" must not turn "kvm" into
     # "k<host>", but "alice-exp" and "alice_runs" in a path do lose "alice".
     words = [
@@ -117,9 +134,11 @@ def redact_report(report: Report) -> Report:
     """A redacted copy of ``report``: facts, findings, rule reasons (rule docs are static) and
     the verification (``--verify``)."""
     script = report.facts.run.script
+    cwd = report.facts.run.cwd or None
     scrub = make_scrubber(
         os.path.dirname(script) if script and script.startswith("/") else None,
-        report.facts.run.cwd or None,
+        cwd,
+        os.path.join(cwd or "", script) if script else None,
     )
     facts = scrub_strings(report.facts, scrub)
     facts.run.notes.append("redacted: home path, user name, host name and secret values removed")
@@ -139,17 +158,23 @@ def redact_report(report: Report) -> Report:
     return Report(facts=facts, outcomes=outcomes, verification=verification)
 
 
-def redact_file(path: str | os.PathLike, base_dir: str | None, cwd: str | None = None) -> None:
+def redact_file(
+    path: str | os.PathLike,
+    base_dir: str | None,
+    cwd: str | None = None,
+    script: str | os.PathLike | None = None,
+) -> None:
     """Redacts a text file in place, line by line (``script.log`` after ``--redact``).
 
-    The same scrubber as the reports (home path, user and host names, secret values; paths under
-    the script's folder or ``cwd`` made relative). Bytes that are not UTF-8 are kept as they are
-    (``surrogateescape``). The file is replaced atomically.
+    The same scrubber as the reports (home path, user and host names, secret values, the
+    values of ``script``'s secret literals; paths under the script's folder or ``cwd`` made
+    relative). Bytes that are not UTF-8 are kept as they are (``surrogateescape``). The file is
+    replaced atomically.
 
     Raises:
         OSError: the file cannot be read or written.
     """
-    scrub = make_scrubber(base_dir, cwd)
+    scrub = make_scrubber(base_dir, cwd, script)
     path = Path(path)
     tmp = path.with_name(path.name + ".redacting")
     with (

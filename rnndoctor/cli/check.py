@@ -146,7 +146,7 @@ def validate(script: Path, cli: Mapping[str, Any], console: Console) -> Options 
     options = load_options(cli, script.resolve().parent, console)
     if options is None:
         return None
-    console.redact(options.redact, os.getcwd())  # terminal paths: relative to where you are
+    console.redact(options.redact, os.getcwd(), script)  # paths: relative to where you are
     try:
         options.validate_window()
     except OptionsError as exc:
@@ -244,7 +244,7 @@ def redact_log(log_path: Path, script: Path, console: Console) -> None:
     from rnndoctor.redact import redact_file
 
     try:
-        redact_file(log_path, str(script.resolve().parent), os.getcwd())
+        redact_file(log_path, str(script.resolve().parent), os.getcwd(), script)
     except OSError as exc:
         console.error(f"could not redact {log_path}: {exc.strerror}")
 

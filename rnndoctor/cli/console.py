@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,12 +23,15 @@ class Console:
     scrub: Callable[[str], str] = str
     debug: bool = False
 
-    def redact(self, enabled: bool, cwd: str | None = None) -> None:
-        """Turns terminal redaction on (paths relative to ``cwd``) or off."""
+    def redact(
+        self, enabled: bool, cwd: str | None = None, script: str | os.PathLike | None = None
+    ) -> None:
+        """Turns terminal redaction on (paths relative to ``cwd``; the values of ``script``'s
+        secret literals removed) or off."""
         if enabled:
             from rnndoctor.redact import make_scrubber
 
-            self.scrub = make_scrubber(cwd)
+            self.scrub = make_scrubber(cwd, script=script)
         else:
             self.scrub = str
 

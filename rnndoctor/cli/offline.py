@@ -135,7 +135,8 @@ def run_report(facts_file: Path, cli: Mapping[str, Any], console: Console) -> Ex
     if options is None:
         return ExitCode.USAGE
     say_config(options, console)
-    console.redact(options.redact, os.getcwd())
+    script = os.path.join(facts.run.cwd or "", facts.run.script) if facts.run.script else None
+    console.redact(options.redact, os.getcwd(), script)
     try:
         verification = load_verification(facts_file)
     except ValueError as exc:

@@ -194,7 +194,7 @@ def _scrubber(script: Path, options: Options) -> Callable[[str], str]:
         return str
     from rnndoctor.redact import make_scrubber
 
-    return make_scrubber(str(script.resolve().parent), os.getcwd())
+    return make_scrubber(str(script.resolve().parent), os.getcwd(), script)
 
 
 def verify_blocker(facts: Facts) -> str | None:

@@ -15,6 +15,7 @@ import uuid
 
 import pytest
 
+from rnndoctor import redact
 from rnndoctor.capture import __main__ as child
 from rnndoctor.cli import app, supervisor
 from rnndoctor.options import ExitCode
@@ -74,6 +75,24 @@ def test_redact_file_removes_secrets_and_keeps_other_bytes(tmp_path, monkeypatch
     assert b"data/train.csv" in data and str(tmp_path).encode() not in data
     assert b"latin-1 \xe9 stays" in data
     assert not (tmp_path / "script.log.redacting").exists()
+
+
+def test_redact_file_removes_the_scripts_secret_literals_wherever_they_appear(tmp_path):
+    """A new user's trial: the script assigned ``API_KEY = "sk-live-..."`` and printed it; the
+    report's code context lost the value, ``script.log`` kept it."""
+    script = tmp_path / "train.py"
+    script.write_text("API_KEY = \"sk-live-9f8e7d6c\"\ndb_password = 'hunter2-long'\nn = 'short'\n")
+    log = tmp_path / "script.log"
+    log.write_text("calling the API with sk-live-9f8e7d6c\nlogin hunter2-long ok\nshort stays\n")
+    redact_file(log, str(tmp_path), script=script)
+    text = log.read_text()
+    assert "sk-live" not in text and "hunter2" not in text
+    assert text.splitlines() == [
+        "calling the API with <redacted>",
+        "login <redacted> ok",
+        "short stays",
+    ]
+    assert redact.script_secrets(tmp_path / "missing.py") == []
 
 
 def test_status_text_names_signals():
