@@ -21,7 +21,9 @@ What it detects:
     The estimated gain divides the predict calls' measured time by the paired ratio.
 
     Not evaluated when nothing after the window was watched (``rnndoctor.diagnose`` and the
-    Keras callback, or a check with no time left for the run-on).
+    Keras callback, or a check with no time left for the run-on), or when the script raised
+    after the window before any model call (``outside_window.ended`` ``error``, no calls): a
+    pass there would rest on nothing.
 
 Why it slows training:
     ``Model.predict`` is built for many batches: each call wraps its input in a data adapter
@@ -253,6 +255,11 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         raise NotEvaluated(
             "the script did not run on after the window"
             + (" of its fit loop" if out.in_loop(facts) else " (nothing after fit was watched)")
+        )
+    if ow.ended == "error" and not ow.calls:
+        raise NotEvaluated(
+            f"the script raised {ow.detail or 'an error'} after the window, before any model "
+            "call: nothing after fit was seen"
         )
     looped = out.in_loop(facts)
     findings = []

@@ -84,6 +84,9 @@ class _WindowCallback:
         self.steps = StepWindow(options, FIT_PHASES, on_phase, clock, profiler)
         self._begin_step = 0
         self._last_loss: float | None = None
+        # the last step's logs and its epoch, for the History fit returns (fill_history)
+        self.last_logs: dict[str, Any] = {}
+        self.epoch = 0
         self._loss_step: int | None = None  # the step of its epoch (1-based) that logged it
         # called after the last step, before fit ends (capture.distribute.window_ended)
         self.before_done: Callable[[], None] | None = None
@@ -122,6 +125,7 @@ class _WindowCallback:
             self.steps.steps_available = int(steps) * max(0, int(epochs) - self.initial_epoch)
 
     def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = int(epoch)
         self.steps.epoch_begin()  # the first step of an epoch also starts the iterator
         self._epoch_index = None
 
@@ -139,6 +143,7 @@ class _WindowCallback:
             spe = _int_or_none(getattr(self.model, "steps_per_execution", 1)) or 1
             if self._epoch_index is None:  # the epoch's first execution: its numbering
                 index = self._epoch_index = index.for_epoch(self._begin_step, spe)
+        self.last_logs = dict(logs or {})
         try:  # the training loss Keras logged for this step (its running mean over the epoch)
             self._last_loss = float((logs or {})["loss"])
             self._loss_step = index.last_step(self._begin_step, int(batch), spe, epoch_steps)
@@ -551,6 +556,43 @@ def _hook_fit(session: CaptureSession, model_cls: type) -> None:
     model_cls.fit = fit
 
 
+def fill_history(session: CaptureSession, model: Any, window: Any, arguments: dict) -> None:
+    """Records the window's epoch in the ``History`` that ``fit`` returns, as Keras would have
+    at the epoch's end. Keras' ``History`` appends an epoch's logs in ``on_epoch_end``
+    (keras/src/callbacks/history.py; tf_keras/src/callbacks.py), which the window's stop
+    (``WindowDone``, mid-epoch) skips: a script reading ``model.fit(...).history["loss"]``
+    after the window (a fit loop's run-on) raised ``KeyError`` where its own run would not (a
+    new user's trial). The training logs are the window's last step's (Keras' running means
+    over the epoch so far, what ``on_epoch_end`` would have logged for them); where ``fit``
+    validates (``validation_data``, ``validation_split``), each ``val_`` key is NaN, since
+    validation did not run, and a run note says so. Nothing where ``History`` already holds
+    the epoch (``fit`` ended on its own) or there are no logs."""
+    history = getattr(model, "history", None)
+    records = getattr(history, "history", None)
+    if not isinstance(records, dict) or records or not window.last_logs:
+        return
+    logs = {name: _plain(value) for name, value in window.last_logs.items()}
+    if arguments.get("validation_data") is not None or arguments.get("validation_split"):
+        logs.update({f"val_{name}": float("nan") for name in list(logs)})
+        session.facts.run.notes.append(
+            "the History fit returned after the window holds the window's last training logs "
+            "as its epoch, and NaN for the val_ metrics: validation did not run"
+        )
+    for name, value in logs.items():
+        records.setdefault(name, []).append(value)
+    epochs = getattr(history, "epoch", None)
+    if isinstance(epochs, list):
+        epochs.append(window.epoch)
+
+
+def _plain(value: Any) -> Any:
+    """A logged metric as ``History`` holds it: a Python float where it converts to one."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return value
+
+
 def note_flavour(session: CaptureSession, model: Any) -> None:
     """Records which Keras runs ``model`` (``Environment.keras_flavour``)."""
     if session.facts.environment is not None:
@@ -629,6 +671,7 @@ def run_window(
         if not finished:
             diagnosis.collect_model_into(session, model)  # partial facts for the report
             session.save()
+    fill_history(session, model, window, arguments)
     measured, requested = session.facts.steps.measured_steps, session.options.measured_steps
     if measured < requested:
         session.facts.run.notes.append(

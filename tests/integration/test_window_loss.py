@@ -63,3 +63,35 @@ def test_the_users_own_process_gets_its_garbage_collector_back_unfrozen():
     )  # fmt: skip
     assert report.facts.run.outcome == Outcome.COMPLETED  # the diagnosis did run
     assert gc.get_freeze_count() == 0 and gc.isenabled()
+
+
+def test_the_history_fit_returns_holds_the_windows_epoch():
+    """The window ends fit mid-epoch, before Keras' History records the epoch: a fit loop that
+    reads ``model.fit(...).history["loss"]`` after the window raised KeyError in the run-on
+    (a new user's trial), where its own run would not. The History holds the window's last
+    training logs as its epoch, and NaN for val_ metrics where fit validates."""
+    import keras
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(256, 5, 3)).astype("float32")
+    y = rng.normal(size=(256, 1)).astype("float32")
+    model = keras.Sequential([keras.Input((5, 3)), keras.layers.LSTM(4), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse", metrics=["mae"])
+    report = rnndoctor.diagnose(
+        model, x, y=y, batch_size=16, epochs=1, steps=3, warmup_steps=1, profile_steps=0,
+        run_probes=False, probe_fast_path=False,
+    )  # fmt: skip
+    history = model.history
+    assert history.epoch == [0] and sorted(history.history) == ["loss", "mae"]
+    assert history.history["loss"] == [report.facts.steps.final_loss]  # the last step's
+    assert all(isinstance(v[0], float) and math.isfinite(v[0]) for v in history.history.values())
+    assert not any("History" in note for note in report.facts.run.notes)
+
+    report = rnndoctor.diagnose(
+        model, x, y=y, batch_size=16, epochs=1, steps=3, warmup_steps=1, profile_steps=0,
+        run_probes=False, probe_fast_path=False, validation_split=0.25,
+    )  # fmt: skip
+    logged = model.history.history
+    assert sorted(logged) == ["loss", "mae", "val_loss", "val_mae"]
+    assert math.isfinite(logged["loss"][0]) and math.isnan(logged["val_loss"][0])
+    assert any("NaN for the val_ metrics" in note for note in report.facts.run.notes)

@@ -242,6 +242,23 @@ def test_rd406_is_not_evaluated_when_nothing_after_the_window_was_watched():
     assert outcome.status is Status.NOT_EVALUATED and "did not run on" in outcome.reason
 
 
+def test_rd406_is_not_evaluated_when_the_script_raised_before_any_model_call():
+    """A new user's fit loop raised KeyError right after the window (the History then lacked
+    the epoch: capture/window.py: fill_history), and RD406 passed on a run-on that saw
+    nothing."""
+    from rnndoctor.engine import Status
+
+    facts = _facts()
+    facts.outside_window = OutsideWindowFacts(
+        ended="error", seconds=0.007, detail="KeyError: 'loss'"
+    )
+    (outcome,) = [o for o in evaluate(facts).outcomes if o.rule.id == "RD406"]
+    assert outcome.status is Status.NOT_EVALUATED
+    assert "raised KeyError: 'loss' after the window, before any model call" in outcome.reason
+    facts = _facts(ended="error")  # it raised after its predict calls: those are evidence
+    assert [f.rule_id for f in evaluate(facts).findings if f.rule_id == "RD406"] == ["RD406"]
+
+
 def test_a_call_after_a_single_fit_counts_the_calls_of_all_its_loops(tmp_path):
     from types import SimpleNamespace
 
