@@ -27,6 +27,14 @@ OVER_BUDGET = "over budget"  # a reason a larger budget can lift: the pairs did 
 DIVERGE_FACTOR = 10.0  # a patched run's final loss this many times the original's: diverged
 _CUDNN_RULES = tuple(f"RD1{n:02d}" for n in range(1, 15))  # RD101-RD114: the cuDNN fast path
 _GPU_ONLY_RULES = ("RD302", "RD601", "RD602", "RD603", "RD604")  # no effect on a CPU at all
+# Rules whose gain lies outside the fit window that --verify times (its A/B pairs compare the
+# window's samples/s): RD406's predict calls run after fit (capture/after_window.py), and the
+# finding's own paired timing of predict against its replacements is their measurement.
+OUTSIDE_WINDOW = (
+    "its gain is in what runs after fit (the run-on's predict calls), which the A/B pairs of the "
+    "fit window's samples/s do not time; the finding's own paired timing measured it"
+)
+_OUTSIDE_WINDOW_RULES = ("RD406",)
 
 
 class Status(enum.StrEnum):
@@ -154,6 +162,11 @@ def cpu_label(rules: Sequence[str]) -> str | None:
     if len(cuda) == len(rules):
         return CPU_LABEL
     return f"measured on CPU: the cuDNN gain of {', '.join(cuda)} needs a GPU"
+
+
+def is_outside_window(rule_id: str) -> bool:
+    """Whether the rule's gain lies outside the fit window that ``--verify`` times."""
+    return rule_id in _OUTSIDE_WINDOW_RULES
 
 
 def is_gpu_only(rule_id: str) -> bool:

@@ -17,7 +17,16 @@ from rnndoctor.facts import Facts
 from rnndoctor.findings import Finding
 from rnndoctor.verify import patch as px
 from rnndoctor.verify.patchfile import OutsideRoot, build_patch
-from rnndoctor.verify.result import GPU_ONLY, Status, Verified, is_gpu_only, measure, sort_key
+from rnndoctor.verify.result import (
+    GPU_ONLY,
+    OUTSIDE_WINDOW,
+    Status,
+    Verified,
+    is_gpu_only,
+    is_outside_window,
+    measure,
+    sort_key,
+)
 from rnndoctor.verify.run import Candidate, Runner, Schedule, run_all
 
 VERIFY_DIR = "verify"
@@ -108,6 +117,9 @@ def _locate_all(
         item = items[fix_id] = _item(finding, fix_id)
         if on_cpu and is_gpu_only(finding.rule_id):
             item.reason = GPU_ONLY
+            continue
+        if is_outside_window(finding.rule_id):
+            item.reason = OUTSIDE_WINDOW
             continue
         try:
             rewrites.append(px.locate(finding, fix_id, script_dir))

@@ -243,3 +243,20 @@ def test_an_overlap_between_fixes_without_estimates_is_not_called_estimated_larg
     assert _overlap(rewrite("RD101", None), rewrite("RD301", 2.5)) == (
         "it overlaps RD301, estimated larger"
     )
+
+
+def test_a_fix_whose_gain_is_after_fit_is_not_timed_by_the_fit_windows_pairs(project):
+    """A new user's trial: --verify timed RD406's predict_on_batch rewrite by the fit window's
+    samples/s, which the predict calls after fit never enter; it is left out, with the reason,
+    and the patch holds it not."""
+    root, script, findings = project
+    rd406 = finding(
+        "RD406", script, 3, "model.fit(x, y, batch_size=8)", "model.fit(x, y, batch_size=8)  #",
+        speedup=3.0,
+    )  # fmt: skip
+    result, runner = _verify((root, script, [*findings, rd406]))
+    by_fix = {i.fix: i for i in result.items}
+    assert by_fix["RD406"].reason.startswith("its gain is in what runs after fit")
+    assert by_fix["RD406"].status != Status.CONFIRMED
+    assert not any(out.name.startswith("RD406") for _, out in runner.calls)
+    assert "# RD406 " not in result.patch
