@@ -340,6 +340,37 @@ def is_constant_expression(node: ast.AST | None) -> bool:
     return all(isinstance(n, allowed) for n in ast.walk(node))
 
 
+def move_chain_call(call_source: str | None, name: str) -> str | None:
+    """``x.cache().map(f)`` with ``"cache"`` -> ``x.map(f).cache()``: the one ``.name(...)``
+    call inside a method chain (not its last call) taken out of it, its receiver kept, and
+    appended to the chain's end with its arguments as written. None when the source is not one
+    call, or its chain holds no such call, more than one, or only as its last call."""
+    text = (call_source or "").strip()
+    call = parse_call(text)
+    if call is None:
+        return None
+    inner = []
+    node = call.func.value if isinstance(call.func, ast.Attribute) else None
+    while node is not None:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == name:
+                inner.append(node)
+            node = node.func.value
+        elif isinstance(node, ast.Attribute):
+            node = node.value
+        else:
+            node = None
+    last = call.func.attr if isinstance(call.func, ast.Attribute) else None
+    if len(inner) != 1 or last == name:
+        return None
+    (moved,) = inner
+    starts = _offsets(text)
+    begin, end = _span(text, starts, moved)
+    receiver_end = _span(text, starts, moved.func.value)[1]
+    suffix = text[receiver_end:end]  # ".cache()" as written, arguments and all
+    return text[:receiver_end] + text[end:] + "." + suffix.split(".", 1)[1].lstrip()
+
+
 def set_call_literal(call_source: str | None, old: int, new: int) -> str | None:
     """``train(x, 64, epochs=3)`` with ``(64, 256)`` -> ``train(x, 256, epochs=3)``: the call
     with its one argument (positional or keyword) that is the integer literal ``old`` replaced

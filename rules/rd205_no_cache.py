@@ -4,7 +4,9 @@ What it detects:
     A finite ``tf.data`` pipeline (known cardinality) with per-element work (a ``map``, or a
     Python source) and no ``cache()``, trained for more than one epoch, whose whole content
     fits in half of the memory the probes may use (``batch_bytes`` x batches), when the measured
-    input share of the step is significant (5% or more).
+    input share of the step is significant (5% or more). Also a pipeline that does cache, but
+    before deterministic preprocessing (``from_tensor_slices(x).cache().map(decode)``): the
+    cache holds the map's input, so the map still runs every epoch.
 
 Why it slows training:
     Every epoch re-reads and re-computes the same elements. ``cache()`` after the deterministic
@@ -32,7 +34,10 @@ Fix safety:
     user assigned (``dataset_train = dataset_train.cache()``); unsafe when that util shuffles
     inside (its order would freeze). display-only when every preprocessing step comes after a
     random map or a shuffle: a cache there would replay the first epoch's draws, so the fix
-    says it cannot be cached as built.
+    says it cannot be cached as built. A cache placed before the deterministic preprocessing is
+    moved after it where both are in one method chain (``x.cache().map(f)`` ->
+    ``x.map(f).cache()``, safe: the same elements, cached later); a display-only note naming
+    the line of the ``cache()`` to drop where they are in different statements.
 
 Options:
     ``min_input_share`` = 0.05 (fraction of the step): the measured input share of the step
@@ -60,6 +65,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rnndoctor import rewrite as rw
 from rnndoctor.facts import DataFacts, DataNode, Facts, SourceLocation
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import Option, OptionValues, finding, rule
@@ -184,6 +190,66 @@ def _fix(plan: _Plan) -> Fix:
     )
 
 
+def _cached_early(data: DataFacts, plan: _Plan) -> DataNode | None:
+    """The pipeline's last ``cache()`` where deterministic preprocessing runs after it, before
+    the place :func:`_cache_plan` picks (a new user's ``from_tensor_slices(x).cache()
+    .map(expensive)``: the cache held the map's input, so the map ran every epoch and RD205
+    passed); None where there is no cache, or none before that place."""
+    caches = [n for n in data.nodes if n.kind == "cache"]
+    if not caches or plan.node is None:
+        return None
+    cache = caches[-1]
+    return cache if data.nodes.index(plan.node) > data.nodes.index(cache) else None
+
+
+def _message(
+    data: DataFacts,
+    work: list[DataNode],
+    plan: _Plan,
+    cached: DataNode | None,
+    size_mib: float,
+    epochs: int,
+) -> str:
+    """The finding's message: the work recomputed every epoch, and what a cache does to it."""
+    where = f"{data.cardinality} batches (about {size_mib:.1f} MiB) over {epochs} epochs"
+    if cached is not None:
+        index = data.nodes.index(cached)
+        late = [n for n in work if data.nodes.index(n) > index]
+        line = f" at line {cached.location.line}" if cached.location else ""
+        ops = ", ".join(n.op for n in late[:3])
+        return (
+            f"The pipeline caches{line} before {len(late)} preprocessing step(s) ({ops}), which "
+            f"still run every epoch for {where}; the cache holds their input, not their output. "
+            "cache() after them would keep their output after the first epoch."
+        )
+    return (
+        f"The pipeline recomputes {len(work)} preprocessing step(s) every epoch for {where}; "
+        + (
+            "cache() would keep them after the first epoch."
+            if plan.node is not None
+            else f"it cannot be cached as built: {plan.why}."
+        )
+    )
+
+
+def _move_fix(plan: _Plan, cached: DataNode) -> Fix:
+    """The pipeline's ``cache()`` moved after the deterministic preprocessing: within the one
+    chain that holds both (``x.cache().map(f)`` -> ``x.map(f).cache()``,
+    :func:`rnndoctor.rewrite.move_chain_call`); else a display-only note naming the line whose
+    ``cache()`` to drop."""
+    loc = plan.location
+    call = loc.call_source if loc is not None else None
+    moved = rw.move_chain_call(call, "cache")
+    title = "Move cache() after the deterministic preprocessing (then shuffle / batch / prefetch)"
+    if moved is not None:
+        return Fix(title=title, code=moved, safety=FixSafety.SAFE, before=call)
+    line = cached.location.line if cached.location else None
+    drop = f"drop the cache() at line {line}" if line else "drop the earlier cache()"
+    code = f"{call}.cache()  # and {drop}" if call else f"ds = ds.cache()  # and {drop}"
+    return Fix(title=f"{title}; display-only: the two are in different statements", code=code,
+               safety=FixSafety.DISPLAY_ONLY)  # fmt: skip
+
+
 def _assigned(code: str | None) -> str | None:
     """The name a line assigns (``dataset_train = keras.utils...(`` -> ``dataset_train``)."""
     match = re.match(r"\s*([A-Za-z_]\w*)\s*=(?!=)", code or "")
@@ -201,7 +267,7 @@ def _assigned(code: str | None) -> str | None:
 def check(facts: Facts, options: OptionValues) -> list[Finding]:
     data = facts.data
     probes = facts.probes
-    if data.kind != "tf.data" or data.has_cache:
+    if data.kind != "tf.data":
         return []
     if not data.cardinality or data.cardinality <= 0 or not data.batch_bytes:
         return []  # infinite (-1) or unknown (-2) length: nothing finite to cache
@@ -219,21 +285,16 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     if limit is None or size_mib > limit * options.max_cache_memory_share:
         return []
     plan = _cache_plan(data, work)
+    cached = _cached_early(data, plan)
+    if data.has_cache and cached is None:
+        return []  # cached after its deterministic work (or where nothing better exists)
     interval = m.share_interval(facts)  # a warning needs the whole interval past its cut-off
     low = interval.low if interval is not None else share
     few = interval.no_interval if interval is not None else None  # too few pairs: no bound
     return [
         finding(
             severity=Severity.WARNING if low >= options.warning_input_share else Severity.INFO,
-            message=(
-                f"The pipeline recomputes {len(work)} preprocessing step(s) every epoch for "
-                f"{data.cardinality} batches (about {size_mib:.1f} MiB) over {epochs} epochs; "
-                + (
-                    "cache() would keep them after the first epoch."
-                    if plan.node is not None
-                    else f"it cannot be cached as built: {plan.why}."
-                )
-            ),
+            message=_message(data, work, plan, cached, size_mib, epochs),
             location=m.to_location(plan.location) or m.to_location(data.location),
             evidence=(
                 Evidence("batches per epoch", data.cardinality, "", "tf.data cardinality"),
@@ -254,7 +315,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                     "tf.data graph (stateful ops of each map; shuffle)",
                 ),
             ),
-            fix=_fix(plan),
+            fix=_fix(plan) if cached is None else _move_fix(plan, cached),
             gain=(
                 f"epochs 2..{epochs} skip the cached work: up to the input share "
                 f"{m.pct(share)} of each of their steps (at most about "

@@ -1,0 +1,78 @@
+"""RD205 where the pipeline caches before its preprocessing (a new user's trial:
+``from_tensor_slices(x).cache().map(expensive)`` passed RD205, while the map ran every epoch).
+Pure: rules on facts."""
+
+from __future__ import annotations
+
+import ast
+
+from test_rules_input_batch import check_finding, facts, node, pipeline, run
+
+from rnndoctor import rewrite as rw
+from rnndoctor.facts import DataFacts
+
+CHAIN = "tf.data.Dataset.from_tensor_slices(x).cache().map(decode, num_parallel_calls=4)"
+
+
+def _cached_pipeline(same_chain: bool = True) -> DataFacts:
+    """slices -> cache -> map(decode) -> batch, the cache and the map on one chain (line 10)
+    or two statements (lines 10 and 11)."""
+    cache_call = "tf.data.Dataset.from_tensor_slices(x).cache()"
+    map_call = CHAIN if same_chain else "ds.map(decode, num_parallel_calls=4)"
+    nodes = [
+        node("TensorSliceDataset/_1", "TensorSliceDataset", "source", 10,
+             "tf.data.Dataset.from_tensor_slices(x)", source_kind="tensor_slices"),
+        node("CacheDatasetV2/_2", "CacheDatasetV2", "cache", 10, cache_call),
+        node("ParallelMapDatasetV2/_3", "ParallelMapDatasetV2", "map", 10 if same_chain else 11,
+             map_call, attrs={"stateful_ops": []}),
+    ]  # fmt: skip
+    nodes.append(node("BatchDatasetV2/_5", "BatchDatasetV2", "batch", 12, "ds.batch(32)"))
+    return pipeline(*nodes, source_kinds=["tensor_slices"], batch_kind="batch",
+                    prefetch_last=False, cardinality=100, inject_prefetch=True,
+                    map_parallelization=True, batch_bytes=4096, has_cache=True)  # fmt: skip
+
+
+def test_a_cache_before_the_map_is_moved_after_it_in_the_same_chain():
+    f = facts(step=10.0, compute=7.0, data=_cached_pipeline(), epochs=5)
+    _, (finding,) = run(f, "RD205")
+    check_finding(finding, "RD205")
+    assert finding.fix.before == CHAIN and finding.fix.safety == "safe"
+    assert finding.fix.code == (
+        "tf.data.Dataset.from_tensor_slices(x).map(decode, num_parallel_calls=4).cache()"
+    )
+    assert ast.parse(finding.fix.code)
+    assert "caches at line 10 before 1 preprocessing step(s) (ParallelMapDatasetV2)" in (
+        finding.message
+    )
+    assert "still run every epoch" in finding.message and finding.location.line == 10
+
+
+def test_a_cache_in_another_statement_gets_a_note_naming_its_line():
+    f = facts(step=10.0, compute=7.0, data=_cached_pipeline(same_chain=False), epochs=5)
+    _, (finding,) = run(f, "RD205")
+    assert finding.fix.safety == "display-only" and finding.fix.before is None
+    assert finding.fix.code == (
+        "ds.map(decode, num_parallel_calls=4).cache()  # and drop the cache() at line 10"
+    )
+    assert finding.location.line == 11
+
+
+def test_a_cache_after_the_deterministic_work_or_before_only_random_work_passes():
+    cached_after = _cached_pipeline()
+    cache, decode = cached_after.nodes[1], cached_after.nodes[2]
+    cached_after.nodes[1:3] = [decode, cache]  # slices -> map(decode) -> cache -> batch
+    assert run(facts(step=10.0, compute=7.0, data=cached_after, epochs=5), "RD205")[1] == []
+    random_after = _cached_pipeline()
+    random_after.nodes[2].attrs["stateful_ops"] = ["RandomUniform"]  # an augmentation: per epoch
+    assert run(facts(step=10.0, compute=7.0, data=random_after, epochs=5), "RD205")[1] == []
+    one_epoch = _cached_pipeline()
+    assert run(facts(step=10.0, compute=7.0, data=one_epoch, epochs=1), "RD205")[1] == []
+
+
+def test_moving_a_chain_call():
+    assert rw.move_chain_call("ds.cache().map(f)", "cache") == "ds.map(f).cache()"
+    assert rw.move_chain_call('ds.cache("c").map(f)', "cache") == 'ds.map(f).cache("c")'
+    assert rw.move_chain_call("ds.map(f).cache()", "cache") is None  # already last
+    assert rw.move_chain_call("ds.cache().map(f).cache()", "cache") is None  # it ends cached
+    assert rw.move_chain_call("ds.cache().map(f).cache().map(g)", "cache") is None  # which?
+    assert rw.move_chain_call("ds.map(f)", "cache") is None
