@@ -138,8 +138,11 @@ def build_verify_view(summary: VerifySummary) -> VerifyView:
 
 
 def unsafe_in_patch(items: list[Verified]) -> str | None:
-    """The sentence naming the fixes in ``fixes.patch`` whose safety is ``unsafe`` (they change
-    what the model learns: a larger batch without its learning rate, dropout removed), or None.
+    """The sentence naming the fixes in ``fixes.patch`` whose safety is ``unsafe`` (they can
+    change what the job computes: a larger batch without its learning rate, dropout removed,
+    random draws in another order (RD203), a dataset pickled to worker processes (RD206)), or
+    None; each rule's doc says how under "Fix safety" (a new user's trial read "change what the
+    model learns" for RD203's parallel map).
     A new user's trial: "apply the confirmed fixes: ... git apply" put RD101 and RD301 in the
     training job with no word that either changes the model's training."""
     unsafe = [i.fix for i in items if i.in_patch and i.safety == "unsafe" and i.fix != ALL
@@ -147,8 +150,9 @@ def unsafe_in_patch(items: list[Verified]) -> str | None:
     if not unsafe:
         return None
     return (
-        f"fixes.patch holds unsafe fixes, which change what the model learns: "
-        f"{', '.join(unsafe)}; read each one's fix in the report before you apply it."
+        f"fixes.patch holds unsafe fixes, which can change what the job computes (the model, "
+        f"its training, the order of random draws, how the data is loaded): "
+        f"{', '.join(unsafe)}; read each one's fix and its rule's Fix safety before you apply it."
     )
 
 

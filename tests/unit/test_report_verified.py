@@ -263,8 +263,9 @@ def test_terminal_lines_show_bad_fixes_first_and_the_git_apply_line():
     assert lines[-1][0] == "apply the confirmed fixes: cd '<repo>' && git apply '<out>/fixes.patch'"
     # a new user's trial: the patch put an unsafe fix in the job with no word of it
     assert lines[-2] == (
-        "fixes.patch holds unsafe fixes, which change what the model learns: RD301; read each "
-        "one's fix in the report before you apply it.", True,
+        "fixes.patch holds unsafe fixes, which can change what the job computes (the model, its "
+        "training, the order of random draws, how the data is loaded): RD301; read each one's "
+        "fix and its rule's Fix safety before you apply it.", True,
     )  # fmt: skip
     assert lines[-2][0] in render_verify_markdown(_summary())
     assert lines[-2][0].replace("'", "&#39;") in RENDERERS["html"](_report())
