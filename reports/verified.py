@@ -31,8 +31,14 @@ def measured_cell(item: Verified) -> str:
 
 
 def estimate_cell(item: Verified) -> str:
-    """The finding's estimated speedup: ``2.50x``, or ``none``."""
-    return f"{item.estimate:.2f}x" if item.estimate else NO_ESTIMATE
+    """The finding's estimated speedup: ``2.50x``, or ``none``; for a copy of several fixes
+    (merged, or all), its parts' own estimates, not combined
+    (``rnndoctor.verify.session.parts_estimate``), where any part gave one."""
+    if item.estimate:
+        return f"{item.estimate:.2f}x"
+    if len(item.rules) > 1 and item.estimate_text:
+        return item.estimate_text
+    return NO_ESTIMATE
 
 
 def status_cell(item: Verified) -> str:

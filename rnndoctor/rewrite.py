@@ -39,6 +39,18 @@ def _pos(starts: list[int], line: int, col: int, text: str) -> int:
     return begin + len(encoded[:col].decode(errors="replace"))
 
 
+def line_starts(text: str) -> list[int]:
+    """Character offset of the start of each line of ``text`` (index 0 is line 1), for
+    :func:`char_offset`."""
+    return _offsets(text)
+
+
+def char_offset(starts: list[int], line: int, col: int, text: str) -> int:
+    """A character offset in ``text`` from ast's (1-based line, UTF-8 byte column) position;
+    ``starts`` from :func:`line_starts`."""
+    return _pos(starts, line, col, text)
+
+
 def _span(text: str, starts: list[int], node: ast.AST) -> tuple[int, int]:
     return (
         _pos(starts, node.lineno, node.col_offset, text),

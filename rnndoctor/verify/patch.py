@@ -18,7 +18,7 @@ import re
 import shutil
 import tokenize
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rnndoctor import rewrite as rw
@@ -306,12 +306,15 @@ def merge_groups(rewrites: Sequence[Rewrite]) -> list[Rewrite]:
 def _merged(rewrites: Sequence[Rewrite], apart: set[str]) -> list[Rewrite]:
     """``rewrites`` with each group that replaces the same text merged as far as it merges: the
     largest estimate left starts a merge, each later one joins where :func:`merge_same_call`
-    (keyword changes of one call) or :func:`merge_independent` (a method call appended) takes
-    it, and what joins none starts the next. A merged rewrite takes its first part's
-    place; a rewrite that merges with none, and those in ``apart``, stay as they are."""
+    (keyword changes of one call), :func:`merge_independent` (a method call appended) or
+    :func:`merge_chain` (changes to different calls of one method chain) takes it, and what
+    joins none starts the next. A rewrite of text inside another's joins that one's group
+    (:func:`_lifted`). A merged rewrite takes its first part's place; a rewrite that merges
+    with none, and those in ``apart``, stay as they are."""
     out: list[Rewrite | None] = list(rewrites)
+    lifted = _lifted(rewrites, apart)
     groups: dict[tuple[Path, int, int], list[int]] = {}
-    for index, rewrite in enumerate(rewrites):
+    for index, rewrite in enumerate(lifted):
         if not apart & set(rewrite.members):
             groups.setdefault((rewrite.file, rewrite.start, rewrite.end), []).append(index)
     for indices in groups.values():
@@ -319,8 +322,8 @@ def _merged(rewrites: Sequence[Rewrite], apart: set[str]) -> list[Rewrite]:
         while len(left) > 1:
             taken, merged = left[:1], None
             for index in left[1:]:
-                group = [rewrites[i] for i in sorted((*taken, index))]
-                candidate = merge_same_call(group) or merge_independent(group)
+                group = [lifted[i] for i in sorted((*taken, index))]
+                candidate = merge_same_call(group) or merge_independent(group) or merge_chain(group)
                 if candidate is not None:
                     taken, merged = [*taken, index], candidate
             left = [i for i in left if i not in taken]
@@ -329,6 +332,133 @@ def _merged(rewrites: Sequence[Rewrite], apart: set[str]) -> list[Rewrite]:
                     out[index] = None
                 out[min(taken)] = merged
     return [r for r in out if r is not None]
+
+
+def _lifted(rewrites: Sequence[Rewrite], apart: set[str]) -> list[Rewrite]:
+    """Each rewrite whose text lies strictly inside another's in the same file (RD203's
+    ``ds.map(f)`` inside RD301's ``ds.map(f).batch(64)``, a chain's calls each recorded with
+    the chain before them) as a rewrite of the largest such text, its own change spliced in,
+    so that the merges can take both; every other rewrite, and those in ``apart``, as given.
+
+    Raises:
+        OSError: a file with a nested rewrite cannot be read.
+    """
+    out = []
+    for rewrite in rewrites:
+        outer = [
+            o
+            for o in rewrites
+            if o.file == rewrite.file
+            and o.start <= rewrite.start
+            and rewrite.end <= o.end
+            and (o.start, o.end) != (rewrite.start, rewrite.end)
+            and not apart & set(o.members)
+        ]
+        if not outer or apart & set(rewrite.members):
+            out.append(rewrite)
+            continue
+        big = max(outer, key=lambda o: (o.end - o.start, -o.start))
+        text = read_source(rewrite.file)
+        spliced = (
+            text[big.start : rewrite.start] + rewrite.replacement + text[rewrite.end : big.end]
+        )
+        out.append(
+            replace(rewrite, start=big.start, end=big.end, replacement=spliced,
+                    first_line=big.first_line, last_line=big.last_line, code=spliced)
+        )  # fmt: skip
+    return out
+
+
+def merge_chain(rewrites: Sequence[Rewrite]) -> Rewrite | None:
+    """One rewrite applying each of ``rewrites``, which replace the same method chain, where
+    each changes the arguments of a different call of the chain, or appends a method call to
+    it: RD301's ``batch(64)`` -> ``batch(256)``, RD203's ``map(f)`` ->
+    ``map(f, num_parallel_calls=tf.data.AUTOTUNE)`` and RD202's appended ``.prefetch(...)`` on
+    ``tf.data.Dataset.from_tensor_slices(x).map(f).batch(64)``. A call's arguments are its own
+    (``batch``'s size does not depend on ``map``'s keywords), so the changes are independent.
+    None where a change is outside every call's parentheses (a callee replaced, RD107), inside
+    a call nested in those arguments, two rewrites change one call (:func:`merge_same_call`'s
+    case), two append, or the file with the result is not Python. Each rewrite's edits and the
+    result are as in :func:`merge_independent`; named and carried as :func:`merge_same_call`'s.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    return _merged_rewrite(rewrites, _chain_merge)
+
+
+def _chain_merge(text: str, rewrites: Sequence[Rewrite]) -> tuple[str, str] | None:
+    """:func:`merge_chain`'s merge of ``rewrites`` in the file's ``text``: the merged text (the
+    replacement and the code alike), or None."""
+    first = rewrites[0]
+    base = text[first.start : first.end]
+    regions = _chain_arguments(base)
+    if len(regions) < 2:
+        return None
+    edits: list[tuple[int, int, str]] = []
+    owners: set[int] = set()
+    for rewrite in rewrites:
+        mine = _edits(base, rewrite.replacement)
+        if not mine or any(_clash(a, b) for a in mine for b in edits):
+            return None
+        if not _appends(mine, len(base)):
+            owner = {_owner(regions, edit) for edit in mine}
+            if None in owner or len(owner) != 1 or owner & owners:
+                return None
+            owners |= owner
+        edits += mine
+    merged = base
+    for start, end, new in sorted(edits, reverse=True):
+        merged = merged[:start] + new + merged[end:]
+    try:
+        ast.parse(text[: first.start] + merged + text[first.end :])
+    except (SyntaxError, ValueError):
+        return None
+    return merged, merged
+
+
+def _chain_arguments(source: str) -> list[tuple[int, int, list[tuple[int, int]]]]:
+    """For the method chain ``source`` (an expression, or the value of one assignment), each
+    call's argument text as ``(start, end, nested)``: the offsets inside its parentheses, and
+    the spans of the calls nested in its arguments; empty where ``source`` is no such chain."""
+    lead = len(source) - len(source.lstrip())
+    body = source.lstrip()
+    try:
+        statement = ast.parse(body).body
+    except (SyntaxError, ValueError):
+        return []
+    value = getattr(statement[0], "value", None) if len(statement) == 1 else None
+    starts = rw.line_starts(body)
+    regions = []
+    while isinstance(value, ast.Call):
+        begin = rw.char_offset(starts, value.func.end_lineno, value.func.end_col_offset, body)
+        end = rw.char_offset(starts, value.end_lineno, value.end_col_offset, body) - 1  # its ")"
+        inner = [a for a in (*value.args, *(k.value for k in value.keywords))]
+        nested = [
+            (lead + rw.char_offset(starts, n.lineno, n.col_offset, body),
+             lead + rw.char_offset(starts, n.end_lineno, n.end_col_offset, body))
+            for a in inner for n in ast.walk(a) if isinstance(n, ast.Call)
+        ]  # fmt: skip
+        regions.append((lead + begin, lead + end, nested))
+        value = value.func.value if isinstance(value.func, ast.Attribute) else None
+        while isinstance(value, ast.Attribute):
+            value = value.value
+    return regions
+
+
+def _owner(
+    regions: list[tuple[int, int, list[tuple[int, int]]]], edit: tuple[int, int, str]
+) -> int | None:
+    """The index of the chain call whose parentheses hold ``edit`` and none of whose nested
+    calls it touches; None where no call's do."""
+    start, end, _ = edit
+    for index, (begin, close, nested) in enumerate(regions):
+        if begin < start and end <= close:
+            if any(start < b_end and b_start < end or b_start <= start < b_end
+                   for b_start, b_end in nested):  # fmt: skip
+                return None
+            return index
+    return None
 
 
 def merge_same_call(rewrites: Sequence[Rewrite]) -> Rewrite | None:

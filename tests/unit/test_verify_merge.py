@@ -405,3 +405,97 @@ def test_verify_measures_the_merged_chain_and_patches_both(tmp_path):
         "+train_ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1024).batch(128)"
         ".prefetch(tf.data.AUTOTUNE)  # the pipeline\n" in result.patch
     )
+
+
+# -- changes to different calls of one method chain -----------------------------------------
+MAPPED = "tf.data.Dataset.from_tensor_slices((x, y)).map(augment).batch(64)"
+MAP_CALL = "tf.data.Dataset.from_tensor_slices((x, y)).map(augment)"
+
+
+def _mapped_script(tmp_path: Path) -> Path:
+    path = tmp_path / "proj" / "train.py"
+    path.parent.mkdir()
+    path.write_text(
+        f"import tensorflow as tf\nx = y = [[0.0]] * 256\naugment = abs\nds = {MAPPED}\nprint(ds)\n"
+    )
+    return path
+
+
+def test_fixes_of_different_calls_of_one_chain_are_merged_a_nested_one_included(tmp_path):
+    """A new user's trial: RD203's parallel map (its fix replaces the chain up to the map call)
+    was left out of the all-fixes copy beside RD301's batch and RD202's prefetch, which replace
+    the whole chain ("RD203 is not in the all-fixes copy: it overlaps RD301+RD202")."""
+    script = _mapped_script(tmp_path)
+    parallel = MAP_CALL.replace("map(augment)", "map(augment, num_parallel_calls=tf.data.AUTOTUNE)")
+    fixes = [
+        finding("RD301", script, 4, MAPPED, MAPPED.replace("batch(64)", "batch(256)"),
+                safety="unsafe", speedup=2.9),
+        finding("RD203", script, 4, MAP_CALL, parallel, safety="unsafe", speedup=1.4),
+        finding("RD202", script, 4, MAPPED, f"{MAPPED}.prefetch(tf.data.AUTOTUNE)"),
+    ]  # fmt: skip
+    rewrites = [px.locate(f, f.rule_id, script.parent) for f in fixes]
+    kept, dropped = px.compatible(rewrites)
+    assert dropped == {} and [r.members for r in kept] == [("RD301", "RD203", "RD202")]
+    new = px.apply_rewrites(script.read_text(), kept)
+    assert (
+        "ds = tf.data.Dataset.from_tensor_slices((x, y)).map(augment, num_parallel_calls="
+        "tf.data.AUTOTUNE).batch(256).prefetch(tf.data.AUTOTUNE)\n"
+    ) in new
+    compile(new, "train.py", "exec")
+    assert [g.fix_id for g in px.merge_groups(rewrites)] == ["RD301+RD203+RD202"]
+
+
+def test_a_chain_merge_needs_each_change_in_its_own_calls_arguments(tmp_path):
+    script = _chain_script(tmp_path)
+    rd301, rd202 = (px.locate(f, f.rule_id, script.parent) for f in _chain_fixes(script))
+
+    def fix(rule_id: str, code: str):
+        return px.locate(finding(rule_id, script, 3, CHAIN, code, speedup=1.1), rule_id,
+                         script.parent)  # fmt: skip
+
+    shuffle = fix("RD999", CHAIN.replace("1024", "4096"))
+    merged = px.merge_chain([rd301, shuffle])
+    assert merged is not None and merged.replacement == CHAIN.replace("1024", "4096").replace(
+        "batch(32)", "batch(128)"
+    )
+    also_batch = fix("RD998", CHAIN.replace("batch(32)", "batch(32, drop_remainder=True)"))
+    assert px.merge_chain([rd301, also_batch]) is None  # one call twice: merge_same_call's
+    callee = fix("RD997", CHAIN.replace(".shuffle(", ".shuffled("))
+    assert px.merge_chain([rd301, callee]) is None  # a callee is no call's argument
+    nested = fix("RD996", CHAIN.replace("((x, y))", "((x, y[::-1]))"))
+    assert px.merge_chain([rd301, nested]) is not None  # a literal tuple, not a call
+    cache = fix("RD205", f"{CHAIN}.cache()")
+    assert px.merge_chain([rd202, cache]) is None  # two appends at one place
+
+
+def test_a_change_inside_a_call_nested_in_the_arguments_is_not_merged(tmp_path):
+    path = tmp_path / "proj" / "train.py"
+    path.parent.mkdir()
+    chain = "keras.layers.Bidirectional(keras.layers.GRU(8, recurrent_dropout=0.2))"
+    path.write_text(f"import keras\nlayer = {chain}\n")
+    outer = px.locate(finding("RD999", path, 2, chain, chain.replace("Bidirectional(",
+                      "Bidirectional(merge_mode='sum', layer=")), "RD999", path.parent)  # fmt: skip
+    inner = px.locate(finding("RD101", path, 2, chain, chain.replace("recurrent_dropout=0.2",
+                      "dropout=0.2")), "RD101", path.parent)  # fmt: skip
+    assert px.merge_chain([outer, inner]) is None  # one call, GRU nested in its arguments
+
+
+def test_a_copy_of_several_fixes_shows_each_parts_estimate_not_their_product():
+    """A new user's trial: the table's estimate column read "none" for RD301+RD202 although
+    RD301 estimated 2.9x; the product of the parts would overstate it (their effects overlap)."""
+    from rnndoctor.reports.verified import estimate_cell
+    from rnndoctor.verify.result import Verified
+    from rnndoctor.verify.session import parts_estimate
+
+    parts = [
+        Verified(fix="RD301", rules=["RD301"], title="batch", estimate=2.82),
+        Verified(fix="RD203", rules=["RD203"], title="map"),
+        Verified(fix="RD202", rules=["RD202"], title="prefetch"),
+    ]
+    text = parts_estimate(parts)
+    assert text == "RD301 2.82x; RD203, RD202 none; not combined"
+    group = Verified(fix="RD301+RD203+RD202", rules=["RD301", "RD203", "RD202"], title="one call",
+                     estimate_text=text)  # fmt: skip
+    assert estimate_cell(group) == text
+    assert parts_estimate(parts[1:]) is None
+    assert estimate_cell(parts[0]) == "2.82x" and estimate_cell(parts[1]) == "none"
