@@ -245,6 +245,15 @@ class StepEstimate:
             return Decision.INCONCLUSIVE if self.speedup >= cutoff else Decision.BELOW
         return decide(interval, cutoff, higher_is_worse=True, measured=interval)
 
+    def reaches_error(self, cutoff: float) -> bool:
+        """Whether the estimate supports an ``error`` at ``cutoff`` (2x: "runs at least 2x
+        slower than it needs to"): its whole interval reaches it (:meth:`decision`) and the
+        sequence length probe measured the share of the step that shrinks. An upper bound
+        (every part of the step taken to shrink with the padding) cannot show that the step
+        runs 2x slower than it needs to: a new user's ``Input((40,))`` model, which the probe
+        could not cut, had RD501 as an error from that bound alone."""
+        return self.share is not None and self.decision(cutoff) is Decision.CLEARS
+
     def inconclusive(self, cutoff: float) -> str:
         """Why a decision against ``cutoff`` is not CLEARS, for the finding's text:
         ``inconclusive: its interval reaches below the 1.05x cut-off``."""

@@ -27,11 +27,13 @@ Why it slows training:
     timesteps; ``error`` where the estimate's whole interval reaches 2x (``error_speedup``:
     "runs at least 2x slower than it needs to"; issue 11: decisions on intervals,
     ``rules/_sequences.py: StepEstimate.decision``: a median past 2x with its interval across
-    it stays a warning); ``info`` where the probe measured the estimate's whole interval below
-    1.05x (``rules/_sequences.py: NEGLIGIBLE_SPEEDUP``, RD502's default least gain): the
-    padding is there, but costs no step time worth the change. Where the estimate's interval
-    reaches below 1.05x while its top does not, the finding stays a warning (it rests on the
-    padded fraction), and its gain says "inconclusive" and counts no speedup for the forecast.
+    it stays a warning) and the sequence length probe measured the share that shrinks (an upper
+    bound never makes an error: ``StepEstimate.reaches_error``); ``info`` where the probe
+    measured the estimate's whole interval below 1.05x (``rules/_sequences.py:
+    NEGLIGIBLE_SPEEDUP``, RD502's default least gain): the padding is there, but costs no
+    step time worth the change. Where the estimate's interval reaches below 1.05x while its
+    top does not, the finding stays a warning (it rests on the padded fraction), and its gain
+    says "inconclusive" and counts no speedup for the forecast.
     Under load the probe's interval widens (``rules/_measured.py: widen_ratio``), and with it
     the estimate's, so a loaded run's error becomes a warning, never a finding that vanishes.
 
@@ -376,7 +378,7 @@ def _severity(estimate: sq.StepEstimate, options: OptionValues) -> tuple[Severit
         if uncertain
         else ""
     )
-    error = estimate.decision(options.error_speedup) is Decision.CLEARS
+    error = estimate.reaches_error(options.error_speedup)
     return Severity.ERROR if error else Severity.WARNING, uncertain, said
 
 

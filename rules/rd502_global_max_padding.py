@@ -18,7 +18,8 @@ Why it slows training:
     (RD501) saves more; per-batch padding is the one-line change.
 
     Severity: ``warning`` where the estimate's whole interval reaches ``min_speedup``,
-    ``error`` where it reaches ``error_speedup`` (2x); ``info``, "inconclusive", with no
+    ``error`` where it reaches ``error_speedup`` (2x) on a measured share (never on an upper
+    bound: ``StepEstimate.reaches_error``); ``info``, "inconclusive", with no
     speedup for the forecast, where only the estimate (its median) reaches ``min_speedup``
     (under load, also where the widened interval's top does); no finding where the estimate
     does not (issue 11: decisions on intervals, ``rules/_sequences.py:
@@ -191,7 +192,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         doubt = estimate.inconclusive(options.min_speedup)
         severity = (
             Severity.INFO if inconclusive
-            else Severity.ERROR if estimate.decision(options.error_speedup) is Decision.CLEARS
+            else Severity.ERROR if estimate.reaches_error(options.error_speedup)
             else Severity.WARNING
         )  # fmt: skip
         # the recorded facts (round 6), as the report's sequences table shows them
