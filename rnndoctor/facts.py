@@ -1019,6 +1019,10 @@ class ProbeFacts:
     of the same length), timed in interleaved bursts (``length_probe[1].paired``: A = the full
     length over B = the half); the share of the step that grows with the padded length is
     ``(1 - 1 / ratio) / (1 - half / full)``. ``length_probe_not_measured``: why not.
+    ``length_rejected`` (since 1.6, optional): the length, timesteps, the model failed to train
+    on when the probe cut its batches to half (a functional model whose ``Input`` fixes the
+    length, a ``Flatten`` after the RNN): it takes one length only, so bucketed batches of
+    other lengths would fail too; None where it trained, or the probe did not get that far.
     """
 
     input_only_ms: float | None = None
@@ -1048,6 +1052,7 @@ class ProbeFacts:
     batch_real_paired: PairedRatio | None = None
     length_probe: list[ProbePoint] = field(default_factory=list)
     length_probe_not_measured: str | None = None
+    length_rejected: int | None = None
 
 
 @dataclass

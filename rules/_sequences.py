@@ -17,7 +17,7 @@ from rnndoctor import rewrite as rw
 from rnndoctor import stats as bk
 from rnndoctor.decide import Decision, decide
 from rnndoctor.facts import Facts, ProbePoint, RNNLayer, SequenceInput
-from rnndoctor.findings import Evidence, Location
+from rnndoctor.findings import Evidence, Fix, FixSafety, Location
 from rnndoctor.paired import INTERVAL_PAIRS
 from rnndoctor.rules import Option
 from rnndoctor.rules import _fastpath as fp
@@ -824,3 +824,28 @@ def mask_advice(record: SequenceInput, embedding: str | None = None) -> tuple[st
             "layers.Masking(mask_value=0.0)  # first layer",
         ]
     return sentence + (end if left else ""), code
+
+
+def one_length_fix(fix: Fix, rejected: int | None, error: str | None) -> Fix:
+    """``fix`` (RD501's bucketing, RD502's per-batch padding: batches of other lengths than
+    the model was trained on) as a display-only sketch where the sequence length probe found
+    the model does not train on another length (``rejected``, timesteps: the rule's
+    ``probes.length_rejected``; ``error``: the probe's reason, quoted): a functional model whose
+    ``Input`` fixes it, a ``Flatten`` after the RNN. Pasted as it is, the fix would fail the
+    same way (a new user's ``Input((40,))`` model got an unsafe bucketing rewrite); its first
+    lines say what to change first. ``fix`` itself where ``rejected`` is None."""
+    if rejected is None:
+        return fix
+    note = (
+        f"# your model did not train on batches of {rejected} timesteps (the sequence length "
+        f"probe: {error or 'it failed'})\n# batches of other lengths need a model built for any "
+        "length first: keras.Input(shape=(None, ...)), and no layer\n# after the RNN that needs "
+        "the length (Flatten, RepeatVector(N), a Dense over the time axis)"
+    )
+    return Fix(
+        title=f"{fix.title}; display-only: your model trains on one length only",
+        code=f"{note}\n{fix.code}",
+        safety=FixSafety.DISPLAY_ONLY,
+        before=None,
+        location=fix.location,
+    )

@@ -80,7 +80,11 @@ Fix safety:
     not recorded); an argument it cannot carry exactly, each named with what to do:
     ``class_weight`` (Keras weighs a dataset's batches by it as it did arrays only where no
     label is above the dict's largest key), ``validation_split``, ``steps_per_epoch`` (Keras
-    does not restart a dataset each epoch), ``**kwargs``.
+    does not restart a dataset each epoch), ``**kwargs``. display-only too, its first lines
+    saying what to change first, where the sequence length probe found the model does not train
+    on a shorter length (``probes.length_rejected``: an ``Input`` that fixes the length, a
+    ``Flatten`` after the RNN; ``rules/_sequences.py: one_length_fix``): batches of other
+    lengths would fail.
 
 Options:
     ``min_padded_fraction`` = 0.3 (fraction of the timesteps): the measured padded fraction of
@@ -407,10 +411,12 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             code,
             safety,
         )
+        probes = facts.probes
+        if probes is not None:
+            fix = sq.one_length_fix(fix, probes.length_rejected, probes.length_probe_not_measured)
         location, where = sq.padding_location(facts, record)
         layers = sq.fed_layers(facts, record)
         no_mask = _no_mask_sentence(record)
-        probes = facts.probes
         estimate = sq.step_estimate(
             facts, record, result.speedup, tuple(result.boundaries),
             probes.length_probe if probes else [],

@@ -59,7 +59,10 @@ Fix safety:
     to do: ``class_weight`` (Keras weighs a dataset's batches by it as it did arrays only where
     no label is above the dict's largest key), ``validation_split`` (pass ``validation_data``:
     the same last part of the arrays), ``steps_per_epoch`` (Keras does not restart a dataset
-    each epoch), ``**kwargs``.
+    each epoch), ``**kwargs``. display-only too, its first lines saying what to change first,
+    where the sequence length probe found the model does not train on a shorter length
+    (``probes.length_rejected``: an ``Input`` that fixes the length, a ``Flatten`` after the
+    RNN; ``rules/_sequences.py: one_length_fix``): batches of other lengths would fail.
 
 Options:
     ``min_speedup`` = 1.05 (x (estimated step-time speedup)): the speedup the estimate's whole
@@ -221,7 +224,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                     where,
                     *estimate.evidence,
                 ),
-                fix=Fix("Pad each batch to its own longest sequence (padded_batch)", code, safety),
+                fix=_fix(facts, code, safety),
                 gain=(
                     ("inconclusive: " if inconclusive else "")
                     + f"{estimate.gain_head()} from {now} -> {after:.0f} timesteps computed "
@@ -232,3 +235,14 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             )
         )
     return findings
+
+
+def _fix(facts: Facts, code: str, safety: FixSafety) -> Fix:
+    """The per-batch padding fix, a display-only sketch under a note where the length probe
+    found the model does not train on a shorter length (``rules/_sequences.py:
+    one_length_fix``)."""
+    fix = Fix("Pad each batch to its own longest sequence (padded_batch)", code, safety)
+    probes = facts.probes
+    if probes is None:
+        return fix
+    return sq.one_length_fix(fix, probes.length_rejected, probes.length_probe_not_measured)

@@ -2086,6 +2086,8 @@ def _length_probe(
         if arm is None:
             if point.stopped:
                 probes.length_probe_not_measured = f"{value} timesteps: {point.stopped}"[:300]
+            if value == half and (point.stopped or "").startswith("failed"):
+                probes.length_rejected = half  # the model trains on one length only
             break
         functions[value] = model.train_function
         arms.append((point, arm))

@@ -586,3 +586,7 @@ def test_a_model_that_takes_one_length_only_leaves_the_estimate_an_upper_bound()
     assert pr.length_probe_not_measured.startswith("40 timesteps: failed"), pr
     (rd501,) = [f for f in report.findings if f.rule_id == "RD501"]
     assert "an upper bound" in rd501.message and "was not measured (40 timesteps" in rd501.gain
+    # batches of 40 would fail the same way: the bucketing is a sketch under a note, no error
+    assert pr.length_rejected == 40 and pr.length_probe[0].step_time_ms  # the full length ran
+    assert rd501.fix.safety == "display-only" and rd501.severity.label == "warning"
+    assert "did not train on batches of 40 timesteps" in rd501.fix.code

@@ -3,6 +3,7 @@ field by field (pure: no TensorFlow)."""
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 from pathlib import Path
@@ -557,3 +558,33 @@ def test_a_length_probe_ratio_past_the_linear_models_reach_says_it_was_clipped()
     (finding,) = _findings(facts, "RD501")
     (row,) = [e for e in finding.evidence if e.label.startswith("share of the compute-only")]
     assert "clipped" not in row.source
+
+
+def test_a_model_that_trains_on_one_length_gets_the_padding_fixes_as_sketches():
+    """A new user's functional model with ``Input((40,))``: the length probe's half-length arm
+    failed ("expected shape=(None, 40), found shape=(64, 20)"), and RD501 still offered an
+    unsafe bucketing rewrite that would fail the same way."""
+    from rnndoctor.findings import Fix
+    from rnndoctor.rules import _sequences as sq
+
+    lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=64, batch=16)
+    (before,) = _findings(facts, "RD501")
+    assert before.fix.safety != "display-only"
+    error = "32 timesteps: failed: ValueError: expected shape=(None, 64), found shape=(16, 32)"
+    from rnndoctor.facts import ProbeFacts
+
+    facts.probes = ProbeFacts(length_probe_not_measured=error, length_rejected=32)
+    (finding,) = _findings(facts, "RD501")
+    fix = finding.fix
+    assert fix.safety == "display-only" and fix.before is None
+    assert fix.title.endswith("display-only: your model trains on one length only")
+    first = fix.code.splitlines()[0]
+    assert (
+        first.startswith("# your model did not train on batches of 32 timesteps") and error in first
+    )
+    assert fix.code.endswith(before.fix.code)  # the sketch as it was, under the note
+    ast.parse(fix.code)
+    plain = Fix("Pad each batch", "ds = ds.padded_batch(16)", "unsafe", before="ds.batch(16)")
+    assert sq.one_length_fix(plain, 32, error).safety == "display-only"
+    assert sq.one_length_fix(plain, None, None) is plain
