@@ -85,7 +85,8 @@ def _rule_lines(view: ReportView, facts: Facts) -> list[str]:
         lines.append(f"skipped: {', '.join(tally.skipped)} (--select / --ignore)")
     if not view.findings:
         lines.append(
-            f"no findings from the {tally.evaluated} rules evaluated"
+            f"no findings from the {tally.evaluated} "
+            f"{'rule' if tally.evaluated == 1 else 'rules'} evaluated"
             + (": the rules not evaluated could still fire" if tally.not_evaluated else "")
         )
     return lines

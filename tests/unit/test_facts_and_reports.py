@@ -101,3 +101,13 @@ def test_terminal_summary_has_one_line_per_finding_and_the_paths(tmp_path):
     lines = summary_lines(report, {"html": tmp_path / "report.html"})
     assert sum(line.startswith("RD101 ") for line in lines) == 1
     assert lines[-1].endswith("report.html")
+
+
+def test_the_no_findings_line_counts_one_rule_in_the_singular():
+    """A new user's --select of one rule that passed read "no findings from the 1 rules
+    evaluated"."""
+    facts = _facts()
+    one = evaluate(facts, select=["RD401"])
+    assert "no findings from the 1 rule evaluated" in summary_lines(one)
+    two = evaluate(facts, select=["RD401", "RD102"])
+    assert "no findings from the 2 rules evaluated" in summary_lines(two)
