@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import runpy
 import sys
 import time
@@ -112,8 +113,34 @@ def _error_location(exc: BaseException) -> SourceLocation | None:
         if sites.is_user_file(exc.filename):  # compile errors have no frame in the user's file
             return sites.source_location(exc.filename, exc.lineno)
     for frame, line in reversed(list(traceback.walk_tb(exc.__traceback__))):
-        if sites.is_user_file(frame.f_code.co_filename):
-            return sites.source_location(frame.f_code.co_filename, line)
+        filename = frame.f_code.co_filename
+        if os.path.basename(filename).startswith(_AUTOGRAPH_FILE):
+            traced = _autograph_user_line(exc)
+            if traced is not None:
+                return traced
+            continue  # the converted copy is no line of the user's
+        if sites.is_user_file(filename):
+            return sites.source_location(filename, line)
+    return None
+
+
+# TensorFlow's autograph converts a tf.function's (or a tf.data map's) Python function into a
+# temporary module (tensorflow/python/autograph/pyct/loader.py: "__autograph_generated_file"),
+# and rewrites an error raised there to name the user's own lines, each marked "*" as user code
+# (tensorflow/python/autograph/impl/api.py: _ErrorMetadata, "in user code:"). A new user's map
+# function failed, and the check pointed at /tmp/__autograph_generated_file...py:21.
+_AUTOGRAPH_FILE = "__autograph_generated_file"
+_AUTOGRAPH_USER_FRAME = re.compile(r'File "([^"]+)", line (\d+), in [^\n]*?\s\*\s*$', re.M)
+
+
+def _autograph_user_line(exc: BaseException) -> SourceLocation | None:
+    """The last user-code frame autograph's message names (``File "train.py", line 12, in
+    expensive  *``) that is in a user file, or None."""
+    from rnndoctor.capture import sites
+
+    for filename, line in reversed(_AUTOGRAPH_USER_FRAME.findall(str(exc))):
+        if sites.is_user_file(filename) and os.path.exists(filename):
+            return sites.source_location(filename, int(line))
     return None
 
 
