@@ -44,7 +44,10 @@ Use instead:
     ``tf.data.Dataset.from_tensor_slices((x, y)).map(unpad).shuffle(n).padded_batch(64)``;
     ``from_tensor_slices((x, y, w))`` where ``fit`` takes ``sample_weight=w`` (``fit`` raises
     on ``sample_weight`` with a dataset). In a ``tf.data`` pipeline: ``padded_batch`` in place
-    of ``batch``.
+    of ``batch``; where its ``padded_batch`` pads to fixed shapes
+    (``padded_batch(64, padded_shapes=([200], []))``), that call with ``padded_shapes=None``,
+    every other argument as written (unsafe: the batches change shape, so the model's
+    ``Input`` must take any length).
 
 Fix safety:
     unsafe: ``fit`` takes a dataset instead of arrays; the batches themselves hold the same
@@ -82,11 +85,13 @@ References:
 
 from __future__ import annotations
 
+from rnndoctor import rewrite as rw
 from rnndoctor import stats as bk
 from rnndoctor.decide import Decision
 from rnndoctor.facts import Facts, SequenceInput
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import Option, OptionValues, finding, rule
+from rnndoctor.rules import _measured as m
 from rnndoctor.rules import _sequences as sq
 
 MIN_SPEEDUP = Option(
@@ -238,11 +243,41 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
 
 
 def _fix(facts: Facts, code: str, safety: FixSafety) -> Fix:
-    """The per-batch padding fix, a display-only sketch under a note where the length probe
-    found the model does not train on a shorter length (``rules/_sequences.py:
-    one_length_fix``)."""
-    fix = Fix("Pad each batch to its own longest sequence (padded_batch)", code, safety)
+    """The per-batch padding fix: where the pipeline's ``padded_batch`` pads to fixed
+    ``padded_shapes``, that call with ``padded_shapes=None`` (:func:`_padded_shapes_fix`),
+    else ``code``; a display-only sketch under a note where the length probe found the model
+    does not train on a shorter length (``rules/_sequences.py: one_length_fix``)."""
+    fix = _padded_shapes_fix(facts) or Fix(
+        "Pad each batch to its own longest sequence (padded_batch)", code, safety
+    )
     probes = facts.probes
     if probes is None:
         return fix
     return sq.one_length_fix(fix, probes.length_rejected, probes.length_probe_not_measured)
+
+
+def _padded_shapes_fix(facts: Facts) -> Fix | None:
+    """A ``tf.data`` pipeline whose last ``padded_batch`` pads to fixed shapes
+    (``padded_batch(64, padded_shapes=([200], []))``: every batch to the global maximum): that
+    call with ``padded_shapes=None``, which pads each component to the batch's own longest
+    (``tf.data.Dataset.padded_batch``: "If unset, all dimensions of all components are padded to
+    the maximum size in the batch"), every other argument as written; unsafe, as the
+    pipeline's batches then change shape (the model's ``Input`` must take any length). None
+    where the pipeline has no such call, or passes the shapes from a name (a literal there
+    would make the name do nothing: the sketch's comments say what to change)."""
+    nodes = [n for n in m.nodes_of(facts, "padded_batch") if n.location is not None]
+    call = nodes[-1].location.call_source if nodes else None
+    shapes = rw.argument(call, 1, "padded_shapes")
+    if shapes is None or not rw.is_literal(shapes):
+        return None
+    code = rw.set_argument(call, 1, "padded_shapes", "None")
+    if code is None:
+        return None
+    return Fix(
+        "Pad each batch to its own longest sequence: padded_shapes=None (the model's Input "
+        "must take any length: keras.Input(shape=(None, ...)))",
+        code,
+        FixSafety.UNSAFE,
+        before=call,
+        location=m.to_location(nodes[-1].location),
+    )

@@ -182,3 +182,29 @@ def test_rd502_on_a_tf_data_pipeline_pads_per_batch_in_place():
     assert fix.safety == "display-only"
     assert "from_tensor_slices" not in fix.code  # no arrays to slice: the user's pipeline
     assert "dataset.map(unpad, num_parallel_calls=tf.data.AUTOTUNE)" in fix.code
+
+
+def _padded_batch_on(call: str) -> Facts:
+    """A ``tf.data`` pipeline whose last op is ``padded_batch`` written as ``call`` (line 17)."""
+    from rnndoctor.facts import DataFacts, DataNode, SourceLocation
+
+    facts = _on("model.fit(ds, epochs=2)", kind="tf.data")
+    where = SourceLocation("/work/train.py", 17, code=f"ds = {call}", call_source=call)
+    facts.data = DataFacts(kind="tf.data", nodes=[
+        DataNode(name="PaddedBatchDatasetV2/_1", op="PaddedBatchDatasetV2", kind="padded_batch",
+                 location=where),
+    ], batch_kind="padded_batch")  # fmt: skip
+    return facts
+
+
+def test_rd502_drops_fixed_padded_shapes_in_the_pipelines_padded_batch():
+    """A new user's trial: ``padded_batch(64, padded_shapes=([200], []))`` padded every batch to
+    200, and RD502's sketch said to use padded_batch without saying to drop the shapes."""
+    fix = _fix(_padded_batch_on("ds.padded_batch(64, padded_shapes=([200], []))"), "RD502")
+    assert fix.code == "ds.padded_batch(64, padded_shapes=None)" and fix.safety == "unsafe"
+    assert fix.before == "ds.padded_batch(64, padded_shapes=([200], []))"
+    assert fix.location.line == 17 and "Input must take any length" in fix.title
+    positional = _fix(_padded_batch_on("ds.padded_batch(64, ([200], []), (0, 0.0))"), "RD502")
+    assert positional.code == "ds.padded_batch(64, None, (0, 0.0))"  # padding_values kept
+    named = _fix(_padded_batch_on("ds.padded_batch(64, padded_shapes=SHAPES)"), "RD502")
+    assert named.safety == "display-only" and named.before is None  # a name: the sketch
