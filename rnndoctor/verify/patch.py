@@ -370,16 +370,20 @@ def _lifted(rewrites: Sequence[Rewrite], apart: set[str]) -> list[Rewrite]:
 
 
 def merge_chain(rewrites: Sequence[Rewrite]) -> Rewrite | None:
-    """One rewrite applying each of ``rewrites``, which replace the same method chain, where
-    each changes the arguments of a different call of the chain, or appends a method call to
-    it: RD301's ``batch(64)`` -> ``batch(256)``, RD203's ``map(f)`` ->
-    ``map(f, num_parallel_calls=tf.data.AUTOTUNE)`` and RD202's appended ``.prefetch(...)`` on
-    ``tf.data.Dataset.from_tensor_slices(x).map(f).batch(64)``. A call's arguments are its own
-    (``batch``'s size does not depend on ``map``'s keywords), so the changes are independent.
-    None where a change is outside every call's parentheses (a callee replaced, RD107), inside
-    a call nested in those arguments, two rewrites change one call (:func:`merge_same_call`'s
-    case), two append, or the file with the result is not Python. Each rewrite's edits and the
-    result are as in :func:`merge_independent`; named and carried as :func:`merge_same_call`'s.
+    """One rewrite applying each of ``rewrites``, which replace the same call or method chain,
+    where each changes arguments no other changes (of different calls of the chain, or
+    different arguments of one call), or appends a method call to it: RD301's ``batch(64)`` ->
+    ``batch(256)``, RD203's ``map(f)`` -> ``map(f, num_parallel_calls=tf.data.AUTOTUNE)`` and
+    RD202's appended ``.prefetch(...)`` on ``tf.data.Dataset.from_tensor_slices(x).map(f)
+    .batch(64)``; RD301's ``padded_batch(64, ...)`` -> ``padded_batch(256, ...)`` and RD502's
+    ``padded_shapes=None`` in the same call. Each argument is its own value (``batch``'s size
+    does not depend on ``map``'s keywords, nor ``padded_batch``'s size on its shapes), so the
+    changes are independent. None where a change is outside every call's parentheses (a callee
+    replaced, RD107), inside a call nested in an argument, across two arguments (a keyword
+    removed with its comma: :func:`merge_same_call`'s case), two rewrites change one argument,
+    or add at one place, or the file with the result is not Python. Each rewrite's edits and
+    the result are as in :func:`merge_independent`; named and carried as
+    :func:`merge_same_call`'s.
 
     Raises:
         OSError: the file cannot be read.
@@ -392,18 +396,20 @@ def _chain_merge(text: str, rewrites: Sequence[Rewrite]) -> tuple[str, str] | No
     replacement and the code alike), or None."""
     first = rewrites[0]
     base = text[first.start : first.end]
-    regions = _chain_arguments(base)
-    if len(regions) < 2:
+    calls = _chain_arguments(base)
+    if not calls:
         return None
     edits: list[tuple[int, int, str]] = []
-    owners: set[int] = set()
+    owners: set[tuple[int, int]] = set()
     for rewrite in rewrites:
         mine = _edits(base, rewrite.replacement)
+        if not _appends(mine, len(base)) and None in {_owner(calls, e) for e in mine}:
+            mine = _one_edit(base, rewrite.replacement)  # difflib may split one change
         if not mine or any(_clash(a, b) for a in mine for b in edits):
             return None
         if not _appends(mine, len(base)):
-            owner = {_owner(regions, edit) for edit in mine}
-            if None in owner or len(owner) != 1 or owner & owners:
+            owner = {_owner(calls, edit) for edit in mine}
+            if None in owner or owner & owners:
                 return None
             owners |= owner
         edits += mine
@@ -417,10 +423,35 @@ def _chain_merge(text: str, rewrites: Sequence[Rewrite]) -> tuple[str, str] | No
     return merged, merged
 
 
-def _chain_arguments(source: str) -> list[tuple[int, int, list[tuple[int, int]]]]:
-    """For the method chain ``source`` (an expression, or the value of one assignment), each
-    call's argument text as ``(start, end, nested)``: the offsets inside its parentheses, and
-    the spans of the calls nested in its arguments; empty where ``source`` is no such chain."""
+def _one_edit(base: str, new: str) -> list[tuple[int, int, str]]:
+    """``new``'s difference from ``base`` as one edit, between their common prefix and common
+    suffix: ``padded_shapes=([200], [])`` -> ``padded_shapes=None`` is one change of one
+    argument, where a word-by-word diff (:func:`_edits`) matched the tuple's ``)`` to the
+    call's and gave two, the second outside the argument. Empty where they are equal."""
+    if base == new:
+        return []
+    prefix = len(os.path.commonprefix([base, new]))
+    suffix = 0
+    while suffix < min(len(base), len(new)) - prefix and base[-1 - suffix] == new[-1 - suffix]:
+        suffix += 1
+    return [(prefix, len(base) - suffix, new[prefix : len(new) - suffix])]
+
+
+@dataclass(frozen=True)
+class _CallText:
+    """One call of a method chain, as offsets in its text: ``begin`` / ``close`` bound what is
+    inside its parentheses (``close`` is the ``)``); ``arguments``, each argument's span (a
+    keyword's ``name=value``); ``nested``, the spans of the calls inside its arguments."""
+
+    begin: int
+    close: int
+    arguments: tuple[tuple[int, int], ...]
+    nested: tuple[tuple[int, int], ...]
+
+
+def _chain_arguments(source: str) -> list[_CallText]:
+    """Each call of the method chain ``source`` (an expression, or the value of one
+    assignment), outermost first (:class:`_CallText`); empty where ``source`` is no call."""
     lead = len(source) - len(source.lstrip())
     body = source.lstrip()
     try:
@@ -429,35 +460,51 @@ def _chain_arguments(source: str) -> list[tuple[int, int, list[tuple[int, int]]]
         return []
     value = getattr(statement[0], "value", None) if len(statement) == 1 else None
     starts = rw.line_starts(body)
-    regions = []
+
+    def span(node: ast.AST) -> tuple[int, int]:
+        return (
+            lead + rw.char_offset(starts, node.lineno, node.col_offset, body),
+            lead + rw.char_offset(starts, node.end_lineno, node.end_col_offset, body),
+        )
+
+    calls = []
     while isinstance(value, ast.Call):
-        begin = rw.char_offset(starts, value.func.end_lineno, value.func.end_col_offset, body)
-        end = rw.char_offset(starts, value.end_lineno, value.end_col_offset, body) - 1  # its ")"
-        inner = [a for a in (*value.args, *(k.value for k in value.keywords))]
-        nested = [
-            (lead + rw.char_offset(starts, n.lineno, n.col_offset, body),
-             lead + rw.char_offset(starts, n.end_lineno, n.end_col_offset, body))
-            for a in inner for n in ast.walk(a) if isinstance(n, ast.Call)
-        ]  # fmt: skip
-        regions.append((lead + begin, lead + end, nested))
+        func_end = rw.char_offset(starts, value.func.end_lineno, value.func.end_col_offset, body)
+        inner = [*value.args, *value.keywords]
+        calls.append(
+            _CallText(
+                begin=lead + func_end,
+                close=span(value)[1] - 1,
+                arguments=tuple(span(a) for a in inner),
+                nested=tuple(
+                    span(n) for a in inner for n in ast.walk(a) if isinstance(n, ast.Call)
+                ),
+            )
+        )
         value = value.func.value if isinstance(value.func, ast.Attribute) else None
         while isinstance(value, ast.Attribute):
             value = value.value
-    return regions
+    return calls
 
 
-def _owner(
-    regions: list[tuple[int, int, list[tuple[int, int]]]], edit: tuple[int, int, str]
-) -> int | None:
-    """The index of the chain call whose parentheses hold ``edit`` and none of whose nested
-    calls it touches; None where no call's do."""
+def _owner(calls: list[_CallText], edit: tuple[int, int, str]) -> tuple[int, int] | None:
+    """What ``edit`` changes: ``(call, argument)``, the index of the chain call whose
+    parentheses hold it and of the argument whose span holds it (-1: added at the closing
+    parenthesis, after the last argument); None where it spans two arguments, touches a call
+    nested in one, or lies outside every call's parentheses."""
     start, end, _ = edit
-    for index, (begin, close, nested) in enumerate(regions):
-        if begin < start and end <= close:
-            if any(start < b_end and b_start < end or b_start <= start < b_end
-                   for b_start, b_end in nested):  # fmt: skip
-                return None
-            return index
+    for index, call in enumerate(calls):
+        if not (call.begin < start and end <= call.close):
+            continue
+        if any(start < b_end and b_start < end or b_start <= start < b_end
+               for b_start, b_end in call.nested):  # fmt: skip
+            return None
+        if start == end == call.close:
+            return index, -1
+        for position, (a_start, a_end) in enumerate(call.arguments):
+            if a_start <= start and end <= a_end:
+                return index, position
+        return None
     return None
 
 

@@ -459,7 +459,10 @@ def test_a_chain_merge_needs_each_change_in_its_own_calls_arguments(tmp_path):
         "batch(32)", "batch(128)"
     )
     also_batch = fix("RD998", CHAIN.replace("batch(32)", "batch(32, drop_remainder=True)"))
-    assert px.merge_chain([rd301, also_batch]) is None  # one call twice: merge_same_call's
+    both = px.merge_chain([rd301, also_batch])  # one call, two of its arguments
+    assert both.replacement == CHAIN.replace("batch(32)", "batch(128, drop_remainder=True)")
+    other_size = fix("RD995", CHAIN.replace("batch(32)", "batch(64)"))
+    assert px.merge_chain([rd301, other_size]) is None  # one argument, two values
     callee = fix("RD997", CHAIN.replace(".shuffle(", ".shuffled("))
     assert px.merge_chain([rd301, callee]) is None  # a callee is no call's argument
     nested = fix("RD996", CHAIN.replace("((x, y))", "((x, y[::-1]))"))
@@ -499,3 +502,21 @@ def test_a_copy_of_several_fixes_shows_each_parts_estimate_not_their_product():
     assert estimate_cell(group) == text
     assert parts_estimate(parts[1:]) is None
     assert estimate_cell(parts[0]) == "2.82x" and estimate_cell(parts[1]) == "none"
+
+
+def test_two_arguments_of_one_call_are_merged_the_batch_size_and_padded_shapes(tmp_path):
+    """RD301's ``padded_batch(64, ...)`` -> ``(256, ...)`` and RD502's ``padded_shapes=None``
+    in the same call, confirmed 1.86x alone and left out of the patch for the overlap."""
+    path = tmp_path / "proj" / "train.py"
+    path.parent.mkdir()
+    call = "ds.padded_batch(64, padded_shapes=([200], []))"
+    path.write_text(f"ds = None\nds = {call}\n")
+    rd301 = px.locate(finding("RD301", path, 2, call, call.replace("64", "256"), speedup=2.1),
+                      "RD301", path.parent)  # fmt: skip
+    rd502 = px.locate(finding("RD502", path, 2, call, "ds.padded_batch(64, padded_shapes=None)",
+                              speedup=1.6), "RD502", path.parent)  # fmt: skip
+    kept, dropped = px.compatible([rd301, rd502])
+    assert dropped == {} and kept[0].fix_id == "RD301+RD502"
+    assert px.apply_rewrites(path.read_text(), kept).endswith(
+        "ds = ds.padded_batch(256, padded_shapes=None)\n"
+    )
