@@ -24,15 +24,26 @@ _MIN_SECRET_LEN = 6  # shorter values would match ordinary words (documented in 
 # Secret literals in the script's own text (code context, script.log): a quoted string assigned to
 # a secret-named variable or keyword (api_key = "sk-..."), and an upper-case NAME=value as
 # environment dumps and config printouts show it (API_KEY=sk-...). Unquoted code such as
-# `tokenizer = Tokenizer(...)` is left alone.
+# `tokenizer = Tokenizer(...)` is left alone. The secret word ends its name or a part of it
+# (hf_token, API_KEY_V2, mysecret): tokenizer_name and num_tokens hold no secret, and a value
+# taken for one would be removed from every report wherever it appears (a review).
 _SECRET_WORD = r"(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|CREDENTIAL|PRIVATE_?KEY)"
 _QUOTED_SECRET = re.compile(
-    rf"(\b\w*{_SECRET_WORD}\w*[\"']?\s*[:=]\s*)([\"'])([^\"'\s]{{{_MIN_SECRET_LEN},}})\2",
+    rf"(\b\w*{_SECRET_WORD}(?:_\w*)?\b[\"']?\s*[:=]\s*)([\"'])([^\"'\s]{{{_MIN_SECRET_LEN},}})\2",
     re.I,
 )
 _ASSIGNED_SECRET = re.compile(
-    rf"(\b[A-Z0-9_]*{_SECRET_WORD}[A-Z0-9_]*=)([^\s\"',;]{{{_MIN_SECRET_LEN},}})"
+    rf"(\b[A-Z0-9_]*{_SECRET_WORD}(?:_[A-Z0-9_]*)?=)([^\s\"',;]{{{_MIN_SECRET_LEN},}})"
 )
+# A secret-named environment variable's default in the script: os.environ.get("HF_TOKEN",
+# "hf_...") or os.getenv("API_KEY", "sk-...").
+_DEFAULT_SECRET = re.compile(
+    rf"(?:getenv|environ\.get)\(\s*[\"']\w*{_SECRET_WORD}(?:_\w*)?[\"']\s*,\s*([\"'])"
+    rf"([^\"'\s]{{{_MIN_SECRET_LEN},}})\1",
+    re.I,
+)
+_MAX_SOURCE_FILES = 50  # the script folder's other .py files read for secret literals, at most
+_MAX_SOURCE_BYTES = 2**20  # a larger file is not read for them
 
 
 def _names() -> list[tuple[str, str]]:
@@ -48,15 +59,28 @@ def _names() -> list[tuple[str, str]]:
 
 
 def script_secrets(script: str | os.PathLike | None) -> list[str]:
-    """The values of the secret literals in the script's text (``api_key = "sk-..."`` ->
-    ``sk-...``: :data:`_QUOTED_SECRET`), longest first, so that the script printing one
+    """The values of the secret literals in the script's text and in the other ``.py`` files
+    of its folder (a ``config.py`` it imports; at most :data:`_MAX_SOURCE_FILES` files of
+    :data:`_MAX_SOURCE_BYTES` each): ``api_key = "sk-..."`` -> ``sk-...``
+    (:data:`_QUOTED_SECRET`), and a secret-named environment variable's default
+    (``os.getenv("HF_TOKEN", "hf_...")``), longest first, so that the script printing one
     (``print(f"using {api_key}")``, a traceback's local) loses it in ``script.log`` and the
     reports too; empty where the script cannot be read."""
-    try:
-        text = Path(script).read_text(encoding="utf-8", errors="replace") if script else ""
-    except OSError:
+    if not script or not Path(script).is_file():
         return []
-    return sorted({m.group(3) for m in _QUOTED_SECRET.finditer(text)}, key=len, reverse=True)
+    path = Path(script)
+    others = sorted(p for p in path.parent.glob("*.py") if p != path) if path.parent else []
+    found: set[str] = set()
+    for source in [path, *others[:_MAX_SOURCE_FILES]]:
+        try:
+            if source.stat().st_size > _MAX_SOURCE_BYTES:
+                continue
+            text = source.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        found |= {m.group(3) for m in _QUOTED_SECRET.finditer(text)}
+        found |= {m.group(2) for m in _DEFAULT_SECRET.finditer(text)}
+    return sorted(found, key=len, reverse=True)
 
 
 def make_scrubber(
@@ -77,7 +101,11 @@ def make_scrubber(
         for name, value in os.environ.items()
         if _SECRET_NAME.search(name) and len(value) >= _MIN_SECRET_LEN
     ]
-    secrets += [(value, "<redacted>") for value in script_secrets(script)]
+    # a literal's value wherever it appears, as a whole word: "sk-live-9f8e" in a log line
+    literals = [
+        (re.compile(rf"(?<![\w-]){re.escape(value)}(?![\w-])"), "<redacted>")
+        for value in script_secrets(script)
+    ]
     # Not inside a longer run of letters and digits: a host named "vm" must not turn "kvm" into
     # "k<host>", but "alice-exp" and "alice_runs" in a path do lose "alice".
     words = [
@@ -94,6 +122,8 @@ def make_scrubber(
     def scrub(text: str) -> str:
         for value, label in secrets:
             text = text.replace(value, label)
+        for pattern, label in literals:
+            text = pattern.sub(label, text)
         text = _QUOTED_SECRET.sub(r"\1\2<redacted>\2", text)
         text = _ASSIGNED_SECRET.sub(r"\1<redacted>", text)
         for folder, relative in folders:

@@ -10,6 +10,7 @@ quoting, comments and line breaks.
 from __future__ import annotations
 
 import ast
+import re
 
 
 def parse_call(call_source: str | None) -> ast.Call | None:
@@ -24,11 +25,14 @@ def parse_call(call_source: str | None) -> ast.Call | None:
 
 
 def _offsets(text: str) -> list[int]:
-    """Character offset of the start of each line of ``text`` (index 0 is line 1)."""
-    starts = [0]
-    for line in text.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
-    return starts
+    """Character offset of the start of each line of ``text`` (index 0 is line 1), lines as
+    Python's parser counts them (``\n``, ``\r\n``, ``\r``; not ``str.splitlines``, which also
+    breaks at a form feed or U+2028 inside a string literal and would shift every later
+    offset)."""
+    return [0, *(m.end() for m in _LINE_END.finditer(text))]
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def _pos(starts: list[int], line: int, col: int, text: str) -> int:
@@ -377,10 +381,24 @@ def move_chain_call(call_source: str | None, name: str) -> str | None:
         return None
     (moved,) = inner
     starts = _offsets(text)
-    begin, end = _span(text, starts, moved)
+    end = _span(text, starts, moved)[1]
     receiver_end = _span(text, starts, moved.func.value)[1]
-    suffix = text[receiver_end:end]  # ".cache()" as written, arguments and all
-    return text[:receiver_end] + text[end:] + "." + suffix.split(".", 1)[1].lstrip()
+    # the "." that starts ".cache(...)": past the receiver's closing parentheses, white space
+    # and comments (whose own dots, "e.g.", are not it)
+    gap = _GAP.match(text, receiver_end)
+    dot = gap.end() if gap is not None else receiver_end
+    if not text.startswith(".", dot):
+        return None
+    moved_text = text[dot:end]  # ".cache()" as written, arguments and all
+    result = text[:dot] + text[end:] + moved_text
+    try:
+        ast.parse(result, mode="eval")
+    except SyntaxError:
+        return None
+    return result
+
+
+_GAP = re.compile(r"(?:\s+|#[^\n]*|\))*")
 
 
 def set_call_literal(call_source: str | None, old: int, new: int) -> str | None:

@@ -37,7 +37,12 @@ Fix safety:
     says it cannot be cached as built. A cache placed before the deterministic preprocessing is
     moved after it where both are in one method chain (``x.cache().map(f)`` ->
     ``x.map(f).cache()``, safe: the same elements, cached later); a display-only note naming
-    the line of the ``cache()`` to drop where they are in different statements.
+    the line of the ``cache()`` to drop where it cannot be moved within the call as recorded,
+    or caches to files (files an earlier run left hold the elements from before the map).
+    Random ops are tf.random's and tf.random.Generator's stateful ops (``Random*``,
+    ``Stateful*``, ``Rng*``); a cached step with Python code or other stateful ops (a
+    ``py_function`` drawing from numpy, a Keras random layer's seed variable) makes the fix
+    unsafe, its title naming the step to check: a cache replays its first epoch's output.
 
 Options:
     ``min_input_share`` = 0.05 (fraction of the step): the measured input share of the step
@@ -100,15 +105,34 @@ class _Plan:
     random: tuple[str, ...] = ()
     why: str = ""
     frozen: str = ""  # what a cache after `node` would freeze anyway (a Keras util's shuffle)
+    unsure: tuple[str, ...] = ()  # cached steps whose ops may differ from epoch to epoch
+
+
+# Stateful ops that draw random numbers: tf.random's (RandomUniform, RandomStandardNormal...),
+# tf.random.Generator's (StatefulUniform, StatefulStandardNormalV2, RngReadAndSkip...).
+_RANDOM_OPS = ("Random", "Stateful", "Rng")
 
 
 def _randomness(node: DataNode) -> str | None:
     """What makes ``node`` differ from epoch to epoch: a map drawing random numbers, a shuffle."""
-    random_ops = [op for op in node.attrs.get("stateful_ops") or [] if "Random" in op]
+    stateful = node.attrs.get("stateful_ops") or []
+    random_ops = [op for op in stateful if any(word in op for word in _RANDOM_OPS)]
     if node.kind == "map" and random_ops:
         return f"{node.op} ({', '.join(random_ops[:3])})"
     if node.kind == "shuffle":
         return node.op
+    return None
+
+
+def _unsure(node: DataNode) -> str | None:
+    """A step whose output may still differ between epochs although it draws no random numbers
+    rnndoctor can name: Python code (``py_function``, a generator: numpy's randomness is
+    invisible to the graph), or other stateful ops (a variable read and updated: Keras 3's
+    random layers keep their seed in one). A cache after it replays its first epoch's output,
+    so the fix is unsafe and says which to check."""
+    stateful = node.attrs.get("stateful_ops") or []
+    if node.kind == "map" and (node.python or stateful) and _randomness(node) is None:
+        return f"{node.op} ({', '.join(stateful[:3]) or 'Python'})"
     return None
 
 
@@ -120,12 +144,14 @@ def _cache_plan(data: DataFacts, work: list[DataNode]) -> _Plan:
     first_random = next((i for i, n in enumerate(data.nodes) if _randomness(n)), len(data.nodes))
     before = [n for n in work if data.nodes.index(n) < first_random]
     node = _located(data, before[-1], first_random) if before else None
+    cached = data.nodes[: data.nodes.index(node) + 1] if node is not None else []
+    unsure = tuple(u for u in (_unsure(n) for n in cached) if u)
     if node is not None and node.attrs.get("built_by") in _UTILS:
         inside = [
             _randomness(n) for n in data.nodes if n.location == node.location and _randomness(n)
         ]
         frozen = f"the shuffle inside {node.attrs['built_by']}" if inside else ""
-        return _Plan(node, node.location, random, frozen=frozen)
+        return _Plan(node, node.location, random, frozen=frozen, unsure=unsure)
     if node is None:
         first = data.nodes[first_random] if first_random < len(data.nodes) else None
         why = (
@@ -135,7 +161,17 @@ def _cache_plan(data: DataFacts, work: list[DataNode]) -> _Plan:
             else "no deterministic preprocessing step was found"
         )
         return _Plan(None, first.location if first else None, random, why=why)
-    return _Plan(node, node.location, random)
+    return _Plan(node, node.location, random, unsure=unsure)
+
+
+def _check_note(plan: _Plan) -> str:
+    """The title's words where a cached step may differ between epochs (:func:`_unsure`)."""
+    if not plan.unsure:
+        return ""
+    return (
+        f"; unsafe: check that {', '.join(plan.unsure)} gives the same output every epoch (a "
+        "cache replays the first epoch's)"
+    )
 
 
 def _located(data: DataFacts, node: DataNode, stop: int) -> DataNode:
@@ -172,15 +208,16 @@ def _fix(plan: _Plan) -> Fix:
         )
         return Fix(
             title=f"Cache the dataset {node.attrs['built_by']} builds: add after line "
-            f"{(loc.end_line or loc.line) if loc else '?'}",
+            f"{(loc.end_line or loc.line) if loc else '?'}{_check_note(plan)}",
             code=code + note,
-            safety=FixSafety.UNSAFE if plan.frozen else FixSafety.SAFE,
+            safety=FixSafety.UNSAFE if plan.frozen or plan.unsure else FixSafety.SAFE,
         )
     if call:
         return Fix(
-            title="Cache after the deterministic preprocessing (then shuffle / batch / prefetch)",
+            title="Cache after the deterministic preprocessing (then shuffle / batch / prefetch)"
+            + _check_note(plan),
             code=f"{call}.cache()",
-            safety=FixSafety.SAFE,
+            safety=FixSafety.UNSAFE if plan.unsure else FixSafety.SAFE,
             before=call,
         )
     return Fix(
@@ -235,19 +272,29 @@ def _message(
 def _move_fix(plan: _Plan, cached: DataNode) -> Fix:
     """The pipeline's ``cache()`` moved after the deterministic preprocessing: within the one
     chain that holds both (``x.cache().map(f)`` -> ``x.map(f).cache()``,
-    :func:`rnndoctor.rewrite.move_chain_call`); else a display-only note naming the line whose
-    ``cache()`` to drop."""
+    :func:`rnndoctor.rewrite.move_chain_call`), unsafe where a step it now caches may differ
+    between epochs (:func:`_check_note`); else a display-only note naming the line of the
+    ``cache()`` to drop. A cache to files (``cache("/tmp/c")``) is display-only too: files an
+    earlier run left there hold the elements from before the map, and tf.data would read
+    them back."""
     loc = plan.location
     call = loc.call_source if loc is not None else None
-    moved = rw.move_chain_call(call, "cache")
     title = "Move cache() after the deterministic preprocessing (then shuffle / batch / prefetch)"
+    on_file = bool(rw.argument(cached.location.call_source if cached.location else None, 0,
+                               "filename"))  # fmt: skip
+    moved = None if on_file else rw.move_chain_call(call, "cache")
     if moved is not None:
-        return Fix(title=title, code=moved, safety=FixSafety.SAFE, before=call)
+        safety = FixSafety.UNSAFE if plan.unsure else FixSafety.SAFE
+        return Fix(title=title + _check_note(plan), code=moved, safety=safety, before=call)
     line = cached.location.line if cached.location else None
     drop = f"drop the cache() at line {line}" if line else "drop the earlier cache()"
+    why = (
+        "it caches to files, which hold the elements from before the map: delete them first"
+        if on_file
+        else "the cache() could not be moved within the call as recorded"
+    )
     code = f"{call}.cache()  # and {drop}" if call else f"ds = ds.cache()  # and {drop}"
-    return Fix(title=f"{title}; display-only: the two are in different statements", code=code,
-               safety=FixSafety.DISPLAY_ONLY)  # fmt: skip
+    return Fix(title=f"{title}; display-only: {why}", code=code, safety=FixSafety.DISPLAY_ONLY)
 
 
 def _assigned(code: str | None) -> str | None:

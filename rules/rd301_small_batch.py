@@ -236,7 +236,9 @@ def _computed_note(
     text = written.split("=", 1)[1].strip() if "\n" not in written else ast.unparse(value)
     ran = f" ({current} in this run)" if current else ""
     variables = _environment_variables(value)
-    if variables:
+    if len(variables) > 1:  # BS * NGPU: no single value to name
+        where = f"the environment variables {', '.join(variables)}: set them to give {size}"
+    elif variables:
         where = f"the environment variable {variables[0]}: run with {variables[0]}={size}"
     elif any(ast.unparse(n) in ("sys.argv", "argv") for n in ast.walk(value)):
         where = "the script's command line (sys.argv)"

@@ -85,6 +85,8 @@ References:
 
 from __future__ import annotations
 
+import ast
+
 from rnndoctor import rewrite as rw
 from rnndoctor import stats as bk
 from rnndoctor.decide import Decision
@@ -229,7 +231,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                     where,
                     *estimate.evidence,
                 ),
-                fix=_fix(facts, code, safety),
+                fix=_fix(facts, record, code, safety),
                 gain=(
                     ("inconclusive: " if inconclusive else "")
                     + f"{estimate.gain_head()} from {now} -> {after:.0f} timesteps computed "
@@ -242,12 +244,12 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     return findings
 
 
-def _fix(facts: Facts, code: str, safety: FixSafety) -> Fix:
+def _fix(facts: Facts, record: SequenceInput, code: str, safety: FixSafety) -> Fix:
     """The per-batch padding fix: where the pipeline's ``padded_batch`` pads to fixed
     ``padded_shapes``, that call with ``padded_shapes=None`` (:func:`_padded_shapes_fix`),
     else ``code``; a display-only sketch under a note where the length probe found the model
     does not train on a shorter length (``rules/_sequences.py: one_length_fix``)."""
-    fix = _padded_shapes_fix(facts) or Fix(
+    fix = _padded_shapes_fix(facts, record) or Fix(
         "Pad each batch to its own longest sequence (padded_batch)", code, safety
     )
     probes = facts.probes
@@ -256,7 +258,7 @@ def _fix(facts: Facts, code: str, safety: FixSafety) -> Fix:
     return sq.one_length_fix(fix, probes.length_rejected, probes.length_probe_not_measured)
 
 
-def _padded_shapes_fix(facts: Facts) -> Fix | None:
+def _padded_shapes_fix(facts: Facts, record: SequenceInput) -> Fix | None:
     """A ``tf.data`` pipeline whose last ``padded_batch`` pads to fixed shapes
     (``padded_batch(64, padded_shapes=([200], []))``: every batch to the global maximum): that
     call with ``padded_shapes=None``, which pads each component to the batch's own longest
@@ -264,12 +266,17 @@ def _padded_shapes_fix(facts: Facts) -> Fix | None:
     the maximum size in the batch"), every other argument as written; unsafe, as the
     pipeline's batches then change shape (the model's ``Input`` must take any length). None
     where the pipeline has no such call, or passes the shapes from a name (a literal there
-    would make the name do nothing: the sketch's comments say what to change)."""
+    would make the name do nothing: the sketch's comments say what to change), where it pads
+    already to each batch's longest (``padded_shapes=None``), or where the input's padding is
+    not that call's (``record.padding_function``: elements ``pad_sequences`` padded before
+    keep their length through it, and the sketch's ``map(unpad)`` is what helps)."""
+    if record.padding_function != "padded_batch":
+        return None  # elements padded before (pad_sequences): padded_batch has nothing to cut
     nodes = [n for n in m.nodes_of(facts, "padded_batch") if n.location is not None]
     call = nodes[-1].location.call_source if nodes else None
     shapes = rw.argument(call, 1, "padded_shapes")
-    if shapes is None or not rw.is_literal(shapes):
-        return None
+    if shapes is None or not rw.is_literal(shapes) or ast.literal_eval(shapes) is None:
+        return None  # no shapes (already per batch), or shapes from a name
     code = rw.set_argument(call, 1, "padded_shapes", "None")
     if code is None:
         return None

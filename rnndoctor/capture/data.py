@@ -366,15 +366,21 @@ def describe(
 def _pydataset_init(x: Any) -> tuple[SourceLocation | None, bool | None]:
     """``DataFacts.init_location`` and ``built_with_keywords`` for the PyDataset ``x``: the one
     call to its base's ``__init__`` (``super().__init__(...)``, ``PyDataset.__init__(self,
-    ...)``) in the ``__init__`` its class runs, where that ``__init__`` is in a user file, and
-    whether keywords given where ``x`` is built reach ``PyDataset.__init__`` (no ``__init__`` of
-    the user's own, or one that passes its ``**kwargs`` on in that call). Read from the source:
-    ``(None, None)`` where it cannot be."""
+    ...)``) in the ``__init__`` its class runs, where that ``__init__`` is in a user file and
+    the next ``__init__`` up the class's MRO is ``PyDataset``'s (a user's base class in
+    between takes its own parameters first: ``super().__init__(64)`` may be its batch size),
+    and whether keywords given where ``x`` is built reach ``PyDataset.__init__`` (no
+    ``__init__`` of the user's own, or one that passes its ``**kwargs`` on in that call). Read
+    from the source: ``(None, None)`` where it cannot be."""
     import keras
 
-    owner = next((c for c in type(x).__mro__ if "__init__" in c.__dict__), None)
+    mro = type(x).__mro__
+    owner = next((c for c in mro if "__init__" in c.__dict__), None)
     if owner is None or owner is keras.utils.PyDataset:
         return None, owner is not None  # PyDataset.__init__ itself takes the keywords
+    after = mro[mro.index(owner) + 1 :]
+    if next((c for c in after if "__init__" in c.__dict__), None) is not keras.utils.PyDataset:
+        return None, None  # its base call reaches another __init__ (a user's base class) first
     code = getattr(owner.__dict__["__init__"], "__code__", None)
     if code is None or not sites.is_user_file(code.co_filename):
         return None, None

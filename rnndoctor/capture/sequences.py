@@ -404,7 +404,7 @@ def sample_sequences(
         return
     if more is not None and _padded(facts):
         facts = _larger_sample(session, model, facts, budget, more)
-    facts.method = getattr(batches, "method", None)
+    facts.method = facts.method or getattr(batches, "method", None)
     # ragged inputs seen during fit (by layer name) and not among the sampled ones (by path)
     sampled = {path.rsplit("/", 1)[-1] for i in facts.inputs if i.ragged for path in i.rnn_layers}
     facts.inputs.extend(i for i in _ragged_inputs(state) if not set(i.rnn_layers) <= sampled)
@@ -448,6 +448,10 @@ def _larger_sample(
         return facts
     if larger.batches_sampled <= facts.batches_sampled or len(larger.inputs) != len(facts.inputs):
         return facts
+    larger.method = (
+        f"a fresh draw of {larger.batches_sampled} batches through Keras' array data adapter, "
+        "shuffled as fit shuffles (the padding estimates' larger sample)"
+    )
     return larger
 
 

@@ -566,10 +566,14 @@ def fill_history(session: CaptureSession, model: Any, window: Any, arguments: di
     over the epoch so far, what ``on_epoch_end`` would have logged for them); where ``fit``
     validates (``validation_data``, ``validation_split``), each ``val_`` key is NaN, since
     validation did not run, and a run note says so. Nothing where ``History`` already holds
-    the epoch (``fit`` ended on its own) or there are no logs."""
+    the window's epoch (``fit`` ended on its own), or there are no logs; a window that ended
+    in a later epoch adds that epoch after the ones ``History`` holds."""
     history = getattr(model, "history", None)
     records = getattr(history, "history", None)
-    if not isinstance(records, dict) or records or not window.last_logs:
+    epochs = getattr(history, "epoch", None)
+    if not isinstance(records, dict) or not isinstance(epochs, list) or not window.last_logs:
+        return
+    if window.epoch in epochs or (records and not epochs):
         return
     logs = {name: _plain(value) for name, value in window.last_logs.items()}
     if arguments.get("validation_data") is not None or arguments.get("validation_split"):
@@ -580,9 +584,7 @@ def fill_history(session: CaptureSession, model: Any, window: Any, arguments: di
         )
     for name, value in logs.items():
         records.setdefault(name, []).append(value)
-    epochs = getattr(history, "epoch", None)
-    if isinstance(epochs, list):
-        epochs.append(window.epoch)
+    epochs.append(window.epoch)
 
 
 def _plain(value: Any) -> Any:
@@ -671,7 +673,10 @@ def run_window(
         if not finished:
             diagnosis.collect_model_into(session, model)  # partial facts for the report
             session.save()
-    fill_history(session, model, window, arguments)
+    try:
+        fill_history(session, model, window, arguments)
+    except Exception:  # a History of the user's own making: leave it as fit left it
+        pass
     measured, requested = session.facts.steps.measured_steps, session.options.measured_steps
     if measured < requested:
         session.facts.run.notes.append(

@@ -51,6 +51,17 @@ class NoInit(Items, keras.utils.PyDataset):
     pass
 
 
+class SizedBase(Items, keras.utils.PyDataset):
+    def __init__(self, batch_size, **kw):
+        self.batch_size = batch_size
+        super().__init__(**kw)
+
+
+class Sized(SizedBase):
+    def __init__(self):
+        super().__init__(64)  # the base's batch size, not PyDataset's workers
+
+
 @pytest.mark.parametrize(
     ("dataset", "marker", "forwards"),
     [
@@ -70,6 +81,12 @@ def test_the_call_to_pydataset_init_is_found_in_the_users_class(dataset, marker,
 
 def test_a_class_without_its_own_init_takes_the_keywords_where_it_is_built():
     assert data._pydataset_init(NoInit()) == (None, True)
+
+
+def test_a_base_call_that_reaches_a_users_base_class_first_is_not_taken():
+    """A review: ``super().__init__(64)`` in a subclass of the user's own base, whose first
+    parameter is its batch size, read as PyDataset's ``workers`` would rewrite the batch size."""
+    assert data._pydataset_init(Sized()) == (None, None)
 
 
 def test_described_pydataset_carries_the_sites():

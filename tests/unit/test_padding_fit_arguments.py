@@ -194,6 +194,7 @@ def _padded_batch_on(call: str) -> Facts:
         DataNode(name="PaddedBatchDatasetV2/_1", op="PaddedBatchDatasetV2", kind="padded_batch",
                  location=where),
     ], batch_kind="padded_batch")  # fmt: skip
+    facts.sequences.inputs[0].padding_function = "padded_batch"  # the call pads the input
     return facts
 
 
@@ -208,3 +209,9 @@ def test_rd502_drops_fixed_padded_shapes_in_the_pipelines_padded_batch():
     assert positional.code == "ds.padded_batch(64, None, (0, 0.0))"  # padding_values kept
     named = _fix(_padded_batch_on("ds.padded_batch(64, padded_shapes=SHAPES)"), "RD502")
     assert named.safety == "display-only" and named.before is None  # a name: the sketch
+    # a review: no shapes to drop, or elements pad_sequences padded before: the sketch
+    per_batch = _fix(_padded_batch_on("ds.padded_batch(64, padded_shapes=None)"), "RD502")
+    assert per_batch.before is None and "map(unpad" in per_batch.code
+    padded_before = _padded_batch_on("ds.padded_batch(64, padded_shapes=([200], []))")
+    padded_before.sequences.inputs[0].padding_function = "pad_sequences"
+    assert _fix(padded_before, "RD502").before is None

@@ -76,3 +76,33 @@ def test_moving_a_chain_call():
     assert rw.move_chain_call("ds.cache().map(f).cache()", "cache") is None  # it ends cached
     assert rw.move_chain_call("ds.cache().map(f).cache().map(g)", "cache") is None  # which?
     assert rw.move_chain_call("ds.map(f)", "cache") is None
+
+
+def test_a_cached_step_that_may_differ_between_epochs_makes_the_move_unsafe():
+    """A review: ``x.cache().map(augment)`` with a tf.random.Generator's ops or a py_function
+    drawing from numpy was moved as safe, freezing the augmentation."""
+    generator = _cached_pipeline()
+    generator.nodes[2].attrs["stateful_ops"] = ["StatefulUniform", "RngReadAndSkip"]  # random
+    assert run(facts(step=10.0, compute=7.0, data=generator, epochs=5), "RD205")[1] == []
+    python = _cached_pipeline()
+    python.nodes[2].attrs["stateful_ops"] = ["EagerPyFunc"]
+    _, (finding,) = run(facts(step=10.0, compute=7.0, data=python, epochs=5), "RD205")
+    assert finding.fix.safety == "unsafe" and finding.fix.before == CHAIN
+    assert "check that ParallelMapDatasetV2 (EagerPyFunc) gives the same output" in (
+        finding.fix.title
+    )
+
+
+def test_a_cache_to_files_is_not_moved_in_place():
+    data = _cached_pipeline()
+    file_cache = 'tf.data.Dataset.from_tensor_slices(x).cache("/tmp/c")'
+    data.nodes[1].location.call_source = file_cache
+    data.nodes[2].location.call_source = CHAIN.replace(".cache()", '.cache("/tmp/c")')
+    _, (finding,) = run(facts(step=10.0, compute=7.0, data=data, epochs=5), "RD205")
+    assert finding.fix.safety == "display-only" and "caches to files" in finding.fix.title
+
+
+def test_moving_a_chain_call_keeps_parentheses_and_comments():
+    assert rw.move_chain_call("(a or b).cache().map(f)", "cache") == "(a or b).map(f).cache()"
+    moved = rw.move_chain_call("(x  # e.g. raw\n .cache()\n .map(f))", "cache")
+    assert moved is None or ast.parse(moved) and "# e.g. raw" in moved

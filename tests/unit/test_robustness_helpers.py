@@ -179,3 +179,20 @@ def test_an_unknown_check_option_points_at_the_script_arguments(tmp_path):
     result = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["check", str(script), "--epochs", "3"])
     assert result.exit_code == ExitCode.USAGE
     assert "No such option: --epochs. Arguments for your script go after `--`" in result.output
+
+
+def test_script_secrets_come_from_its_folder_defaults_included_and_stay_whole_words(tmp_path):
+    """A review: a key in an imported config.py and an environment variable's default were
+    kept; ``tokenizer_name = "bert-base-uncased"`` was taken for a secret and its value removed
+    from every report."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        'import config\ntoken = os.getenv("HF_TOKEN", "hf_abcdef123")\n'
+        'tokenizer_name = "bert-base-uncased"\nnum_tokens = "float32x"\n'
+    )
+    (tmp_path / "config.py").write_text('API_KEY = "sk-cfg-4242"\n')
+    assert redact.script_secrets(script) == ["hf_abcdef123", "sk-cfg-4242"]
+    scrub = redact.make_scrubber(str(tmp_path), script=script)
+    assert scrub("key sk-cfg-4242, token hf_abcdef123.") == "key <redacted>, token <redacted>."
+    assert scrub("model bert-base-uncased") == "model bert-base-uncased"
+    assert scrub("xsk-cfg-42420") == "xsk-cfg-42420"  # part of another word: kept
