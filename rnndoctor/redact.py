@@ -25,20 +25,24 @@ _MIN_SECRET_LEN = 6  # shorter values would match ordinary words (documented in 
 # a secret-named variable or keyword (api_key = "sk-..."), and an upper-case NAME=value as
 # environment dumps and config printouts show it (API_KEY=sk-...). Unquoted code such as
 # `tokenizer = Tokenizer(...)` is left alone. The secret word ends its name or a part of it
-# (hf_token, API_KEY_V2, mysecret): tokenizer_name and num_tokens hold no secret, and a value
-# taken for one would be removed from every report wherever it appears (a review).
+# (hf_token, API_KEY_V2, mysecret, secretKey): tokenizer_name and num_tokens hold no secret,
+# and a value taken for one would be removed from every report wherever it appears (a review).
 _SECRET_WORD = r"(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|CREDENTIAL|PRIVATE_?KEY)"
+# what may follow the secret word in a name: another part after "_" (hf_token_v2), digits
+# (API_KEY2), or a camelCase part (secretKey: a capital after a lower-case letter, so not
+# TOKENIZER)
+_NAME_REST = r"(?:_\w*|\d\w*|(?-i:(?<=[a-z])[A-Z])\w*)?\b"
 _QUOTED_SECRET = re.compile(
-    rf"(\b\w*{_SECRET_WORD}(?:_\w*)?\b[\"']?\s*[:=]\s*)([\"'])([^\"'\s]{{{_MIN_SECRET_LEN},}})\2",
+    rf"(\b\w*{_SECRET_WORD}{_NAME_REST}[\"']?\s*[:=]\s*)([\"'])([^\"'\s]{{{_MIN_SECRET_LEN},}})\2",
     re.I,
 )
 _ASSIGNED_SECRET = re.compile(
-    rf"(\b[A-Z0-9_]*{_SECRET_WORD}(?:_[A-Z0-9_]*)?=)([^\s\"',;]{{{_MIN_SECRET_LEN},}})"
+    rf"(\b[A-Z0-9_]*{_SECRET_WORD}(?:[_0-9][A-Z0-9_]*)?=)([^\s\"',;]{{{_MIN_SECRET_LEN},}})"
 )
 # A secret-named environment variable's default in the script: os.environ.get("HF_TOKEN",
 # "hf_...") or os.getenv("API_KEY", "sk-...").
 _DEFAULT_SECRET = re.compile(
-    rf"(?:getenv|environ\.get)\(\s*[\"']\w*{_SECRET_WORD}(?:_\w*)?[\"']\s*,\s*([\"'])"
+    rf"(?:getenv|environ\.get)\(\s*[\"']\w*{_SECRET_WORD}{_NAME_REST}[\"']\s*,\s*([\"'])"
     rf"([^\"'\s]{{{_MIN_SECRET_LEN},}})\1",
     re.I,
 )

@@ -67,6 +67,7 @@ References:
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 
@@ -113,10 +114,16 @@ class _Plan:
 _RANDOM_OPS = ("Random", "Stateful", "Rng")
 
 
+def _is_random(op: str) -> bool:
+    """Whether the stateful op ``op`` draws random numbers (:data:`_RANDOM_OPS`, as a prefix);
+    not ``StatefulPartitionedCall``, a call of another function, whose own ops are listed."""
+    return op.startswith(_RANDOM_OPS) and "PartitionedCall" not in op
+
+
 def _randomness(node: DataNode) -> str | None:
     """What makes ``node`` differ from epoch to epoch: a map drawing random numbers, a shuffle."""
     stateful = node.attrs.get("stateful_ops") or []
-    random_ops = [op for op in stateful if any(word in op for word in _RANDOM_OPS)]
+    random_ops = [op for op in stateful if _is_random(op)]
     if node.kind == "map" and random_ops:
         return f"{node.op} ({', '.join(random_ops[:3])})"
     if node.kind == "shuffle":
@@ -131,7 +138,7 @@ def _unsure(node: DataNode) -> str | None:
     random layers keep their seed in one). A cache after it replays its first epoch's output,
     so the fix is unsafe and says which to check."""
     stateful = node.attrs.get("stateful_ops") or []
-    if node.kind == "map" and (node.python or stateful) and _randomness(node) is None:
+    if (node.python or (node.kind == "map" and stateful)) and _randomness(node) is None:
         return f"{node.op} ({', '.join(stateful[:3]) or 'Python'})"
     return None
 
@@ -280,8 +287,8 @@ def _move_fix(plan: _Plan, cached: DataNode) -> Fix:
     loc = plan.location
     call = loc.call_source if loc is not None else None
     title = "Move cache() after the deterministic preprocessing (then shuffle / batch / prefetch)"
-    on_file = bool(rw.argument(cached.location.call_source if cached.location else None, 0,
-                               "filename"))  # fmt: skip
+    name = rw.argument(cached.location.call_source if cached.location else None, 0, "filename")
+    on_file = not (name is None or (rw.is_literal(name) and ast.literal_eval(name) == ""))
     moved = None if on_file else rw.move_chain_call(call, "cache")
     if moved is not None:
         safety = FixSafety.UNSAFE if plan.unsure else FixSafety.SAFE

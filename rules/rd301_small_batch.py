@@ -269,7 +269,7 @@ def _environment_variables(value: ast.expr) -> list[str]:
             key = node.slice
         if isinstance(key, ast.Constant) and isinstance(key.value, str):
             found.append((node.lineno, node.col_offset, key.value))
-    return [name for *_, name in sorted(found)]
+    return list(dict.fromkeys(name for *_, name in sorted(found)))  # each once, in order
 
 
 def _batch_size_value(facts: Facts, call: str | None) -> ast.expr | None:

@@ -567,7 +567,9 @@ def fill_history(session: CaptureSession, model: Any, window: Any, arguments: di
     validates (``validation_data``, ``validation_split``), each ``val_`` key is NaN, since
     validation did not run, and a run note says so. Nothing where ``History`` already holds
     the window's epoch (``fit`` ended on its own), or there are no logs; a window that ended
-    in a later epoch adds that epoch after the ones ``History`` holds."""
+    in a later epoch adds that epoch after the ones ``History`` holds, every key's list kept as
+    long as the epochs (NaN where the window's logs lack a key the epochs logged, such as a
+    scheduler's ``learning_rate``: ``pd.DataFrame(history.history)`` needs equal lengths)."""
     history = getattr(model, "history", None)
     records = getattr(history, "history", None)
     epochs = getattr(history, "epoch", None)
@@ -582,8 +584,10 @@ def fill_history(session: CaptureSession, model: Any, window: Any, arguments: di
             "the History fit returned after the window holds the window's last training logs "
             "as its epoch, and NaN for the val_ metrics: validation did not run"
         )
-    for name, value in logs.items():
-        records.setdefault(name, []).append(value)
+    for name in records.keys() - logs.keys():  # an epoch-end key (learning_rate): not logged
+        logs[name] = float("nan")
+    for name, value in logs.items():  # a key new to this epoch: NaN for the earlier ones
+        records.setdefault(name, [float("nan")] * len(epochs)).append(value)
     epochs.append(window.epoch)
 
 

@@ -95,3 +95,23 @@ def test_the_history_fit_returns_holds_the_windows_epoch():
     assert sorted(logged) == ["loss", "mae", "val_loss", "val_mae"]
     assert math.isfinite(logged["loss"][0]) and math.isnan(logged["val_loss"][0])
     assert any("NaN for the val_ metrics" in note for note in report.facts.run.notes)
+
+
+def test_a_window_in_a_later_epoch_keeps_every_historys_list_as_long_as_its_epochs():
+    """A review: a window ending in epoch 2 appended its batch logs (no learning_rate, which a
+    scheduler adds to epoch logs only), so pd.DataFrame(history.history) failed on unequal
+    lengths in the user's code after fit."""
+    from types import SimpleNamespace
+
+    from rnndoctor.capture.window import fill_history
+
+    history = SimpleNamespace(history={"loss": [1.0], "learning_rate": [0.1]}, epoch=[0])
+    window = SimpleNamespace(last_logs={"loss": 0.5, "mae": 0.4}, epoch=1)
+    session = SimpleNamespace(facts=SimpleNamespace(run=SimpleNamespace(notes=[])))
+    fill_history(session, SimpleNamespace(history=history), window, {})
+    assert history.epoch == [0, 1]
+    assert {len(v) for v in history.history.values()} == {2}
+    assert history.history["loss"] == [1.0, 0.5]
+    assert math.isnan(history.history["learning_rate"][1]) and math.isnan(history.history["mae"][0])
+    fill_history(session, SimpleNamespace(history=history), window, {})  # its epoch is there
+    assert history.epoch == [0, 1]

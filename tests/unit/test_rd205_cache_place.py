@@ -106,3 +106,27 @@ def test_moving_a_chain_call_keeps_parentheses_and_comments():
     assert rw.move_chain_call("(a or b).cache().map(f)", "cache") == "(a or b).map(f).cache()"
     moved = rw.move_chain_call("(x  # e.g. raw\n .cache()\n .map(f))", "cache")
     assert moved is None or ast.parse(moved) and "# e.g. raw" in moved
+
+
+def test_a_call_of_a_stateful_function_is_not_random_and_an_empty_cache_name_is_memory():
+    """A review: StatefulPartitionedCall (a map calling a tf.function with a lookup table)
+    matched "Stateful" and made the map the first random step; cache("") caches in memory."""
+    from rnndoctor.rules.rd205_no_cache import _is_random
+
+    assert not _is_random("StatefulPartitionedCall") and _is_random("StatefulUniform")
+    assert _is_random("RandomStandardNormal") and _is_random("RngReadAndSkip")
+    data = _cached_pipeline()
+    data.nodes[2].attrs["stateful_ops"] = ["StatefulPartitionedCall"]
+    _, (finding,) = run(facts(step=10.0, compute=7.0, data=data, epochs=5), "RD205")
+    assert finding.fix.before == CHAIN and finding.fix.safety == "unsafe"  # moved, to check
+    memory = _cached_pipeline()
+    memory.nodes[2].location.call_source = CHAIN.replace(".cache()", '.cache("")')
+    _, (moved,) = run(facts(step=10.0, compute=7.0, data=memory, epochs=5), "RD205")
+    assert moved.fix.safety == "safe" and moved.fix.code.endswith('.cache("")')
+
+
+def test_a_python_source_before_the_cache_makes_the_cache_unsafe():
+    data = _cached_pipeline()
+    data.nodes[0].python = True  # from_generator: numpy draws are invisible to the graph
+    _, (finding,) = run(facts(step=10.0, compute=7.0, data=data, epochs=5), "RD205")
+    assert finding.fix.safety == "unsafe" and "TensorSliceDataset (Python)" in finding.fix.title

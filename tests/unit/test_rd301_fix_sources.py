@@ -477,6 +477,7 @@ def _assigned_facts(statement: str) -> Facts:
         ('BATCH_SIZE = int(os.getenv("RD_BATCH", 8))', "run with RD_BATCH=32"),
         ('BATCH_SIZE = int(os.environ["BS"])', "run with BS=32"),
         ("BATCH_SIZE = int(sys.argv[1])", "the script's command line (sys.argv)"),
+        ('BATCH_SIZE = int(os.getenv("BS")) if os.getenv("BS") else 8', "run with BS=32"),
         (
             'BATCH_SIZE = int(os.getenv("BS")) * int(os.getenv("NGPU"))',  # a review
             "the environment variables BS, NGPU: set them to give 32",

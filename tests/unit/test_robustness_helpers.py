@@ -196,3 +196,28 @@ def test_script_secrets_come_from_its_folder_defaults_included_and_stay_whole_wo
     assert scrub("key sk-cfg-4242, token hf_abcdef123.") == "key <redacted>, token <redacted>."
     assert scrub("model bert-base-uncased") == "model bert-base-uncased"
     assert scrub("xsk-cfg-42420") == "xsk-cfg-42420"  # part of another word: kept
+
+
+@pytest.mark.parametrize(
+    ("line", "secret"),
+    [
+        ('secretKey = "abcdefgh1"', True),
+        ('authToken = "abcdefgh1"', True),
+        ('aws_secret_access_key = "abcdefgh1"', True),
+        ('GITHUB_TOKEN="ghp_123456"', True),
+        ('"api_key": "abcdefgh1"', True),
+        ('TOKENIZER_NAME = "bert-base"', False),
+        ('tokenizer = "bert-base"', False),
+        ('num_tokens = "abcdefgh1"', False),
+    ],
+)
+def test_secret_names_end_in_a_secret_word_snake_or_camel_case(line, secret):
+    assert bool(redact._QUOTED_SECRET.search(line)) is secret
+
+
+def test_secret_names_with_a_digit_tail_are_secrets_too():
+    """A review: API_KEY2 and TOKEN2=... were caught before the name boundaries and missed after."""
+    assert redact._QUOTED_SECRET.search('API_KEY2 = "abcdefgh1"')
+    assert redact._QUOTED_SECRET.search('hf_token1 = "abcdefgh1"')
+    assert redact._ASSIGNED_SECRET.search("TOKEN2=abcdefgh1")
+    assert not redact._ASSIGNED_SECRET.search("TOKENIZERS_PARALLELISM=falsey")
