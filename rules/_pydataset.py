@@ -62,15 +62,15 @@ def _py_dataset_fix(facts: Facts, workers: int) -> tuple[Fix, Location | None]:
     values = {"workers": str(workers), "use_multiprocessing": "True"}
     init = data.init_location
     init_call = init.call_source if init else None
-    read = rw.read_values(init_call, tuple(values), _positions(init_call))
+    order = _positions(init_call)
+    read = rw.read_values(init_call, tuple(values), order)
     if init_call and not read and not rw.splats(init_call):
-        code = _with_values(init_call, values, _positions(init_call))
+        code = _with_values(init_call, values, order)
         if code is not None:
             title = f"{TITLE} (in your PyDataset's __init__)"
             fix = Fix(title, code, FixSafety.UNSAFE, before=init_call)
             return fix, m.to_location(init)
     built = data.location.call_source if data.location else None
-    order = _positions(init_call)
     passed = [n for n in values if rw.argument(init_call, _index(order, n), n) is not None]
     if data.built_with_keywords and not read and not passed:  # they reach PyDataset.__init__
         code = _with_values(built, values, ())

@@ -386,10 +386,11 @@ def _pydataset_init(x: Any) -> tuple[SourceLocation | None, bool | None]:
         return None, None
     source = "".join(linecache.getlines(code.co_filename))
     tree = sites._parse(source) if source else None
+    if tree is None:
+        return None, None
     functions = [
         n
         for n in ast.walk(tree)
-        if tree is not None
         if isinstance(n, ast.FunctionDef)
         and n.name == "__init__"
         and code.co_firstlineno in (n.lineno, *(d.lineno for d in n.decorator_list))

@@ -403,17 +403,26 @@ def _chain_merge(text: str, rewrites: Sequence[Rewrite]) -> tuple[str, str] | No
     owners: set[tuple[int, int]] = set()
     for rewrite in rewrites:
         mine = _edits(base, rewrite.replacement)
-        if not _appends(mine, len(base)) and None in {_owner(calls, e) for e in mine}:
-            mine = _one_edit(base, rewrite.replacement)  # difflib may split one change
+        appended = _appends(mine, len(base))
+        owner = set() if appended else {_owner(calls, edit) for edit in mine}
+        if None in owner:  # difflib may split one change: read it as one edit
+            mine = _one_edit(base, rewrite.replacement)
+            owner = {_owner(calls, edit) for edit in mine}
         if not mine or any(_clash(a, b) for a in mine for b in edits):
             return None
-        if not _appends(mine, len(base)):
-            owner = {_owner(calls, edit) for edit in mine}
-            if None in owner or owner & owners:
-                return None
-            owners |= owner
+        if None in owner or owner & owners:
+            return None
+        owners |= owner
         edits += mine
-    merged = base
+    return _applied(text, first, edits)
+
+
+def _applied(
+    text: str, first: Rewrite, edits: list[tuple[int, int, str]]
+) -> tuple[str, str] | None:
+    """The replaced text of ``first`` with ``edits`` applied (offsets into it), as the merged
+    replacement and code alike; None where the file with it is not Python."""
+    merged = text[first.start : first.end]
     for start, end, new in sorted(edits, reverse=True):
         merged = merged[:start] + new + merged[end:]
     try:
@@ -612,14 +621,7 @@ def _appended_merge(text: str, rewrites: Sequence[Rewrite]) -> tuple[str, str] |
         if any(_clash(a, b) for a in mine for b in edits):
             return None
         edits += mine
-    merged = base
-    for start, end, new in sorted(edits, reverse=True):
-        merged = merged[:start] + new + merged[end:]
-    try:
-        ast.parse(text[: first.start] + merged + text[first.end :])
-    except (SyntaxError, ValueError):
-        return None
-    return merged, merged
+    return _applied(text, first, edits)
 
 
 def _edits(base: str, new: str) -> list[tuple[int, int, str]]:
