@@ -75,7 +75,7 @@ def save_leftovers(folder: str | Path) -> list[Path]:
     return sorted(Path(folder).glob(SAVE_TEMP_PREFIX + "*.tmp"))
 
 
-SCHEMA_VERSION = "1.6"
+SCHEMA_VERSION = "1.7"
 
 
 class Outcome(enum.StrEnum):
@@ -1023,6 +1023,11 @@ class ProbeFacts:
     on when the probe cut its batches to half (a functional model whose ``Input`` fixes the
     length, a ``Flatten`` after the RNN): it takes one length only, so bucketed batches of
     other lengths would fail too; None where it trained, or the probe did not get that far.
+    ``length_mixed_error`` (since 1.7, optional): where the model trained at both lengths, each
+    on a function traced for it, the error (one line) of two steps on batches of both lengths
+    through one function traced for an unknown length, as bucketed or per-batch padded batches
+    reach it (a tagger's ``TimeDistributed(Dense)``, traced for an unknown length): their fixes
+    would fail too; None where those steps ran, or were not tried.
     """
 
     input_only_ms: float | None = None
@@ -1053,6 +1058,7 @@ class ProbeFacts:
     length_probe: list[ProbePoint] = field(default_factory=list)
     length_probe_not_measured: str | None = None
     length_rejected: int | None = None
+    length_mixed_error: str | None = None
 
 
 @dataclass

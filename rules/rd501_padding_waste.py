@@ -83,8 +83,12 @@ Fix safety:
     does not restart a dataset each epoch), ``**kwargs``. display-only too, its first lines
     saying what to change first, where the sequence length probe found the model does not train
     on a shorter length (``probes.length_rejected``: an ``Input`` that fixes the length, a
-    ``Flatten`` after the RNN; ``rules/_sequences.py: one_length_fix``): batches of other
-    lengths would fail.
+    ``Flatten`` after the RNN), or, trained at each length alone, not on both through one train
+    function traced for any length, as the bucketed batches reach it
+    (``probes.length_mixed_error``: a tagger's ``TimeDistributed(Dense)``, traced for an
+    unknown length; ``rules/_sequences.py: one_length_fix``): batches of other lengths
+    would fail. Where the probe does not run (a step over 100 ms), neither is tried, and
+    ``--verify`` is what runs the rewrite.
 
 Options:
     ``min_padded_fraction`` = 0.3 (fraction of the timesteps): the measured padded fraction of
@@ -412,8 +416,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             safety,
         )
         probes = facts.probes
-        if probes is not None:
-            fix = sq.one_length_fix(fix, probes.length_rejected, probes.length_probe_not_measured)
+        fix = sq.one_length_fix(fix, probes)
         location, where = sq.padding_location(facts, record)
         layers = sq.fed_layers(facts, record)
         no_mask = _no_mask_sentence(record)

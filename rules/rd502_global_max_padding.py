@@ -65,7 +65,9 @@ Fix safety:
     each epoch), ``**kwargs``. display-only too, its first lines saying what to change first,
     where the sequence length probe found the model does not train on a shorter length
     (``probes.length_rejected``: an ``Input`` that fixes the length, a ``Flatten`` after the
-    RNN; ``rules/_sequences.py: one_length_fix``): batches of other lengths would fail.
+    RNN), or on both lengths through one train function traced for any length
+    (``probes.length_mixed_error``; ``rules/_sequences.py: one_length_fix``): batches of other
+    lengths would fail.
 
 Options:
     ``min_speedup`` = 1.05 (x (estimated step-time speedup)): the speedup the estimate's whole
@@ -252,10 +254,7 @@ def _fix(facts: Facts, record: SequenceInput, code: str, safety: FixSafety) -> F
     fix = _padded_shapes_fix(facts, record) or Fix(
         "Pad each batch to its own longest sequence (padded_batch)", code, safety
     )
-    probes = facts.probes
-    if probes is None:
-        return fix
-    return sq.one_length_fix(fix, probes.length_rejected, probes.length_probe_not_measured)
+    return sq.one_length_fix(fix, facts.probes)
 
 
 def _padded_shapes_fix(facts: Facts, record: SequenceInput) -> Fix | None:

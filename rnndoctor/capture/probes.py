@@ -45,6 +45,7 @@ from __future__ import annotations
 import gc
 import inspect
 import os
+import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -2093,3 +2094,53 @@ def _length_probe(
         arms.append((point, arm))
     _pair_points(arms, paired_left(budget), Phase.LENGTH_PROBE, before_burst=set_up,
                  phase_left=budget.left)  # fmt: skip
+    if len(arms) == 2 and not budget.expired():
+        _mixed_lengths(session, model, probes, [half_raw[0], batches.raw[0]])
+
+
+def _mixed_lengths(
+    session: CaptureSession, model: Any, probes: ProbeFacts, items: list[Any]
+) -> None:
+    """Two training steps through one new train function on batches of two lengths (``items``:
+    a halved batch, then the full one, in a dataset whose time axis is unknown, as a bucketed
+    pipeline's or a per-batch padded one's is), as RD501's and RD502's fixes would feed the
+    model; ``probes.length_mixed_error`` says how it failed, where it did (an error other than
+    out of memory).
+
+    Why: each arm of :func:`_length_probe` runs a function traced for its own length, and a
+    model can train at either length alone and fail on lengths mixed in one trace. A new
+    user's tagger (``Input(shape=(60,))``, two LSTMs with ``return_sequences=True``,
+    ``TimeDistributed(Dense)``) trained at 60 and at 30 timesteps in the probe, and the
+    bucketing fix, pasted, failed at its first batch: traced for an unknown length,
+    ``TimeDistributed`` gave logits of ``[16 16]`` against labels of ``[16 30]`` (with
+    ``Dense`` in its place, which applies to the last axis, both lengths train through one
+    function). Costs one trace and two steps, within the probe's phase."""
+    model.train_function = None  # Keras builds one for the dataset's unknown length
+    dataset = _cached_dataset(items, None)  # two lengths concatenated: the time axis is None
+    fit = session.original_fit()
+    try:
+        fit(model, x=dataset, epochs=1, verbose=0, shuffle=False, steps_per_epoch=len(items))
+    except Exception as exc:
+        if not _is_oom(exc):
+            probes.length_mixed_error = error_gist(exc)
+    finally:
+        model.stop_training = False
+        _collect_fit_garbage()
+
+
+def error_gist(exc: BaseException) -> str:
+    """``exc`` in one line, at most 300 characters: its type and the last line of its message
+    that says what failed. A TensorFlow graph error's message starts with "Graph execution
+    error:" and the op's Python stack; its last line names the check that failed (``assertion
+    failed: [Condition x == y did not hold element-wise:] [x = ] [16 30] [y = ] [16 16]``), with
+    the tensors' and the node's names taken out."""
+    text = str(getattr(exc, "message", None) or exc)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    said = [
+        line for line in lines
+        if not line.startswith(("File ", "[[", "Detected at node", "Graph execution error"))
+    ]  # fmt: skip
+    gist = said[-1] if said else (lines[0] if lines else "")
+    gist = re.sub(r"\s*\[\[\{\{node [^}]*\}\}\]\]|\s*\[Op:[^\]]*\]", "", gist)
+    gist = re.sub(r" \([\w/:.-]+\)", "", gist)  # a tensor's name: (loss/Shape_1:0)
+    return f"{type(exc).__name__}: {gist}"[:300]

@@ -538,10 +538,12 @@ def test_a_selection_that_does_not_read_the_batch_size_probe_does_not_run_it():
 # -- the sequence length probe (RD501, RD502) --------------------------------------------------
 
 
-def _padded_tokens(flatten: bool = False):
+def _padded_tokens(flatten: bool = False, tagger: bool = False):
     """Token ids right-padded to 80 steps under Embedding(mask_zero=True), a GRU whose loop is
     most of the step (so half the length is clearly shorter, even on a loaded machine) and a
-    head; ``flatten``: the GRU's sequences flattened into the head, which takes 80 steps only."""
+    head; ``flatten``: the GRU's sequences flattened into the head, which takes 80 steps only;
+    ``tagger``: a tag per timestep from ``TimeDistributed(Dense)`` (a new user's tagger: it
+    trains at 80 and at 40 steps, each traced alone, not on both through one function)."""
     keras.utils.clear_session()
     lengths = RNG.integers(3, 80, size=256)
     x = np.zeros((256, 80), dtype="int32")
@@ -549,6 +551,14 @@ def _padded_tokens(flatten: bool = False):
         x[row, :n] = RNG.integers(1, 50, size=n)
     y = RNG.normal(size=(256, 1)).astype("float32")
     layers = [keras.Input((80,), dtype="int32"), keras.layers.Embedding(50, 8, mask_zero=True)]
+    if tagger:
+        layers += [
+            keras.layers.GRU(32, return_sequences=True),
+            keras.layers.TimeDistributed(keras.layers.Dense(6, activation="softmax")),
+        ]
+        model = keras.Sequential(layers)
+        model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+        return model, x, x % 6
     layers += (
         [keras.layers.GRU(32, return_sequences=True), keras.layers.Flatten()]
         if flatten
@@ -569,6 +579,7 @@ def test_the_length_probe_times_the_step_at_the_padded_length_and_at_half_of_it(
     paired = half.paired
     assert paired.a == "80 timesteps" and paired.b == "40 timesteps" and paired.pairs >= 3
     assert paired.ratio > 1.0  # half the timesteps: a shorter step
+    assert pr.length_mixed_error is None  # both lengths through one function: it trains
     # the other probes did not run (no rule of the selection reads them)
     from rnndoctor.facts import PROBE_UNREAD
 
@@ -590,3 +601,21 @@ def test_a_model_that_takes_one_length_only_leaves_the_estimate_an_upper_bound()
     assert pr.length_rejected == 40 and pr.length_probe[0].step_time_ms  # the full length ran
     assert rd501.fix.safety == "display-only" and rd501.severity.label == "warning"
     assert "did not train on batches of 40 timesteps" in rd501.fix.code
+
+
+def test_a_model_that_trains_on_each_length_alone_but_not_on_both_gets_sketches():
+    """The length probe trains the tagger at 80 and at 40 timesteps, each on a function traced
+    for it; two steps of both lengths through one function traced for any length, as a
+    bucketed pipeline feeds it, fail (TimeDistributed, traced for an unknown length): RD501's
+    bucketing, pasted, would fail the same way, so it is a sketch under the error."""
+    model, x, y = _padded_tokens(tagger=True)
+    report = rnndoctor.diagnose(model, x, y=y, batch_size=16, select=["RD501"], **FAST)
+    pr = report.facts.probes
+    assert pr.length_probe_not_measured is None and pr.length_rejected is None, pr
+    assert [p.value for p in pr.length_probe] == [80, 40] and pr.length_probe[1].paired
+    assert pr.length_mixed_error.startswith("InvalidArgumentError: "), pr.length_mixed_error
+    assert "Graph execution error" not in pr.length_mixed_error
+    (rd501,) = [f for f in report.findings if f.rule_id == "RD501"]
+    assert rd501.fix.safety == "display-only"
+    assert rd501.fix.title.endswith("your model does not train on mixed lengths")
+    assert pr.length_mixed_error in rd501.fix.code

@@ -586,5 +586,35 @@ def test_a_model_that_trains_on_one_length_gets_the_padding_fixes_as_sketches():
     assert fix.code.endswith(before.fix.code)  # the sketch as it was, under the note
     ast.parse(fix.code)
     plain = Fix("Pad each batch", "ds = ds.padded_batch(16)", "unsafe", before="ds.batch(16)")
-    assert sq.one_length_fix(plain, 32, error).safety == "display-only"
-    assert sq.one_length_fix(plain, None, None) is plain
+    assert sq.one_length_fix(plain, facts.probes).safety == "display-only"
+    assert sq.one_length_fix(plain, ProbeFacts()) is plain
+    assert sq.one_length_fix(plain, None) is plain
+
+
+def test_a_model_that_trains_on_each_length_alone_but_not_mixed_gets_sketches():
+    """A new user's tagger (``TimeDistributed(Dense)`` after its LSTMs) trained at 60 and at 30
+    timesteps in the length probe, each on its own function, and its bucketing rewrite failed
+    when pasted: the probe's two steps of mixed lengths through one function
+    (``length_mixed_error``) make both padding fixes sketches under a note quoting the error."""
+    from rnndoctor.facts import ProbeFacts, ProbePoint
+
+    lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=64, batch=16)
+    (before,) = _findings(facts, "RD501")
+    error = (
+        "InvalidArgumentError: assertion failed: [Condition x == y did not hold element-wise:] "
+        "[x = ] [16 32] [y = ] [16 16]"
+    )
+    facts.probes = ProbeFacts(
+        length_probe=[ProbePoint(value=64, step_time_ms=10.0), ProbePoint(value=32,
+                      step_time_ms=6.0)], length_mixed_error=error,
+    )  # fmt: skip
+    (finding,) = _findings(facts, "RD501")
+    fix = finding.fix
+    assert fix.safety == "display-only" and fix.before is None
+    assert fix.title.endswith("display-only: your model does not train on mixed lengths")
+    first = fix.code.splitlines()[0]
+    assert first.startswith("# your model trained at each length alone") and error in first
+    assert "TimeDistributed(Dense(...)) can be Dense(...)" in fix.code
+    assert fix.code.endswith(before.fix.code)
+    ast.parse(fix.code)
