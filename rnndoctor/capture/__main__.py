@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, NoReturn
 
 from rnndoctor import __version__
 from rnndoctor.capture.ending import end_process
+from rnndoctor.capture.session import PROGRESS_NOTE
 from rnndoctor.capture.step_window import WindowOptions
-from rnndoctor.facts import Facts, Outcome, Phase, RunInfo, SourceLocation
+from rnndoctor.facts import Facts, Outcome, Phase, RunInfo, SourceLocation, StepTimes
 from rnndoctor.options import DEFAULTS, ExitCode, Options, parse_child_args
 from rnndoctor.paired import MIN_SECONDS
 
@@ -181,14 +182,24 @@ def _error_message(exc: BaseException) -> str:
     return message
 
 
+# Once awake, the watchdog looks this often whether the running window has done more steps, and
+# saves them where it has (a save is a few ms of JSON, beside the window's next step).
+_PROGRESS_POLL_S = 0.05
+
+
 def _start_watchdog(session: CaptureSession) -> None:
     """Saves what the diagnosis window gathered before the parent's ``--timeout`` kill.
 
     The phases after the window save their facts as they go, but the window keeps its step times
-    in memory until it ends. When the window is stuck (a data source that hangs), a daemon thread
-    wakes ``budget.RESERVE_S`` before the overall deadline and saves the step times measured so
-    far and the model facts (without the cuDNN fast-path probe, which would run TensorFlow ops
-    beside the stuck step). It runs while the main thread blocks in TensorFlow's C++ code.
+    in memory until it ends. When the window is stuck (a data source that hangs) or slow, a
+    daemon thread wakes ``budget.RESERVE_S`` before the overall deadline and saves the step
+    times measured so far and the model facts (without the cuDNN fast-path probe, which would
+    run TensorFlow ops beside the stuck step), and saves them again after every step the window
+    runs on (looking every :data:`_PROGRESS_POLL_S`): the kill comes up to ``RESERVE_S`` later,
+    and the steps measured meanwhile count (a new user's BiLSTM, ``--timeout 9``: awake during
+    its warm-up's trace, the one save held 0 steps, and the 4 steps of 80 ms measured in the
+    0.3 s before the kill were lost). It runs while the main thread blocks in TensorFlow's C++
+    code, and stops once the window has saved its own step times.
     """
     import threading
 
@@ -198,34 +209,63 @@ def _start_watchdog(session: CaptureSession) -> None:
 
     def watch() -> None:
         time.sleep(max(0.0, session.budgets.overall_left()))
+        written: StepTimes | None = None
         try:
-            _save_window_progress(session)
+            while True:
+                written = _save_window_progress(session, written=written)
+                if written is None:
+                    return
+                done = _steps_done(session)
+                while _steps_done(session) == done and not session.window_finished:
+                    time.sleep(_PROGRESS_POLL_S)
         except Exception:  # best effort: the parent still has the facts saved before
             traceback.print_exc()
 
     threading.Thread(target=watch, name="rnndoctor watchdog", daemon=True).start()
 
 
-def _save_window_progress(session: CaptureSession, why: str = "when --timeout came") -> None:
-    """Saves the window's step times so far and the model facts (no fast-path probe), once."""
+def _steps_done(session: CaptureSession) -> int:
+    """The running window's steps so far (0 without one)."""
+    window = session.window
+    return window.steps_done if window is not None else 0
+
+
+def _save_window_progress(
+    session: CaptureSession, why: str = "when --timeout came", written: StepTimes | None = None
+) -> StepTimes | None:
+    """Saves the window's step times so far and the model facts (no fast-path probe); returns
+    the step times it saved, or None where it saved nothing: not in the window, or the window
+    has ended and saved its own (``facts.steps`` set, and not to ``written``, what an earlier
+    call of this returned). Under ``session.progress_lock``, which the window takes to save
+    its own step times, so that those are never replaced by these."""
     window = session.window
     facts = session.facts
-    if window is None or facts.steps is not None or session.window_finished:
-        return  # not in the window, or it has ended and saved its facts
-    facts.steps = window.step_times(facts.fit.batch_size if facts.fit else None)
-    if facts.model is None and getattr(window, "model", None) is not None:
-        from rnndoctor.capture.model import collect_model
+    with session.progress_lock:
+        if window is None or session.window_finished:
+            return None
+        if facts.steps is not None and facts.steps is not written:
+            return None  # the window ended and saved its facts
+        facts.steps = window.step_times(facts.fit.batch_size if facts.fit else None)
+        if facts.model is None and getattr(window, "model", None) is not None:
+            from rnndoctor.capture.model import collect_model
 
-        try:
-            facts.model = collect_model(window.model, probe=False)
-        except Exception as exc:
-            facts.run.notes.append(f"model inspection failed: {type(exc).__name__}: {exc}")
-    facts.run.notes.append(
-        f"the diagnosis window had not finished {why} ({window.steps_done} steps done): the step "
-        "times and model facts are those gathered so far; the cuDNN fast-path probe, the probes "
-        "and the profile did not run"
-    )
-    session.save()
+            try:
+                facts.model = collect_model(window.model, probe=False)
+            except Exception as exc:
+                facts.run.notes.append(f"model inspection failed: {type(exc).__name__}: {exc}")
+        note = (
+            f"{PROGRESS_NOTE}{why} ({window.steps_done} steps done): the "
+            "step times and model facts are those gathered so far; the cuDNN fast-path probe, "
+            "the probes and the profile did not run"
+        )
+        notes = facts.run.notes
+        earlier = [i for i, n in enumerate(notes) if n.startswith(PROGRESS_NOTE)]
+        if earlier:
+            notes[earlier[-1]] = note  # the same note, with the steps done since
+        else:
+            notes.append(note)
+        session.save()
+        return facts.steps
 
 
 def _watch_os_exit(session: CaptureSession) -> None:

@@ -325,7 +325,8 @@ class CustomLoop:
         window = self.window
         window.stop_profiler()
         session = self.session
-        session.facts.steps = self.step_times()
+        with session.progress_lock:
+            session.facts.steps = self.step_times()
         self.facts.step_arguments = self.step_arguments()
         if note:
             session.facts.run.notes.append(note)

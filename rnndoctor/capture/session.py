@@ -66,6 +66,11 @@ class RunningWindow(Protocol):
         """The step times measured so far."""
 
 
+# How the child's watchdog's note on a window it saved unfinished starts (__main__
+# ._save_window_progress); the window takes it out where it finished after all.
+PROGRESS_NOTE = "the diagnosis window had not finished "
+
+
 class StopScript(BaseException):
     """Raised once the diagnosis is finished, to end the user's script (pre-flight mode).
 
@@ -234,6 +239,9 @@ class CaptureSession:
         stop_signal: the signal whose handler ends the script at its run-on's end
             (:func:`rnndoctor.capture.after_window.install_stop_signal`), or None.
         script_over: the user's script has returned or raised: the stop signal is ignored.
+        progress_lock: taken by the window as it saves its step times, and by the child's
+            watchdog as it saves those measured so far (``__main__._save_window_progress``),
+            so that the watchdog never replaces the window's own.
     """
 
     def __init__(
@@ -265,6 +273,7 @@ class CaptureSession:
         self.after_window: AfterWindowState | None = None
         self.end_now: Callable[[str], None] | None = None
         self.end_lock = threading.Lock()
+        self.progress_lock = threading.Lock()
         self.stop_signal: int | None = None
         self.script_over = False
         self.stopping = False

@@ -37,6 +37,7 @@ from rnndoctor.capture import (
 )
 from rnndoctor.capture.control import Control, SampleCounter, WarmWindows
 from rnndoctor.capture.data import data_kind
+from rnndoctor.capture.session import PROGRESS_NOTE
 from rnndoctor.capture.step_window import (
     FIT_PHASES,
     BatchIndex,
@@ -671,7 +672,11 @@ def run_window(
         finished = True
     finally:
         window.stop_profiler()
-        session.facts.steps = window.step_times(session.facts.fit.batch_size)
+        with session.progress_lock:  # the watchdog's saves of the steps so far end here
+            session.facts.steps = window.step_times(session.facts.fit.batch_size)
+            if finished:  # a watchdog's note from before, on a window that ended after all
+                notes = session.facts.run.notes
+                notes[:] = [n for n in notes if not n.startswith(PROGRESS_NOTE)]
         steps = (window.params or {}).get("steps")
         session.facts.fit.batches_per_epoch = int(steps) if steps else None
         if not finished:

@@ -221,3 +221,41 @@ def test_secret_names_with_a_digit_tail_are_secrets_too():
     assert redact._QUOTED_SECRET.search('hf_token1 = "abcdefgh1"')
     assert redact._ASSIGNED_SECRET.search("TOKEN2=abcdefgh1")
     assert not redact._ASSIGNED_SECRET.search("TOKENIZERS_PARALLELISM=falsey")
+
+
+def test_the_watchdog_saves_the_steps_of_a_running_window_again_until_it_saves_its_own(tmp_path):
+    """A new user's BiLSTM under ``--timeout 9``: the watchdog woke during the warm-up's trace,
+    saved 0 steps once, and the 4 steps measured before the kill were lost. It now saves again
+    while the window runs (one note, its count updated), and stops once the window has saved
+    its own step times, which it never replaces."""
+    from rnndoctor.capture.session import PROGRESS_NOTE, CaptureSession
+    from rnndoctor.capture.step_window import WindowOptions
+    from rnndoctor.facts import DataKind, Facts, FitConfig, RunInfo, StepTimes
+
+    class Window:
+        model = None
+        steps_done = 3
+
+        def __init__(self):
+            self.step_ms: list[float] = []
+
+        def step_times(self, batch_size):
+            return StepTimes(warmup_steps=3, measured_steps=len(self.step_ms),
+                             step_time_ms=list(self.step_ms), batch_size=batch_size)  # fmt: skip
+
+    run = RunInfo(script="train.py", argv=[], cwd=str(tmp_path))
+    facts = Facts(run=run, fit=FitConfig(data_kind=DataKind.NUMPY, batch_size=32))
+    session = CaptureSession(facts, WindowOptions(), tmp_path / "facts.json")
+    window = session.window = Window()
+    first = child._save_window_progress(session)
+    assert first is not None and first.measured_steps == 0
+    window.step_ms += [80.0, 82.0, 81.0, 79.0]
+    window.steps_done = 7
+    second = child._save_window_progress(session, written=first)
+    saved = json.loads((tmp_path / "facts.json").read_text())
+    assert second.measured_steps == saved["steps"]["measured_steps"] == 4
+    notes = [n for n in saved["run"]["notes"] if n.startswith(PROGRESS_NOTE)]
+    assert len(notes) == 1 and "(7 steps done)" in notes[0]
+    own = facts.steps = StepTimes(warmup_steps=3, measured_steps=20)  # the window's own save
+    assert child._save_window_progress(session, written=second) is None
+    assert facts.steps is own
