@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from rnndoctor import rewrite as rw
 from rnndoctor import stats as bk
 from rnndoctor.decide import Decision, decide
-from rnndoctor.facts import Facts, ProbeFacts, ProbePoint, RNNLayer, SequenceInput
+from rnndoctor.facts import Facts, ProbePoint, RNNLayer, SequenceInput
 from rnndoctor.findings import Evidence, Fix, FixSafety, Location
 from rnndoctor.paired import INTERVAL_PAIRS
 from rnndoctor.rules import Option
@@ -826,25 +826,25 @@ def mask_advice(record: SequenceInput, embedding: str | None = None) -> tuple[st
     return sentence + (end if left else ""), code
 
 
-def one_length_fix(fix: Fix, probes: ProbeFacts | None) -> Fix:
+def one_length_fix(
+    fix: Fix, rejected: int | None, error: str | None, mixed: str | None = None
+) -> Fix:
     """``fix`` (RD501's bucketing, RD502's per-batch padding: batches of other lengths than
     the model was trained on) as a display-only sketch where the sequence length probe found
-    the model does not train on them: not on a shorter length (``probes.length_rejected``,
-    timesteps, with the probe's reason, ``length_probe_not_measured``, quoted: a functional
+    the model does not train on them: not on a shorter length (``rejected``, timesteps: the
+    rule's ``probes.length_rejected``, with the probe's reason, ``error``, quoted: a functional
     model whose ``Input`` fixes it, a ``Flatten`` after the RNN), or not on two lengths through
-    one train function traced for any length, as those fixes feed it
-    (``probes.length_mixed_error``: a tagger whose ``TimeDistributed(Dense)`` trained at 60 and
-    at 30 timesteps, each alone, and whose bucketing fix, pasted, failed at its first batch;
-    with ``Dense`` in its place, which applies to the last axis, both lengths train). Pasted
+    one train function traced for any length, as those fixes feed it (``mixed``, the error:
+    the rule's ``probes.length_mixed_error``; a tagger whose ``TimeDistributed(Dense)``
+    trained at 60 and at 30 timesteps, each alone, and whose bucketing fix, pasted, failed at
+    its first batch; with ``Dense`` in its place, which applies to the last axis, both lengths
+    train). Pasted
     as it is, the fix would fail the same way (a new user's ``Input((40,))`` model got an
     unsafe bucketing rewrite); its first lines say what to change first. ``fix`` itself where
     the probe found neither, or did not run."""
-    rejected = probes.length_rejected if probes is not None else None
-    mixed = probes.length_mixed_error if probes is not None else None
     if rejected is None and mixed is None:
         return fix
     if rejected is not None:
-        error = probes.length_probe_not_measured if probes is not None else None
         title = "your model trains on one length only"
         note = (
             f"# your model did not train on batches of {rejected} timesteps (the sequence length "

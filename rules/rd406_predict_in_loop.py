@@ -23,7 +23,10 @@ What it detects:
     Not evaluated when nothing after the window was watched (``rnndoctor.diagnose`` and the
     Keras callback, or a check with no time left for the run-on), or when the script raised
     after the window before any model call (``outside_window.ended`` ``error``, no calls): a
-    pass there would rest on nothing.
+    pass there would rest on nothing. Nor, with no finding, where the run-on stopped before the
+    script's end or its next ``fit`` call (``ended`` ``a write``, ``budget``, ``error``): the
+    code after that point was not seen (a new user's ``model.save(...)`` right after ``fit``
+    stopped the run-on, and the ``predict`` loop after it had "passed").
 
 Why it slows training:
     ``Model.predict`` is built for many batches: each call wraps its input in a data adapter
@@ -288,4 +291,14 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 speedup=round(speedup, 3) if speedup is not None else None,
             )
         )
+    if not findings and ow.ended not in _SEEN_TO_THE_END:
+        raise NotEvaluated(
+            f"the script's run-on after the window stopped at {ow.detail or ow.ended}, before "
+            "its end or its next fit call: the code after that was not seen"
+        )
     return findings
+
+
+# How a run-on that saw everything up to the script's end or its next fit ends
+# (facts.OutsideWindowFacts.ended): only then is no finding a pass.
+_SEEN_TO_THE_END = ("script end", "next fit call")

@@ -416,7 +416,9 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             safety,
         )
         probes = facts.probes
-        fix = sq.one_length_fix(fix, probes)
+        if probes is not None:
+            fix = sq.one_length_fix(fix, probes.length_rejected, probes.length_probe_not_measured,
+                                    probes.length_mixed_error)  # fmt: skip
         location, where = sq.padding_location(facts, record)
         layers = sq.fed_layers(facts, record)
         no_mask = _no_mask_sentence(record)

@@ -254,7 +254,11 @@ def _fix(facts: Facts, record: SequenceInput, code: str, safety: FixSafety) -> F
     fix = _padded_shapes_fix(facts, record) or Fix(
         "Pad each batch to its own longest sequence (padded_batch)", code, safety
     )
-    return sq.one_length_fix(fix, facts.probes)
+    probes = facts.probes
+    if probes is None:
+        return fix
+    return sq.one_length_fix(fix, probes.length_rejected, probes.length_probe_not_measured,
+                             probes.length_mixed_error)  # fmt: skip
 
 
 def _padded_shapes_fix(facts: Facts, record: SequenceInput) -> Fix | None:

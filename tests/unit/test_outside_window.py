@@ -259,6 +259,27 @@ def test_rd406_is_not_evaluated_when_the_script_raised_before_any_model_call():
     assert [f.rule_id for f in evaluate(facts).findings if f.rule_id == "RD406"] == ["RD406"]
 
 
+@pytest.mark.parametrize("ended", ["a write", "budget", "running"])  # error: the test above
+def test_rd406_is_no_pass_where_the_run_on_stopped_before_the_scripts_end(ended):
+    """A new user's ``model.save(...)`` right after ``fit`` stopped the run-on (``a write``)
+    before the loop of single-sample ``predict`` calls that follows it, and RD406 "passed"."""
+    from rnndoctor.engine import Status
+
+    facts = _facts(with_loop=False)
+    facts.outside_window = OutsideWindowFacts(
+        ended=ended, seconds=0.0075, detail="the script was about to write (model.save)"
+    )
+    (outcome,) = [o for o in evaluate(facts).outcomes if o.rule.id == "RD406"]
+    assert outcome.status is Status.NOT_EVALUATED
+    assert "stopped at the script was about to write (model.save), before its end" in (
+        outcome.reason
+    )
+    for seen in ("script end", "next fit call"):  # seen to the end, nothing found: a pass
+        facts.outside_window = OutsideWindowFacts(ended=seen, seconds=0.01)
+        (outcome,) = [o for o in evaluate(facts).outcomes if o.rule.id == "RD406"]
+        assert outcome.status is Status.PASSED
+
+
 def test_a_call_after_a_single_fit_counts_the_calls_of_all_its_loops(tmp_path):
     from types import SimpleNamespace
 

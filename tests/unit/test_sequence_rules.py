@@ -586,9 +586,9 @@ def test_a_model_that_trains_on_one_length_gets_the_padding_fixes_as_sketches():
     assert fix.code.endswith(before.fix.code)  # the sketch as it was, under the note
     ast.parse(fix.code)
     plain = Fix("Pad each batch", "ds = ds.padded_batch(16)", "unsafe", before="ds.batch(16)")
-    assert sq.one_length_fix(plain, facts.probes).safety == "display-only"
-    assert sq.one_length_fix(plain, ProbeFacts()) is plain
-    assert sq.one_length_fix(plain, None) is plain
+    assert sq.one_length_fix(plain, 32, error).safety == "display-only"
+    assert sq.one_length_fix(plain, None, None, "InvalidArgumentError: x").safety == "display-only"
+    assert sq.one_length_fix(plain, None, None) is plain
 
 
 def test_a_model_that_trains_on_each_length_alone_but_not_mixed_gets_sketches():
