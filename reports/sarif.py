@@ -4,7 +4,7 @@ One run, one result per finding, each with its rule, level and the physical loca
 user's file:line. Paths are relative to the ``%SRCROOT%`` base: the git work tree holding the
 script (else the working directory where it holds the script, else the script's folder:
 ``facts.run.source_root``), which is how code scanning resolves them; paths outside it
-are absolute ``file://`` URIs. The fix, the evidence and the estimated gain go into each
+are absolute ``file://`` URIs; both percent-encoded, as a URI is. The fix, the evidence and the estimated gain go into each
 result's property bag, and after ``--verify`` the fix's ``verification`` (status, estimate,
 measured speedup with its 90% interval, loss, CPU label, in the patch; the all-fixes copy's in
 the invocation's properties). ``<``, ``>`` and ``&`` are written as JSON ``\\u`` escapes, so
@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +41,21 @@ def _artifact(path: str, root: str | None, script_dir: str | None) -> dict[str, 
     if not os.path.isabs(path):
         rel = os.path.normpath(os.path.join(script_dir or ".", path))
         if not rel.startswith(".."):
-            return {"uri": Path(rel).as_posix(), "uriBaseId": "%SRCROOT%"}
-        return {"uri": Path(path).as_posix()}
+            return {"uri": _uri(rel), "uriBaseId": "%SRCROOT%"}
+        return {"uri": _uri(path)}
     if root and os.path.isabs(root):
         rel = os.path.relpath(path, root)
         if not rel.startswith(".."):
-            return {"uri": Path(rel).as_posix(), "uriBaseId": "%SRCROOT%"}
+            return {"uri": _uri(rel), "uriBaseId": "%SRCROOT%"}
     return {"uri": Path(path).as_uri()}
+
+
+def _uri(relative: str) -> str:
+    """A relative path as a URI reference (SARIF 2.1.0, 3.10.3: ``uri`` holds one, RFC 3986):
+    its characters other than letters, digits, ``/`` and ``-._~`` percent-encoded, UTF-8 for
+    the others, as ``Path.as_uri`` encodes an absolute path (a file named ``wrïte <x>.py`` is
+    ``wr%C3%AFte%20%3Cx%3E.py``)."""
+    return urllib.parse.quote(Path(relative).as_posix(), safe="/")
 
 
 def _verification(row: VerifiedRow | None) -> dict[str, Any] | None:

@@ -838,10 +838,9 @@ def one_length_fix(
     the rule's ``probes.length_mixed_error``; a tagger whose ``TimeDistributed(Dense)``
     trained at 60 and at 30 timesteps, each alone, and whose bucketing fix, pasted, failed at
     its first batch; with ``Dense`` in its place, which applies to the last axis, both lengths
-    train). Pasted
-    as it is, the fix would fail the same way (a new user's ``Input((40,))`` model got an
-    unsafe bucketing rewrite); its first lines say what to change first. ``fix`` itself where
-    the probe found neither, or did not run."""
+    train). Pasted as it is, the fix would fail the same way (a new user's ``Input((40,))``
+    model got an unsafe bucketing rewrite); its first lines say what to change first. ``fix``
+    itself where the probe found neither, or did not run."""
     if rejected is None and mixed is None:
         return fix
     if rejected is not None:

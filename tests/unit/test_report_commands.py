@@ -140,6 +140,28 @@ def test_sarif_validates_against_the_sarif_2_1_0_schema():
     assert region["startLine"] == report.findings[0].location.line
 
 
+def test_sarif_uris_are_percent_encoded(tmp_path):
+    """A new user's ``wrïte_<img src=x onerror=alert(1)>.py`` went into the SARIF ``uri`` as
+    it is: a ``uri`` holds a URI reference (SARIF 2.1.0, 3.10.3), so spaces, ``<``, ``>`` and
+    non-ASCII letters are percent-encoded, relative under ``%SRCROOT%`` as absolute."""
+    from urllib.parse import unquote
+
+    offending = _facts("RD101-offending")
+    script = evaluate(offending).findings[0].location.file  # the layer's file: <tests>/...
+    name = "wrïte_<img src=x onerror=alert(1)>.py"
+    for path in (str(tmp_path / "sub dir" / name), "/elsewhere/" + name):
+        text = json.dumps(offending.to_dict()).replace(json.dumps(script)[1:-1], path)
+        facts = Facts.from_dict(json.loads(text))
+        facts.run.source_root = str(tmp_path)
+        report = evaluate(facts)
+        assert report.findings[0].location.file == path
+        doc = json.loads(RENDERERS["sarif"](report))
+        (result,) = doc["runs"][0]["results"]
+        uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        assert not re.search(r"[^A-Za-z0-9/%._~:!$&'()*+,;=@-]", uri), uri
+        assert unquote(uri).endswith(name) and "%C3%AF" in uri and "%3C" in uri, uri
+
+
 def test_redaction_scrubs_home_user_host_and_secrets(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", "/home/alice")
     monkeypatch.setenv("MY_API_TOKEN", "s3cr3t-value-42")

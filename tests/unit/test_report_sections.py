@@ -154,3 +154,38 @@ def test_the_step_time_section_never_prints_none():
     facts.steps.samples_per_s = 1234.5  # counted per step (a tf.data input of no fixed batch)
     md = RENDERERS["md"](evaluate(facts))
     assert "- batch size not constant (samples counted per step), 1234.5 samples/s" in md
+
+
+def test_the_markdown_lists_keep_one_item_per_line():
+    """A new user's report.md glued two items: "...rnndoctor's own measurements)- xprof
+    input-pipeline analysis: ..." (a list line ending in a block tag lost its newline to
+    trim_blocks); the run-on's model calls and the child commands are such lines in loops."""
+    from rnndoctor.facts import (
+        ChildCommand,
+        InputPipelineSummary,
+        ModelCallStats,
+        OutsideWindowFacts,
+        ProfileSummary,
+    )
+
+    facts = _facts()
+    facts.profile = ProfileSummary(
+        logdir="profile", xprof_verdict="No step time measured.", xprof_step_time_measured=False,
+        input_pipeline=InputPipelineSummary(not_measured="No step time measured."),
+    )  # fmt: skip
+    site = SourceLocation(file=facts.run.script, line=30)
+    facts.outside_window = OutsideWindowFacts(
+        ended="script end", calls=[ModelCallStats("predict", calls=3, location=site),
+                                   ModelCallStats("evaluate", calls=2, location=site)],
+    )  # fmt: skip
+    facts.run.child_commands = [ChildCommand("os.system", "echo a", site),
+                                ChildCommand("os.system", "echo b", site)]  # fmt: skip
+    lines = RENDERERS["md"](evaluate(facts)).splitlines()
+    starts = ("- xprof overview verdict", "- xprof input-pipeline analysis", "- `predict`",
+              "- `evaluate`", "- `os.system` `echo a`", "- `os.system` `echo b`")  # fmt: skip
+    for start in starts:
+        assert (
+            [line for line in lines if start in line]
+            == [line for line in lines if line.startswith(start)]
+            != []
+        ), start
