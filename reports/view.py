@@ -98,7 +98,7 @@ def _measured_sentence(facts: Facts, breakdown: Breakdown | None) -> str:
         shares = {p.key: (p.share or 0.0) * 100 for p in breakdown.parts}
         return (
             f" Of the {breakdown.step_ms:.1f} ms median step, {shares['input']:.0f}% is "
-            f"waiting for input, {shares['compute']:.0f}% compute and "
+            f"waiting for input{_explained(facts)}, {shares['compute']:.0f}% compute and "
             f"{shares['host']:.0f}% per-batch callbacks (measured)."
         )
     profile = facts.profile
@@ -108,6 +108,23 @@ def _measured_sentence(facts: Facts, breakdown: Breakdown | None) -> str:
     return (
         f" In the profiled steps, {top.op_type} took {top.share * 100:.0f}% of the "
         f"{top.host_or_device.lower()} op time."
+    )
+
+
+def _explained(facts: Facts) -> str:
+    """Where the input-only probe explains less of the step than the step difference the
+    breakdown's input part rests on (``probes.input_share_check`` under
+    ``input_bound_share``): how much it explains, the share the input rules count
+    (``rules/_measured.py: corroborated_share``). A new user's verdict read "55% is waiting for
+    input" above RD201's "26% (12–26%)" of the same check; else ""."""
+    probes = facts.probes
+    check = probes.input_share_check if probes is not None else None
+    measured = probes.input_bound_share if probes is not None else None
+    if check is None or measured is None or check >= measured:
+        return ""
+    return (
+        f" by the step on cached batches (the input-only probe explains {check * 100:.0f}%, "
+        "what the input rules count)"
     )
 
 

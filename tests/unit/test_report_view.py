@@ -73,6 +73,23 @@ def test_every_output_shows_the_same_shares():
     assert f"**Verdict:** {view.verdict}" in md.replace("\\_", "_")
 
 
+def test_the_verdict_says_how_much_of_the_input_wait_the_input_only_probe_explains():
+    """A new user's verdict: "55% is waiting for input" above RD201's "inconclusive: 26%
+    (90% interval 12–26%)" of the same check, which counts the share only as far as the
+    input-only probe explains it."""
+    facts = _with_breakdown(
+        _facts(), step_ms=22.2, input_ms=12.5, compute_ms=10.2, host_ms=0.0, other_ms=-0.5
+    )
+    facts.probes.input_bound_share, facts.probes.input_share_check = 0.54, 0.26
+    verdict = build_view(evaluate(facts)).verdict
+    assert " 55% is waiting for input by the step on cached batches (the input-only probe " in (
+        verdict
+    )
+    assert "explains 26%, what the input rules count), 45% compute" in verdict
+    facts.probes.input_share_check = 0.6  # it explains all of it: the plain sentence
+    assert "55% is waiting for input, 45% compute" in build_view(evaluate(facts)).verdict
+
+
 def test_verdict_names_the_main_issue_or_the_profiles_top_op():
     view = build_view(evaluate(_facts()))
     first = view.findings[0].finding
