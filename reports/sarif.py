@@ -3,12 +3,13 @@
 One run, one result per finding, each with its rule, level and the physical location of the
 user's file:line. Paths are relative to the ``%SRCROOT%`` base: the git work tree holding the
 script (else the working directory where it holds the script, else the script's folder:
-``facts.run.source_root``), which is how code scanning resolves them; paths outside it
-are absolute ``file://`` URIs; both percent-encoded, as a URI is. The fix, the evidence and the estimated gain go into each
-result's property bag, and after ``--verify`` the fix's ``verification`` (status, estimate,
-measured speedup with its 90% interval, loss, CPU label, in the patch; the all-fixes copy's in
-the invocation's properties). ``<``, ``>`` and ``&`` are written as JSON ``\\u`` escapes, so
-that no raw HTML from layer names or paths appears in the file.
+``facts.run.source_root``), which is how code scanning resolves them; paths outside it are
+absolute ``file://`` URIs; both percent-encoded, as a URI is. The fix, the evidence and the
+estimated gain go into each result's property bag, and after ``--verify`` the fix's
+``verification`` (status, estimate, measured speedup with its 90% interval, loss, CPU label, in
+the patch; the all-fixes copy's in the invocation's properties). ``<``, ``>`` and ``&`` are
+written as JSON ``\\u`` escapes, so that no raw HTML from layer names or paths appears in the
+file.
 
 Reference: OASIS, *Static Analysis Results Interchange Format (SARIF) Version 2.1.0*.
 """

@@ -498,7 +498,10 @@ def _value_note(
             "set;\n"
             f"# a literal in fit would override {text} and whatever sets it"
         )
-        why = f"display-only: fit's batch_size is {text}, set where this run could not trace"
+        why = (
+            f"display-only: fit's batch_size is {text}{came}, whose setting this run could not "
+            "trace"
+        )
     return _Change(code, m.fit_location(facts), None, FixSafety.DISPLAY_ONLY, why)
 
 

@@ -509,6 +509,37 @@ _ARGUMENT_KEYWORDS = frozenset({
 })  # fmt: skip
 
 
+# Calls that read the state handed to them and change nothing of it: a namespace's whole state
+# (``vars(args)``, ``args.__dict__``) passed to one of them is saved or logged, not changed
+# (``json.dump(vars(args), f)``, ``print(vars(args))``, ``mlflow.log_params(vars(args))``,
+# ``wandb.config.update(vars(args))``: ``update`` changes its receiver, not its argument).
+_STATE_READERS = frozenset({
+    "dump", "dumps", "safe_dump", "print", "pprint", "pformat", "dict", "str", "repr", "info",
+    "debug", "warning", "log_params", "log_hyperparams", "update",
+})  # fmt: skip
+
+
+def _state_read(tree: ast.Module, names: set[str]) -> set[ast.AST]:
+    """The ``vars(name)`` calls and ``name.__dict__`` attributes of ``names`` in ``tree`` that
+    are an argument of a call in :data:`_STATE_READERS` (a new user's ``json.dump(vars(args),
+    f)`` beside ``fit(..., batch_size=args.batch_size)`` had RD301's fix display-only)."""
+    read: set[ast.AST] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or _call_name(node) not in _STATE_READERS:
+            continue
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            whole = (
+                isinstance(arg, ast.Call) and _call_name(arg) == "vars" and len(arg.args) == 1
+                and isinstance(arg.args[0], ast.Name) and arg.args[0].id in names
+            ) or (
+                isinstance(arg, ast.Attribute) and arg.attr == "__dict__"
+                and isinstance(arg.value, ast.Name) and arg.value.id in names
+            )  # fmt: skip
+            if whole:
+                read.add(arg)
+    return read
+
+
 def _namespace_only_parsed(
     tree: ast.Module,
     namespace: str | None,
@@ -519,7 +550,8 @@ def _namespace_only_parsed(
     argparse parsing call (``args = parser.parse_args()``; the first target of ``args, rest =
     parser.parse_known_args()``), there is at least one, and none of its attributes is ever
     stored to (``args.batch_size = ...``, ``for args.batch_size in ...``), nor its whole state
-    (``setattr(args, ...)``, ``vars(args)``, ``args.__dict__``).
+    (``setattr(args, ...)``, ``vars(args)``, ``args.__dict__``, unless handed to a call that
+    only reads it: :func:`_state_read`).
 
     ``aliases``: the parameters that handed the same namespace on to the ``fit`` call (``def
     main(opts)`` called as ``main(args)``, :mod:`rnndoctor.capture.passed`): each is held to the
@@ -528,15 +560,17 @@ def _namespace_only_parsed(
     aliases (``namespace`` None), and that call stands for the assignment."""
     names = {n for n in (namespace, *aliases) if n}
     parsed = parsed_call
+    read = _state_read(tree, names)
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             if node.value.id in names and (
-                isinstance(node.ctx, ast.Store) or node.attr == "__dict__"
+                isinstance(node.ctx, ast.Store) or (node.attr == "__dict__" and node not in read)
             ):
                 return False
         if isinstance(node, ast.Call) and _call_name(node) in ("setattr", "vars"):
             if any(isinstance(a, ast.Name) and a.id in names for a in node.args[:1]):
-                return False
+                if node not in read:
+                    return False
     for node in ast.walk(tree):
         targets: list[ast.expr] = []
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):

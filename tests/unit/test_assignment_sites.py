@@ -153,6 +153,22 @@ def test_no_site_when_something_else_may_set_the_value(tmp_path):
     assert site(argparse_script(tmp_path, other, "other.py"), line=11).line == 4
 
 
+def test_a_namespace_whose_state_is_only_saved_or_logged_keeps_its_site(tmp_path):
+    """A new user's ``json.dump(vars(args), f)`` (the run's config, saved) left RD301's fix
+    display-only; a call that only reads the whole state changes nothing of it. One that
+    takes it as its receiver, or a call not known to only read it, still does."""
+    for name, read in (("dump.py", "json.dump(vars(args), f)"), ("log.py", "print(args.__dict__)"),
+                       ("mlflow.py", "mlflow.log_params(vars(args))"),
+                       ("wandb.py", "wandb.config.update(vars(args))")):  # fmt: skip
+        path = argparse_script(tmp_path, ARGPARSE.replace("model.fit", f"{read}\nmodel.fit"), name)
+        assert site(path, line=10).line == 4, name
+    for name, changed in (("merge.py", "vars(args).update(cfg)"),
+                          ("mine.py", "override(vars(args))")):  # fmt: skip
+        path = argparse_script(tmp_path, ARGPARSE.replace("model.fit", f"{changed}\nmodel.fit"),
+                               name)  # fmt: skip
+        assert site(path, line=10) is None, name
+
+
 def test_parse_known_args_gives_the_namespace_its_first_target(tmp_path):
     known = ARGPARSE.replace("args = parser.parse_args()", "args, rest = parser.parse_known_args()")
     assert site(argparse_script(tmp_path, known, "known.py")).line == 4
