@@ -110,7 +110,8 @@ def _level_text(level: float) -> str:
 
 
 def format_ratio(evidence: Interval | PairedResult, *, digits: int = 1) -> str:
-    """A ratio with its interval: ``1.6x (90% interval 1.2–1.9x)`` (an en dash between bounds);
+    """A ratio with its interval: ``1.6x (90% interval 1.2–1.9x)`` (an en dash between bounds),
+    ``1.6x (90% interval 0.9–2.3x, widened 2.00x for the noisy machine)`` where it was widened;
     ``3.8x (no interval: 2 pairs)`` where the bounds are no measured interval
     (``Interval.no_interval``)."""
     i = as_interval(evidence)
@@ -118,8 +119,17 @@ def format_ratio(evidence: Interval | PairedResult, *, digits: int = 1) -> str:
         return f"{i.value:.{digits}f}x ({i.no_interval})"
     return (
         f"{i.value:.{digits}f}x ({_level_text(i.level)} interval "
-        f"{i.low:.{digits}f}–{i.high:.{digits}f}x)"
+        f"{i.low:.{digits}f}–{i.high:.{digits}f}x{_widened(i)})"
     )
+
+
+def _widened(i: Interval) -> str:
+    """``, widened 2.06x for the noisy machine`` where the interval was (:func:`widen`), so
+    that a reader can tell its width from the pairs' own (a new user's RD403 quoted "0–71%"
+    beside pairs of 0.94–1.17x, 13% at most); else ""."""
+    if i.widen_factor <= 1.0:
+        return ""
+    return f", widened {i.widen_factor:.2f}x for the noisy machine"
 
 
 def format_share(evidence: Interval | PairedResult, *, digits: int = 0) -> str:
@@ -142,6 +152,7 @@ def format_share(evidence: Interval | PairedResult, *, digits: int = 0) -> str:
     clipped = min(i.low, i.value) < 0.0 or max(i.high, i.value) > 1.0
     return (
         f"{pct(i.value)}% ({_level_text(i.level)} interval {pct(i.low)}–{pct(i.high)}%"
+        + _widened(i)
         + (", clipped to the share's range 0–100%" if clipped else "")
         + ")"
     )

@@ -169,3 +169,20 @@ def test_a_figure_of_too_few_pairs_is_quoted_as_no_interval_not_as_its_span():
     )
     wide = widen(span, 2.0)  # widened for load, still no interval
     assert format_ratio(wide) == "3.8x (no interval: 2 pairs)"
+
+
+def test_a_widened_interval_says_by_how_much():
+    """A new user's RD403 quoted "4% (90% interval 0–71%)" beside pairs of 0.94–1.17x (a
+    share of 13% at most): the interval had been widened for the noisy machine, and the text
+    did not say so."""
+    from rnndoctor.decide import format_ratio, format_share, widen
+
+    ratio = widen(Interval(1.6, 1.2, 1.9), 2.0)
+    assert (
+        format_ratio(ratio) == "1.6x (90% interval 0.9–2.3x, widened 2.00x for the noisy machine)"
+    )
+    share = widen(Interval(0.2, 0.15, 0.25), 1.5, kind="share")
+    assert format_share(share).endswith(
+        "(90% interval 12–28%, widened 1.50x for the noisy machine)"
+    )
+    assert format_ratio(Interval(1.6, 1.2, 1.9)) == "1.6x (90% interval 1.2–1.9x)"
