@@ -491,3 +491,9 @@ def noisy_evidence(facts: Facts) -> tuple[Evidence, ...]:
     """The ``noisy machine: ...`` row, when there is one (:func:`noisy_note`)."""
     note = noisy_note(facts)
     return (Evidence("noisy machine", note, "", "rnndoctor.machine"),) if note else ()
+
+
+def later_epochs(epochs: int) -> str:
+    """The epochs after the first (which a cache serves), in words: "epoch 2", "epochs 2 to 5"
+    (a new user's ``epochs=2`` read "epochs 2..2")."""
+    return "epoch 2" if epochs <= 2 else f"epochs 2 to {epochs}"

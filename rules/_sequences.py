@@ -118,8 +118,15 @@ def cudnn_evidence(layers: list[RNNLayer]) -> list[Evidence]:
 def cudnn_sentence(layers: list[RNNLayer]) -> str:
     """When the GPU job meets the cuDNN mask check: now, or once the RD1xx fixes are applied."""
     verdicts = [(layer, cudnn_verdict(layer)) for layer in layers]
-    if any(v.now for _, v in verdicts):
-        return "On a GPU this layer runs the cuDNN kernel"
+    now = [layer for layer, v in verdicts if v.now]
+    if now and len(now) == len(layers):
+        return (
+            "On a GPU this layer runs the cuDNN kernel"
+            if len(layers) == 1
+            else ("On a GPU these layers run the cuDNN kernel")
+        )
+    if now:  # a new user's two LSTMs, one with activation='relu': only the other one does
+        return f"On a GPU {layers_label(now)} {'runs' if len(now) == 1 else 'run'} the cuDNN kernel"
     blocked = sorted(
         {
             f"{arg} ({fp.RULE_OF_ARG.get(arg, '?')})"

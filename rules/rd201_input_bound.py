@@ -147,7 +147,8 @@ def _epoch_weighting(facts: Facts, share: float) -> tuple[float, str]:
     return job_share, (
         f"epoch 1 only: {m.pct(share)} of its steps; about {m.pct(job_share)} of a "
         f"{paid.epochs}-epoch job, since the pipeline caches after its expensive part{line} "
-        f"and epochs 2..{paid.epochs} read the cache"
+        f"and {m.later_epochs(paid.epochs)} {'reads' if paid.epochs <= 2 else 'read'} the "
+        "cache"
     )
 
 

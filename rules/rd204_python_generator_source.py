@@ -87,7 +87,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     paid = m.paid_epochs(facts)
     job_share = share * paid.fraction if paid else share
     only = (
-        f" Epoch 1 only: a cache() after it serves epochs 2..{paid.epochs}, about "
+        f" Epoch 1 only: a cache() after it serves {m.later_epochs(paid.epochs)}, about "
         f"{m.pct(job_share)} of the {paid.epochs}-epoch job."
         if paid
         else ""

@@ -371,7 +371,8 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             ),
             fix=_fix(plan) if cached is None else _move_fix(plan, cached),
             gain=(
-                f"epochs 2..{epochs} skip the cached work: up to the input share "
+                f"{m.later_epochs(epochs)} {'skips' if epochs <= 2 else 'skip'} the cached work: "
+                "up to the input share "
                 f"{m.pct(share)} of each of their steps (at most about "
                 f"{1 / max(1 - share, 1e-3):.1f}x faster steps after the first epoch)"
             ),

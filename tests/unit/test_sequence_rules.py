@@ -618,3 +618,28 @@ def test_a_model_that_trains_on_each_length_alone_but_not_mixed_gets_sketches():
     assert "TimeDistributed(Dense(...)) can be Dense(...)" in fix.code
     assert fix.code.endswith(before.fix.code)
     ast.parse(fix.code)
+
+
+def test_the_cudnn_sentence_names_the_layers_that_run_the_kernel():
+    """A new user's two LSTMs under one left-padded mask, the second with activation='relu':
+    RD110 said "On a GPU this layer runs the cuDNN kernel" of both."""
+    from rnndoctor.facts import FastPathProbe, RNNLayer
+    from rnndoctor.rules import _sequences as sq
+
+    def lstm(name: str, fast: bool) -> RNNLayer:
+        probe = FastPathProbe(
+            probed=True,
+            takes_fast_path=fast,
+            fixed_takes_fast_path=True,
+            blocking_args=[] if fast else ["activation"],
+            source="probed",
+        )
+        return RNNLayer(f"sequential/{name}", name, "LSTM", "lstm", "LSTMCell",
+                        fast_path=probe)  # fmt: skip
+
+    one, relu = lstm("lstm_1", True), lstm("lstm_2", False)
+    assert sq.cudnn_sentence([one]) == "On a GPU this layer runs the cuDNN kernel"
+    both = sq.cudnn_sentence([one, relu])
+    assert both.startswith("On a GPU LSTM layer 'sequential/lstm_1' runs the cuDNN kernel"), both
+    assert "lstm_2" not in both
+    assert sq.cudnn_sentence([one, lstm("lstm_3", True)]).startswith("On a GPU these layers run")
