@@ -31,13 +31,17 @@ def measured_cell(item: Verified) -> str:
 
 
 def estimate_cell(item: Verified) -> str:
-    """The finding's estimated speedup: ``2.50x``, or ``none``; for a copy of several fixes
+    """The finding's estimated speedup: ``2.50x``, or ``none``, ``none (inconclusive)`` where
+    the finding's figure was inconclusive (it gives no speedup: a new user read "none" beside
+    RD301's "inconclusive: 2.6x (90% interval 1.5–4.7x)"); for a copy of several fixes
     (merged, or all), its parts' own estimates, not combined
     (``rnndoctor.verify.session.parts_estimate``), where any part gave one."""
     if item.estimate:
         return f"{item.estimate:.2f}x"
     if len(item.rules) > 1 and item.estimate_text:
         return item.estimate_text
+    if item.estimate_text and "inconclusive" in item.estimate_text:
+        return f"{NO_ESTIMATE} (inconclusive)"
     return NO_ESTIMATE
 
 

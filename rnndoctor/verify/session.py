@@ -282,9 +282,9 @@ def _patch(
     or fixes merged into one rewrite (:func:`_group_item`) whose copy was confirmed, whatever
     each part measured alone (RD101 and RD102 together can put a layer on the cuDNN kernel
     where either alone slows it); where a part alone measured slower (its whole interval below
-    1), a note says so beside the group's own measurement. Nothing is merged here that no
-    copy measured merged: of two that touch a common line, the larger estimate wins (the
-    earlier on a tie, a group in its first part's place;
+    1) or within noise, a note says so beside the group's own measurement. Nothing is merged
+    here that no copy measured merged: of two that touch a common line, the larger estimate
+    wins (the earlier on a tie, a group in its first part's place;
     :func:`rnndoctor.verify.patch.compatible`)."""
     confirmed_groups = [g for name, g in groups.items() if items[name].status == Status.CONFIRMED]
     covered = {fix_id: g for g in confirmed_groups for fix_id in g.members}
@@ -316,14 +316,17 @@ def _patch(
 
 
 def _slower_part_notes(group: px.Rewrite, items: dict[str, Verified]) -> list[str]:
-    """For a merged group in the patch, a note per part that alone measured slower: the patch
-    carries it because the group was confirmed together, and the user sees both figures."""
+    """For a merged group in the patch, a note per part that alone measured slower or within
+    noise: the patch carries it because the group was confirmed together, and the user sees
+    both figures (a new user's table showed "RD202 within noise 0.82x" beside "in patch: yes"
+    with no word of the merged RD301+RD202 that carried it)."""
     if len(group.members) < 2:
         return []
     together = items[group.fix_id].measured_text
+    alone = {Status.SLOWER: "measured slower", Status.WITHIN_NOISE: "measured within noise"}
     return [
-        f"{name} alone measured slower, {items[name].measured_text}; it is in the patch as part "
-        f"of {group.fix_id}, confirmed together at {together}"
+        f"{name} alone {alone[items[name].status]}, {items[name].measured_text}; it is in the "
+        f"patch as part of {group.fix_id}, confirmed together at {together}"
         for name in group.members
-        if items[name].status == Status.SLOWER
+        if items[name].status in alone
     ]

@@ -492,3 +492,19 @@ def test_one_calls_fixes_measured_together_give_the_forecast_and_refute_neither(
     assert _refuted(report.findings, summary) == set()
     group.status = Status.SLOWER
     assert len(_refuted(report.findings, summary)) == 2
+
+
+def test_an_inconclusive_estimate_says_so_in_the_table():
+    """A new user's verify table said "none" beside RD301's "inconclusive: 2.6x (90% interval
+    1.5–4.7x)": an inconclusive figure is no speedup, and the cell now says why there is
+    none."""
+    from rnndoctor.reports.verified import estimate_cell
+    from rnndoctor.verify.result import Verified
+
+    item = Verified(fix="RD301", rules=["RD301"], title="Use batch size 64")
+    item.estimate_text = "inconclusive: 2.6x (90% interval 1.5–4.7x) samples/s"
+    assert estimate_cell(item) == "none (inconclusive)"
+    item.estimate_text = "not measured: no GPU"
+    assert estimate_cell(item) == "none"
+    item.estimate = 2.5
+    assert estimate_cell(item) == "2.50x"
