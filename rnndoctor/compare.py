@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rnndoctor.engine import Report, evaluate
-from rnndoctor.facts import Facts
+from rnndoctor.facts import Facts, Phase
 from rnndoctor.findings import Finding
 from rnndoctor.stats import bootstrap_ratio_of_medians_interval
 from rnndoctor.verify.summary import VerifySummary
@@ -43,8 +43,9 @@ class Comparison:
     differ. A finding of the first run counts as ``fixed`` only when its rule ran on the second
     run and found nothing there; when the rule could not run (missing facts, skipped), the
     finding is ``unverified``. ``notes`` say what makes the two runs hard to compare (outcome,
-    script, environment). ``verified_before`` and ``verified_after``: each run's ``--verify``
-    outcome (estimate against measurement per fix), None for a run checked without it.
+    script, environment, a window on a noisy machine). ``verified_before`` and
+    ``verified_after``: each run's ``--verify`` outcome (estimate against measurement per fix),
+    None for a run checked without it.
     """
 
     before: Facts
@@ -117,6 +118,13 @@ def _notes(before: Facts, after: Facts, fixed: list[Finding]) -> list[str]:
             )
     for label, facts in (("first", before), ("second", after)):
         steps = facts.steps
+        noisy = _noisy_window(facts)
+        if noisy:
+            notes.append(
+                f"the {label} run's window ran on a noisy machine ({noisy}): the step-time "
+                "ratio may be the machine's, not the code's; compare runs on a quiet machine, "
+                "or use check --verify, which alternates the two"
+            )
         if steps and steps.median_step_time_ms and steps.p90_step_time_ms:
             spread = steps.p90_step_time_ms / steps.median_step_time_ms
             if spread >= _SPREAD_NOTE:
@@ -126,6 +134,24 @@ def _notes(before: Facts, after: Facts, fixed: list[Finding]) -> list[str]:
                     "the ratio of medians is rough; check with more --steps"
                 )
     return notes
+
+
+def _noisy_window(facts: Facts) -> str | None:
+    """Why the run's measured steps may be the machine's: their phase noisy (other processes'
+    CPU, ``facts.run.machine``) or the window drifting (``facts.steps.drift``); None when
+    neither. A new user's compare of one script checked twice read "1.86x slower (90% interval
+    1.79–2.06x)", the second run on a loaded machine, and said nothing of it."""
+    noisy = [
+        m.description
+        for m in facts.run.machine
+        if m.noisy and m.phase in (Phase.MEASURED, Phase.LOOP_MEASURED)
+    ]
+    if noisy:
+        return noisy[0]
+    steps = facts.steps
+    if steps is not None and steps.drifted and steps.drift:
+        return f"the window drifted: {steps.drift}"
+    return None
 
 
 # p90 / median at which a run's median step time is called rough (a bucketed pipeline's batches

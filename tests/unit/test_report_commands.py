@@ -240,3 +240,19 @@ def test_redact_removes_secret_literals_in_the_scripts_own_text_and_keeps_ordina
     for code in ("tokenizer = Tokenizer(num_words=100)", "max_tokens=256",
                  "sorted(x, key=lambda v: v)", "PASSWORD=short"):  # fmt: skip
         assert scrub(code) == code
+
+
+def test_compare_says_when_a_window_ran_on_a_noisy_machine():
+    """A new user's compare of one script checked twice read "1.86x slower (90% interval
+    1.79–2.06x)", the second run on a loaded machine, and said nothing of it."""
+    from rnndoctor.facts import MachinePhase
+
+    before, after = _facts("RD101-offending"), _facts("RD101-offending")
+    assert not any("noisy machine" in n for n in compare_facts(before, after).notes)
+    after.run.machine = [
+        MachinePhase("measured steps", 0.5, 1.0, 2.3, 2, 1.7, noisy=True, widen_factor=2.0,
+                     description="noisy machine: other processes used 1.0 of 2 CPUs (51%)"),
+    ]  # fmt: skip
+    (note,) = [n for n in compare_facts(before, after).notes if "noisy machine" in n]
+    assert note.startswith("the second run's window ran on a noisy machine (noisy machine: other")
+    assert "check --verify, which alternates the two" in note
