@@ -95,6 +95,7 @@ def _fix(facts: Facts) -> tuple[str, str]:
     data = facts.data
     kind = data.kind if data else "unknown"
     size = m.batch_size(facts) or 32
+    autotune = "tf.data.AUTOTUNE"  # a sketch of a new tf.data pipeline imports tensorflow
     if kind in (pd.PY_DATASET, pd.TF_KERAS_SEQUENCE):
         return _loader_fix(facts)
     if kind == "python_generator" or (data is not None and "generator" in data.source_kinds):
@@ -109,10 +110,11 @@ def _fix(facts: Facts) -> tuple[str, str]:
             "      .shuffle(len(x))",
             f"      .batch({size})",
         ]
-    else:
+    else:  # the user's own pipeline: AUTOTUNE as its file can write it (RD202's way)
         lines = _dataset_lines(data)
+        autotune = m.autotune(facts, facts.run.script)
     if data is None or not data.prefetch_last:
-        lines.append("      .prefetch(tf.data.AUTOTUNE))  # overlap input with the train step")
+        lines.append(f"      .prefetch({autotune}))  # overlap input with the train step")
     else:
         lines[-1] += ")"
     return "Move the input work off the step's critical path", "\n".join(lines)

@@ -656,3 +656,15 @@ def test_an_input_share_of_too_few_pairs_is_quoted_as_no_interval():
     _, (rd205,) = run(f, "RD205")
     row = {e.label: (e.value, e.unit) for e in rd205.evidence}["input share, 90% interval low"]
     assert row == ("no interval: 2 pairs", "")
+
+
+def test_rd201_sketch_writes_autotune_as_the_users_file_can():
+    """A new user's keras.utils.timeseries_dataset_from_array script imported only keras, and
+    RD201's sketch appended .prefetch(tf.data.AUTOTUNE) to it (a NameError on tf); RD202
+    already writes -1, AUTOTUNE's value, there."""
+    f = facts(step=10.0, compute=3.0, input_only=8.0, data=map_pipeline())
+    _, (finding,) = run(f, "RD201")
+    assert ".prefetch(tf.data.AUTOTUNE))" in finding.fix.code
+    f.run.tensorflow_names = {SCRIPT: []}  # the script binds no name to tensorflow
+    _, (finding,) = run(f, "RD201")
+    assert ".prefetch(-1))  # overlap input with the train step" in finding.fix.code
