@@ -2115,7 +2115,9 @@ def _mixed_lengths(
     ``TimeDistributed`` gave logits of ``[16 16]`` against labels of ``[16 30]`` (with
     ``Dense`` in its place, which applies to the last axis, both lengths train through one
     function). Costs one trace and two steps, within the probe's phase."""
+    spe = getattr(model, "steps_per_execution", 1)
     model.train_function = None  # Keras builds one for the dataset's unknown length
+    model.steps_per_execution = 1  # two steps, not one call of N (Keras runs N at least)
     dataset = _cached_dataset(items, None)  # two lengths concatenated: the time axis is None
     fit = session.original_fit()
     try:
@@ -2124,6 +2126,7 @@ def _mixed_lengths(
         if not _is_oom(exc):
             probes.length_mixed_error = error_gist(exc)
     finally:
+        model.steps_per_execution = spe
         model.stop_training = False
         _collect_fit_garbage()
 
