@@ -98,7 +98,8 @@ def _measured_sentence(facts: Facts, breakdown: Breakdown | None) -> str:
         shares = {p.key: (p.share or 0.0) * 100 for p in breakdown.parts}
         return (
             f" Of the {breakdown.step_ms:.1f} ms median step, {shares['input']:.0f}% is "
-            f"waiting for input{_explained(facts)}, {shares['compute']:.0f}% compute and "
+            f"waiting for input{_explained(facts, shares['input'])}, {shares['compute']:.0f}% "
+            "compute and "
             f"{shares['host']:.0f}% per-batch callbacks (measured)."
         )
     profile = facts.profile
@@ -111,16 +112,15 @@ def _measured_sentence(facts: Facts, breakdown: Breakdown | None) -> str:
     )
 
 
-def _explained(facts: Facts) -> str:
-    """Where the input-only probe explains less of the step than the step difference the
-    breakdown's input part rests on (``probes.input_share_check`` under
-    ``input_bound_share``): how much it explains, the share the input rules count
-    (``rules/_measured.py: corroborated_share``). A new user's verdict read "55% is waiting for
-    input" above RD201's "26% (12–26%)" of the same check; else ""."""
+def _explained(facts: Facts, quoted: float) -> str:
+    """Where the input-only probe explains less of the step (``probes.input_share_check``)
+    than the verdict quotes (``quoted``, %, the breakdown's input part): how much it explains,
+    the share the input rules count (``rules/_measured.py: corroborated_share``). A new user's
+    verdict read "55% is waiting for input" above RD201's "26% (12–26%)" of the same check;
+    else ""."""
     probes = facts.probes
     check = probes.input_share_check if probes is not None else None
-    measured = probes.input_bound_share if probes is not None else None
-    if check is None or measured is None or check >= measured:
+    if check is None or round(check * 100) >= round(quoted):
         return ""
     return (
         f" by the step on cached batches (the input-only probe explains {check * 100:.0f}%, "

@@ -121,9 +121,9 @@ def _notes(before: Facts, after: Facts, fixed: list[Finding]) -> list[str]:
         noisy = _noisy_window(facts)
         if noisy:
             notes.append(
-                f"the {label} run's window ran on a noisy machine ({noisy}): the step-time "
-                "ratio may be the machine's, not the code's; compare runs on a quiet machine, "
-                "or use check --verify, which alternates the two"
+                f"the {label} run's window {noisy}: the step-time ratio may be the machine's, "
+                "not the code's; compare runs on a quiet machine, or use check --verify, which "
+                "alternates the two"
             )
         if steps and steps.median_step_time_ms and steps.p90_step_time_ms:
             spread = steps.p90_step_time_ms / steps.median_step_time_ms
@@ -137,20 +137,18 @@ def _notes(before: Facts, after: Facts, fixed: list[Finding]) -> list[str]:
 
 
 def _noisy_window(facts: Facts) -> str | None:
-    """Why the run's measured steps may be the machine's: their phase noisy (other processes'
-    CPU, ``facts.run.machine``) or the window drifting (``facts.steps.drift``); None when
-    neither. A new user's compare of one script checked twice read "1.86x slower (90% interval
-    1.79–2.06x)", the second run on a loaded machine, and said nothing of it."""
-    noisy = [
-        m.description
-        for m in facts.run.machine
-        if m.noisy and m.phase in (Phase.MEASURED, Phase.LOOP_MEASURED)
-    ]
+    """What may have made the run's measured steps the machine's: their phase noisy (other
+    processes' CPU, ``facts.run.machine``: "ran on a noisy machine (other processes used ...)")
+    or the window drifting ("drifted (...)"); None when neither. A new user's compare of one
+    script checked twice read "1.86x slower (90% interval 1.79–2.06x)", the second run on a
+    loaded machine, and said nothing of it."""
+    window = (Phase.MEASURED, Phase.LOOP_MEASURED)
+    noisy = [m.description for m in facts.run.machine if m.noisy and m.phase in window]
     if noisy:
-        return noisy[0]
+        return f"ran on a noisy machine ({noisy[0].removeprefix('noisy machine: ')})"
     steps = facts.steps
     if steps is not None and steps.drifted and steps.drift:
-        return f"the window drifted: {steps.drift}"
+        return f"drifted ({steps.drift})"
     return None
 
 

@@ -1027,7 +1027,8 @@ class ProbeFacts:
     on a function traced for it, the error (one line) of two steps on batches of both lengths
     through one function traced for an unknown length, as bucketed or per-batch padded batches
     reach it (a tagger's ``TimeDistributed(Dense)``, traced for an unknown length): their fixes
-    would fail too; None where those steps ran, or were not tried.
+    would fail too; None where those steps ran, or were not tried
+    (``length_mixed_not_tried`` says why, since 1.7: the probe's budget had run out).
     """
 
     input_only_ms: float | None = None
@@ -1059,6 +1060,7 @@ class ProbeFacts:
     length_probe_not_measured: str | None = None
     length_rejected: int | None = None
     length_mixed_error: str | None = None
+    length_mixed_not_tried: str | None = None
 
 
 @dataclass
@@ -1237,7 +1239,10 @@ class OutsideWindowFacts:
     ``predict_on_batch`` (each way's median ms per call over interleaved bursts; not measured
     for a stateful RNN, whose states a call would change); ``per_call_paired``: the paired
     ratio of ``predict`` (arm ``a``) over each other way (arm ``b``), with its interval.
-    ``detail``: what stopped it, in words.
+    ``detail``: what stopped it, in words. ``unreached_predict_lines`` (since 1.7, optional):
+    where it stopped before the script's end or its next ``fit`` call, the lines of the
+    ``.predict(`` calls after the ``fit`` line in that file that it did not reach (empty: none;
+    None: not looked for, or the file could not be read).
     """
 
     ended: str
@@ -1248,6 +1253,7 @@ class OutsideWindowFacts:
     per_call_ms: dict[str, float] = field(default_factory=dict)
     per_call_paired: list[PairedRatio] = field(default_factory=list)
     detail: str | None = None
+    unreached_predict_lines: list[int] | None = None
 
 
 @dataclass

@@ -9,6 +9,7 @@ and their cuDNN fast-path probe.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -834,7 +835,11 @@ def mask_advice(record: SequenceInput, embedding: str | None = None) -> tuple[st
 
 
 def one_length_fix(
-    fix: Fix, rejected: int | None, error: str | None, mixed: str | None = None
+    fix: Fix,
+    rejected: int | None,
+    error: str | None,
+    mixed: str | None = None,
+    mixed_not_tried: str | None = None,
 ) -> Fix:
     """``fix`` (RD501's bucketing, RD502's per-batch padding: batches of other lengths than
     the model was trained on) as a display-only sketch where the sequence length probe found
@@ -847,8 +852,13 @@ def one_length_fix(
     its first batch; with ``Dense`` in its place, which applies to the last axis, both lengths
     train). Pasted as it is, the fix would fail the same way (a new user's ``Input((40,))``
     model got an unsafe bucketing rewrite); its first lines say what to change first. ``fix``
-    itself where the probe found neither, or did not run."""
+    itself where the probe found neither, or did not run; where it did not try the mixed
+    lengths (``mixed_not_tried``: ``probes.length_mixed_not_tried``), its title says so."""
     if rejected is None and mixed is None:
+        if mixed_not_tried:
+            return dataclasses.replace(
+                fix, title=f"{fix.title} (not tried on batches of mixed lengths: {mixed_not_tried})"
+            )
         return fix
     if rejected is not None:
         title = "your model trains on one length only"
@@ -864,8 +874,8 @@ def one_length_fix(
             "# your model trained at each length alone, not on batches of two lengths through "
             f"one function (the sequence length probe: {mixed})\n# a layer that needs the "
             "length fails where it varies: TimeDistributed(Dense(...)) can be Dense(...), which "
-            "applies to\n# the last axis at any length; Flatten, RepeatVector(N) or a Reshape "
-            "to the length need a model of one length"
+            "applies to\n# the last axis at any length; an RNN with unroll=True, Flatten, "
+            "RepeatVector(N) or a Reshape to the length need a model of one length"
         )
     return Fix(
         title=f"{fix.title}; display-only: {title}",

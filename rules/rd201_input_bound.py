@@ -111,8 +111,9 @@ def _fix(facts: Facts) -> tuple[str, str]:
             f"      .batch({size})",
         ]
     else:  # the user's own pipeline: AUTOTUNE as its file can write it (RD202's way)
-        lines = _dataset_lines(data)
-        autotune = m.autotune(facts, facts.run.script)
+        where = data.location.file if data is not None and data.location else None
+        autotune = m.autotune(facts, where or facts.run.script)
+        lines = _dataset_lines(data, autotune)
     if data is None or not data.prefetch_last:
         lines.append(f"      .prefetch({autotune}))  # overlap input with the train step")
     else:
@@ -154,9 +155,10 @@ def _epoch_weighting(facts: Facts, share: float) -> tuple[float, str]:
     )
 
 
-def _dataset_lines(data: DataFacts | None) -> list[str]:
-    """The tf.data sketch, on the name the user's dataset line assigns (``dataset_train``). A
-    ``cache()`` is suggested only where no random map or shuffle would be frozen by it."""
+def _dataset_lines(data: DataFacts | None, autotune: str = "tf.data.AUTOTUNE") -> list[str]:
+    """The tf.data sketch, on the name the user's dataset line assigns (``dataset_train``), with
+    ``autotune`` as the user's file can write it. A ``cache()`` is suggested only where no
+    random map or shuffle would be frozen by it."""
     code = data.location.code if data is not None and data.location else None
     match = re.match(r"\s*([A-Za-z_]\w*)\s*=(?!=)", code or "")
     name = match.group(1) if match else "ds"
@@ -164,7 +166,7 @@ def _dataset_lines(data: DataFacts | None) -> list[str]:
     if data is None:
         return lines
     if data.sequential_maps or data.python_ops:
-        lines.append("      .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)  # tf ops")
+        lines.append(f"      .map(preprocess, num_parallel_calls={autotune})  # tf ops")
     random = any(
         n.kind == "shuffle" or any("Random" in op for op in n.attrs.get("stateful_ops") or [])
         for n in data.nodes

@@ -24,9 +24,12 @@ What it detects:
     Keras callback, or a check with no time left for the run-on), or when the script raised
     after the window before any model call (``outside_window.ended`` ``error``, no calls): a
     pass there would rest on nothing. Nor, with no finding, where the run-on stopped before the
-    script's end or its next ``fit`` call (``ended`` ``a write``, ``budget``, ``error``): the
-    code after that point was not seen (a new user's ``model.save(...)`` right after ``fit``
-    stopped the run-on, and the ``predict`` loop after it had "passed").
+    script's end or its next ``fit`` call (``ended`` ``a write``, ``budget``, ``error``) and
+    the ``fit`` call's file holds ``.predict(`` calls after the ``fit`` line that it did not
+    reach (``outside_window.unreached_predict_lines``; unknown counts as some): a new user's
+    ``model.save(...)`` right after ``fit`` stopped the run-on, and the ``predict`` loop after
+    it had "passed". A run-on that stopped at a write after its ``predict`` calls (fit, a loop
+    of ``model(x)``, ``model.save``) still passes.
 
 Why it slows training:
     ``Model.predict`` is built for many batches: each call wraps its input in a data adapter
@@ -291,10 +294,12 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                 speedup=round(speedup, 3) if speedup is not None else None,
             )
         )
-    if not findings and ow.ended not in _SEEN_TO_THE_END:
+    unreached = ow.unreached_predict_lines
+    if not findings and ow.ended not in _SEEN_TO_THE_END and unreached != []:
+        lines = f" (predict at line {', '.join(map(str, unreached))})" if unreached else ""
         raise NotEvaluated(
             f"the script's run-on after the window stopped at {ow.detail or ow.ended}, before "
-            "its end or its next fit call: the code after that was not seen"
+            f"its end or its next fit call: the predict calls after it were not seen{lines}"
         )
     return findings
 

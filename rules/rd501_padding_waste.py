@@ -417,8 +417,10 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
         )
         probes = facts.probes
         if probes is not None:
-            fix = sq.one_length_fix(fix, probes.length_rejected, probes.length_probe_not_measured,
-                                    probes.length_mixed_error)  # fmt: skip
+            fix = sq.one_length_fix(
+                fix, probes.length_rejected, probes.length_probe_not_measured,
+                probes.length_mixed_error, probes.length_mixed_not_tried,
+            )  # fmt: skip
         location, where = sq.padding_location(facts, record)
         layers = sq.fed_layers(facts, record)
         no_mask = _no_mask_sentence(record)

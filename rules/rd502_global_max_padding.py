@@ -257,8 +257,10 @@ def _fix(facts: Facts, record: SequenceInput, code: str, safety: FixSafety) -> F
     probes = facts.probes
     if probes is None:
         return fix
-    return sq.one_length_fix(fix, probes.length_rejected, probes.length_probe_not_measured,
-                             probes.length_mixed_error)  # fmt: skip
+    return sq.one_length_fix(
+        fix, probes.length_rejected, probes.length_probe_not_measured,
+        probes.length_mixed_error, probes.length_mixed_not_tried,
+    )  # fmt: skip
 
 
 def _padded_shapes_fix(facts: Facts, record: SequenceInput) -> Fix | None:

@@ -199,7 +199,10 @@ def _start_watchdog(session: CaptureSession) -> None:
     and the steps measured meanwhile count (a new user's BiLSTM, ``--timeout 9``: awake during
     its warm-up's trace, the one save held 0 steps, and the 4 steps of 80 ms measured in the
     0.3 s before the kill were lost). It runs while the main thread blocks in TensorFlow's C++
-    code, and stops once the window has saved its own step times.
+    code, and stops once the window has saved its own step times. Each save (a few ms of JSON)
+    runs beside the window's next step: where the window finishes after all, a note says from
+    which measured step on its steps were timed beside those saves
+    (``session.watchdog_from_step``). A save that fails is tried again at the next step.
     """
     import threading
 
@@ -210,16 +213,21 @@ def _start_watchdog(session: CaptureSession) -> None:
     def watch() -> None:
         time.sleep(max(0.0, session.budgets.overall_left()))
         written: StepTimes | None = None
-        try:
-            while True:
+        failures = 0
+        while True:
+            done = _steps_done(session)  # before the save: a step ending during it is saved next
+            try:
                 written = _save_window_progress(session, written=written)
+            except Exception:  # best effort: the facts saved before stand; try at the next step
+                failures += 1
+                if failures >= 3:
+                    traceback.print_exc()
+                    return
+            else:
                 if written is None:
                     return
-                done = _steps_done(session)
-                while _steps_done(session) == done and not session.window_finished:
-                    time.sleep(_PROGRESS_POLL_S)
-        except Exception:  # best effort: the parent still has the facts saved before
-            traceback.print_exc()
+            while _steps_done(session) == done and not session.window_finished:
+                time.sleep(_PROGRESS_POLL_S)
 
     threading.Thread(target=watch, name="rnndoctor watchdog", daemon=True).start()
 
@@ -240,19 +248,28 @@ def _save_window_progress(
     its own step times, so that those are never replaced by these."""
     window = session.window
     facts = session.facts
+    if window is None or session.window_finished:
+        return None
+    model, failed = None, None
+    if facts.model is None and getattr(window, "model", None) is not None:
+        from rnndoctor.capture.model import collect_model
+
+        try:  # outside the lock, which the window's end waits for
+            model = collect_model(window.model, probe=False)
+        except Exception as exc:
+            failed = f"model inspection failed: {type(exc).__name__}: {exc}"
     with session.progress_lock:
-        if window is None or session.window_finished:
+        if session.window_finished:
             return None
         if facts.steps is not None and facts.steps is not written:
             return None  # the window ended and saved its facts
         facts.steps = window.step_times(facts.fit.batch_size if facts.fit else None)
-        if facts.model is None and getattr(window, "model", None) is not None:
-            from rnndoctor.capture.model import collect_model
-
-            try:
-                facts.model = collect_model(window.model, probe=False)
-            except Exception as exc:
-                facts.run.notes.append(f"model inspection failed: {type(exc).__name__}: {exc}")
+        if session.watchdog_from_step is None:
+            session.watchdog_from_step = facts.steps.measured_steps
+        if facts.model is None and model is not None:
+            facts.model = model
+        if failed and failed not in facts.run.notes:
+            facts.run.notes.append(failed)
         note = (
             f"{PROGRESS_NOTE}{why} ({window.steps_done} steps done): the "
             "step times and model facts are those gathered so far; the cuDNN fast-path probe, "

@@ -329,11 +329,44 @@ def stop(session: CaptureSession, ended: str, detail: str | None = None) -> bool
         inside = sum(c.total_s for c in facts.calls)
         facts.python_s = round(max(0.0, facts.seconds - inside), 4)
         _place_calls(session, facts.calls)
+        if ended not in SEEN_TO_THE_END:
+            facts.unreached_predict_lines = _unreached_predict(session, facts.calls)
     try:
         session.set_phase(Phase.DONE)  # saves the facts
     except Exception:  # a failed save (--out gone, a full disk) must not keep the stop from
         pass  # happening: the parent reads the facts saved before
     return True
+
+
+# How a run-on that saw everything up to the script's end or its next fit ends.
+SEEN_TO_THE_END = ("script end", "next fit call")
+
+
+def _unreached_predict(session: CaptureSession, calls: list[ModelCallStats]) -> list[int] | None:
+    """The lines of the ``.predict(`` calls in the ``fit`` call's file, after its line, that the
+    run-on did not reach (it records the line of each method's first call); None where that
+    file cannot be read or parsed. RD406 passes a run-on that stopped early (at a write, at its
+    budget) only where this is empty: a new user's ``model.save(...)`` right after ``fit``
+    stopped it before the ``predict`` loop that follows, and RD406 had "passed". A ``predict``
+    in a function defined above the ``fit`` line is not counted."""
+    fit = session.facts.fit.location if session.facts.fit else None
+    if fit is None or not fit.file:
+        return None
+    path = os.path.abspath(fit.file)
+    lines = linecache.getlines(path)
+    tree = sites._parse("".join(lines)) if lines else None
+    if tree is None:
+        return None
+    seen = {
+        c.location.line for c in calls
+        if c.location is not None and os.path.abspath(c.location.file) == path
+    }  # fmt: skip
+    sites_after = {
+        node.lineno for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "predict" and node.lineno > fit.line
+    }  # fmt: skip
+    return sorted(sites_after - seen)
 
 
 def stop_before_write(session: CaptureSession, what: str) -> None:

@@ -2092,10 +2092,13 @@ def _length_probe(
             break
         functions[value] = model.train_function
         arms.append((point, arm))
+    if len(arms) == 2:  # before the pairs, whose allowance starts after it
+        if budget.expired():
+            probes.length_mixed_not_tried = f"out of its {budget.seconds:g} s time budget"
+        else:
+            _mixed_lengths(session, model, probes, [half_raw[0], batches.raw[0]])
     _pair_points(arms, paired_left(budget), Phase.LENGTH_PROBE, before_burst=set_up,
                  phase_left=budget.left)  # fmt: skip
-    if len(arms) == 2 and not budget.expired():
-        _mixed_lengths(session, model, probes, [half_raw[0], batches.raw[0]])
 
 
 def _mixed_lengths(
@@ -2145,5 +2148,5 @@ def error_gist(exc: BaseException) -> str:
     ]  # fmt: skip
     gist = said[-1] if said else (lines[0] if lines else "")
     gist = re.sub(r"\s*\[\[\{\{node [^}]*\}\}\]\]|\s*\[Op:[^\]]*\]", "", gist)
-    gist = re.sub(r" \([\w/:.-]+\)", "", gist)  # a tensor's name: (loss/Shape_1:0)
+    gist = re.sub(r" \([\w.-]*[/:][\w/:.-]*\)", "", gist)  # a tensor's name: (loss/Shape_1:0)
     return f"{type(exc).__name__}: {gist}"[:300]

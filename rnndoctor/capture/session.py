@@ -239,9 +239,12 @@ class CaptureSession:
         stop_signal: the signal whose handler ends the script at its run-on's end
             (:func:`rnndoctor.capture.after_window.install_stop_signal`), or None.
         script_over: the user's script has returned or raised: the stop signal is ignored.
-        progress_lock: taken by the window as it saves its step times, and by the child's
+        progress_lock: taken by the window as it saves its step times, by the child's
             watchdog as it saves those measured so far (``__main__._save_window_progress``),
-            so that the watchdog never replaces the window's own.
+            so that the watchdog never replaces the window's own, and by every save, so that
+            no save serialised before the watchdog's lands after it.
+        watchdog_from_step: the measured steps the watchdog's first save held (None: it saved
+            none): the later ones were timed beside its saves.
     """
 
     def __init__(
@@ -273,7 +276,8 @@ class CaptureSession:
         self.after_window: AfterWindowState | None = None
         self.end_now: Callable[[str], None] | None = None
         self.end_lock = threading.Lock()
-        self.progress_lock = threading.Lock()
+        self.progress_lock = threading.RLock()
+        self.watchdog_from_step: int | None = None
         self.stop_signal: int | None = None
         self.script_over = False
         self.stopping = False
@@ -285,9 +289,11 @@ class CaptureSession:
 
     # -- facts and phases ------------------------------------------------------------------------
     def save(self) -> None:
-        """Writes the facts to ``facts_path`` (nothing when it is None)."""
+        """Writes the facts to ``facts_path`` (nothing when it is None), under
+        ``progress_lock``."""
         if self.facts_path is not None:
-            self.facts.save(self.facts_path)
+            with self.progress_lock:
+                self.facts.save(self.facts_path)
 
     def set_phase(self, phase: Phase) -> None:
         """Enters ``phase`` (seconds since the capture started) and saves the facts.

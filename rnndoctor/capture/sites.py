@@ -527,6 +527,8 @@ def _state_read(tree: ast.Module, names: set[str]) -> set[ast.AST]:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or _call_name(node) not in _STATE_READERS:
             continue
+        if _call_name(node) == "update" and not _updates_another(node):
+            continue
         for arg in [*node.args, *(k.value for k in node.keywords)]:
             whole = (
                 isinstance(arg, ast.Call) and _call_name(arg) == "vars" and len(arg.args) == 1
@@ -538,6 +540,17 @@ def _state_read(tree: ast.Module, names: set[str]) -> set[ast.AST]:
             if whole:
                 read.add(arg)
     return read
+
+
+def _updates_another(call: ast.Call) -> bool:
+    """Whether ``call`` is an ``update`` method called on an object (``wandb.config.update``,
+    ``d.update``), which changes that object and reads its arguments: not a bare ``update(...)``
+    (a user's function, which may change what it is given), nor ``dict.update(vars(args),
+    ...)``, whose first argument is the one it changes."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    return not (isinstance(func.value, ast.Name) and func.value.id == "dict")
 
 
 def _namespace_only_parsed(

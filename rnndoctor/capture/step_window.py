@@ -397,24 +397,26 @@ class StepWindow:
 
     # -- the result ----------------------------------------------------------------------------
     def step_times(self, batch_size: int | None, source: str = "fit") -> StepTimes:
-        """The measured steps as :class:`StepTimes` (ms, rounded to 4 places; samples/s)."""
+        """The measured steps as :class:`StepTimes` (ms, rounded to 4 places; samples/s), from
+        one copy of each list: the child's watchdog reads them while the window appends."""
+        step_ms, function_ms = list(self.step_ms), list(self.train_function_ms)
         times = StepTimes(
             warmup_steps=self.options.warmup_steps,
-            measured_steps=len(self.step_ms),
+            measured_steps=len(step_ms),
             requested_steps=self.options.measured_steps,
-            step_time_ms=[round(v, 4) for v in self.step_ms],
-            train_function_ms=[round(v, 4) for v in self.train_function_ms],
+            step_time_ms=[round(v, 4) for v in step_ms],
+            train_function_ms=[round(v, 4) for v in function_ms],
             batch_size=batch_size,
             source=source,
         )
-        if self.step_ms:
-            times.median_step_time_ms = round(statistics.median(self.step_ms), 4)
-            times.p90_step_time_ms = round(percentile(self.step_ms, 0.9), 4)
-            if self.train_function_ms:
-                times.median_train_function_ms = round(statistics.median(self.train_function_ms), 4)
+        if step_ms:
+            times.median_step_time_ms = round(statistics.median(step_ms), 4)
+            times.p90_step_time_ms = round(percentile(step_ms, 0.9), 4)
+            if function_ms:
+                times.median_train_function_ms = round(statistics.median(function_ms), 4)
             if batch_size:
                 times.samples_per_s = round(batch_size * 1000.0 / times.median_step_time_ms, 2)
-            if min(self.step_ms) > 0.0:
-                found = drift(self.step_ms)
+            if min(step_ms) > 0.0:
+                found = drift(step_ms)
                 times.drifted, times.drift = found.drifted, found.description
         return times

@@ -677,6 +677,12 @@ def run_window(
             if finished:  # a watchdog's note from before, on a window that ended after all
                 notes = session.facts.run.notes
                 notes[:] = [n for n in notes if not n.startswith(PROGRESS_NOTE)]
+                first = session.watchdog_from_step
+                if first is not None:
+                    notes.append(
+                        f"measured steps {first + 1} on were timed while the check saved them, "
+                        "3 s before --timeout (a few ms of writing beside each step)"
+                    )
         steps = (window.params or {}).get("steps")
         session.facts.fit.batches_per_epoch = int(steps) if steps else None
         if not finished:

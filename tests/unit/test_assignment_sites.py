@@ -163,7 +163,8 @@ def test_a_namespace_whose_state_is_only_saved_or_logged_keeps_its_site(tmp_path
         path = argparse_script(tmp_path, ARGPARSE.replace("model.fit", f"{read}\nmodel.fit"), name)
         assert site(path, line=10).line == 4, name
     for name, changed in (("merge.py", "vars(args).update(cfg)"),
-                          ("mine.py", "override(vars(args))")):  # fmt: skip
+                          ("mine.py", "override(vars(args))"), ("bare.py", "update(vars(args))"),
+                          ("dict.py", "dict.update(vars(args), batch_size=8)")):  # fmt: skip
         path = argparse_script(tmp_path, ARGPARSE.replace("model.fit", f"{changed}\nmodel.fit"),
                                name)  # fmt: skip
         assert site(path, line=10) is None, name

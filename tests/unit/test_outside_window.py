@@ -278,6 +278,15 @@ def test_rd406_is_no_pass_where_the_run_on_stopped_before_the_scripts_end(ended)
         facts.outside_window = OutsideWindowFacts(ended=seen, seconds=0.01)
         (outcome,) = [o for o in evaluate(facts).outcomes if o.rule.id == "RD406"]
         assert outcome.status is Status.PASSED
+    # stopped early, with predict calls after the fit line it did not reach: not evaluated
+    facts.outside_window = OutsideWindowFacts(ended=ended, unreached_predict_lines=[45, 52])
+    (outcome,) = [o for o in evaluate(facts).outcomes if o.rule.id == "RD406"]
+    assert outcome.status is Status.NOT_EVALUATED and "(predict at line 45, 52)" in outcome.reason
+    # stopped early with none left unreached (a model(x) loop, then model.save): still a pass,
+    # so that a fixed predict loop reads "fixed" in compare
+    facts.outside_window = OutsideWindowFacts(ended=ended, unreached_predict_lines=[])
+    (outcome,) = [o for o in evaluate(facts).outcomes if o.rule.id == "RD406"]
+    assert outcome.status is Status.PASSED
 
 
 def test_a_call_after_a_single_fit_counts_the_calls_of_all_its_loops(tmp_path):
@@ -359,3 +368,25 @@ def test_a_tf_config_of_several_tasks_is_a_multi_worker_job():
     assert cluster.in_multi_worker_job({"TF_CONFIG": "{not json"})  # cannot rule a cluster out
     assert cluster.in_multi_worker_job({cluster.TRACE_DONE_VAR: "/tmp/trace.done"})
     assert "a multi-worker job" in after_window.multi_worker_reason(None, {"TF_CONFIG": two})
+
+
+def test_the_predict_calls_after_fit_that_an_early_stop_left_unreached(tmp_path):
+    """The trial's script: fit, model.save(...) (where the run-on stops), then a loop of
+    single-sample predict calls; a predict that ran (its line recorded) is not counted, nor
+    one above the fit line."""
+    from types import SimpleNamespace
+
+    path = tmp_path / "train_cli.py"
+    path.write_text(
+        "model.predict(x[:1])\nmodel.fit(x, y)\nmodel.predict(x[:4])\nmodel.save('m.keras')\n"
+        "preds = [model.predict(x[i:i + 1]) for i in range(20)]\n"
+    )
+    facts = Facts(run=RunInfo(script=str(path), argv=[], cwd="."))
+    facts.fit = FitConfig(data_kind="numpy", batch_size=32,
+                          location=SourceLocation(str(path), 2))  # fmt: skip
+    session = SimpleNamespace(facts=facts)
+    seen = ModelCallStats(method="predict", calls=1, location=SourceLocation(str(path), 3))
+    assert after_window._unreached_predict(session, [seen]) == [5]
+    assert after_window._unreached_predict(session, []) == [3, 5]
+    facts.fit.location = SourceLocation(str(tmp_path / "gone.py"), 2)
+    assert after_window._unreached_predict(session, []) is None

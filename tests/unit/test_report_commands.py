@@ -254,5 +254,5 @@ def test_compare_says_when_a_window_ran_on_a_noisy_machine():
                      description="noisy machine: other processes used 1.0 of 2 CPUs (51%)"),
     ]  # fmt: skip
     (note,) = [n for n in compare_facts(before, after).notes if "noisy machine" in n]
-    assert note.startswith("the second run's window ran on a noisy machine (noisy machine: other")
+    assert note.startswith("the second run's window ran on a noisy machine (other processes used")
     assert "check --verify, which alternates the two" in note

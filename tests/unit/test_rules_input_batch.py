@@ -668,3 +668,5 @@ def test_rd201_sketch_writes_autotune_as_the_users_file_can():
     f.run.tensorflow_names = {SCRIPT: []}  # the script binds no name to tensorflow
     _, (finding,) = run(f, "RD201")
     assert ".prefetch(-1))  # overlap input with the train step" in finding.fix.code
+    assert ".map(preprocess, num_parallel_calls=-1)" in finding.fix.code  # a sequential map
+    assert "tf." not in finding.fix.code

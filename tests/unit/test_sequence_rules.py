@@ -589,6 +589,12 @@ def test_a_model_that_trains_on_one_length_gets_the_padding_fixes_as_sketches():
     assert sq.one_length_fix(plain, 32, error).safety == "display-only"
     assert sq.one_length_fix(plain, None, None, "InvalidArgumentError: x").safety == "display-only"
     assert sq.one_length_fix(plain, None, None) is plain
+    untried = sq.one_length_fix(plain, None, None, None, "out of its 4 s time budget")
+    assert untried.safety == "unsafe" and untried.code == plain.code
+    assert (
+        untried.title
+        == "Pad each batch (not tried on batches of mixed lengths: out of its 4 s time budget)"
+    )
 
 
 def test_a_model_that_trains_on_each_length_alone_but_not_mixed_gets_sketches():
