@@ -488,6 +488,29 @@ def no_core_files() -> None:
         pass
 
 
+def _syntax_error(facts: Facts, script: str) -> bool:
+    """Whether the script does not compile: then its ``SyntaxError`` is recorded as the run's
+    (the outcome, the message, the user's line) before TensorFlow is imported, as running it
+    would record it after (a new user waited for TensorFlow's import, about 3 s, to be told of
+    a syntax error). A script that cannot be read is left to the run, which says why."""
+    try:
+        with open(script, "rb") as file:
+            source = file.read()
+    except OSError:
+        return False
+    try:
+        compile(source, script, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        facts.run.outcome = Outcome.SCRIPT_ERROR
+        facts.run.error_type = type(exc).__name__
+        facts.run.message = _error_message(exc)
+        facts.run.error_location = _error_location(exc)
+        return True
+    except (ValueError, TypeError):  # a null byte: the run says so, as python would
+        return False
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     """The child's entry point: runs the script under the hooks and saves ``facts.json``.
 
@@ -502,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     facts = _new_facts(script, [script_arg, *script_args], started)
     facts.save(facts_path)
-    if not _import_keras(facts):
+    if _syntax_error(facts, script) or not _import_keras(facts):
         facts.run.wall_time_s = round(time.monotonic() - started, 3)
         facts.save(facts_path)
         return 0

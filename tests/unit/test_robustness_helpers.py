@@ -259,3 +259,22 @@ def test_the_watchdog_saves_the_steps_of_a_running_window_again_until_it_saves_i
     own = facts.steps = StepTimes(warmup_steps=3, measured_steps=20)  # the window's own save
     assert child._save_window_progress(session, written=second) is None
     assert facts.steps is own
+
+
+def test_a_script_that_does_not_compile_is_reported_before_tensorflow_is_imported(tmp_path):
+    """A new user waited for TensorFlow's import (about 3 s) to be told of a syntax error: the
+    child now compiles the script first and records the error at the user's line."""
+    from rnndoctor.facts import Outcome
+
+    bad = tmp_path / "bad.py"
+    bad.write_text("import keras\n\nepochs = = 3\n")
+    facts = child._new_facts(str(bad), [str(bad)], time.monotonic())
+    assert child._syntax_error(facts, str(bad))
+    run = facts.run
+    assert run.outcome == Outcome.SCRIPT_ERROR and run.error_type == "SyntaxError"
+    assert run.message == "SyntaxError: invalid syntax"
+    assert run.error_location.file == str(bad) and run.error_location.line == 3
+    good = tmp_path / "good.py"
+    good.write_text("import keras\n")
+    assert not child._syntax_error(child._new_facts(str(good), [], time.monotonic()), str(good))
+    assert not child._syntax_error(facts, str(tmp_path / "missing.py"))  # the run says why
