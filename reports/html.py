@@ -13,5 +13,5 @@ def render_html(report: Report, view: ReportView | None = None) -> str:
     return (
         environment()
         .get_template("report.html.j2")
-        .render(view=view, facts=view.facts, short=view.short)
+        .render(view=view, facts=view.facts, short=view.short, located=view.located)
     )

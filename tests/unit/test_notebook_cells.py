@@ -53,6 +53,7 @@ def test_the_reports_show_the_cell_not_the_kernels_file():
     assert "- Where: `cell In[3]:" in md and "1284195517.py:" not in md
     html = RENDERERS["html"](report)
     assert "<title>rnndoctor report: cell In[3]</title>" in html
+    assert "script <code>cell In[3]</code>" in html and "1284195517" not in html  # the header
     assert "cell In[3]:" in html
     plain = evaluate(_facts_in_a_cell(), select=["RD101"])  # no cells recorded: as before
     assert "1284195517.py:" in RENDERERS["md"](plain)
