@@ -189,3 +189,17 @@ def test_the_markdown_lists_keep_one_item_per_line():
             == [line for line in lines if line.startswith(start)]
             != []
         ), start
+
+
+def test_the_markdown_evidence_values_are_formatted_as_the_html_ones():
+    """A new user's report.md printed "151.5162 ms" where report.html shows 151.516."""
+    report = evaluate(_facts())
+    md = RENDERERS["md"](report)
+    html = RENDERERS["html"](report)
+    values = [(e.value, f.rule_id) for f in report.findings for e in f.evidence
+              if isinstance(e.value, float) and len(repr(e.value).split(".")[-1]) > 3]  # fmt: skip
+    assert values, "the fixture has a float with more than 3 decimals"
+    from rnndoctor.reports.formatting import format_value
+
+    for value, _ in values:
+        assert f"`{format_value(value)}`" in md and f"<code>{format_value(value)}</code>" in html
