@@ -225,6 +225,21 @@ class ReportView:
     unmeasured: tuple[str, ...] = field(default=())
     verified: VerifyView | None = None
 
+    @property
+    def sampled_batch(self) -> int | None:
+        """Where ``fit`` does not know its input's batch size (a tf_keras ``Sequence``, a
+        ``PyDataset``: ``steps.batch_size`` None, no samples counted), the rows of the sampled
+        batches the batch-size probe starts from (``probes.batch_probe[0]``), so the step-time
+        section gives the throughput that RD301's figures rest on, marked as from them (a new
+        user's report read "batch size unknown" above RD301's "2,484 samples/s at 64"); else
+        None."""
+        steps, probes = self.facts.steps, self.facts.probes
+        if steps is None or steps.batch_size is not None or steps.samples_per_s:
+            return None
+        if probes is None or not probes.batch_probe or not steps.median_step_time_ms:
+            return None
+        return probes.batch_probe[0].value
+
     def located(self, path: str | None) -> str:
         """``path`` as the user knows it: a notebook cell's name (:func:`cell_name`) for
         ipykernel's file of that cell, else ``path`` as given."""

@@ -149,6 +149,21 @@ def test_the_step_time_section_never_prints_none():
     assert facts.steps is not None and facts.steps.median_step_time_ms is not None
     facts.steps.batch_size, facts.steps.samples_per_s = None, None
     md = RENDERERS["md"](evaluate(facts))
+    # the batch-size probe's sampled batches hold 4 rows (a new user's report read "batch size
+    # unknown" above RD301's samples/s at 64): the throughput they give, marked as theirs
+    step = facts.steps.median_step_time_ms
+    from rnndoctor.reports.formatting import format_value
+
+    about = format_value(4 * 1000.0 / step)
+    assert (
+        "- batch size unknown to fit (its input makes its own batches); the sampled batches hold "
+        f"4 rows: about {about} samples/s at the median step (not counted per step)"
+    ) in md
+    assert f"about {about} samples/s at the median step, from the sampled batches' 4 rows" in (
+        RENDERERS["html"](evaluate(facts))
+    )
+    facts.probes.batch_probe = []  # nothing sampled: unknown
+    md = RENDERERS["md"](evaluate(facts))
     assert "- batch size unknown; throughput not measured (batch size unknown)" in md
     assert "None" not in md.split("## Step time")[1].split("##")[0]
     facts.steps.samples_per_s = 1234.5  # counted per step (a tf.data input of no fixed batch)
