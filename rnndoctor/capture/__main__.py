@@ -214,6 +214,8 @@ def _start_watchdog(session: CaptureSession) -> None:
         time.sleep(max(0.0, session.budgets.overall_left()))
         written: StepTimes | None = None
         failures = 0
+        while session.window is None and not session.window_finished:
+            time.sleep(_PROGRESS_POLL_S)  # awake before fit: the window's steps may yet come
         while True:
             done = _steps_done(session)  # before the save: a step ending during it is saved next
             try:

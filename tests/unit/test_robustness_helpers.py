@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -278,3 +279,64 @@ def test_a_script_that_does_not_compile_is_reported_before_tensorflow_is_importe
     good.write_text("import keras\n")
     assert not child._syntax_error(child._new_facts(str(good), [], time.monotonic()), str(good))
     assert not child._syntax_error(facts, str(tmp_path / "missing.py"))  # the run says why
+
+
+def test_the_watchdog_thread_saves_each_new_step_and_stops_at_the_windows_own_save(tmp_path):
+    """The watchdog's loop itself: awake before the window exists, it waits for it, saves the
+    steps as they come, and ends once the window has saved its own step times."""
+    from rnndoctor.capture.session import CaptureSession
+    from rnndoctor.capture.step_window import WindowOptions
+    from rnndoctor.facts import DataKind, Facts, FitConfig, RunInfo, StepTimes
+
+    class Window:
+        model = None
+
+        def __init__(self):
+            self.step_ms: list[float] = []
+
+        @property
+        def steps_done(self):
+            return 3 + len(self.step_ms)
+
+        def step_times(self, batch_size):
+            return StepTimes(warmup_steps=3, measured_steps=len(self.step_ms),
+                             step_time_ms=list(self.step_ms), batch_size=batch_size)  # fmt: skip
+
+    def saved_steps() -> int | None:
+        try:
+            steps = json.loads((tmp_path / "facts.json").read_text()).get("steps")
+        except (OSError, ValueError):
+            return None
+        return steps["measured_steps"] if steps else None
+
+    def wait_for(test, seconds: float = 5.0) -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if test():
+                return True
+            time.sleep(0.02)
+        return False
+
+    run = RunInfo(script="train.py", argv=[], cwd=str(tmp_path))
+    facts = Facts(run=run, fit=FitConfig(data_kind=DataKind.NUMPY, batch_size=32))
+    # a 3 s timeout leaves no time before the watchdog's wake (RESERVE_S = 3 s)
+    session = CaptureSession(facts, WindowOptions(timeout_s=3.0), tmp_path / "facts.json")
+    child._start_watchdog(session)
+    time.sleep(0.2)
+    assert saved_steps() is None  # no window yet: nothing saved, the watchdog waits
+    window = session.window = Window()
+    assert wait_for(lambda: saved_steps() == 0)
+    window.step_ms += [80.0, 81.0]
+    assert wait_for(lambda: saved_steps() == 2)
+    window.step_ms.append(82.0)
+    assert wait_for(lambda: saved_steps() == 3)
+    assert session.watchdog_from_step == 0
+    with session.progress_lock:  # the window's own save
+        facts.steps = StepTimes(warmup_steps=3, measured_steps=20)
+    window.step_ms.append(83.0)  # a step after it: the watchdog must not replace the window's
+    time.sleep(0.3)
+    assert facts.steps.measured_steps == 20
+    threads = [t for t in threading.enumerate() if t.name == "rnndoctor watchdog"]
+    assert all(not t.is_alive() for t in threads) or wait_for(
+        lambda: not any(t.is_alive() for t in threads)
+    )
