@@ -290,7 +290,9 @@ class RunInfo:
     location points at, the names that bind the ``tensorflow`` module there (``["tf"]``), from
     the file's ``import`` statements and, for the script or a notebook cell, the running
     namespace; an empty list: none (a fix written with ``tf.`` would raise ``NameError``); a
-    file not listed: not known.
+    file not listed: not known. ``written_files`` (since 1.7): the files outside ``--out`` the
+    script's own Python code opened for writing, made or removed (absolute paths, as the check
+    records them), which ``--verify`` puts back as they were after the plain check.
     """
 
     script: str
@@ -310,6 +312,7 @@ class RunInfo:
     neutralised: list[Neutralised] = field(default_factory=list)
     cut_short: list[CutShort] = field(default_factory=list)
     child_commands: list[ChildCommand] = field(default_factory=list)
+    written_files: list[str] = field(default_factory=list)
     machine: list[MachinePhase] = field(default_factory=list)
     job_id: str | None = None
     exit_status: int | None = None

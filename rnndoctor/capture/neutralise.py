@@ -628,6 +628,7 @@ def _note_write(session: CaptureSession, path: Any, how: str) -> None:
                 return
             state.writes_more += 1
         state.writes[full] = (how, location)
+        session.facts.run.written_files.append(full)
         _update_note(session)
 
 

@@ -139,9 +139,11 @@ def run_verify(
     console.say(f"rnndoctor: verifying the fixes A/B (budget {budget:.0f} s{bound})", err=True)
     scrub = _scrubber(script, options)
     written: dict[str, Path] | None = None
+    kept = UserFiles.keep(facts.run.written_files)
     try:
         verification = verify(_findings(facts, report, options), facts, job)
         summary = summarise(verification, scrub)
+        summary.notes.extend(scrub(n) for n in kept.put_back())
         written = write_verified(summary, report, options, out)
     except (OSError, ValueError) as exc:  # a copy or a report file that cannot be written
         console.error(f"--verify stopped: {exc}")
@@ -150,10 +152,70 @@ def run_verify(
         if written is None:  # a patch with no verify.json beside it: the next check keeps it
             (out / PATCH_NAME).unlink(missing_ok=True)
         runner.close()
+        for note in kept.put_back():  # what an arm wrote as it was stopped
+            console.note(scrub(note))
     for line, bad in terminal_lines(summary):
         console.say(typer.style(line, fg="red") if bad else line)
     console.say(f"verify report: {written['verify.md']} and {written['verify.json']}")
     return ExitCode.INTERRUPTED if verification.interrupted else None
+
+
+@dataclasses.dataclass
+class UserFiles:
+    """The user's files the plain check saw the script write (``facts.run.written_files``: a
+    config dump, a vocabulary, before ``fit``), as they were before ``--verify``'s runs, so
+    that they are put back after them: the arms run the script, and each fix's copy, in the
+    user's working directory, and a copy writes those files with its own values (a new user's
+    ``json.dump(vars(args), f)`` held RD301's batch size, 32, after ``--verify``, where the
+    user ran 8). ``saved``: each path's bytes, or None where it did not exist. Files past
+    :data:`_KEEP_MAX_BYTES` in all, or unreadable, are not kept, and a file the script had not
+    written in the plain check is not known here."""
+
+    saved: dict[str, bytes | None]
+
+    @classmethod
+    def keep(cls, paths: list[str]) -> UserFiles:
+        saved: dict[str, bytes | None] = {}
+        total = 0
+        for path in paths:
+            try:
+                data = Path(path).read_bytes() if os.path.isfile(path) else None
+            except OSError:
+                continue
+            total += len(data or b"")
+            if total <= _KEEP_MAX_BYTES:
+                saved[path] = data
+        return cls(saved)
+
+    def put_back(self) -> list[str]:
+        """Writes back each kept file a run changed (or removes one a run made); returns a note
+        for each."""
+        notes = []
+        for path, data in self.saved.items():
+            try:
+                now = Path(path).read_bytes() if os.path.isfile(path) else None
+            except OSError:
+                now = b""  # unreadable now: write it back
+            if now == data:
+                continue
+            try:
+                if data is None:
+                    os.unlink(path)
+                else:
+                    Path(path).write_bytes(data)
+            except OSError as exc:
+                notes.append(f"{path} was changed by a --verify run and is not put back: {exc}")
+                continue
+            notes.append(
+                f"{path} was written by a --verify run (the runs work in your working directory, "
+                "each fix's copy with its own values) and is put back as the plain check left it"
+            )
+        return notes
+
+
+# The most bytes of the user's written files --verify keeps to put back (Source: rnndoctor's
+# choice: a config, a vocabulary, a small log; not a dataset).
+_KEEP_MAX_BYTES = 64 * 2**20
 
 
 def write_verified(

@@ -83,3 +83,22 @@ def test_with_redact_the_fixes_come_from_the_unredacted_facts(monkeypatch):
     monkeypatch.setattr(rnndoctor.engine, "evaluate", evaluate)
     assert _findings(raw, redacted, Options(redact=False)) == ["redacted"]
     assert _findings(raw, redacted, Options(redact=True)) == ["raw"] and seen == [raw]
+
+
+def test_the_files_the_script_wrote_are_put_back_after_the_verify_runs(tmp_path):
+    """A new user's ``json.dump(vars(args), f)`` held RD301's batch size, 32, after --verify
+    (the copy ran in the user's working directory), where the user ran 8: the files the plain
+    check saw the script write are put back as it left them, with a note each."""
+    from rnndoctor.cli.verify import UserFiles
+
+    config, vocab, fresh = tmp_path / "run_config.json", tmp_path / "vocab.txt", tmp_path / "new"
+    config.write_text('{"batch_size": 8}')
+    vocab.write_text("a\nb\n")
+    kept = UserFiles.keep([str(config), str(vocab), str(fresh)])
+    config.write_text('{"batch_size": 32}')  # a fix's copy ran with its own values
+    fresh.write_text("made by a run")
+    notes = kept.put_back()
+    assert config.read_text() == '{"batch_size": 8}' and vocab.read_text() == "a\nb\n"
+    assert not fresh.exists()  # it did not exist before the runs
+    assert len(notes) == 2 and all("is put back as the plain check left it" in n for n in notes)
+    assert kept.put_back() == []  # nothing changed since
