@@ -517,7 +517,7 @@ def _run_point(
     except Exception as exc:
         if _is_oom(exc):
             return _PointResult(None, 0, f"out of memory: {type(exc).__name__}")
-        return _PointResult(None, 0, f"failed: {type(exc).__name__}: {exc}"[:300])
+        return _PointResult(None, 0, f"failed: {error_gist(exc)}")
     finally:
         model.stop_training = False
         _collect_fit_garbage()
@@ -667,7 +667,9 @@ def run_probes(
     limit, probes.memory_limit_source = memory.memory_limit(session)
     probes.memory_limit_mib = round(limit, 3) if limit is not None else None
     saved = {
-        "steps_per_execution": getattr(model, "steps_per_execution", 1),
+        # its value, not tf_keras' variable (the property returns it): restoring the variable
+        # to itself kept the steps_per_execution probe's 16 for the probes after it
+        "steps_per_execution": int(getattr(model, "steps_per_execution", 1) or 1),
         "train_function": getattr(model, "train_function", None),
         "history": getattr(model, "history", None),
     }
@@ -706,7 +708,7 @@ def run_probes(
             try:
                 stage.run()
             except Exception as exc:  # a probe's own failure: the others still run
-                setattr(probes, stage.not_measured, f"failed: {type(exc).__name__}: {exc}"[:300])
+                setattr(probes, stage.not_measured, f"failed: {error_gist(exc)}")
             stage.after()
             gc.collect()
             session.save()
@@ -2118,7 +2120,7 @@ def _mixed_lengths(
     ``TimeDistributed`` gave logits of ``[16 16]`` against labels of ``[16 30]`` (with
     ``Dense`` in its place, which applies to the last axis, both lengths train through one
     function). Costs one trace and two steps, within the probe's phase."""
-    spe = getattr(model, "steps_per_execution", 1)
+    spe = int(getattr(model, "steps_per_execution", 1) or 1)  # tf_keras': a variable
     model.train_function = None  # Keras builds one for the dataset's unknown length
     model.steps_per_execution = 1  # two steps, not one call of N (Keras runs N at least)
     dataset = _cached_dataset(items, None)  # two lengths concatenated: the time axis is None
@@ -2139,14 +2141,21 @@ def error_gist(exc: BaseException) -> str:
     that says what failed. A TensorFlow graph error's message starts with "Graph execution
     error:" and the op's Python stack; its last line names the check that failed (``assertion
     failed: [Condition x == y did not hold element-wise:] [x = ] [16 30] [y = ] [16 16]``), with
-    the tensors' and the node's names taken out."""
+    the tensors' and the node's names taken out. An autograph error ("in user code:", the
+    frames, then ``ValueError: Input 0 of layer ... expected shape=(None, 60), found
+    shape=(16, 30)``) gives its last line as it is: cut at 300 characters, its first lines had
+    said only where (a new user's length probe on tf_keras)."""
     text = str(getattr(exc, "message", None) or exc)
+    text = text.split("Arguments received by")[0]  # Keras 3's layer-call wrapper: its arguments
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     said = [
         line for line in lines
-        if not line.startswith(("File ", "[[", "Detected at node", "Graph execution error"))
+        if not line.startswith(("File ", "[[", "Detected at node", "Graph execution error",
+                                "Exception encountered when calling"))
     ]  # fmt: skip
     gist = said[-1] if said else (lines[0] if lines else "")
     gist = re.sub(r"\s*\[\[\{\{node [^}]*\}\}\]\]|\s*\[Op:[^\]]*\]", "", gist)
     gist = re.sub(r" \([\w.-]*[/:][\w/:.-]*\)", "", gist)  # a tensor's name: (loss/Shape_1:0)
-    return f"{type(exc).__name__}: {gist}"[:300]
+    name = type(exc).__name__
+    # autograph's "in user code:" error ends in the raised error's own "ValueError: ..." line
+    return (gist if gist.startswith(f"{name}: ") else f"{name}: {gist}")[:300]

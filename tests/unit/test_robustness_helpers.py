@@ -340,3 +340,34 @@ def test_the_watchdog_thread_saves_each_new_step_and_stops_at_the_windows_own_sa
     assert all(not t.is_alive() for t in threads) or wait_for(
         lambda: not any(t.is_alive() for t in threads)
     )
+
+
+def test_error_gist_gives_the_line_that_says_what_failed():
+    """The probes' failure reasons: a graph error's assertion, an autograph error's own last
+    line (a new user's tf_keras length probe was cut at 300 characters of its frames), Keras
+    3's layer-call wrapper without its arguments."""
+    from rnndoctor.capture.probes import error_gist
+
+    graph = RuntimeError()
+    graph.message = (
+        'Graph execution error:\n\nDetected at node x\n  File "a.py", line 1\nassertion '
+        "failed: [Condition x == y did not hold element-wise:] [x (loss/Shape_1:0) = ] [16 30] "
+        "[y (loss/strided_slice:0) = ] [16 16]\n\t [[{{node loss/Assert}}]] [Op:__inference_f_1]"
+    )
+    assert error_gist(graph) == (
+        "RuntimeError: assertion failed: [Condition x == y did not hold element-wise:] "
+        "[x = ] [16 30] [y = ] [16 16]"
+    )
+    autograph = ValueError(
+        'in user code:\n\n    File "t.py", line 3, in train_function  *\n        return x\n\n'
+        '    ValueError: Input 0 of layer "sequential" is incompatible with the layer: expected '
+        "shape=(None, 60), found shape=(16, 30)\n"
+    )
+    assert error_gist(autograph).startswith('ValueError: Input 0 of layer "sequential" is incom')
+    wrapped = ValueError(
+        'Exception encountered when calling Functional.call().\n\nInput 0 of layer "lstm" is '
+        "incompatible with the layer: expected shape=(None, 40, 8), found shape=(16, 20, 8)\n\n"
+        "Arguments received by Functional.call():\n  • inputs=x\n  • mask=None"
+    )
+    assert error_gist(wrapped).endswith("expected shape=(None, 40, 8), found shape=(16, 20, 8)")
+    assert error_gist(ValueError("expected (float32)")) == "ValueError: expected (float32)"
