@@ -298,7 +298,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
     if not findings and ow.ended not in _SEEN_TO_THE_END and unreached != []:
         lines = f" (predict at line {', '.join(map(str, unreached))})" if unreached else ""
         raise NotEvaluated(
-            f"the script's run-on after the window stopped at {ow.detail or ow.ended}, before "
+            f"the script's run-on after the window stopped ({ow.detail or ow.ended}) before "
             f"its end or its next fit call: the predict calls after it were not seen{lines}"
         )
     return findings

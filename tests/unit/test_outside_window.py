@@ -271,9 +271,7 @@ def test_rd406_is_no_pass_where_the_run_on_stopped_before_the_scripts_end(ended)
     )
     (outcome,) = [o for o in evaluate(facts).outcomes if o.rule.id == "RD406"]
     assert outcome.status is Status.NOT_EVALUATED
-    assert "stopped at the script was about to write (model.save), before its end" in (
-        outcome.reason
-    )
+    assert "stopped (the script was about to write (model.save)) before its end" in (outcome.reason)
     for seen in ("script end", "next fit call"):  # seen to the end, nothing found: a pass
         facts.outside_window = OutsideWindowFacts(ended=seen, seconds=0.01)
         (outcome,) = [o for o in evaluate(facts).outcomes if o.rule.id == "RD406"]

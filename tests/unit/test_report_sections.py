@@ -218,3 +218,12 @@ def test_the_markdown_evidence_values_are_formatted_as_the_html_ones():
 
     for value, _ in values:
         assert f"`{format_value(value)}`" in md and f"<code>{format_value(value)}</code>" in html
+
+
+def test_a_probe_not_measured_without_a_reason_prints_no_none():
+    """A new user's custom-loop report.md: "input-only time per batch: not measured: None"."""
+    facts = _facts()
+    facts.probes = ProbeFacts()
+    md = RENDERERS["md"](evaluate(facts))
+    assert "- input-only time per batch: not measured\n" in md
+    assert "- compute-only step time: not measured\n" in md and ": None" not in md
