@@ -819,7 +819,9 @@ def _measured_finding(
                 f"Batch size {base.value} leaves throughput on the table: the batch-size probe "
                 f"(on batches cached in memory) trains {best.samples_per_s:,.0f} samples/s at "
                 f"batch {best.value} "
-                f"against {base.samples_per_s:,.0f} at {base.value} ({quoted} samples/s)."
+                f"against {base.samples_per_s:,.0f} at {base.value}, each from its median step; "
+                f"its interleaved pairs: {quoted} samples/s (the median of their ratios, which "
+                "the decision reads)."
             ),
             location=change.location,
             evidence=evidence,

@@ -73,6 +73,14 @@ def test_rd301_quotes_the_point_whose_interval_clears_over_a_wider_larger_median
     assert finding.severity is Severity.WARNING
     assert "at batch 16 against" in finding.message and "2.0x (90% interval" in finding.message
     assert finding.speedup == 2.01
+    # the points' samples/s are their medians, the ratio the pairs' median: a new user read
+    # "3,058 against 1,251 (2.9x ...)" and divided (2.44x); the message says which is which
+    assert "against 4,000 at 8, each from its median step; its interleaved pairs: 2.0x" in (
+        finding.message
+    )
+    assert finding.message.endswith(
+        "samples/s (the median of their ratios, which the decision reads)."
+    )
 
 
 def test_rd301_is_info_inconclusive_when_only_the_median_clears():
