@@ -240,6 +240,13 @@ class ReportView:
             return None
         return probes.batch_probe[0].value
 
+    @property
+    def sampled_samples_per_s(self) -> float | None:
+        """The throughput at :attr:`sampled_batch` rows a step and the window's median step
+        (samples/s), or None where it is None."""
+        batch = self.sampled_batch
+        return batch * 1000.0 / self.facts.steps.median_step_time_ms if batch else None
+
     def located(self, path: str | None) -> str:
         """``path`` as the user knows it: a notebook cell's name (:func:`cell_name`) for
         ipykernel's file of that cell, else ``path`` as given."""

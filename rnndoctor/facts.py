@@ -1226,6 +1226,12 @@ class ModelCallStats:
     calls_per_iteration: int | None = None
 
 
+# How a run-on after the window that saw everything up to the script's end or its next fit
+# ends (OutsideWindowFacts.ended): the capture looks for the predict calls an earlier stop left
+# unreached, and RD406 takes no finding for a pass only from these.
+SEEN_TO_THE_END = ("script end", "next fit call")
+
+
 @dataclass
 class OutsideWindowFacts:
     """What the script did after the diagnosis window (since 1.2, optional).

@@ -81,7 +81,13 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from rnndoctor.facts import Facts, ModelCallStats, OutsideWindowFacts, PairedRatio
+from rnndoctor.facts import (
+    SEEN_TO_THE_END,
+    Facts,
+    ModelCallStats,
+    OutsideWindowFacts,
+    PairedRatio,
+)
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Severity
 from rnndoctor.rules import NotEvaluated, Option, OptionValues, finding, rule
 from rnndoctor.rules import _fastpath as fp
@@ -295,15 +301,10 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             )
         )
     unreached = ow.unreached_predict_lines
-    if not findings and ow.ended not in _SEEN_TO_THE_END and unreached != []:
+    if not findings and ow.ended not in SEEN_TO_THE_END and unreached != []:
         lines = f" (predict at line {', '.join(map(str, unreached))})" if unreached else ""
         raise NotEvaluated(
             f"the script's run-on after the window stopped ({ow.detail or ow.ended}) before "
             f"its end or its next fit call: the predict calls after it were not seen{lines}"
         )
     return findings
-
-
-# How a run-on that saw everything up to the script's end or its next fit ends
-# (facts.OutsideWindowFacts.ended): only then is no finding a pass.
-_SEEN_TO_THE_END = ("script end", "next fit call")

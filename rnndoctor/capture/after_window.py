@@ -43,6 +43,7 @@ from rnndoctor import cluster
 from rnndoctor.capture import flavour, pairs, sites
 from rnndoctor.capture.session import AfterWindowState, StopScript
 from rnndoctor.facts import (
+    SEEN_TO_THE_END,
     CodeLoop,
     FitLoop,
     ModelCallStats,
@@ -336,10 +337,6 @@ def stop(session: CaptureSession, ended: str, detail: str | None = None) -> bool
     except Exception:  # a failed save (--out gone, a full disk) must not keep the stop from
         pass  # happening: the parent reads the facts saved before
     return True
-
-
-# How a run-on that saw everything up to the script's end or its next fit ends.
-SEEN_TO_THE_END = ("script end", "next fit call")
 
 
 def _unreached_predict(session: CaptureSession, calls: list[ModelCallStats]) -> list[int] | None:
