@@ -31,6 +31,7 @@ from rnndoctor.capture.control import SampleCounter
 from rnndoctor.capture.objects import without_recurrent_dropout
 from rnndoctor.capture.step_window import WindowOptions
 from rnndoctor.findings import Finding
+from rnndoctor.paired import ARM_WINDOW_S
 from rnndoctor.verify.result import Verified, measure
 from rnndoctor.verify.run import MAX_PAIRS, Candidate, Run
 
@@ -121,11 +122,13 @@ def apply_fix(finding: Finding, arm: Arm) -> Arm:
 
 
 def _window(arm: Arm, fit: Callable[..., Any], name: str, pair: int) -> Run:
-    """One window of ``arm``'s ``fit``: one warm-up step, ``WINDOW_STEPS`` measured ones."""
+    """One window of ``arm``'s ``fit``: one warm-up step, ``WINDOW_STEPS`` measured ones and
+    on until they time ``ARM_WINDOW_S``, while its data lasts."""
     from rnndoctor.capture.window import WindowDone, make_window
 
     options = WindowOptions(warmup_steps=1, measured_steps=WINDOW_STEPS, profile_steps=0,
-                            window_only=True, probe_fast_path=False, run_probes=False)  # fmt: skip
+                            min_measured_s=ARM_WINDOW_S, window_only=True, probe_fast_path=False,
+                            run_probes=False)  # fmt: skip
     window = make_window(arm.model, options)
     kwargs = dict(arm.kwargs)
     x = arm.x

@@ -31,6 +31,14 @@ from rnndoctor.stats import (
 # The issue's floor for each arm: "at least 10 timed steps or 1 s (whichever is longer)".
 MIN_STEPS = 10
 MIN_SECONDS = 1.0
+# A --verify arm's window (rnndoctor.cli.arms, rnndoctor.inprocess) goes on past its 5 steps until
+# they time this many seconds, so that an arm of the fewest pairs --verify takes (2:
+# rnndoctor.verify.run.MIN_PAIRS) times MIN_SECONDS, and 5 pairs 2.5 s. Why: windows of 5 steps
+# alone timed 50 ms an arm at a new user's 10 ms steps, and for RD501's bucketing fix 5 steps drew
+# 5 of its 8 bucket lengths: the copy's windows' medians ran 7.4-13.3 ms, and --verify measured
+# 1.12x (0.96-1.17x) for a fix that runs 1.38x faster over a whole epoch of mixed lengths
+# (16.6 ms a step at 60 timesteps against 12.1 ms for the bucketed lengths, 200 steps each).
+ARM_WINDOW_S = MIN_SECONDS / 2
 # The fewest pairs that give an interval: a bootstrap over 1 or 2 pairs is degenerate, and the
 # rules call such a comparison inconclusive (rules/_measured.py: MIN_PAIRS is this number). With
 # 3 or 4 pairs the interval is their range or close to it, which holds the median 75% or 87.5% of

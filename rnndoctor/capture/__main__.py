@@ -28,7 +28,7 @@ from rnndoctor.capture.session import PROGRESS_NOTE
 from rnndoctor.capture.step_window import WindowOptions
 from rnndoctor.facts import Facts, Outcome, Phase, RunInfo, SourceLocation, StepTimes
 from rnndoctor.options import DEFAULTS, ExitCode, Options, parse_child_args
-from rnndoctor.paired import MIN_SECONDS
+from rnndoctor.paired import ARM_WINDOW_S, MIN_SECONDS
 
 if TYPE_CHECKING:
     from rnndoctor.capture.session import CaptureSession
@@ -361,6 +361,20 @@ def _new_facts(script: str, argv: list[str], started: float) -> Facts:
     return facts
 
 
+def _min_measured_s(options: Options) -> float:
+    """The window's time floor (``WindowOptions.min_measured_s``): the default window (20
+    steps) also times at least 1 s, as each arm of a probe does, and each window of a warm
+    ``--verify`` arm (``control``) ``ARM_WINDOW_S``. A --steps other than 20 is measured as
+    asked, and so is every worker of a multi-worker job (TF_CONFIG): all of them must end fit
+    at the same step, or those still training wait in a collective (capture/distribute.py,
+    window_ended)."""
+    if "TF_CONFIG" in os.environ:
+        return 0.0
+    if options.control is not None:
+        return ARM_WINDOW_S
+    return MIN_SECONDS if options.steps == DEFAULTS.steps else 0.0
+
+
 def _window_options(options: Options) -> WindowOptions:
     """The window's part of the check's options."""
     from rnndoctor.capture.session import default_profile_dir
@@ -368,15 +382,7 @@ def _window_options(options: Options) -> WindowOptions:
     return WindowOptions(
         warmup_steps=options.warmup,
         measured_steps=options.steps,
-        # the default window (20 steps) also times at least 1 s, as each arm of a probe does;
-        # a --steps other than 20 is measured as asked, and so is every worker of a
-        # multi-worker job (TF_CONFIG): all of them must end fit at the same step, or those
-        # still training wait in a collective (capture/distribute.py, window_ended)
-        min_measured_s=(
-            MIN_SECONDS
-            if options.steps == DEFAULTS.steps and "TF_CONFIG" not in os.environ
-            else 0.0
-        ),
+        min_measured_s=_min_measured_s(options),
         profile_steps=options.profile_steps,
         profile_dir=default_profile_dir(options.out),
         probe_fast_path=options.probe_fast_path,

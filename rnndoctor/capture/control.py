@@ -2,9 +2,10 @@
 
 With ``--window-only --control R,W`` the child runs the user's script up to ``fit`` (or its custom
 training loop: both drivers call :class:`WarmWindows`), runs the warm-up steps, writes ``{"ready":
-true}`` to W and waits for a line on R: ``go`` measures one window of ``--steps`` steps and writes
-its result (one JSON line, :func:`window_result`), then waits again; ``stop`` or the end of R ends
-the window as a plain check's does. Between windows the child is blocked on its pipe (no step runs),
+true}`` to W and waits for a line on R: ``go`` measures one window of ``--steps`` steps, and on
+until they time ``rnndoctor.paired.ARM_WINDOW_S`` while the data lasts, and writes its result (one
+JSON line, :func:`window_result`), then waits again; ``stop`` or the end of R ends the window as a
+plain check's does. Between windows the child is blocked on its pipe (no step runs),
 so the parent can alternate the windows of two warm processes, the original's and a patched copy's,
 A B A B, without paying for the process start, TensorFlow's import, the script's data loading and
 the train function's tracing again.
@@ -65,7 +66,8 @@ class WarmWindows:
     callback and the custom-loop hook call :meth:`after_step` after each step's ``end_step``).
 
     After the warm-up it says ready and waits for the parent's command; after each window of
-    ``measured_steps`` steps it sends the window (:func:`window_result`) and waits again.
+    ``measured_steps`` steps (and its time floor, ``WindowOptions.min_measured_s``) it sends the
+    window (:func:`window_result`) and waits again.
 
     Args:
         control: the pipes to the parent.
@@ -108,10 +110,27 @@ class WarmWindows:
         if not self.control.wait():
             return False
         self.windows += 1
-        steps.step_ms.clear()
-        steps.train_function_ms.clear()
-        steps.restart_clock()
+        steps.new_window()
         return True
+
+    def ended(
+        self,
+        steps: StepWindow,
+        samples: int | None,
+        final_loss: float | None,
+        loss_step: int | None = None,
+    ) -> None:
+        """The training ended (its data ran out) in a window under way: sends that window as it
+        is when it holds its ``measured_steps`` steps (it had gone on for its time floor,
+        ``min_measured_s``); a shorter one is not sent, and the parent starts a fresh child.
+        Arguments as :meth:`after_step`'s."""
+        if self.windows == 0 or len(steps.step_ms) < steps.options.measured_steps:
+            return
+        self.control.send(
+            window_result(steps.step_ms, samples, final_loss, self.windows - 1, loss_step)
+        )
+        self.windows += 1  # sent: a later call sends nothing more
+        steps.new_window()
 
 
 class SampleCounter:

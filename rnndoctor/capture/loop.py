@@ -191,9 +191,7 @@ class CustomLoop:
         window.end_step()
         self.facts.steps_seen = window.steps_done
         if self.warm is not None:  # a warm --verify arm: the parent says when a window runs
-            batch = self.batch_size() if window.step_ms else None
-            samples = batch * len(window.step_ms) if batch else None
-            if self.warm.after_step(window, samples, None) is False:
+            if self.warm.after_step(window, self.window_samples(), None) is False:
                 self.finish(stop_script=True)
                 return
         elif window.complete():
@@ -256,6 +254,11 @@ class CustomLoop:
     # -- finishing ---------------------------------------------------------------------------
     def step_times(self) -> StepTimes:
         return self.window.step_times(self.batch_size(), source="custom loop")
+
+    def window_samples(self) -> int | None:
+        """The samples of the window's measured steps (None: none, or no batch size known)."""
+        batch = self.batch_size() if self.window.step_ms else None
+        return batch * len(self.window.step_ms) if batch else None
 
     def batch_size(self) -> int | None:
         """The leading dimension of the step's first tensor argument, when all agree."""
@@ -324,6 +327,8 @@ class CustomLoop:
         self.disarm()
         window = self.window
         window.stop_profiler()
+        if self.warm is not None:  # the loop ended in a window that had its steps: send it
+            self.warm.ended(window, self.window_samples(), None)
         session = self.session
         with session.progress_lock:
             session.facts.steps = self.step_times()

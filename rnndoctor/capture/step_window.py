@@ -47,7 +47,9 @@ class WindowOptions:
         min_measured_s: past ``measured_steps``, the window goes on measuring until its timed
             steps add up to this many seconds (at most :data:`MAX_MEASURED_STEPS` steps, and only
             while the fit has steps left for them and the profiled ones:
-            :attr:`StepWindow.steps_available`); 0: exactly ``measured_steps``.
+            :attr:`StepWindow.steps_available`; where that is not known, only in a
+            ``window_only`` window, whose end of data ends it as it is); 0: exactly
+            ``measured_steps``.
         probe_fast_path: run the per-layer cuDNN fast-path probe.
         timeout_s: the parent's ``--timeout`` in seconds; the phases after the window get budgets
             from it (:mod:`rnndoctor.capture.budget`). None: no overall limit.
@@ -294,13 +296,18 @@ class StepWindow:
         Why: every probe is checked against the window's median step (issue 11), and 20 steps of
         2.5 ms (tests/scripts/tiny_lstm.py) time 50 ms in all; that median moved from 2.3 to
         4.0 ms across runs, so a probe of 2.8 ms was "inconsistent" in one run and not in the
-        next. The floor is the probes' own (``rnndoctor.paired.MIN_SECONDS``)."""
-        if not self.options.min_measured_s or self.steps_available is None:
+        next. The floor is the probes' own (``rnndoctor.paired.MIN_SECONDS``); a ``--verify``
+        arm's window has its own (``rnndoctor.paired.ARM_WINDOW_S``)."""
+        if not self.options.min_measured_s:
             return False
         if self.measured_s >= self.options.min_measured_s:
             return False
         if len(self.step_ms) >= MAX_MEASURED_STEPS:
             return False
+        if self.steps_available is None:
+            # a --verify arm's window (window_only) is taken as it is where the data ends first
+            # (WarmWindows.ended); a plain check's has its profiled steps still to run
+            return self.options.window_only
         # after one more measured execution of N steps, the profiled steps (whole executions)
         # and one spare execution must still fit in what the fit runs
         n, profile = self._covered, self.options.profile_steps
@@ -364,6 +371,14 @@ class StepWindow:
             self._marker.__exit__(None, None, None)
             self._marker = None
             self.profiled += steps
+
+    def new_window(self) -> None:
+        """A warm ``--verify`` arm's next window begins now: no measured step yet, its time
+        floor (``min_measured_s``) counted afresh."""
+        self.step_ms.clear()
+        self.train_function_ms.clear()
+        self.measured_s = 0.0
+        self.restart_clock()
 
     def restart_clock(self) -> None:
         """The next step starts now (the custom loop's own bookkeeping is not in any step)."""

@@ -117,13 +117,20 @@ class _WindowCallback:
     def on_train_begin(self, logs=None):
         """The fit's steps in all (``params``: epochs x steps per epoch, when Keras knows them),
         so that a window of tiny steps measures past ``measured_steps`` only while the fit has
-        steps left (``StepWindow.steps_available``). A warm ``--verify`` arm measures its own
-        windows (``control``) and never goes past them."""
+        steps left (``StepWindow.steps_available``); a warm ``--verify`` arm's windows each
+        count from the steps done before them."""
         params = self.params or {}
         steps, epochs = params.get("steps"), params.get("epochs")
-        if self.control is None and steps and epochs:
+        if steps and epochs:
             # fit runs epochs initial_epoch .. epochs - 1 (Keras 3 trainer.py and tf_keras)
             self.steps.steps_available = int(steps) * max(0, int(epochs) - self.initial_epoch)
+
+    def on_train_end(self, logs=None):
+        """A warm ``--verify`` arm's data ran out in a window that had its steps and went on
+        for its time floor: that window is sent as it is (``WarmWindows.ended``)."""
+        if self.control is not None:
+            samples = round(self._samples) or None
+            self.control.ended(self.steps, samples, self._last_loss, self._loss_step)
 
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch = int(epoch)

@@ -38,7 +38,8 @@ from rnndoctor.options import Options
 from rnndoctor.verify import RunEnd
 
 WINDOW_STEPS = 5  # measured steps per A/B window (rnndoctor's choice: on the demo, 5 fixes x 5
-# pairs of 5-step windows fit the default budget, 3x the plain check, with the arms' starts)
+# pairs of 5-step windows fit the default budget, 3x the plain check, with the arms' starts);
+# a window of shorter steps goes on until they time rnndoctor.paired.ARM_WINDOW_S
 PARALLEL_ARMS = 2  # children warming up at once in prepare (rnndoctor's choice: two overlap
 # their starts; more share the cores and the accelerator with the others' tracing)
 _WAIT_S = 0.5  # how often a wait for a child's line checks that the child still lives

@@ -19,6 +19,7 @@ import typer
 from rnndoctor.cli.console import Console
 from rnndoctor.facts import Facts, Phase
 from rnndoctor.options import ExitCode, Options
+from rnndoctor.paired import ARM_WINDOW_S
 from rnndoctor.reports.verified import terminal_lines
 from rnndoctor.verify.output import summarise
 from rnndoctor.verify.session import PATCH_NAME
@@ -72,16 +73,18 @@ def make_runner(script_args: list[str], options: Options, out: Path) -> WarmRunn
 
 def run_estimate_s(facts: Facts, plain_s: float) -> float:
     """A verification run's expected wall time before one was timed. The runs are windows of
-    warm arms (:mod:`rnndoctor.cli.arms`, started before the first run): the window's steps and
-    one more (the plain check's median step time) plus ``_RUN_OVERHEAD_S`` for the pipes and the
-    window's facts. Without a measured step: the plain check's time to the end of its measured
-    steps (a whole run, start included), else ``plain_s``."""
+    warm arms (:mod:`rnndoctor.cli.arms`, started before the first run): the window's steps (at
+    the plain check's median step time), or its time floor ``ARM_WINDOW_S`` where that is longer,
+    and one step more, plus ``_RUN_OVERHEAD_S`` for the pipes and the window's facts. Without a
+    measured step: the plain check's time to the end of its measured steps (a whole run, start
+    included), else ``plain_s``."""
     from rnndoctor.cli.arms import WINDOW_STEPS
 
     steps = facts.steps
     if steps is not None and steps.median_step_time_ms:
-        window_steps = min(WINDOW_STEPS, steps.requested_steps or WINDOW_STEPS) + 1
-        return window_steps * steps.median_step_time_ms / 1000.0 + _RUN_OVERHEAD_S
+        step_s = steps.median_step_time_ms / 1000.0
+        window_steps = min(WINDOW_STEPS, steps.requested_steps or WINDOW_STEPS)
+        return max(window_steps * step_s, ARM_WINDOW_S) + step_s + _RUN_OVERHEAD_S
     phases = facts.run.phases
     ends = (Phase.MEASURED, Phase.LOOP_MEASURED)
     for phase, after in zip(phases, phases[1:], strict=False):

@@ -135,3 +135,71 @@ def test_a_custom_loop_serves_warm_windows_through_its_pipes():
     assert [line["window"] for line in lines[1:]] == [0, 1]
     assert all(line["steps"] == 2 for line in lines[1:]) and finished == [True]
     assert loop.window.steps_done == 1 + 2 + 2
+
+
+def _timed_steps(measured=3, min_s=0.5, step_s=0.1, window_only=True):
+    """A window whose clock moves ``step_s`` per call, with a time floor of ``min_s``."""
+    from rnndoctor.capture.step_window import StepWindow, WindowOptions
+
+    clock = iter(i * step_s for i in range(10_000))
+    options = WindowOptions(warmup_steps=1, measured_steps=measured, profile_steps=0,
+                            min_measured_s=min_s, window_only=window_only)  # fmt: skip
+    return StepWindow(options, clock=lambda: next(clock))
+
+
+def test_an_arms_window_of_short_steps_goes_on_to_its_time_floor_each_window_afresh():
+    """Each window has its 3 steps and then goes on until they time 0.5 s (5 steps of 0.1 s),
+    where the fit's steps are not known (a bucketed dataset), and the next window counts its
+    time from nothing again."""
+    from rnndoctor.capture.control import WarmWindows
+
+    control = _FakeControl(["go", "go", "stop"])
+    warm, steps = WarmWindows(control), _timed_steps()
+    for _ in range(40):
+        steps.end_step()
+        if warm.after_step(steps, len(steps.step_ms) * 8 or None, None) is False:
+            break
+    windows = control.sent[1:]
+    assert [w["steps"] for w in windows] == [5, 5]
+    assert all(sum(w["step_time_ms"]) == pytest.approx(500.0) for w in windows)
+    assert windows[0]["samples_per_s"] == pytest.approx(40 / 0.5)
+
+
+def test_a_plain_checks_window_of_unknown_length_does_not_go_past_its_steps():
+    steps = _timed_steps(window_only=False)
+    for _ in range(10):
+        steps.end_step()
+    assert len(steps.step_ms) == 3  # its profiled steps are still to come: no time floor
+
+
+def test_an_arms_window_goes_past_its_steps_only_while_the_fit_has_steps_left():
+    steps = _timed_steps()
+    steps.steps_available = 6  # the warm-up step, 3 measured, then one more and a spare
+    for _ in range(6):
+        steps.end_step()
+    assert len(steps.step_ms) == 4
+
+
+def test_a_window_under_way_when_the_data_ends_is_sent_if_it_has_its_steps():
+    from rnndoctor.capture.control import WarmWindows
+
+    control = _FakeControl(["go", "go"])
+    warm, steps = WarmWindows(control), _timed_steps(min_s=5.0)
+    warm.ended(steps, None, None)  # before any window: nothing to send
+    for _ in range(5):  # the warm-up, then 4 measured steps of the first window's 3 and on
+        steps.end_step()
+        warm.after_step(steps, 8 * len(steps.step_ms) or None, 2.5, 7)
+    warm.ended(steps, 32, 2.5, 7)
+    warm.ended(steps, 32, 2.5, 7)  # sent once
+    assert control.sent[0] == {"ready": True} and len(control.sent) == 2
+    sent = control.sent[1]
+    assert sent["window"] == 0 and sent["steps"] == 4 and sent["loss_step"] == 7
+    assert sent["samples_per_s"] == pytest.approx(32 / 0.4)
+
+    control = _FakeControl(["go"])
+    warm, steps = WarmWindows(control), _timed_steps(min_s=5.0)
+    for _ in range(3):  # the warm-up, then 2 of its 3 steps
+        steps.end_step()
+        warm.after_step(steps, None, None)
+    warm.ended(steps, 16, None)
+    assert control.sent == [{"ready": True}]  # too short: the parent starts a fresh child
