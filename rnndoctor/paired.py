@@ -34,10 +34,9 @@ MIN_SECONDS = 1.0
 # A --verify arm's window (rnndoctor.cli.arms, rnndoctor.inprocess) goes on past its 5 steps until
 # they time this many seconds, so that an arm of the fewest pairs --verify takes (2:
 # rnndoctor.verify.run.MIN_PAIRS) times MIN_SECONDS, and 5 pairs 2.5 s. Why: windows of 5 steps
-# alone timed 50 ms an arm at a new user's 10 ms steps, and for RD501's bucketing fix 5 steps drew
-# 5 of its 8 bucket lengths: the copy's windows' medians ran 7.4-13.3 ms, and --verify measured
-# 1.12x (0.96-1.17x) for a fix that runs 1.38x faster over a whole epoch of mixed lengths
-# (16.6 ms a step at 60 timesteps against 12.1 ms for the bucketed lengths, 200 steps each).
+# alone timed 50 ms an arm at a new user's 10 ms steps, and for RD501's bucketing fix drew 5 of
+# its 8 bucket lengths: the copy's window medians ran 7.4-13.3 ms (with this floor, about 50
+# steps a window: 9.6-11.3 ms).
 ARM_WINDOW_S = MIN_SECONDS / 2
 # The fewest pairs that give an interval: a bootstrap over 1 or 2 pairs is degenerate, and the
 # rules call such a comparison inconclusive (rules/_measured.py: MIN_PAIRS is this number). With
