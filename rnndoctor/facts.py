@@ -75,7 +75,7 @@ def save_leftovers(folder: str | Path) -> list[Path]:
     return sorted(Path(folder).glob(SAVE_TEMP_PREFIX + "*.tmp"))
 
 
-SCHEMA_VERSION = "1.7"
+SCHEMA_VERSION = "1.8"
 
 
 class Outcome(enum.StrEnum):
@@ -1032,6 +1032,13 @@ class ProbeFacts:
     reach it (a tagger's ``TimeDistributed(Dense)``, traced for an unknown length): their fixes
     would fail too; None where those steps ran, or were not tried
     (``length_mixed_not_tried`` says why, since 1.7: the probe's budget had run out).
+    ``length_any`` (since 1.8, optional): the halved batches on a train function traced for
+    any length, which RD501's and RD502's fixes run (a dataset whose time axis is None), timed
+    in the same rounds (``length_any.paired``: A = ``length_probe[1]``, the half on its own
+    function for one length, over B = this one; a ratio under 1 is the slowdown of the
+    function for any length); None where the window's function is for any length already (its
+    batches of several lengths), or where the model failed on mixed lengths.
+    ``length_any_not_measured`` (since 1.8, optional): why it was not timed where it would run.
     """
 
     input_only_ms: float | None = None
@@ -1064,6 +1071,8 @@ class ProbeFacts:
     length_rejected: int | None = None
     length_mixed_error: str | None = None
     length_mixed_not_tried: str | None = None
+    length_any: ProbePoint | None = None
+    length_any_not_measured: str | None = None
 
 
 @dataclass

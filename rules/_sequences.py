@@ -198,6 +198,17 @@ class StepEstimate:
     part that shrinks; never above ``1 / (1 - share)`` nor below 1 for ``padding >= 1``), its
     interval from the two intervals' like bounds (the speedup grows with both): it covers the
     estimate where both cover theirs, at least 81% for two independent 90% intervals.
+
+    ``slowdown_interval`` (``slowdown``, ``slowdown_low``, ``slowdown_high``; None, and 1,
+    where not measured): how much slower the train function the fix runs is than the
+    fixed-length one the window runs, at the same length: a bucketed or per-batch padded
+    dataset has no fixed length, so Keras traces its train function once, for any length
+    (``probes.length_any``; ``keras/src/backend/tensorflow/trainer.py``, its ``tf.function``
+    traced for the iterator's element spec). It scales the
+    compute-only part of the step after the fix (``compute``: that part of the window's step):
+    ``1 / (1 - compute + slowdown (compute - share + share / padding))``, equal to the above at
+    a slowdown of 1, and under 1 where the slowdown takes back more than the padding saves.
+    Its interval joins three intervals' like bounds then (at least 73%).
     """
 
     padding: float
@@ -209,32 +220,57 @@ class StepEstimate:
     unmeasured: str | None
     evidence: tuple[Evidence, ...]
     widen_factor: float = 1.0  # the probe's interval, widened for its phase's load
+    compute: float = 1.0
+    slowdown_interval: Interval | None = None
+
+    @property
+    def slowdown(self) -> float:
+        return self.slowdown_interval.value if self.slowdown_interval else 1.0
+
+    @property
+    def slowdown_low(self) -> float:
+        return self.slowdown_interval.low if self.slowdown_interval else 1.0
+
+    @property
+    def slowdown_high(self) -> float:
+        return self.slowdown_interval.high if self.slowdown_interval else 1.0
 
     @property
     def speedup(self) -> float:
-        return amdahl(self.padding, self.share)
+        return amdahl(self.padding, self.share, self.compute, self.slowdown)
 
     @property
     def low(self) -> float | None:
         if self.padding_low is None:
             return None
-        return amdahl(self.padding_low, self.share_low if self.share is not None else None)
+        if self.share is None:
+            return amdahl(self.padding_low, None)
+        return amdahl(self.padding_low, self.share_low, self.compute, self.slowdown_high)
 
     @property
     def high(self) -> float | None:
         if self.padding_high is None:
             return None
-        return amdahl(self.padding_high, self.share_high if self.share is not None else None)
+        if self.share is None:
+            return amdahl(self.padding_high, None)
+        return amdahl(self.padding_high, self.share_high, self.compute, self.slowdown_low)
+
+    @property
+    def slowed(self) -> bool:
+        """Whether the function for any length was measured slower (its whole interval over
+        1): the estimate then rests on it."""
+        return self.share is not None and self.slowdown_low > 1.0
 
     def interval(self) -> Interval | None:
         """The estimate and its interval as :func:`rnndoctor.decide.decide` reads them (the
         bounds taken to hold the point estimate, ``widen_factor`` the probe's); None where the
         padding interval could not be formed. Its level is the padding bootstrap's 90% where
-        the probe did not measure the share, else the joined intervals' floor, 81%."""
+        the probe did not measure the share, else the joined intervals' floor, 81% (73% with
+        the slowdown's interval)."""
         if self.low is None or self.high is None:
             return None
         value = self.speedup
-        level = 0.90 if self.share is None else 0.81
+        level = 0.90 if self.share is None else 0.81 if self.slowdown_interval is None else 0.73
         return Interval(value, min(self.low, value), max(self.high, value), level=level,
                         widen_factor=self.widen_factor)  # fmt: skip
 
@@ -274,6 +310,26 @@ class StepEstimate:
         costs no step time worth a change."""
         return self.share is not None and (self.high or self.speedup) < NEGLIGIBLE_SPEEDUP
 
+    def step_phrase(self) -> str:
+        """``an estimated 1.35x (interval 1.22–1.46x) faster step``; under 1x, ``no faster
+        step, an estimated 0.93x (interval 0.85–1.02x) of its speed now``."""
+        if self.speedup >= 1.0:
+            return f"an estimated {self.gain_head()} faster step"
+        return f"no faster step, an estimated {self.gain_head()} of its speed now"
+
+    def negligible_reason(self) -> str:
+        """Why the estimate is negligible (:meth:`negligible`), in a sentence."""
+        if self.slowed:
+            return (
+                " On this machine the train function a dataset of no fixed length runs (traced "
+                f"for any length) took {self.slowdown:.2f}x the time of one traced for a fixed "
+                "length, at half the length: that takes back what the shorter padding saves."
+            )
+        return (
+            " The sequence length probe found too little of the step growing with the padded "
+            f"length for bucketing to save {NEGLIGIBLE_SPEEDUP:g}x of it."
+        )
+
     def gain_head(self) -> str:
         """``1.35x (interval 1.22–1.46x)``; unmeasured, ``1.77x (90% interval 1.61–1.86x;
         an upper bound)``."""
@@ -302,11 +358,21 @@ class StepEstimate:
                 "(the optimizer's update, the layers after the RNN, dispatch, the input wait) "
                 "are counted as shrinking too"
             )
+        if self.slowdown_interval is None:
+            return (
+                f"{padding}, on the {self.share:.0%} (90% interval {self.share_low:.0%}\u2013"
+                f"{self.share_high:.0%}) of the step that grows with the padded length (the "
+                "sequence length probe); the rest does not shrink. The interval joins both "
+                "intervals' like bounds"
+            )
         return (
             f"{padding}, on the {self.share:.0%} (90% interval {self.share_low:.0%}\u2013"
             f"{self.share_high:.0%}) of the step that grows with the padded length (the "
-            "sequence length probe); the rest does not shrink. The interval joins both "
-            "intervals' like bounds"
+            "sequence length probe); the rest does not shrink; and the compute-only part of the "
+            "step taken as the fix runs it, on a train function traced for any length, "
+            f"{self.slowdown:.2f}x (90% interval {self.slowdown_low:.2f}\u2013"
+            f"{self.slowdown_high:.2f}x) the time of one for a fixed length. The interval joins "
+            "the three intervals' like bounds"
         )
 
 
@@ -315,13 +381,17 @@ class StepEstimate:
 NEGLIGIBLE_SPEEDUP = 1.05
 
 
-def amdahl(padding: float, share: float | None) -> float:
-    """The step's speedup where ``share`` of it (None: all) shrinks ``padding``-fold."""
+def amdahl(
+    padding: float, share: float | None, compute: float = 1.0, slowdown: float = 1.0
+) -> float:
+    """The step's speedup where ``share`` of it (None: all) shrinks ``padding``-fold and the
+    ``compute`` part of it (which holds ``share``) runs ``slowdown`` times slower after the fix
+    (:class:`StepEstimate`)."""
     if padding <= 0.0:
         return 0.0
     if share is None:
         return padding
-    return 1.0 / (1.0 - share + share / padding)
+    return 1.0 / (1.0 - compute + slowdown * (compute - share + share / padding))
 
 
 def compute_part(facts: Facts) -> tuple[float, str]:
@@ -347,6 +417,8 @@ def step_estimate(
     boundaries: tuple[int, ...] | None,
     points: list[ProbePoint],
     unmeasured: str | None,
+    any_length: ProbePoint | None = None,
+    any_unmeasured: str | None = None,
 ) -> StepEstimate:
     """The step-time estimate of a fix that cuts ``record``'s padded timesteps ``padding``-fold
     (bucketed at ``boundaries``, or per-batch padding where None), scaled by the share of the
@@ -359,14 +431,13 @@ def step_estimate(
     r) / (1 - h)``, clipped to [0, 1], its interval from the ratio's (widened for the probe
     phase's load: :func:`rnndoctor.rules._measured.ratio_interval`), times
     :func:`compute_part`. Fewer than 3 pairs leave it unmeasured.
+
+    The slowdown (:class:`StepEstimate`): ``any_length`` (``probes.length_any``) paired with
+    the half-length point, ``1 / ratio`` with its widened interval; where it has fewer than 3
+    pairs or did not run (``any_unmeasured`` says why, where it would have), 1, and the
+    evidence says so.
     """
-    try:
-        dist = bk.LengthDistribution(tuple(record.length_values), tuple(record.length_counts))
-        plow, phigh = bk.padding_speedup_interval(
-            dist, boundaries or (), batch_size(record), record.padded_lengths, record.batch_sizes
-        )
-    except (ValueError, ZeroDivisionError):
-        plow = phigh = None
+    plow, phigh = _padding_interval(record, boundaries)
     paired = points[1].paired if len(points) == 2 else None
     if paired is None or paired.pairs < INTERVAL_PAIRS or not points[0].value:
         why = unmeasured or (
@@ -412,8 +483,49 @@ def step_estimate(
         Evidence("compute-only step's part of the window's step", round(part, 4), "",
                  source=part_text),
     )  # fmt: skip
+    slowdown, more = _slowdown(facts, points[1], any_length, any_unmeasured)
+    widen = max(ratio.widen_factor, slowdown.widen_factor if slowdown else 1.0)
     return StepEstimate(padding, plow, phigh, share(ratio.value) * part, share(ratio.low) * part,
-                        share(ratio.high) * part, None, evidence, ratio.widen_factor)  # fmt: skip
+                        share(ratio.high) * part, None, evidence + more, widen, part,
+                        slowdown)  # fmt: skip
+
+
+def _padding_interval(
+    record: SequenceInput, boundaries: tuple[int, ...] | None
+) -> tuple[float | None, float | None]:
+    """The padding ratio's 90% bootstrap interval (``rnndoctor.stats.padding_speedup_interval``;
+    None, None where it cannot be formed)."""
+    try:
+        dist = bk.LengthDistribution(tuple(record.length_values), tuple(record.length_counts))
+        return bk.padding_speedup_interval(
+            dist, boundaries or (), batch_size(record), record.padded_lengths, record.batch_sizes
+        )
+    except (ValueError, ZeroDivisionError):
+        return None, None
+
+
+def _slowdown(
+    facts: Facts, half: ProbePoint, any_length: ProbePoint | None, unmeasured: str | None
+) -> tuple[Interval | None, tuple[Evidence, ...]]:
+    """The train function for any length over the one for a fixed length, at ``half``'s
+    length (:func:`step_estimate`): the interval (None where not measured) and its evidence."""
+    paired = any_length.paired if any_length is not None else None
+    label = "train function traced for any length (the fix's), at the half length"
+    if paired is None or paired.pairs < INTERVAL_PAIRS:
+        why = unmeasured or (f"{paired.pairs} pairs" if paired is not None else None)
+        if why is None:  # not run where it need not: the window's function is for any length
+            return None, ()
+        return None, (Evidence(label, f"not measured: {why}", "", source="sequence length probe"),)
+    ratio = m.ratio_interval(facts, paired)
+    slowdown = Interval(1.0 / ratio.value, 1.0 / ratio.high, 1.0 / ratio.low,
+                        widen_factor=ratio.widen_factor)  # fmt: skip
+    evidence = Evidence(
+        label, f"{slowdown.value:.2f}x (90% interval {slowdown.low:.2f}\u2013"
+        f"{slowdown.high:.2f}x) the time of the one for {half.value} timesteps",
+        "", source=f"sequence length probe: {half.step_time_ms} / {any_length.step_time_ms} ms "
+        f"a compute-only step, {paired.pairs} interleaved pairs",
+    )  # fmt: skip
+    return slowdown, (evidence,)
 
 
 def median(values: list[int]) -> float:

@@ -21,7 +21,13 @@ Why it slows training:
     (Amdahl's law), never above ``1 / (1 - share)``. Where the probe did not measure it, the
     estimate is the padding ratio itself and the finding says it is an upper bound.
     rnndoctor's test compares the estimate with real bucketed and unbucketed compute-only
-    steps on CPU.
+    steps on CPU. A bucketed dataset has no fixed length, so Keras traces the train function
+    the fix runs for any length; where the window's runs for one length, the probe also times
+    the halved batches on a function for any length (``probes.length_any``), and the
+    compute-only part of the step after the fix is scaled by how much slower that function is
+    (``rules/_sequences.py: StepEstimate``): ``1 / (1 - compute + slowdown (compute - share +
+    share / padding ratio))``, below 1x where the slowdown takes back more than the padding
+    saves.
 
     Severity: ``warning`` from ``min_padded_fraction``, an exact count of the sampled
     timesteps; ``error`` where the estimate's whole interval reaches 2x (``error_speedup``:
@@ -31,7 +37,8 @@ Why it slows training:
     bound never makes an error: ``StepEstimate.reaches_error``); ``info`` where the probe
     measured the estimate's whole interval below 1.05x (``rules/_sequences.py:
     NEGLIGIBLE_SPEEDUP``, RD502's default least gain): the padding is there, but costs no
-    step time worth the change. Where the estimate's interval reaches below 1.05x while its
+    step time worth the change, or the function for any length takes it back (the message
+    says which). Where the estimate's interval reaches below 1.05x while its
     top does not, the finding stays a warning (it rests on the padded fraction), and its gain
     says "inconclusive" and counts no speedup for the forecast.
     Under load the probe's interval widens (``rules/_measured.py: widen_ratio``), and with it
@@ -42,11 +49,14 @@ Evidence:
     ``padded_lengths`` / ``batch_sizes``, ``quantiles``, ``padding_location``,
     ``targets_per_step``, ``input_rank``, ``mask_used`` / ``pad_value`` / ``pad_index``;
     ``fit.location`` (the data's names); ``probes.length_probe`` (the sequence length probe:
-    ``rules/_sequences.py: step_estimate``). The estimate's 90% interval combines the padding
-    ratio's bootstrap over the sampled batches and sequences
+    ``rules/_sequences.py: step_estimate``), ``probes.length_any`` /
+    ``length_any_not_measured``. The estimate's interval combines the padding ratio's 90%
+    bootstrap over the sampled batches and sequences
     (``rnndoctor.stats.padding_speedup_interval``, 200 resamples, fixed seed) with the probe's
-    paired interval of the share (like bounds: the estimate grows with both): the sampling
-    error and the probe's noise, not the error of the linear model itself.
+    paired 90% intervals of the share and of the slowdown (like bounds: the estimate grows with
+    the first two and falls with the third): the sampling error and the probe's noise, not the
+    error of the linear model itself, nor the cost of the bucketing pipeline's own ops, which
+    run beside the steps (``--verify`` measures those).
 
 Example:
     Text lines of 4 to 80 characters, all padded to ``maxlen=80`` with ``pad_sequences``.
@@ -371,14 +381,7 @@ def _severity(estimate: sq.StepEstimate, options: OptionValues) -> tuple[Severit
     the step not to grow with the length (the whole interval under 1.05x); the warning rests on
     the padded fraction, and the forecast only on a gain whose interval clears 1.05x."""
     if estimate.negligible():
-        return (
-            Severity.INFO,
-            False,
-            (
-                " The sequence length probe found too little of the step growing with the padded "
-                f"length for bucketing to save {sq.NEGLIGIBLE_SPEEDUP:g}x of it."
-            ),
-        )
+        return Severity.INFO, False, estimate.negligible_reason()
     uncertain = estimate.decision(sq.NEGLIGIBLE_SPEEDUP) is not Decision.CLEARS
     said = (
         f" The gain is {estimate.inconclusive(sq.NEGLIGIBLE_SPEEDUP)}; no speedup is counted "
@@ -428,6 +431,8 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             facts, record, result.speedup, tuple(result.boundaries),
             probes.length_probe if probes else [],
             probes.length_probe_not_measured if probes else None,
+            probes.length_any if probes else None,
+            probes.length_any_not_measured if probes else None,
         )  # fmt: skip
         message = (
             f"{record.padded_fraction:.1%} of the timesteps computed for input "
@@ -435,8 +440,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             f"{sq.median(record.padded_lengths):g}, median valid length "
             f"{record.quantiles.get('p50', 0):g}). Bucketing by length at "
             f"{list(result.boundaries)} is expected to cut padding to "
-            f"{result.padded_fraction_after:.1%}: an estimated {estimate.gain_head()} faster "
-            f"step.{no_mask}"
+            f"{result.padded_fraction_after:.1%}: {estimate.step_phrase()}.{no_mask}"
         )
         evidence = [*_evidence(record, result), where, *_pad_evidence(record)]
         evidence += estimate.evidence

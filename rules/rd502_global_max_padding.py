@@ -14,7 +14,9 @@ Why it slows training:
     (``rnndoctor/stats.py``). The part of a step that grows with the padded length shrinks by
     padded timesteps now / expected with per-batch padding, and the estimated speedup scales
     that by the share of the step the sequence length probe measured to grow with the length
-    (Amdahl's law, as RD501's; an upper bound where the probe did not measure it). Bucketing
+    (Amdahl's law, as RD501's; an upper bound where the probe did not measure it), and by the
+    slowdown of the train function the fix runs: a dataset padded per batch has no fixed
+    length, so Keras traces it for any length (``probes.length_any``, as RD501's). Bucketing
     (RD501) saves more; per-batch padding is the one-line change.
 
     Severity: ``warning`` where the estimate's whole interval reaches ``min_speedup``,
@@ -31,8 +33,9 @@ Why it slows training:
 Evidence:
     ``sequences.inputs[].global_max_padding``, ``padded_lengths``, ``batch_sizes``,
     ``length_values`` / ``length_counts``, ``per_batch_padded_fraction``,
-    ``padding_location``; ``probes.length_probe``. The estimate's 90% interval combines the
-    padding ratio's bootstrap over the sampled batches and sequences
+    ``padding_location``; ``probes.length_probe``, ``probes.length_any`` /
+    ``length_any_not_measured``. The estimate's interval combines the padding ratio's 90%
+    bootstrap over the sampled batches and sequences
     (``rnndoctor.stats.padding_speedup_interval``) with the sequence length probe's, as RD501's.
     The rule decides on that interval (Severity above); where the padding interval cannot be
     formed, never above ``info``.
@@ -196,6 +199,8 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             facts, record, now / after if after else 0.0, None,
             probes.length_probe if probes else [],
             probes.length_probe_not_measured if probes else None,
+            probes.length_any if probes else None,
+            probes.length_any_not_measured if probes else None,
         )  # fmt: skip
         decision = estimate.decision(options.min_speedup)
         if decision is Decision.BELOW:

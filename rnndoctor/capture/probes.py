@@ -1267,7 +1267,7 @@ def _pair_points(
     phase_left: Callable[[], float] | None = None,
     undecided: Callable[[Sequence[pairs.ArmRecord]], bool] | None = None,
     early: pairs.EarlyLook | None = None,
-) -> None:
+) -> str | None:
     """Alternates bursts of a probe's points (the first round already ran) until each has its
     10 steps and 1 s (and, with ``precise``, a tight interval: ``pairs.alternate``; past
     ``left()`` while ``phase_left()`` allows, until the pairs give an interval; with
@@ -1276,9 +1276,10 @@ def _pair_points(
     made), then
     records each point's median step and its pairing with the first point (``point.paired``:
     A = the first point, B = this one). ``before_burst`` sets the model up for a point (its
-    ``steps_per_execution``)."""
+    ``steps_per_execution``). Returns why the rounds stopped short (the points' ``cut_short``),
+    or None."""
     if len(arms) < 2:
-        return
+        return None
     records = []
     for point, arm in arms:
         inner = arm.burst
@@ -1292,6 +1293,7 @@ def _pair_points(
     why = pairs.alternate(records, left, precise=precise, phase_left=phase_left,
                           undecided=undecided, early=early)  # fmt: skip
     _record_points(arms, phase, why)
+    return why
 
 
 def _record_points(
@@ -2006,6 +2008,16 @@ def _length_skip(session: CaptureSession, batches: Batches) -> str | None:
     return None
 
 
+def _time_axis(spec: Any) -> int | None:
+    """The second axis of ``spec``'s ``x`` (its first part where it is a tuple), or None where
+    it is not known (a spec of no fixed length, or none)."""
+    x = _x_of(spec) if spec is not None else None
+    shape = getattr(x, "shape", None)
+    if shape is None or shape.rank is None or shape.rank < 2 or shape[1] is None:
+        return None
+    return int(shape[1])
+
+
 def _halved(item: Any, per_step_targets: bool) -> Any:
     """``item`` (``x``, or ``(x, y[, sample_weight])``) with ``x`` cut to the first half of its
     second axis, and, where the targets are per timestep (``per_step_targets``), every other
@@ -2021,16 +2033,18 @@ def _halved(item: Any, per_step_targets: bool) -> Any:
     return _cut_parts(item, cut, per_step_targets)
 
 
-def _halved_spec(spec: Any, steps: int, per_step_targets: bool) -> Any:
+def _halved_spec(
+    spec: Any, steps: int, per_step_targets: bool, length: int | None | str = "half"
+) -> Any:
     """``spec`` with a second axis of ``steps`` cut to ``steps // 2`` as :func:`_halved` cuts
-    the batches (None stays None)."""
+    the batches, or set to ``length`` (None: any length) where given (None stays None)."""
     import tensorflow as tf
 
     def cut(leaf: Any) -> Any:
         if isinstance(leaf, tf.TensorSpec) and leaf.shape.rank and leaf.shape.rank >= 2:
             if leaf.shape[1] == steps:
                 dims = leaf.shape.as_list()
-                dims[1] = steps // 2
+                dims[1] = steps // 2 if length == "half" else length
                 return tf.TensorSpec(dims, leaf.dtype, leaf.name)
         return leaf
 
@@ -2058,7 +2072,10 @@ def _length_probe(
     the half a new one, built by Keras on its first burst), swapped in before each burst: one
     function for both would be traced again for an unknown length (``reduce_retracing``), which
     runs slower on CPU than a trace for one length, and the share would read low. Each arm's
-    first burst is its warm-up. Run only where :func:`_length_skip` says so."""
+    first burst is its warm-up. Where the window's function is traced for one length and the
+    model trains on lengths mixed (:func:`_mixed_lengths`), a third arm times the halved
+    batches on a function traced for any length, which RD501's and RD502's fixes run
+    (:func:`_any_length_arm`). Run only where :func:`_length_skip` says so."""
     budget = session.budget(Phase.LENGTH_PROBE)
     record = session.facts.sequences.inputs[0]
     per_step = bool(record.targets_per_step)
@@ -2072,15 +2089,17 @@ def _length_probe(
         (full, _cached_dataset(batches.raw, batches.element_spec)),
         (half, _cached_dataset(half_raw, spec)),
     )
-    functions = {full: saved["train_function"] or model.train_function}
+    functions: dict[int, Any] = {}  # each point's train function (id of the point)
 
     def set_up(point: ProbePoint) -> None:
-        model.train_function = functions.get(point.value)  # None: Keras builds it
+        model.train_function = functions.get(id(point))  # None: Keras builds it
 
     arms: list[tuple[ProbePoint, pairs.ArmRecord]] = []
     for value, dataset in datasets:
         point = ProbePoint(value=value)
         probes.length_probe.append(point)
+        if value == full:
+            functions[id(point)] = saved["train_function"] or model.train_function
         if _out_of_budget(session, budget, point, f"{value} timesteps"):
             break
         set_up(point)
@@ -2092,15 +2111,70 @@ def _length_probe(
             if value == half and (point.stopped or "").startswith("failed"):
                 probes.length_rejected = half  # the model trains on one length only
             break
-        functions[value] = model.train_function
+        functions[id(point)] = model.train_function
         arms.append((point, arm))
     if len(arms) == 2:  # before the pairs, whose allowance starts after it
         if budget.expired():
             probes.length_mixed_not_tried = f"out of its {budget.seconds:g} s time budget"
         else:
             _mixed_lengths(session, model, probes, [half_raw[0], batches.raw[0]])
-    _pair_points(arms, paired_left(budget), Phase.LENGTH_PROBE, before_burst=set_up,
-                 phase_left=budget.left)  # fmt: skip
+        any_arm = _any_length_arm(session, model, probes, budget, batches, half_raw, per_step)
+        if any_arm is not None:
+            functions[id(any_arm[0])] = model.train_function
+            arms.append(any_arm)
+    why = _pair_points(arms, paired_left(budget), Phase.LENGTH_PROBE, before_burst=set_up,
+                       phase_left=budget.left)  # fmt: skip
+    if len(arms) == 3:  # the function for any length against the half's own, A = the half's
+        arms[2][0].paired = pairs.pair(arms[1][1], arms[2][1], phase=Phase.LENGTH_PROBE,
+                                       cut_short=why)  # fmt: skip
+
+
+def _any_length_arm(
+    session: CaptureSession,
+    model: Any,
+    probes: ProbeFacts,
+    budget: Budget,
+    batches: Batches,
+    half_raw: list[Any],
+    per_step: bool,
+) -> tuple[ProbePoint, pairs.ArmRecord] | None:
+    """The halved batches on a train function traced for any length (``probes.length_any``,
+    paired with ``length_probe[1]`` by the caller: A = the half on its own function, B = this
+    one), or None where it is not run (``probes.length_any_not_measured`` says why, where a
+    reason is worth saying).
+
+    Why: RD501's bucketing and RD502's per-batch padding feed ``fit`` a dataset whose time axis
+    is None, so Keras traces its train function once, for any length, and the fix runs that
+    function, not the fixed-length ones of the other arms. On CPU it runs slower: a new user's
+    tagger (Embedding(mask_zero) -> LSTM(32, return_sequences) -> Dense, batch 16) took 10.6
+    and 12.3 ms a step at 60 timesteps on a function for one length, 14.6 and 17.8 ms on one
+    for any length (7.1 / 8.6 against 10.6 / 11.7 ms at 30), and its buckets' mixed lengths
+    12.8 and 10.6 ms (200 steps each, cached and prefetched, two rounds). RD501 had estimated
+    1.46-1.57x from the two fixed-length arms; ``--verify`` measured 0.97x (0.87-1.16x).
+    Run where the window's batches have one length (a per-batch padded input's function is
+    for any length already) and the model trained on lengths mixed in one function."""
+    lengths = {int(_x_of(b).shape[1]) for b in batches.raw}
+    if len(lengths) != 1 or probes.length_mixed_error is not None:
+        return None
+    steps = next(iter(lengths))
+    if _time_axis(batches.element_spec) != steps:  # the window's function is for any length
+        return None
+    if probes.length_mixed_not_tried is not None:
+        probes.length_any_not_measured = probes.length_mixed_not_tried
+        return None
+    spec = _halved_spec(batches.element_spec, steps, per_step, None)
+    point = ProbePoint(value=steps // 2)
+    probes.length_any = point
+    if _out_of_budget(session, budget, point, "any length"):
+        probes.length_any_not_measured = point.stopped
+        return None
+    model.train_function = None  # Keras traces one for the dataset's unknown length
+    arm = _time_point(session, model, point, _cached_dataset(half_raw, spec), budget,
+                      f"{point.value} timesteps, traced for any length", 1)  # fmt: skip
+    if arm is None:
+        probes.length_any_not_measured = point.stopped or "no step timed"
+        return None
+    return point, arm
 
 
 def _mixed_lengths(

@@ -580,6 +580,12 @@ def test_the_length_probe_times_the_step_at_the_padded_length_and_at_half_of_it(
     assert paired.a == "80 timesteps" and paired.b == "40 timesteps" and paired.pairs >= 3
     assert paired.ratio > 1.0  # half the timesteps: a shorter step
     assert pr.length_mixed_error is None  # both lengths through one function: it trains
+    # the half on a function traced for any length, as the fixes' datasets run, beside the half
+    # on its own function for 40 timesteps
+    assert pr.length_any.value == 40 and pr.length_any.step_time_ms, pr.length_any_not_measured
+    mixed = pr.length_any.paired
+    assert mixed.a == "40 timesteps" and mixed.b == "40 timesteps, traced for any length"
+    assert mixed.pairs >= 3 and mixed.ratio > 0
     # the other probes did not run (no rule of the selection reads them)
     from rnndoctor.facts import PROBE_UNREAD
 
@@ -588,6 +594,9 @@ def test_the_length_probe_times_the_step_at_the_padded_length_and_at_half_of_it(
     rows = {e.label: e.value for e in rd501.evidence}
     assert "share of the compute-only step that grows with the padded length" in rows
     assert "an upper bound" not in rd501.message
+    label = "train function traced for any length (the fix's), at the half length"
+    assert rows[label].endswith("the time of the one for 40 timesteps"), rows[label]
+    assert "traced for any length" in rd501.gain
 
 
 def test_a_model_that_takes_one_length_only_leaves_the_estimate_an_upper_bound():
@@ -614,6 +623,7 @@ def test_a_model_that_trains_on_each_length_alone_but_not_on_both_gets_sketches(
     assert pr.length_probe_not_measured is None and pr.length_rejected is None, pr
     assert [p.value for p in pr.length_probe] == [80, 40] and pr.length_probe[1].paired
     assert pr.length_mixed_error.startswith("InvalidArgumentError: "), pr.length_mixed_error
+    assert pr.length_any is None  # no function for any length trains it: nothing to time
     assert "Graph execution error" not in pr.length_mixed_error
     (rd501,) = [f for f in report.findings if f.rule_id == "RD501"]
     assert rd501.fix.safety == "display-only"

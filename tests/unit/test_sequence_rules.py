@@ -398,6 +398,60 @@ def test_rd501_scales_its_estimate_by_the_measured_share_of_the_step_that_grows_
     assert "on the 0% " in finding.gain and "too little of the step" in finding.message
 
 
+def _any_length(facts: Facts, half_ms: float, any_ms: float, ratio: tuple, pairs: int = 5):
+    """The half-length batches on a train function traced for any length, beside the half on
+    its own (``ratio`` = (median, low, high) of the half's own over the one for any length)."""
+    from rnndoctor.facts import PairedRatio, ProbePoint
+
+    paired = PairedRatio(ratio=ratio[0], low=ratio[1], high=ratio[2], level=0.9, pairs=pairs,
+                         median_a_ms=half_ms, median_b_ms=any_ms, steps_a=20, steps_b=20,
+                         phase="sequence length probe", a="32 timesteps",
+                         b="32 timesteps, traced for any length")  # fmt: skip
+    facts.probes.length_any = ProbePoint(32, any_ms, None, 20, paired=paired)
+    return facts
+
+
+def test_rd501_counts_the_slower_function_for_any_length_that_its_fix_runs():
+    """A bucketed dataset has no fixed length, so Keras traces its train function for any
+    length: where the probe timed that function 1.25x slower than the fixed-length one at the
+    half length, the compute-only part of the step after the fix is 1.25x longer (a new user's
+    tagger: RD501 estimated 1.57x from two fixed-length functions; --verify measured 0.97x)."""
+    lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=64, batch=16)
+    _length_probe(facts, 50.0, 30.0, (1 / 0.6, 1 / 0.62, 1 / 0.58))
+    (fixed,) = _findings(facts, "RD501")
+    padding = 1 / (1 / fixed.speedup - 0.2) * 0.8  # from 1 / (0.2 + 0.8 / padding)
+    _any_length(facts, 30.0, 37.5, (0.8, 0.78, 0.82))
+    (finding,) = _findings(facts, "RD501")
+    assert finding.speedup == pytest.approx(1 / (1.25 * (0.2 + 0.8 / padding)), abs=2e-3)
+    rows = {e.label: e.value for e in finding.evidence}
+    label = "train function traced for any length (the fix's), at the half length"
+    assert rows[label] == "1.25x (90% interval 1.22–1.28x) the time of the one for 32 timesteps"
+    assert "traced for any length, 1.25x (90% interval 1.22–1.28x)" in finding.gain
+    assert "three intervals" in finding.gain
+    # the interval's low end takes the slowest function (1 / 0.78), its high end the fastest
+    head = finding.message.split("(interval ")[1].split("x)")[0]
+    low, high = (float(v) for v in head.split("\u2013"))
+    assert low < finding.speedup < high and high < fixed.speedup
+    # slow enough to take back all the padding saves: no faster step, and info, saying why
+    _any_length(facts, 30.0, 75.0, (0.4, 0.38, 0.42))
+    (slowed,) = _findings(facts, "RD501")
+    assert slowed.severity is Severity.INFO and slowed.speedup is None
+    assert "no faster step, an estimated 0." in slowed.message
+    assert "traced for any length) took 2.50x the time" in slowed.message
+    # not timed (the probe's budget ran out first): said, and the estimate as before
+    facts.probes.length_any = None
+    facts.probes.length_any_not_measured = "out of its 12 s time budget"
+    (unmeasured,) = _findings(facts, "RD501")
+    assert unmeasured.speedup == pytest.approx(fixed.speedup)
+    rows = {e.label: e.value for e in unmeasured.evidence}
+    assert rows[label] == "not measured: out of its 12 s time budget"
+    # not run where the window's own function is for any length: nothing to say
+    facts.probes.length_any_not_measured = None
+    (plain,) = _findings(facts, "RD501")
+    assert label not in {e.label for e in plain.evidence} and plain.gain == fixed.gain
+
+
 def test_rd501_is_an_error_only_where_the_estimates_whole_interval_reaches_2x():
     """Severity on the interval (issue 11): the padding estimate past 2x with its whole
     interval past it is an error where the length probe measured the share that shrinks; the
