@@ -222,6 +222,7 @@ class StepEstimate:
     widen_factor: float = 1.0  # the probe's interval, widened for its phase's load
     compute: float = 1.0
     slowdown_interval: Interval | None = None
+    cpu_only: bool = False
 
     @property
     def slowdown(self) -> float:
@@ -352,30 +353,43 @@ class StepEstimate:
                 "sampled batches and sequences)"
             )
         if self.share is None:
-            return (
+            text = (
                 f"{padding}, taken as the step's own: the share of the step that grows with the "
                 f"padded length was not measured ({self.unmeasured}), so the parts that do not "
                 "(the optimizer's update, the layers after the RNN, dispatch, the input wait) "
                 "are counted as shrinking too"
             )
-        if self.slowdown_interval is None:
-            return (
+        elif self.slowdown_interval is None:
+            text = (
                 f"{padding}, on the {self.share:.0%} (90% interval {self.share_low:.0%}\u2013"
                 f"{self.share_high:.0%}) of the step that grows with the padded length (the "
                 "sequence length probe); the rest does not shrink. The interval joins both "
                 "intervals' like bounds"
             )
-        return (
-            f"{padding}, on the {self.share:.0%} (90% interval {self.share_low:.0%}\u2013"
-            f"{self.share_high:.0%}) of the step that grows with the padded length (the "
-            "sequence length probe); the rest does not shrink; and the compute-only part of the "
-            "step taken as the fix runs it, on a train function traced for any length, "
-            f"{self.slowdown:.2f}x (90% interval {self.slowdown_low:.2f}\u2013"
-            f"{self.slowdown_high:.2f}x) the time of one for a fixed length. The interval joins "
-            "the three intervals' like bounds"
-        )
+        else:
+            text = (
+                f"{padding}, on the {self.share:.0%} (90% interval {self.share_low:.0%}\u2013"
+                f"{self.share_high:.0%}) of the step that grows with the padded length (the "
+                "sequence length probe); the rest does not shrink; and the compute-only part of "
+                "the step taken as the fix runs it, on a train function traced for any length, "
+                f"{self.slowdown:.2f}x (90% interval {self.slowdown_low:.2f}\u2013"
+                f"{self.slowdown_high:.2f}x) the time of one for a fixed length. The interval "
+                "joins the three intervals' like bounds"
+            )
+        return text + (CPU_PIPELINE_CAVEAT if self.cpu_only else "")
 
 
+# What a padding fix's estimate does not count where no GPU runs the step (StepEstimate.basis).
+# Measured on a new user's tagger (Embedding(mask_zero) -> LSTM(32) -> Dense, batch 16, 2 CPU
+# cores), each script run alone three times, the median step of 200: its arrays cut to 30
+# timesteps, 4.8-5.5 ms a step through Keras' array adapter, 7.2-9.8 ms through
+# from_tensor_slices -> shuffle -> batch -> prefetch (the same batches, one length); RD501's
+# bucketed copy, 7.1-8.7 ms against the original's 7.7-8.3 ms at 60 timesteps, as --verify
+# measured (1.08x, 0.97-1.12x), where the length probe gave 1.27-1.38x.
+CPU_PIPELINE_CAVEAT = (
+    ". With no GPU, the fix's tf.data pipeline runs its per-sequence ops on the cores that run "
+    "the step, a cost this estimate does not count; --verify measures it"
+)
 # An estimated speedup under this is no step time worth a change: RD502's default min_speedup
 # (rules/rd502_global_max_padding.py), the least gain either padding rule reports as one.
 NEGLIGIBLE_SPEEDUP = 1.05
@@ -446,7 +460,8 @@ def step_estimate(
             else "these facts hold no sequence length probe: it runs from 30% of the "
             "timesteps padded, or 5% padded to one global maximum, since schema 1.6"
         )
-        return StepEstimate(padding, plow, phigh, None, None, None, why, ())
+        return StepEstimate(padding, plow, phigh, None, None, None, why, (),
+                            cpu_only=_cpu_only(facts))  # fmt: skip
     half = points[1].value / points[0].value
     ratio = m.ratio_interval(facts, paired)
     part, part_text = compute_part(facts)
@@ -487,7 +502,12 @@ def step_estimate(
     widen = max(ratio.widen_factor, slowdown.widen_factor if slowdown else 1.0)
     return StepEstimate(padding, plow, phigh, share(ratio.value) * part, share(ratio.low) * part,
                         share(ratio.high) * part, None, evidence + more, widen, part,
-                        slowdown)  # fmt: skip
+                        slowdown, _cpu_only(facts))  # fmt: skip
+
+
+def _cpu_only(facts: Facts) -> bool:
+    """Whether the check ran with no GPU in TensorFlow's view (``environment.gpu_count``)."""
+    return facts.environment is not None and not facts.environment.gpu_count
 
 
 def _padding_interval(

@@ -56,7 +56,8 @@ Evidence:
     paired 90% intervals of the share and of the slowdown (like bounds: the estimate grows with
     the first two and falls with the third): the sampling error and the probe's noise, not the
     error of the linear model itself, nor the cost of the bucketing pipeline's own ops, which
-    run beside the steps (``--verify`` measures those).
+    run beside the steps: with no GPU they run on the cores that run the step, and the gain
+    says so (``rules/_sequences.py: CPU_PIPELINE_CAVEAT``; ``--verify`` measures them).
 
 Example:
     Text lines of 4 to 80 characters, all padded to ``maxlen=80`` with ``pad_sequences``.

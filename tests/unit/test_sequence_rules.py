@@ -452,6 +452,23 @@ def test_rd501_counts_the_slower_function_for_any_length_that_its_fix_runs():
     assert label not in {e.label for e in plain.evidence} and plain.gain == fixed.gain
 
 
+def test_with_no_gpu_the_padding_estimates_say_the_fixs_pipeline_is_not_counted():
+    """A new user's tagger on 2 CPU cores: the bucketed copy ran 1.08x (--verify) where the
+    probe estimated 1.27-1.38x; the same batches through from_tensor_slices -> batch took
+    7.2-9.8 ms a step against 4.8-5.5 ms through Keras' array adapter. The gain says so where
+    no GPU runs the step, and not where one does."""
+    lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=64, batch=16)
+    _length_probe(facts, 50.0, 30.0, (1 / 0.6, 1 / 0.62, 1 / 0.58))
+    said = "per-sequence ops on the cores that run the step, a cost this estimate does not count"
+    facts.environment.gpu_count = 0
+    (cpu,) = _findings(facts, "RD501")
+    assert said in cpu.gain and cpu.gain.endswith("--verify measures it")
+    facts.environment.gpu_count = 1
+    (gpu,) = _findings(facts, "RD501")
+    assert said not in gpu.gain and gpu.speedup == cpu.speedup
+
+
 def test_rd501_is_an_error_only_where_the_estimates_whole_interval_reaches_2x():
     """Severity on the interval (issue 11): the padding estimate past 2x with its whole
     interval past it is an error where the length probe measured the share that shrinks; the
