@@ -1036,8 +1036,10 @@ class ProbeFacts:
     any length, which RD501's and RD502's fixes run (a dataset whose time axis is None), timed
     in the same rounds (``length_any.paired``: A = ``length_probe[1]``, the half on its own
     function for one length, over B = this one; a ratio under 1 is the slowdown of the
-    function for any length); None where the window's function is for any length already (its
-    batches of several lengths), or where the model failed on mixed lengths.
+    function for any length); None where it was not run: the window's function is for any
+    length already (its batches of several lengths), the model failed on mixed lengths, the
+    two other arms did not both run, or the mixed lengths were not tried. A point with no time
+    (``stopped``) where its budget ran out or it timed nothing.
     ``length_any_not_measured`` (since 1.8, optional): why it was not timed where it would run.
     """
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from rnndoctor import rewrite as rw
 from rnndoctor import stats as bk
 from rnndoctor.decide import Decision, decide
-from rnndoctor.facts import Facts, ProbePoint, RNNLayer, SequenceInput
+from rnndoctor.facts import DataKind, Facts, ProbePoint, RNNLayer, SequenceInput
 from rnndoctor.findings import Evidence, Fix, FixSafety, Location
 from rnndoctor.paired import INTERVAL_PAIRS
 from rnndoctor.rules import Option
@@ -208,7 +208,9 @@ class StepEstimate:
     compute-only part of the step after the fix (``compute``: that part of the window's step):
     ``1 / (1 - compute + slowdown (compute - share + share / padding))``, equal to the above at
     a slowdown of 1, and under 1 where the slowdown takes back more than the padding saves.
-    Its interval joins three intervals' like bounds then (at least 73%).
+    Its interval joins three intervals' like bounds then (at least 70%: Bonferroni's bound; the
+    share and the slowdown share the half-length arm's bursts, so they are not independent).
+    It is at least 1: a function for any length that measured faster is no gain of the fix.
     """
 
     padding: float
@@ -222,7 +224,7 @@ class StepEstimate:
     widen_factor: float = 1.0  # the probe's interval, widened for its phase's load
     compute: float = 1.0
     slowdown_interval: Interval | None = None
-    cpu_only: bool = False
+    pipeline_unpriced: bool = False
 
     @property
     def slowdown(self) -> float:
@@ -258,20 +260,25 @@ class StepEstimate:
 
     @property
     def slowed(self) -> bool:
-        """Whether the function for any length was measured slower (its whole interval over
-        1): the estimate then rests on it."""
-        return self.share is not None and self.slowdown_low > 1.0
+        """Whether the slowdown of the function for any length is what makes the estimate
+        negligible: the share alone would give a gain past :data:`NEGLIGIBLE_SPEEDUP` at the
+        interval's top."""
+        if self.share is None or self.slowdown_interval is None or self.padding_high is None:
+            return False
+        unslowed = amdahl(self.padding_high, self.share_high, self.compute, 1.0)
+        return unslowed >= NEGLIGIBLE_SPEEDUP
 
     def interval(self) -> Interval | None:
         """The estimate and its interval as :func:`rnndoctor.decide.decide` reads them (the
         bounds taken to hold the point estimate, ``widen_factor`` the probe's); None where the
         padding interval could not be formed. Its level is the padding bootstrap's 90% where
         the probe did not measure the share, else the joined intervals' floor, 81% (73% with
-        the slowdown's interval)."""
+        the slowdown's interval: Bonferroni's bound, as the share and the slowdown share the
+        half-length arm's bursts)."""
         if self.low is None or self.high is None:
             return None
         value = self.speedup
-        level = 0.90 if self.share is None else 0.81 if self.slowdown_interval is None else 0.73
+        level = 0.90 if self.share is None else 0.81 if self.slowdown_interval is None else 0.70
         return Interval(value, min(self.low, value), max(self.high, value), level=level,
                         widen_factor=self.widen_factor)  # fmt: skip
 
@@ -376,7 +383,7 @@ class StepEstimate:
                 f"{self.slowdown_high:.2f}x) the time of one for a fixed length. The interval "
                 "joins the three intervals' like bounds"
             )
-        return text + (CPU_PIPELINE_CAVEAT if self.cpu_only else "")
+        return text + (CPU_PIPELINE_CAVEAT if self.pipeline_unpriced else "")
 
 
 # What a padding fix's estimate does not count where no GPU runs the step (StepEstimate.basis).
@@ -461,7 +468,7 @@ def step_estimate(
             "timesteps padded, or 5% padded to one global maximum, since schema 1.6"
         )
         return StepEstimate(padding, plow, phigh, None, None, None, why, (),
-                            cpu_only=_cpu_only(facts))  # fmt: skip
+                            pipeline_unpriced=_pipeline_unpriced(facts))  # fmt: skip
     half = points[1].value / points[0].value
     ratio = m.ratio_interval(facts, paired)
     part, part_text = compute_part(facts)
@@ -502,12 +509,18 @@ def step_estimate(
     widen = max(ratio.widen_factor, slowdown.widen_factor if slowdown else 1.0)
     return StepEstimate(padding, plow, phigh, share(ratio.value) * part, share(ratio.low) * part,
                         share(ratio.high) * part, None, evidence + more, widen, part,
-                        slowdown, _cpu_only(facts))  # fmt: skip
+                        slowdown, _pipeline_unpriced(facts))  # fmt: skip
 
 
-def _cpu_only(facts: Facts) -> bool:
-    """Whether the check ran with no GPU in TensorFlow's view (``environment.gpu_count``)."""
-    return facts.environment is not None and not facts.environment.gpu_count
+def _pipeline_unpriced(facts: Facts) -> bool:
+    """Whether the fix puts a ``tf.data`` pipeline where Keras' array adapter fed ``fit``
+    (``fit.data_kind``: arrays or tensors) and no GPU runs the step (``environment.gpu_count``):
+    :data:`CPU_PIPELINE_CAVEAT`. An input that is a ``tf.data`` pipeline already pays for its
+    per-sequence ops before the fix as after it."""
+    arrays = (DataKind.NUMPY, DataKind.NUMPY_MULTI, DataKind.TENSOR)
+    kind = facts.fit.data_kind if facts.fit is not None else None
+    env = facts.environment
+    return kind in arrays and env is not None and not env.gpu_count
 
 
 def _padding_interval(
@@ -537,8 +550,11 @@ def _slowdown(
             return None, ()
         return None, (Evidence(label, f"not measured: {why}", "", source="sequence length probe"),)
     ratio = m.ratio_interval(facts, paired)
-    slowdown = Interval(1.0 / ratio.value, 1.0 / ratio.high, 1.0 / ratio.low,
-                        widen_factor=ratio.widen_factor)  # fmt: skip
+    # at least 1: a function for any length measured faster than the one for a fixed length
+    # (noise, or a device where it is no slower) is no gain the padding fix can claim, and the
+    # estimate stays within 1 / (1 - share)
+    slowdown = Interval(max(1.0, 1.0 / ratio.value), max(1.0, 1.0 / ratio.high),
+                        max(1.0, 1.0 / ratio.low), widen_factor=ratio.widen_factor)  # fmt: skip
     evidence = Evidence(
         label, f"{slowdown.value:.2f}x (90% interval {slowdown.low:.2f}\u2013"
         f"{slowdown.high:.2f}x) the time of the one for {half.value} timesteps",

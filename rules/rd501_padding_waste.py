@@ -379,8 +379,10 @@ def _evidence(record: SequenceInput, result: bk.BucketPlan) -> list[Evidence]:
 def _severity(estimate: sq.StepEstimate, options: OptionValues) -> tuple[Severity, bool, str]:
     """The finding's severity (Severity in the module doc), whether its gain is uncertain
     (counted for no speedup), and the sentence that says why. ``info`` where the probe measured
-    the step not to grow with the length (the whole interval under 1.05x); the warning rests on
-    the padded fraction, and the forecast only on a gain whose interval clears 1.05x."""
+    the whole interval under 1.05x: the step does not grow with the length, or the function for
+    any length the fix runs takes the gain back (``StepEstimate.negligible_reason`` says which);
+    the warning rests on the padded fraction, and the forecast only on a gain whose interval
+    clears 1.05x."""
     if estimate.negligible():
         return Severity.INFO, False, estimate.negligible_reason()
     uncertain = estimate.decision(sq.NEGLIGIBLE_SPEEDUP) is not Decision.CLEARS

@@ -227,8 +227,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                     f"Every sampled batch of input '{record.input}' is padded to {padded} steps, "
                     f"the global maximum; padded per batch (batches of {batch}), a batch would "
                     f"span {expected_length:.1f} steps on average: padding "
-                    f"{fraction_now:.1%} -> {fraction_after:.1%}, an estimated "
-                    f"{estimate.gain_head()} faster step"
+                    f"{fraction_now:.1%} -> {fraction_after:.1%}, {estimate.step_phrase()}"
                     + (f" ({doubt}; no speedup is counted for it)." if inconclusive else ".")
                 ),
                 layer=layers[0].path if layers else (record.rnn_layers or [None])[0],

@@ -76,6 +76,7 @@ class WarmWindows:
     def __init__(self, control: Control):
         self.control = control
         self.windows = 0  # windows begun (the parent's ``go`` lines)
+        self.sent = False  # the window under way was sent (its steps are done)
 
     def after_step(
         self,
@@ -107,9 +108,11 @@ class WarmWindows:
             self.control.send(
                 window_result(steps.step_ms, samples, final_loss, self.windows - 1, loss_step)
             )
+            self.sent = True
         if not self.control.wait():
             return False
         self.windows += 1
+        self.sent = False
         steps.new_window()
         return True
 
@@ -123,14 +126,14 @@ class WarmWindows:
         """The training ended (its data ran out) in a window under way: sends that window as it
         is when it holds its ``measured_steps`` steps (it had gone on for its time floor,
         ``min_measured_s``); a shorter one is not sent, and the parent starts a fresh child.
-        Arguments as :meth:`after_step`'s."""
-        if self.windows == 0 or len(steps.step_ms) < steps.options.measured_steps:
+        Arguments as :meth:`after_step`'s. A window :meth:`after_step` sent already (the
+        parent's ``stop`` followed it) is not sent again."""
+        if self.windows == 0 or self.sent or len(steps.step_ms) < steps.options.measured_steps:
             return
         self.control.send(
             window_result(steps.step_ms, samples, final_loss, self.windows - 1, loss_step)
         )
-        self.windows += 1  # sent: a later call sends nothing more
-        steps.new_window()
+        self.sent = True
 
 
 class SampleCounter:

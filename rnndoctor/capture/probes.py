@@ -2033,18 +2033,16 @@ def _halved(item: Any, per_step_targets: bool) -> Any:
     return _cut_parts(item, cut, per_step_targets)
 
 
-def _halved_spec(
-    spec: Any, steps: int, per_step_targets: bool, length: int | None | str = "half"
-) -> Any:
+def _halved_spec(spec: Any, steps: int, per_step_targets: bool, any_length: bool = False) -> Any:
     """``spec`` with a second axis of ``steps`` cut to ``steps // 2`` as :func:`_halved` cuts
-    the batches, or set to ``length`` (None: any length) where given (None stays None)."""
+    the batches, or, with ``any_length``, left unknown (None stays None)."""
     import tensorflow as tf
 
     def cut(leaf: Any) -> Any:
         if isinstance(leaf, tf.TensorSpec) and leaf.shape.rank and leaf.shape.rank >= 2:
             if leaf.shape[1] == steps:
                 dims = leaf.shape.as_list()
-                dims[1] = steps // 2 if length == "half" else length
+                dims[1] = None if any_length else steps // 2
                 return tf.TensorSpec(dims, leaf.dtype, leaf.name)
         return leaf
 
@@ -2118,7 +2116,8 @@ def _length_probe(
             probes.length_mixed_not_tried = f"out of its {budget.seconds:g} s time budget"
         else:
             _mixed_lengths(session, model, probes, [half_raw[0], batches.raw[0]])
-        any_arm = _any_length_arm(session, model, probes, budget, batches, half_raw, per_step)
+        any_arm = _any_length_arm(session, model, probes, budget, batches.element_spec,
+                                  half_raw, per_step, lengths[0] if uniform else None)  # fmt: skip
         if any_arm is not None:
             functions[id(any_arm[0])] = model.train_function
             arms.append(any_arm)
@@ -2134,42 +2133,42 @@ def _any_length_arm(
     model: Any,
     probes: ProbeFacts,
     budget: Budget,
-    batches: Batches,
+    spec: Any,
     half_raw: list[Any],
     per_step: bool,
+    steps: int | None,
 ) -> tuple[ProbePoint, pairs.ArmRecord] | None:
-    """The halved batches on a train function traced for any length (``probes.length_any``,
-    paired with ``length_probe[1]`` by the caller: A = the half on its own function, B = this
-    one), or None where it is not run (``probes.length_any_not_measured`` says why, where a
-    reason is worth saying).
+    """The halved batches (``half_raw``) on a train function traced for any length
+    (``probes.length_any``, paired with ``length_probe[1]`` by the caller: A = the half on its
+    own function, B = this one), or None where it is not run (``probes.length_any_not_measured``
+    says why, where a reason is worth saying). ``spec``: the window's element spec; ``steps``:
+    the sampled batches' one length (None: several).
 
     Why: RD501's bucketing and RD502's per-batch padding feed ``fit`` a dataset whose time axis
     is None, so Keras traces its train function once, for any length, and the fix runs that
-    function, not the fixed-length ones of the other arms. On CPU it runs slower: a new user's
-    tagger (Embedding(mask_zero) -> LSTM(32, return_sequences) -> Dense, batch 16) took 10.6
-    and 12.3 ms a step at 60 timesteps on a function for one length, 14.6 and 17.8 ms on one
-    for any length (7.1 / 8.6 against 10.6 / 11.7 ms at 30), and its buckets' mixed lengths
-    12.8 and 10.6 ms (200 steps each, cached and prefetched, two rounds). RD501 had estimated
-    1.46-1.57x from the two fixed-length arms; ``--verify`` measured 0.97x (0.87-1.16x).
-    Run where the window's batches have one length (a per-batch padded input's function is
-    for any length already) and the model trained on lengths mixed in one function."""
-    lengths = {int(_x_of(b).shape[1]) for b in batches.raw}
-    if len(lengths) != 1 or probes.length_mixed_error is not None:
+    function, not the fixed-length ones of the other arms. How much slower it runs depends on
+    the model and the device, so it is measured rather than assumed: a new user's tagger
+    (Embedding(mask_zero) -> LSTM(32, return_sequences) -> Dense, batch 16) took 8.2 ms a step
+    at 60 timesteps on one for any length against 7.5 ms on one for 60 (one run each); the
+    same, interleaved in one process (10 rounds of 30 steps), 0.98x, and this probe gave 1.08x
+    (0.93-1.11x, 3 pairs) at 30 timesteps. Run where the window's batches have
+    one length (a per-batch padded input's function is for any length already) and the model
+    trained on lengths mixed in one function."""
+    if steps is None or probes.length_mixed_error is not None:
         return None
-    steps = next(iter(lengths))
-    if _time_axis(batches.element_spec) != steps:  # the window's function is for any length
+    if _time_axis(spec) != steps:  # the window's function is for any length already
         return None
     if probes.length_mixed_not_tried is not None:
         probes.length_any_not_measured = probes.length_mixed_not_tried
         return None
-    spec = _halved_spec(batches.element_spec, steps, per_step, None)
     point = ProbePoint(value=steps // 2)
     probes.length_any = point
     if _out_of_budget(session, budget, point, "any length"):
         probes.length_any_not_measured = point.stopped
         return None
     model.train_function = None  # Keras traces one for the dataset's unknown length
-    arm = _time_point(session, model, point, _cached_dataset(half_raw, spec), budget,
+    dataset = _cached_dataset(half_raw, _halved_spec(spec, steps, per_step, any_length=True))
+    arm = _time_point(session, model, point, dataset, budget,
                       f"{point.value} timesteps, traced for any length", 1)  # fmt: skip
     if arm is None:
         probes.length_any_not_measured = point.stopped or "no step timed"

@@ -452,6 +452,46 @@ def test_rd501_counts_the_slower_function_for_any_length_that_its_fix_runs():
     assert label not in {e.label for e in plain.evidence} and plain.gain == fixed.gain
 
 
+def test_the_slowdown_is_at_least_1_and_needs_3_pairs_and_rd502_counts_it_too():
+    """A function for any length measured faster is no gain of the padding fix (the estimate
+    stays within Amdahl's bound); 2 pairs give no slowdown, and the evidence says so; RD502
+    (per-batch padding: its dataset has no fixed length either) scales by it as RD501."""
+    lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=64, batch=16)
+    _length_probe(facts, 50.0, 30.0, (1 / 0.6, 1 / 0.62, 1 / 0.58))
+    (fixed,) = _findings(facts, "RD501")
+    (fixed502,) = _findings(facts, "RD502")
+    _any_length(facts, 30.0, 27.0, (1.11, 1.05, 1.15))  # faster for any length: read as 1
+    (faster,) = _findings(facts, "RD501")
+    assert faster.speedup == pytest.approx(fixed.speedup) and faster.speedup <= 1 / (1 - 0.8)
+    rows = {e.label: e.value for e in faster.evidence}
+    label = "train function traced for any length (the fix's), at the half length"
+    assert rows[label].startswith("1.00x (90% interval 1.00\u20131.00x)")
+    _any_length(facts, 30.0, 37.5, (0.8, 0.78, 0.82), pairs=2)
+    (few,) = _findings(facts, "RD501")
+    assert {e.label: e.value for e in few.evidence}[label] == "not measured: 2 pairs"
+    assert few.speedup == pytest.approx(fixed.speedup)
+    _any_length(facts, 30.0, 30.9, (0.97, 0.96, 0.98))
+    (slowed502,) = _findings(facts, "RD502")  # 1.09x (1.06-1.19x) -> 1.06x (1.02-1.16x)
+    assert fixed502.message.split("an estimated ")[1].startswith("1.09x (interval 1.06")
+    assert slowed502.message.split("an estimated ")[1].startswith("1.06x (interval 1.02")
+    assert "traced for any length" in slowed502.gain and slowed502.speedup is None
+    _any_length(facts, 30.0, 37.5, (0.8, 0.78, 0.82))  # takes back RD502's whole gain
+    assert _findings(facts, "RD502") == []
+
+
+def test_a_negligible_gain_names_the_share_where_the_share_alone_makes_it_so():
+    """A step that does not grow with the length is negligible with or without a slower
+    function for any length: the message names the share, not the function."""
+    lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=64, batch=16)
+    _length_probe(facts, 50.0, 51.0, (0.98, 0.95, 1.01))
+    _any_length(facts, 51.0, 60.0, (0.85, 0.83, 0.87))
+    (finding,) = _findings(facts, "RD501")
+    assert finding.severity is Severity.INFO and "too little of the step" in finding.message
+    assert "traced for any length) took" not in finding.message
+
+
 def test_with_no_gpu_the_padding_estimates_say_the_fixs_pipeline_is_not_counted():
     """A new user's tagger on 2 CPU cores: the bucketed copy ran 1.08x (--verify) where the
     probe estimated 1.27-1.38x; the same batches through from_tensor_slices -> batch took
@@ -467,6 +507,10 @@ def test_with_no_gpu_the_padding_estimates_say_the_fixs_pipeline_is_not_counted(
     facts.environment.gpu_count = 1
     (gpu,) = _findings(facts, "RD501")
     assert said not in gpu.gain and gpu.speedup == cpu.speedup
+    # an input that is a tf.data pipeline already pays for its per-sequence ops today
+    facts.environment.gpu_count, facts.fit.data_kind = 0, "tf.data"
+    (pipeline,) = _findings(facts, "RD501")
+    assert said not in pipeline.gain
 
 
 def test_rd501_is_an_error_only_where_the_estimates_whole_interval_reaches_2x():

@@ -203,3 +203,56 @@ def test_a_window_under_way_when_the_data_ends_is_sent_if_it_has_its_steps():
         warm.after_step(steps, None, None)
     warm.ended(steps, 16, None)
     assert control.sent == [{"ready": True}]  # too short: the parent starts a fresh child
+
+
+def test_a_window_sent_before_the_parents_stop_is_not_sent_again_as_the_loop_ends():
+    """The custom loop's ``finish`` calls ``ended`` after ``after_step`` sent the last window
+    and read ``stop``: that window goes to the parent once."""
+    from rnndoctor.capture.control import WarmWindows
+
+    control = _FakeControl(["go"])  # then the end of the commands: stop
+    warm, steps = WarmWindows(control), _timed_steps(min_s=0.0)
+    for _ in range(10):
+        steps.end_step()
+        if warm.after_step(steps, 8 * len(steps.step_ms) or None, None) is False:
+            break
+    warm.ended(steps, 24, None)
+    assert [m.get("window") for m in control.sent] == [None, 0]
+
+
+def test_the_fit_callbacks_end_of_training_sends_the_window_under_way():
+    """``on_train_end`` of the window callback (the data ran out) hands the window to
+    ``WarmWindows.ended`` with its samples and last loss."""
+    from rnndoctor.capture.control import WarmWindows
+    from rnndoctor.capture.window import DiagnosisWindow
+
+    control = _FakeControl(["go"])
+    steps = _timed_steps(min_s=5.0)
+    window = DiagnosisWindow.__new__(DiagnosisWindow)
+    window.control, window.steps = WarmWindows(control), steps
+    window._samples, window._last_loss, window._loss_step = 0.0, 2.5, 9
+    for _ in range(5):  # the warm-up, then 4 measured steps
+        steps.end_step()
+        window.control.after_step(steps, None, None)
+        window._samples = 8.0 * len(steps.step_ms)
+    window.on_train_end()
+    sent = control.sent[-1]
+    assert sent["steps"] == 4 and sent["samples"] == 32 and sent["final_loss"] == 2.5
+    assert sent["loss_step"] == 9
+
+
+def test_an_arms_window_has_its_time_floor_and_a_plain_checks_default_window_its_own(
+    monkeypatch,
+):
+    from rnndoctor.capture.__main__ import _min_measured_s
+    from rnndoctor.options import DEFAULTS
+    from rnndoctor.paired import ARM_WINDOW_S, MIN_SECONDS
+    from rnndoctor.verify.run import MIN_PAIRS
+
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    arm = Options(out="o", window_only=True, control="5,6", no_probes=True, steps=5)
+    assert _min_measured_s(arm) == ARM_WINDOW_S and ARM_WINDOW_S * MIN_PAIRS >= MIN_SECONDS
+    assert _min_measured_s(Options(out="o")) == MIN_SECONDS and DEFAULTS.steps == 20
+    assert _min_measured_s(Options(out="o", steps=8)) == 0.0  # --steps as asked
+    monkeypatch.setenv("TF_CONFIG", "{}")  # a worker ends fit with the others: no floor
+    assert _min_measured_s(arm) == 0.0
