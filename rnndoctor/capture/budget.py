@@ -72,7 +72,9 @@ PAIRED_WALL_S: dict[str, float] = {
     # two arms of the compute-only step (full and half padded length): a ratio that moves the
     # padding rules' estimate (RD501, RD502) as a share, not a cut-off decided on its own, so
     # it gets the least allowance: on the demo (0.14 and 0.28 s steps) 2 s holds the 3 pairs
-    # an interval needs after the first round. Source: rnndoctor's choice.
+    # an interval needs after the first round; with its third arm (the half on a function
+    # traced for any length, probes._any_length_arm) 1.5x that, so that each arm keeps its
+    # time: a new user's tagger got 3 pairs instead of 5 in 2 s. Source: rnndoctor's choice.
     "sequence length probe": 2.0,
 }
 MIN_PHASE_S = 2.0  # a phase never gets less than this (while the overall deadline allows)
@@ -95,11 +97,12 @@ class Budget:
         return time.monotonic() >= self.deadline
 
 
-def paired_left(budget: Budget) -> Callable[[], float]:
+def paired_left(budget: Budget, scale: float = 1.0) -> Callable[[], float]:
     """``left()`` for a paired comparison starting now in ``budget``'s phase: the seconds until
-    the phase's budget or the comparison's own wall allowance (:data:`PAIRED_WALL_S`) runs
-    out."""
-    deadline = min(budget.deadline, time.monotonic() + PAIRED_WALL_S.get(budget.phase, 5.0))
+    the phase's budget or the comparison's own wall allowance (:data:`PAIRED_WALL_S`, times
+    ``scale``: the sequence length probe's third arm, 1.5) runs out."""
+    allowance = PAIRED_WALL_S.get(budget.phase, 5.0) * scale
+    deadline = min(budget.deadline, time.monotonic() + allowance)
     return lambda: deadline - time.monotonic()
 
 

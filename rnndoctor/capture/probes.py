@@ -2121,8 +2121,8 @@ def _length_probe(
         if any_arm is not None:
             functions[id(any_arm[0])] = model.train_function
             arms.append(any_arm)
-    why = _pair_points(arms, paired_left(budget), Phase.LENGTH_PROBE, before_burst=set_up,
-                       phase_left=budget.left)  # fmt: skip
+    why = _pair_points(arms, paired_left(budget, len(arms) / 2), Phase.LENGTH_PROBE,
+                       before_burst=set_up, phase_left=budget.left)  # fmt: skip
     if len(arms) == 3:  # the function for any length against the half's own, A = the half's
         arms[2][0].paired = pairs.pair(arms[1][1], arms[2][1], phase=Phase.LENGTH_PROBE,
                                        cut_short=why)  # fmt: skip
