@@ -92,7 +92,7 @@ def diagnose(
         verify: after the diagnosis, measure A/B in this process each fix that changes the
             model or the data object (RD101: the model cloned without recurrent_dropout; RD110:
             the arrays padded at the end; RD301: fit's batch_size; RD501: the arrays bucketed by
-            length), 5 pairs of windows (5 steps, >= 0.5 s) each, into ``report.verification`` (and
+            length), 5 pairs of windows (5 steps, >= 0.2 s) each, into ``report.verification`` (and
             ``report.json``'s ``verified`` list with ``out``). A fix to the source (a pipeline
             op, a compile argument) is ``not verifiable`` here: ``rnndoctor check --verify``
             measures those (:mod:`rnndoctor.inprocess` says what each measures).

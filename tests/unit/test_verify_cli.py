@@ -63,9 +63,9 @@ def test_a_runs_first_estimate_is_a_window_of_the_plain_checks_steps_else_its_ru
     facts.steps = StepTimes(warmup_steps=3, measured_steps=20, requested_steps=20,
                             median_step_time_ms=400.0)  # fmt: skip
     assert run_estimate_s(facts, 30.0) == pytest.approx(6 * 0.4 + 1.0)
-    # tiny steps: the window goes on to its time floor, ARM_WINDOW_S (0.5 s), then one step more
+    # tiny steps: the window goes on to its time floor, ARM_WINDOW_S (0.2 s), then one step more
     facts.steps.median_step_time_ms = 10.0
-    assert run_estimate_s(facts, 30.0) == pytest.approx(0.5 + 0.01 + 1.0)
+    assert run_estimate_s(facts, 30.0) == pytest.approx(0.2 + 0.01 + 1.0)
 
 
 def test_with_redact_the_fixes_come_from_the_unredacted_facts(monkeypatch):

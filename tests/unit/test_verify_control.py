@@ -247,11 +247,11 @@ def test_an_arms_window_has_its_time_floor_and_a_plain_checks_default_window_its
     from rnndoctor.capture.__main__ import _min_measured_s
     from rnndoctor.options import DEFAULTS
     from rnndoctor.paired import ARM_WINDOW_S, MIN_SECONDS
-    from rnndoctor.verify.run import MIN_PAIRS
+    from rnndoctor.verify.run import MAX_PAIRS
 
     monkeypatch.delenv("TF_CONFIG", raising=False)
     arm = Options(out="o", window_only=True, control="5,6", no_probes=True, steps=5)
-    assert _min_measured_s(arm) == ARM_WINDOW_S and ARM_WINDOW_S * MIN_PAIRS >= MIN_SECONDS
+    assert _min_measured_s(arm) == ARM_WINDOW_S and ARM_WINDOW_S * MAX_PAIRS >= MIN_SECONDS
     assert _min_measured_s(Options(out="o")) == MIN_SECONDS and DEFAULTS.steps == 20
     assert _min_measured_s(Options(out="o", steps=8)) == 0.0  # --steps as asked
     monkeypatch.setenv("TF_CONFIG", "{}")  # a worker ends fit with the others: no floor
