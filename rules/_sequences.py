@@ -210,7 +210,7 @@ class StepEstimate:
     a slowdown of 1, and under 1 where the slowdown takes back more than the padding saves.
     Its interval joins three intervals' like bounds then (at least 70%: Bonferroni's bound; the
     share and the slowdown share the half-length arm's bursts, so they are not independent).
-    It is at least 1: a function for any length that measured faster is no gain of the fix.
+    It is counted only where its whole interval is over 1x (:func:`_slowdown`).
     """
 
     padding: float
@@ -454,9 +454,9 @@ def step_estimate(
     :func:`compute_part`. Fewer than 3 pairs leave it unmeasured.
 
     The slowdown (:class:`StepEstimate`): ``any_length`` (``probes.length_any``) paired with
-    the half-length point, ``1 / ratio`` with its widened interval; where it has fewer than 3
-    pairs or did not run (``any_unmeasured`` says why, where it would have), 1, and the
-    evidence says so.
+    the half-length point, ``1 / ratio`` with its widened interval, counted where that whole
+    interval is over 1x; where it has fewer than 3 pairs, did not run (``any_unmeasured`` says
+    why, where it would have) or its interval holds 1x, 1, and the evidence says so.
     """
     plow, phigh = _padding_interval(record, boundaries)
     paired = points[1].paired if len(points) == 2 else None
@@ -550,18 +550,25 @@ def _slowdown(
             return None, ()
         return None, (Evidence(label, f"not measured: {why}", "", source="sequence length probe"),)
     ratio = m.ratio_interval(facts, paired)
-    # at least 1: a function for any length measured faster than the one for a fixed length
-    # (noise, or a device where it is no slower) is no gain the padding fix can claim, and the
-    # estimate stays within 1 / (1 - share)
-    slowdown = Interval(max(1.0, 1.0 / ratio.value), max(1.0, 1.0 / ratio.high),
-                        max(1.0, 1.0 / ratio.low), widen_factor=ratio.widen_factor)  # fmt: skip
-    evidence = Evidence(
-        label, f"{slowdown.value:.2f}x (90% interval {slowdown.low:.2f}\u2013"
-        f"{slowdown.high:.2f}x) the time of the one for {half.value} timesteps",
-        "", source=f"sequence length probe: {half.step_time_ms} / {any_length.step_time_ms} ms "
-        f"a compute-only step, {paired.pairs} interleaved pairs",
-    )  # fmt: skip
-    return slowdown, (evidence,)
+    source = (
+        f"sequence length probe: {half.step_time_ms} / {any_length.step_time_ms} ms a "
+        f"compute-only step, {paired.pairs} interleaved pairs"
+    )
+    figure = (
+        f"{1.0 / ratio.value:.2f}x (90% interval {1.0 / ratio.high:.2f}\u2013"
+        f"{1.0 / ratio.low:.2f}x) the time of the one for {half.value} timesteps"
+    )
+    if ratio.high >= 1.0:
+        # counted only where its whole interval is a slowdown: one whose interval holds 1x
+        # (the function for any length no slower, within the probe's noise) would only widen
+        # the estimate's interval by its noise (tests/scripts/padded_lstm.py: 0.96-1.15x, its
+        # intervals up to 0.76-1.48x, took RD502 from a warning to "inconclusive" in 2 of 3
+        # checks), and a faster one is no gain the padding fix can claim
+        said = "faster: no gain of the padding fix" if ratio.low > 1.0 else "within its noise of 1x"
+        return None, (Evidence(label, f"{figure}: {said}, not counted", "", source=source),)
+    slowdown = Interval(1.0 / ratio.value, 1.0 / ratio.high, 1.0 / ratio.low,
+                        widen_factor=ratio.widen_factor)  # fmt: skip
+    return slowdown, (Evidence(label, figure, "", source=source),)
 
 
 def median(values: list[int]) -> float:
