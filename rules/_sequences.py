@@ -204,8 +204,8 @@ class StepEstimate:
     fixed-length one the window runs, at the same length: a bucketed or per-batch padded
     dataset has no fixed length, so Keras traces its train function once, for any length
     (``probes.length_any``; ``keras/src/backend/tensorflow/trainer.py``, its ``tf.function``
-    traced for the iterator's element spec). It scales the
-    compute-only part of the step after the fix (``compute``: that part of the window's step):
+    traced for the iterator's element spec). It scales the compute-only part of the step after
+    the fix (``compute``: that part of the window's step):
     ``1 / (1 - compute + slowdown (compute - share + share / padding))``, equal to the above at
     a slowdown of 1, and under 1 where the slowdown takes back more than the padding saves.
     Its interval joins three intervals' like bounds then (at least 70%: Bonferroni's bound; the
@@ -272,7 +272,7 @@ class StepEstimate:
         """The estimate and its interval as :func:`rnndoctor.decide.decide` reads them (the
         bounds taken to hold the point estimate, ``widen_factor`` the probe's); None where the
         padding interval could not be formed. Its level is the padding bootstrap's 90% where
-        the probe did not measure the share, else the joined intervals' floor, 81% (73% with
+        the probe did not measure the share, else the joined intervals' floor, 81% (70% with
         the slowdown's interval: Bonferroni's bound, as the share and the slowdown share the
         half-length arm's bursts)."""
         if self.low is None or self.high is None:
