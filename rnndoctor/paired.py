@@ -31,13 +31,17 @@ from rnndoctor.stats import (
 # The issue's floor for each arm: "at least 10 timed steps or 1 s (whichever is longer)".
 MIN_STEPS = 10
 MIN_SECONDS = 1.0
+# The pairs --verify takes per fix while its budget lasts (rnndoctor.verify.run.MAX_PAIRS: 5, a
+# 90% sign-test interval).
+VERIFY_PAIRS = 5
 # A --verify arm's window (rnndoctor.cli.arms, rnndoctor.inprocess) goes on past its 5 steps until
-# they time this many seconds, so that an arm of the pairs --verify takes (5:
-# rnndoctor.verify.run.MAX_PAIRS) times MIN_SECONDS. Why: windows of 5 steps alone timed 50 ms an
-# arm at a new user's 10 ms steps, and for RD501's bucketing fix drew 5 of its 8 bucket lengths:
-# the copy's window medians ran 7.4-13.3 ms (with a floor of 0.5 s, about 50 steps a window:
-# 9.6-11.3 ms). Not 0.5 s: that added 53 s to the test suite's --verify tests (CI, 20 minutes).
-ARM_WINDOW_S = MIN_SECONDS / 5
+# they time this many seconds, so that an arm of VERIFY_PAIRS windows times MIN_SECONDS. Why:
+# windows of 5 steps alone timed 50 ms an arm at a new user's 10 ms steps, and for RD501's
+# bucketing fix drew 5 of its 8 bucket lengths: the copy's window medians ran 7.4-13.3 ms (with a
+# floor of 0.5 s, about 50 steps a window: 9.6-11.3 ms). Not 0.5 s: that added 53 s to the test
+# suite's --verify tests (CI, 20 minutes). A window keeps steps of its fit for those to come
+# (capture/step_window.py: StepWindow._short).
+ARM_WINDOW_S = MIN_SECONDS / VERIFY_PAIRS
 # The fewest pairs that give an interval: a bootstrap over 1 or 2 pairs is degenerate, and the
 # rules call such a comparison inconclusive (rules/_measured.py: MIN_PAIRS is this number). With
 # 3 or 4 pairs the interval is their range or close to it, which holds the median 75% or 87.5% of

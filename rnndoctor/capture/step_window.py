@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from rnndoctor.facts import Phase, StepTimes
 from rnndoctor.machine import drift
 from rnndoctor.options import DEFAULTS
+from rnndoctor.paired import VERIFY_PAIRS
 from rnndoctor.stats import percentile
 
 # The most step times (executions) a window records to reach WindowOptions.min_measured_s.
@@ -309,10 +310,14 @@ class StepWindow:
             # (WarmWindows.ended); a plain check's has its profiled steps still to run
             return self.options.window_only
         # after one more measured execution of N steps, the profiled steps (whole executions)
-        # and one spare execution must still fit in what the fit runs
+        # and one spare execution must still fit in what the fit runs; and a --verify arm's
+        # windows to come, VERIFY_PAIRS of measured_steps: verify_lstm.py's copy at batch 32
+        # (32 steps in all) ran out after one window of the time floor, and its warm child was
+        # started again for each pair (the e2e test's setup 19 -> 41 s)
         n, profile = self._covered, self.options.profile_steps
         left = self.steps_available - self.steps_done - n
-        return left >= (math.ceil(profile / n) + 1) * n
+        reserve = VERIFY_PAIRS * self.options.measured_steps if self.options.window_only else 0
+        return left >= (math.ceil(profile / n) + 1) * n + reserve
 
     def profile_wanted(self) -> bool:
         """Whether profiled steps remain (a profile asked for, and no profiler error)."""

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rnndoctor.facts import Facts, Outcome
+from rnndoctor.paired import VERIFY_PAIRS
 from rnndoctor.stats import median
 
 MIN_PAIRS = 2  # A B A B at least, per candidate
-MAX_PAIRS = 5  # then up to this many while the budget allows (5: a 90% sign-test interval)
+MAX_PAIRS = VERIFY_PAIRS  # then up to this many while the budget allows (a 90% sign-test interval)
 BUDGET_FACTOR = 3.0  # the default budget: this many times the plain check's wall time
 LOSS_NOT_MEASURED = "not measured: no paired run recorded a loss"
 

@@ -172,12 +172,18 @@ def test_a_plain_checks_window_of_unknown_length_does_not_go_past_its_steps():
     assert len(steps.step_ms) == 3  # its profiled steps are still to come: no time floor
 
 
-def test_an_arms_window_goes_past_its_steps_only_while_the_fit_has_steps_left():
-    steps = _timed_steps()
-    steps.steps_available = 6  # the warm-up step, 3 measured, then one more and a spare
-    for _ in range(6):
-        steps.end_step()
-    assert len(steps.step_ms) == 4
+def test_an_arms_window_goes_past_its_steps_only_while_the_fit_keeps_steps_for_those_to_come():
+    """Past its 3 steps, a window takes one more only while the fit keeps a spare step and 5
+    windows of 3 steps (VERIFY_PAIRS) for the windows to come: a short fit serves its pairs
+    from one warm child instead of starting it again for each."""
+    from rnndoctor.paired import VERIFY_PAIRS
+
+    for available, measured in ((1 + 3 + 1 + 1 + VERIFY_PAIRS * 3, 4), (20, 3)):
+        steps = _timed_steps()
+        steps.steps_available = available  # the warm-up, 3 measured, one more and a spare
+        for _ in range(available):
+            steps.end_step()
+        assert len(steps.step_ms) == measured, available
 
 
 def test_a_window_under_way_when_the_data_ends_is_sent_if_it_has_its_steps():
