@@ -38,9 +38,10 @@ VERIFY_PAIRS = 5
 # they time this many seconds, so that an arm of VERIFY_PAIRS windows times MIN_SECONDS. Why:
 # windows of 5 steps alone timed 50 ms an arm at a new user's 10 ms steps, and for RD501's
 # bucketing fix drew 5 of its 8 bucket lengths: the copy's window medians ran 7.4-13.3 ms (with a
-# floor of 0.5 s, about 50 steps a window: 9.6-11.3 ms). Not 0.5 s: that added 53 s to the test
-# suite's --verify tests (CI, 20 minutes). A window keeps steps of its fit for those to come
-# (capture/step_window.py: StepWindow._short).
+# floor of 0.5 s, about 50 steps a window: 9.6-11.3 ms). Not 0.5 s: with no reserve of steps
+# for the windows to come (capture/step_window.py: StepWindow._short, added since), that added
+# 53 s to the test suite's --verify tests (CI, 20 minutes), mostly warm children started again
+# (0.5 s with the reserve is not measured).
 ARM_WINDOW_S = MIN_SECONDS / VERIFY_PAIRS
 # The fewest pairs that give an interval: a bootstrap over 1 or 2 pairs is degenerate, and the
 # rules call such a comparison inconclusive (rules/_measured.py: MIN_PAIRS is this number). With
