@@ -366,23 +366,22 @@ class StepEstimate:
                 "(the optimizer's update, the layers after the RNN, dispatch, the input wait) "
                 "are counted as shrinking too"
             )
-        elif self.slowdown_interval is None:
-            text = (
-                f"{padding}, on the {self.share:.0%} (90% interval {self.share_low:.0%}\u2013"
-                f"{self.share_high:.0%}) of the step that grows with the padded length (the "
-                "sequence length probe); the rest does not shrink. The interval joins both "
-                "intervals' like bounds"
-            )
         else:
             text = (
                 f"{padding}, on the {self.share:.0%} (90% interval {self.share_low:.0%}\u2013"
                 f"{self.share_high:.0%}) of the step that grows with the padded length (the "
-                "sequence length probe); the rest does not shrink; and the compute-only part of "
-                "the step taken as the fix runs it, on a train function traced for any length, "
-                f"{self.slowdown:.2f}x (90% interval {self.slowdown_low:.2f}\u2013"
-                f"{self.slowdown_high:.2f}x) the time of one for a fixed length. The interval "
-                "joins the three intervals' like bounds"
+                "sequence length probe); the rest does not shrink"
             )
+            if self.slowdown_interval is None:
+                text += ". The interval joins both intervals' like bounds"
+            else:
+                text += (
+                    "; and the compute-only part of the step taken as the fix runs it, on a "
+                    "train function traced for any length, "
+                    f"{self.slowdown:.2f}x (90% interval {self.slowdown_low:.2f}\u2013"
+                    f"{self.slowdown_high:.2f}x) the time of one for a fixed length. The interval "
+                    "joins the three intervals' like bounds"
+                )
         return text + (CPU_PIPELINE_CAVEAT if self.pipeline_unpriced else "")
 
 

@@ -105,10 +105,7 @@ class WarmWindows:
         elif steps.measuring():
             return None
         else:
-            self.control.send(
-                window_result(steps.step_ms, samples, final_loss, self.windows - 1, loss_step)
-            )
-            self.sent = True
+            self._send(steps, samples, final_loss, loss_step)
         if not self.control.wait():
             return False
         self.windows += 1
@@ -130,6 +127,16 @@ class WarmWindows:
         parent's ``stop`` followed it) is not sent again."""
         if self.windows == 0 or self.sent or len(steps.step_ms) < steps.options.measured_steps:
             return
+        self._send(steps, samples, final_loss, loss_step)
+
+    def _send(
+        self,
+        steps: StepWindow,
+        samples: int | None,
+        final_loss: float | None,
+        loss_step: int | None,
+    ) -> None:
+        """Sends the window under way (:func:`window_result`) and marks it sent."""
         self.control.send(
             window_result(steps.step_ms, samples, final_loss, self.windows - 1, loss_step)
         )

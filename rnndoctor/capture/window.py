@@ -129,8 +129,7 @@ class _WindowCallback:
         """A warm ``--verify`` arm's data ran out in a window that had its steps and went on
         for its time floor: that window is sent as it is (``WarmWindows.ended``)."""
         if self.control is not None:
-            samples = round(self._samples) or None
-            self.control.ended(self.steps, samples, self._last_loss, self._loss_step)
+            self.control.ended(self.steps, self._window_samples(), self._last_loss, self._loss_step)
 
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch = int(epoch)
@@ -195,7 +194,7 @@ class _WindowCallback:
         """
         assert self.control is not None
         began = self.control.after_step(
-            self.steps, round(self._samples) or None, self._last_loss, self._loss_step
+            self.steps, self._window_samples(), self._last_loss, self._loss_step
         )
         if began is False:
             raise WindowDone
@@ -203,6 +202,10 @@ class _WindowCallback:
             self._samples = 0.0
             if self.counter is not None:
                 self._count_at = self.counter.read()
+
+    def _window_samples(self) -> int | None:
+        """The samples of the window's measured steps, whole (None: none counted)."""
+        return round(self._samples) or None
 
     def stop_profiler(self) -> None:
         self.steps.stop_profiler()

@@ -63,14 +63,14 @@ class _FakeControl:
         return bool(self.commands) and self.commands.pop(0) == "go"
 
 
-def _steps(warmup=2, measured=3):
+def _steps(warmup=2, measured=3, min_s=0.0, step_s=1.0, window_only=False):
+    """A window whose clock moves ``step_s`` per call, with a time floor of ``min_s``."""
     from rnndoctor.capture.step_window import StepWindow, WindowOptions
 
-    clock = iter(float(i) for i in range(1000))
-    return StepWindow(
-        WindowOptions(warmup_steps=warmup, measured_steps=measured, profile_steps=0),
-        clock=lambda: next(clock),
-    )
+    clock = iter(i * step_s for i in range(10_000))
+    options = WindowOptions(warmup_steps=warmup, measured_steps=measured, profile_steps=0,
+                            min_measured_s=min_s, window_only=window_only)  # fmt: skip
+    return StepWindow(options, clock=lambda: next(clock))
 
 
 def test_warm_windows_say_ready_after_the_warm_up_then_send_each_window_until_stop():
@@ -137,14 +137,9 @@ def test_a_custom_loop_serves_warm_windows_through_its_pipes():
     assert loop.window.steps_done == 1 + 2 + 2
 
 
-def _timed_steps(measured=3, min_s=0.5, step_s=0.1, window_only=True):
-    """A window whose clock moves ``step_s`` per call, with a time floor of ``min_s``."""
-    from rnndoctor.capture.step_window import StepWindow, WindowOptions
-
-    clock = iter(i * step_s for i in range(10_000))
-    options = WindowOptions(warmup_steps=1, measured_steps=measured, profile_steps=0,
-                            min_measured_s=min_s, window_only=window_only)  # fmt: skip
-    return StepWindow(options, clock=lambda: next(clock))
+def _timed_steps(min_s=0.5, window_only=True):
+    """An arm's window: one warm-up step, 3 measured, steps of 0.1 s, a time floor of ``min_s``."""
+    return _steps(warmup=1, min_s=min_s, step_s=0.1, window_only=window_only)
 
 
 def test_an_arms_window_of_short_steps_goes_on_to_its_time_floor_each_window_afresh():
