@@ -75,7 +75,7 @@ def save_leftovers(folder: str | Path) -> list[Path]:
     return sorted(Path(folder).glob(SAVE_TEMP_PREFIX + "*.tmp"))
 
 
-SCHEMA_VERSION = "1.8"
+SCHEMA_VERSION = "1.9"
 
 
 class Outcome(enum.StrEnum):
@@ -1041,6 +1041,10 @@ class ProbeFacts:
     two other arms did not both run, or the mixed lengths were not tried. A point with no time
     (``stopped``) where its budget ran out or it timed nothing.
     ``length_any_not_measured`` (since 1.8, optional): why it was not timed where it would run.
+    ``length_any_pipeline`` (since 1.9, optional): where ``length_any``'s batches came through
+    the fix's own kind of ``tf.data`` pipeline, one sequence at a time (``fit`` took arrays and
+    no GPU runs the step), its ops (``capture/probes.py: FIX_PIPELINE``); its ratio is then the
+    slowdown of the pipeline and the function together. None where they were cached batches.
     """
 
     input_only_ms: float | None = None
@@ -1075,6 +1079,7 @@ class ProbeFacts:
     length_mixed_not_tried: str | None = None
     length_any: ProbePoint | None = None
     length_any_not_measured: str | None = None
+    length_any_pipeline: str | None = None
 
 
 @dataclass

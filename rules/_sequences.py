@@ -211,6 +211,17 @@ class StepEstimate:
     Its interval joins three intervals' like bounds then (at least 70%: Bonferroni's bound; the
     share and the slowdown share the half-length arm's bursts, so they are not independent).
     It is counted only where its whole interval is over 1x (:func:`_slowdown`).
+
+    Where ``fit`` took arrays and no GPU runs the step, the probe feeds that function through
+    the fix's own kind of pipeline, one sequence at a time (``piped``,
+    ``probes.length_any_pipeline``), so the slowdown also holds that pipeline's cost on the
+    cores that run the step; counted, that pipeline takes the place of the window's input wait
+    (``replaced``: its share of the window's step, from ``probes.breakdown``), which no longer
+    stays: ``1 / (1 - compute - replaced + slowdown (compute - share + share / padding))``.
+    Measured at half the length, the pipeline's cost is taken as a ratio of the step: a cost
+    per sequence, in proportion to the step at the half length, where bucketed steps are about
+    that long. Not measured (the third arm did not run or timed too few pairs), the gain says
+    so (:data:`CPU_PIPELINE_CAVEAT`, ``pipeline_unpriced``).
     """
 
     padding: float
@@ -225,6 +236,8 @@ class StepEstimate:
     compute: float = 1.0
     slowdown_interval: Interval | None = None
     pipeline_unpriced: bool = False
+    piped: bool = False
+    replaced: float = 0.0
 
     @property
     def slowdown(self) -> float:
@@ -240,7 +253,7 @@ class StepEstimate:
 
     @property
     def speedup(self) -> float:
-        return amdahl(self.padding, self.share, self.compute, self.slowdown)
+        return amdahl(self.padding, self.share, self.compute, self.slowdown, self.replaced)
 
     @property
     def low(self) -> float | None:
@@ -248,7 +261,8 @@ class StepEstimate:
             return None
         if self.share is None:
             return amdahl(self.padding_low, None)
-        return amdahl(self.padding_low, self.share_low, self.compute, self.slowdown_high)
+        return amdahl(self.padding_low, self.share_low, self.compute, self.slowdown_high,
+                      self.replaced)  # fmt: skip
 
     @property
     def high(self) -> float | None:
@@ -256,7 +270,8 @@ class StepEstimate:
             return None
         if self.share is None:
             return amdahl(self.padding_high, None)
-        return amdahl(self.padding_high, self.share_high, self.compute, self.slowdown_low)
+        return amdahl(self.padding_high, self.share_high, self.compute, self.slowdown_low,
+                      self.replaced)  # fmt: skip
 
     @property
     def slowed(self) -> bool:
@@ -327,6 +342,13 @@ class StepEstimate:
 
     def negligible_reason(self) -> str:
         """Why the estimate is negligible (:meth:`negligible`), in a sentence."""
+        if self.slowed and self.piped:
+            return (
+                " On this machine the fix's tf.data pipeline, batching one sequence at a time, "
+                "and the train function it feeds (traced for any length) took "
+                f"{self.slowdown:.2f}x the time of cached batches on one traced for a fixed "
+                "length, at half the length: that takes back what the shorter padding saves."
+            )
         if self.slowed:
             return (
                 " On this machine the train function a dataset of no fixed length runs (traced "
@@ -374,6 +396,20 @@ class StepEstimate:
             )
             if self.slowdown_interval is None:
                 text += ". The interval joins both intervals' like bounds"
+            elif self.piped:
+                text += (
+                    "; and the compute-only part of the step taken as the fix runs it, fed one "
+                    "sequence at a time by its tf.data pipeline into a train function traced "
+                    f"for any length, {self.slowdown:.2f}x (90% interval "
+                    f"{self.slowdown_low:.2f}\u2013{self.slowdown_high:.2f}x) the time of "
+                    "cached batches on one for a fixed length"
+                )
+                if round(self.replaced, 2):
+                    text += (
+                        ", that pipeline in place of the window's input wait "
+                        f"({self.replaced:.0%} of the step)"
+                    )
+                text += ". The interval joins the three intervals' like bounds"
             else:
                 text += (
                     "; and the compute-only part of the step taken as the fix runs it, on a "
@@ -385,7 +421,8 @@ class StepEstimate:
         return text + (CPU_PIPELINE_CAVEAT if self.pipeline_unpriced else "")
 
 
-# What a padding fix's estimate does not count where no GPU runs the step (StepEstimate.basis).
+# What a padding fix's estimate does not count where no GPU runs the step and the length probe did
+# not time the fix's pipeline (StepEstimate.basis; capture/probes.py: _fix_pipeline times it).
 # Measured on a new user's tagger (Embedding(mask_zero) -> LSTM(32) -> Dense, batch 16, 2 CPU
 # cores), each script run alone three times, the median step of 200: its arrays cut to 30
 # timesteps, 4.8-5.5 ms a step through Keras' array adapter, 7.2-9.8 ms through
@@ -402,16 +439,33 @@ NEGLIGIBLE_SPEEDUP = 1.05
 
 
 def amdahl(
-    padding: float, share: float | None, compute: float = 1.0, slowdown: float = 1.0
+    padding: float,
+    share: float | None,
+    compute: float = 1.0,
+    slowdown: float = 1.0,
+    replaced: float = 0.0,
 ) -> float:
-    """The step's speedup where ``share`` of it (None: all) shrinks ``padding``-fold and the
-    ``compute`` part of it (which holds ``share``) runs ``slowdown`` times slower after the fix
-    (:class:`StepEstimate`)."""
+    """The step's speedup where ``share`` of it (None: all) shrinks ``padding``-fold, the
+    ``compute`` part of it (which holds ``share``) runs ``slowdown`` times slower after the fix,
+    and the ``replaced`` part (the input wait, where the slowdown holds the fix's pipeline) is
+    gone (:class:`StepEstimate`)."""
     if padding <= 0.0:
         return 0.0
     if share is None:
         return padding
-    return 1.0 / (1.0 - compute + slowdown * (compute - share + share / padding))
+    kept = 1.0 - compute - replaced
+    return 1.0 / (kept + slowdown * (compute - share + share / padding))
+
+
+def input_part(facts: Facts, compute: float) -> float:
+    """The input wait's share of the window's step (``probes.breakdown``: input / step), at most
+    ``1 - compute``; 0 where there is no breakdown, or it disagreed with the window
+    (:func:`compute_part`)."""
+    probes = facts.probes
+    breakdown = probes.breakdown if probes is not None else None
+    if breakdown is None or not breakdown.step_ms or probes.inconsistent:
+        return 0.0
+    return min(max(0.0, 1.0 - compute), max(0.0, breakdown.input_ms / breakdown.step_ms))
 
 
 def compute_part(facts: Facts) -> tuple[float, str]:
@@ -455,7 +509,9 @@ def step_estimate(
     The slowdown (:class:`StepEstimate`): ``any_length`` (``probes.length_any``) paired with
     the half-length point, ``1 / ratio`` with its widened interval, counted where that whole
     interval is over 1x; where it has fewer than 3 pairs, did not run (``any_unmeasured`` says
-    why, where it would have) or its interval holds 1x, 1, and the evidence says so.
+    why, where it would have) or its interval holds 1x, 1, and the evidence says so. Where its
+    batches came through the fix's pipeline (``probes.length_any_pipeline``), counted from 1x
+    whatever its interval, and the window's input wait (:func:`input_part`) no longer stays.
     """
     plow, phigh = _padding_interval(record, boundaries)
     paired = points[1].paired if len(points) == 2 else None
@@ -467,7 +523,7 @@ def step_estimate(
             "timesteps padded, or 5% padded to one global maximum, since schema 1.6"
         )
         return StepEstimate(padding, plow, phigh, None, None, None, why, (),
-                            pipeline_unpriced=_pipeline_unpriced(facts))  # fmt: skip
+                            pipeline_unpriced=_pipeline_unpriced(facts, None))  # fmt: skip
     half = points[1].value / points[0].value
     ratio = m.ratio_interval(facts, paired)
     part, part_text = compute_part(facts)
@@ -478,16 +534,7 @@ def step_estimate(
     def share(r: float) -> float:
         return min(1.0, max(0.0, grows(r)))
 
-    clipped = []  # a ratio outside what the linear model allows, said rather than hidden
-    if grows(ratio.high) > 1.0:
-        clipped.append(
-            f"a ratio past {1.0 / half:.2f}x (a step growing in proportion to the length) "
-            "reads as 100%"
-        )
-    if grows(ratio.low) < 0.0:
-        clipped.append("a ratio under 1x (no shorter step at half the length) reads as 0%")
-    clipped_text = f"; clipped to the share's range: {' and '.join(clipped)}" if clipped else ""
-
+    clipped_text = _clipped(grows(ratio.high) > 1.0, grows(ratio.low) < 0.0, half)
     evidence = (
         Evidence(
             f"compute-only step at {points[0].value} / {points[1].value} timesteps",
@@ -506,20 +553,50 @@ def step_estimate(
     )  # fmt: skip
     slowdown, more = _slowdown(facts, points[1], any_length, any_unmeasured)
     widen = max(ratio.widen_factor, slowdown.widen_factor if slowdown else 1.0)
+    piped = _piped(facts, any_length)  # then _slowdown gave an interval: 3 pairs at least
     return StepEstimate(padding, plow, phigh, share(ratio.value) * part, share(ratio.low) * part,
-                        share(ratio.high) * part, None, evidence + more, widen, part,
-                        slowdown, _pipeline_unpriced(facts))  # fmt: skip
+                        share(ratio.high) * part, None, evidence + more, widen, part, slowdown,
+                        _pipeline_unpriced(facts, any_length), piped,
+                        input_part(facts, part) if piped else 0.0)  # fmt: skip
 
 
-def _pipeline_unpriced(facts: Facts) -> bool:
+def _clipped(over: bool, under: bool, half: float) -> str:
+    """What the share's interval clipped (a ratio ``over`` what the linear model allows, or
+    ``under`` it; ``half``: the halved length's fraction), said rather than hidden."""
+    clipped = []
+    if over:
+        clipped.append(
+            f"a ratio past {1.0 / half:.2f}x (a step growing in proportion to the length) "
+            "reads as 100%"
+        )
+    if under:
+        clipped.append("a ratio under 1x (no shorter step at half the length) reads as 0%")
+    return f"; clipped to the share's range: {' and '.join(clipped)}" if clipped else ""
+
+
+def _piped(facts: Facts, any_length: ProbePoint | None) -> bool:
+    """Whether the length probe's third arm timed the fix's pipeline with its function, with
+    pairs enough for an interval (``probes.length_any_pipeline``)."""
+    paired = any_length.paired if any_length is not None else None
+    probes = facts.probes
+    return (
+        probes is not None
+        and probes.length_any_pipeline is not None
+        and paired is not None
+        and paired.pairs >= INTERVAL_PAIRS
+    )
+
+
+def _pipeline_unpriced(facts: Facts, any_length: ProbePoint | None) -> bool:
     """Whether the fix puts a ``tf.data`` pipeline where Keras' array adapter fed ``fit``
-    (``fit.data_kind``: arrays or tensors) and no GPU runs the step (``environment.gpu_count``):
+    (``fit.data_kind``: arrays or tensors) and no GPU runs the step (``environment.gpu_count``),
+    and the length probe did not time that pipeline (:func:`_piped`):
     :data:`CPU_PIPELINE_CAVEAT`. An input that is a ``tf.data`` pipeline already pays for its
     per-sequence ops before the fix as after it."""
-    arrays = (DataKind.NUMPY, DataKind.NUMPY_MULTI, DataKind.TENSOR)
     kind = facts.fit.data_kind if facts.fit is not None else None
     env = facts.environment
-    return kind in arrays and env is not None and not env.gpu_count
+    unfed = DataKind.is_array(kind) and env is not None and not env.gpu_count
+    return unfed and not _piped(facts, any_length)
 
 
 def _padding_interval(
@@ -540,9 +617,16 @@ def _slowdown(
     facts: Facts, half: ProbePoint, any_length: ProbePoint | None, unmeasured: str | None
 ) -> tuple[Interval | None, tuple[Evidence, ...]]:
     """The train function for any length over the one for a fixed length, at ``half``'s
-    length (:func:`step_estimate`): the interval (None where not measured) and its evidence."""
+    length (:func:`step_estimate`), with the fix's pipeline where the probe fed it through one
+    (``probes.length_any_pipeline``): the interval (None where not measured or not counted)
+    and its evidence."""
     paired = any_length.paired if any_length is not None else None
     label = "train function traced for any length (the fix's), at the half length"
+    if facts.probes is not None and facts.probes.length_any_pipeline is not None:
+        label = (
+            "the fix's tf.data pipeline, one sequence at a time, and its train function "
+            "(traced for any length), at the half length"
+        )
     if paired is None or paired.pairs < INTERVAL_PAIRS:
         why = unmeasured or (f"{paired.pairs} pairs" if paired is not None else None)
         if why is None:  # not run where it need not: the window's function is for any length
@@ -553,10 +637,25 @@ def _slowdown(
         f"sequence length probe: {half.step_time_ms} / {any_length.step_time_ms} ms a "
         f"compute-only step, {paired.pairs} interleaved pairs"
     )
+    if facts.probes.length_any_pipeline is not None:
+        source += f"; the fix's pipeline: {facts.probes.length_any_pipeline}"
+    cached = "cached batches on " if facts.probes.length_any_pipeline is not None else ""
     figure = (
         f"{1.0 / ratio.value:.2f}x (90% interval {1.0 / ratio.high:.2f}\u2013"
-        f"{1.0 / ratio.low:.2f}x) the time of the one for {half.value} timesteps"
+        f"{1.0 / ratio.low:.2f}x) the time of {cached}the one for {half.value} timesteps"
     )
+    if facts.probes.length_any_pipeline is not None:
+        # The fix's pipeline adds work to the same batches cached, and takes none away: its
+        # ratio counts from 1x, its noise below 1x clipped (a faster function for any length
+        # is no gain of the padding fix either). Counted only where its whole interval is
+        # over 1x, as the function alone is (below), its 5 pairs' intervals (0.85-1.42x) held
+        # 1x and left tests/scripts/padded_lstm.py's RD501 at 1.44-1.73x, where the fix ran
+        # 1.25x (0.96-1.44x over 8 interleaved rounds of 4 epochs, the script's model and its
+        # bucketed pipeline alone); the arm's median, 1.10-1.17x, counted, gives about 1.3x.
+        slowdown = Interval(max(1.0, 1.0 / ratio.value), max(1.0, 1.0 / ratio.high),
+                            max(1.0, 1.0 / ratio.low), widen_factor=ratio.widen_factor)  # fmt: skip
+        said = "" if ratio.high < 1.0 else ": counted from 1x (a pipeline takes no work away)"
+        return slowdown, (Evidence(label, figure + said, "", source=source),)
     if ratio.high >= 1.0:
         # counted only where its whole interval is a slowdown: one whose interval holds 1x
         # (the function for any length no slower, within the probe's noise) would only widen

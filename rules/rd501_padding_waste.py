@@ -27,7 +27,13 @@ Why it slows training:
     compute-only part of the step after the fix is scaled by how much slower that function is
     (``rules/_sequences.py: StepEstimate``): ``1 / (1 - compute + slowdown (compute - share +
     share / padding ratio))``, below 1x where the slowdown takes back more than the padding
-    saves.
+    saves. Where ``fit`` took arrays and no GPU runs the step, that arm feeds the function
+    through the fix's own kind of pipeline, one sequence at a time
+    (``probes.length_any_pipeline``; ``capture/probes.py: _fix_pipeline``), whose ops take
+    the cores that run the step: the slowdown then holds the pipeline's cost, counted from 1x
+    (a pipeline takes no work away), and that pipeline takes the place of the window's input
+    wait (tests/scripts/padded_lstm.py: 1.46-1.73x before, 1.31-1.62x with it, where the
+    script's model and its bucketed pipeline alone ran 1.25x faster).
 
     Severity: ``warning`` from ``min_padded_fraction``, an exact count of the sampled
     timesteps; ``error`` where the estimate's whole interval reaches 2x (``error_speedup``:
@@ -55,9 +61,10 @@ Evidence:
     (``rnndoctor.stats.padding_speedup_interval``, 200 resamples, fixed seed) with the probe's
     paired 90% intervals of the share and of the slowdown (like bounds: the estimate grows with
     the first two and falls with the third): the sampling error and the probe's noise, not the
-    error of the linear model itself, nor the cost of the bucketing pipeline's own ops, which
-    run beside the steps: with no GPU they run on the cores that run the step, and the gain
-    says so (``rules/_sequences.py: CPU_PIPELINE_CAVEAT``; ``--verify`` measures them).
+    error of the linear model itself. The bucketing pipeline's own ops run beside the steps;
+    with no GPU they run on the cores that run the step: over arrays the probe times them
+    (``probes.length_any_pipeline``), and where it did not, the gain says they are not
+    counted (``rules/_sequences.py: CPU_PIPELINE_CAVEAT``; ``--verify`` measures them).
 
 Example:
     Text lines of 4 to 80 characters, all padded to ``maxlen=80`` with ``pad_sequences``.

@@ -16,8 +16,11 @@ Why it slows training:
     that by the share of the step the sequence length probe measured to grow with the length
     (Amdahl's law, as RD501's; an upper bound where the probe did not measure it), and by the
     slowdown of the train function the fix runs: a dataset padded per batch has no fixed
-    length, so Keras traces it for any length (``probes.length_any``, as RD501's). Bucketing
-    (RD501) saves more; per-batch padding is the one-line change.
+    length, so Keras traces it for any length (``probes.length_any``, as RD501's; over arrays
+    with no GPU, fed one sequence at a time through a bucketing pipeline,
+    ``probes.length_any_pipeline``: ``padded_batch`` runs a part of its per-sequence ops, so
+    that cost is counted in full or more). Bucketing (RD501) saves more; per-batch padding is
+    the one-line change.
 
     Severity: ``warning`` where the estimate's whole interval reaches ``min_speedup``,
     ``error`` where it reaches ``error_speedup`` (2x) on a measured share (never on an upper

@@ -571,9 +571,17 @@ def _cached_dataset(raw: list[Any], spec: Any, tuned: bool = False) -> Any:
     for item in raw:
         one = tf.data.Dataset.from_tensors(item)
         dataset = one if dataset is None else dataset.concatenate(one)
-    dataset = dataset.repeat()
+    return _prefetched(_shaped(dataset.repeat(), spec), tuned)
+
+
+def _shaped(dataset: Any, spec: Any) -> Any:
+    """``dataset`` with element spec ``spec`` where the components allow it, by a map over its
+    elements (``PlaceholderWithDefault`` only relaxes the static shape); as it is where
+    ``spec`` is None or the structures differ."""
+    import tensorflow as tf
+
     if spec is None:
-        return _prefetched(dataset, tuned)
+        return dataset
 
     def shape(element: Any) -> Any:
         def one(t: Any, s: Any) -> Any:
@@ -586,10 +594,10 @@ def _cached_dataset(raw: list[Any], spec: Any, tuned: bool = False) -> Any:
 
     try:
         if isinstance(dataset.element_spec, tuple):  # tf.data unpacks tuple elements
-            return _prefetched(dataset.map(lambda *args: shape(tuple(args))), tuned)
-        return _prefetched(dataset.map(shape), tuned)
+            return dataset.map(lambda *args: shape(tuple(args)))
+        return dataset.map(shape)
     except (TypeError, ValueError):  # structures differ (list vs tuple, say): keep as is
-        return _prefetched(dataset, tuned)
+        return dataset
 
 
 def _prefetched(dataset: Any, tuned: bool = False) -> Any:
@@ -2153,7 +2161,10 @@ def _any_length_arm(
     same, interleaved in one process (10 rounds of 30 steps), 0.98x, and this probe gave 1.08x
     (0.93-1.11x, 3 pairs) at 30 timesteps. Run where the window's batches have
     one length (a per-batch padded input's function is for any length already) and the model
-    trained on lengths mixed in one function."""
+    trained on lengths mixed in one function. Where ``fit`` took arrays and no GPU runs the
+    step (:func:`_fix_pipeline_fed`), the batches come through the fix's own kind of pipeline,
+    one sequence at a time (:func:`_fix_pipeline`, ``probes.length_any_pipeline``), so that
+    the ratio holds that pipeline's cost on the cores that run the step as well."""
     if steps is None or probes.length_mixed_error is not None:
         return None
     if _time_axis(spec) != steps:  # the window's function is for any length already
@@ -2167,13 +2178,69 @@ def _any_length_arm(
         probes.length_any_not_measured = point.stopped
         return None
     model.train_function = None  # Keras traces one for the dataset's unknown length
-    dataset = _cached_dataset(half_raw, _halved_spec(spec, steps, per_step, any_length=True))
-    arm = _time_point(session, model, point, dataset, budget,
-                      f"{point.value} timesteps, traced for any length", 1)  # fmt: skip
+    any_spec = _halved_spec(spec, steps, per_step, any_length=True)
+    what = f"{point.value} timesteps, traced for any length"
+    if _fix_pipeline_fed(session):
+        dataset = _fix_pipeline(half_raw, steps // 2, any_spec)
+        probes.length_any_pipeline = FIX_PIPELINE
+        what += ", fed per sequence"
+    else:
+        dataset = _cached_dataset(half_raw, any_spec)
+    arm = _time_point(session, model, point, dataset, budget, what, 1)
     if arm is None:
         probes.length_any_not_measured = point.stopped or "no step timed"
         return None
     return point, arm
+
+
+# The fix's pipeline as the third arm of the length probe runs it (probes.length_any_pipeline):
+# RD501's and RD502's fixes over arrays, their map(unpad) cached after the first epoch.
+FIX_PIPELINE = (
+    "from_tensor_slices -> shuffle -> bucket_by_sequence_length (one bucket) -> prefetch(2)"
+)
+
+
+def _fix_pipeline_fed(session: CaptureSession) -> bool:
+    """Whether the length probe's third arm feeds its batches through the fix's own kind of
+    pipeline (:func:`_fix_pipeline`): ``fit`` took arrays or tensors, which Keras' array
+    adapter batched by slicing whole batches, and no GPU runs the step, so the fix's
+    per-sequence ``tf.data`` ops take the cores that run it (``rules/_sequences.py``:
+    ``StepEstimate``). A ``tf.data`` input pays its per-sequence ops before the fix as after;
+    with a GPU the pipeline runs on the host beside the device's step."""
+    fit = session.facts.fit
+    environment = session.facts.environment
+    kind = fit.data_kind if fit is not None else None
+    return DataKind.is_array(kind) and environment is not None and not environment.gpu_count
+
+
+def _fix_pipeline(raw: list[Any], steps: int, spec: Any) -> Any:
+    """The sampled batches ``raw`` (each of ``steps`` timesteps) cut into single sequences and
+    batched again the way RD501's and RD502's fixes batch them
+    (:data:`FIX_PIPELINE`): ``from_tensor_slices`` over the arrays, ``shuffle`` over all of them
+    (Keras' default ``shuffle=True``, which the fixes carry), ``bucket_by_sequence_length``
+    (``group_by_window`` and ``padded_batch``) into batches of the sampled size, ``prefetch``.
+    Every sequence has the same length here, so the batches are the cached arm's, in another
+    order, and their time axis is relaxed to ``spec``'s (unknown), as the fix's ``unpad``
+    leaves it. Left out: the fix's ``map(unpad)``, whose ``cache()`` keeps its results after
+    the first epoch, and tf.data's autotuning (a fixed buffer of 2, as every probe dataset has:
+    :func:`_prefetched`). RD502's fix batches with ``padded_batch`` alone, a part of these
+    ops (``group_by_window`` ends in it), so its cost is counted in full or more.
+
+    Why: on 2 CPU cores a new user's tagger (LSTM(32), batch 16, 30 timesteps) took 5.9-6.5 ms
+    a step fed by this pipeline against 3.7-4.6 ms on the same batches cached (1.44x, 8
+    interleaved rounds of 30 steps, both on a function traced for any length), and
+    tests/scripts/padded_lstm.py's model 1.59x (20 timesteps, batch 32); ``--verify`` had
+    measured that script's bucketing at 0.68x where RD501 estimated 2.29x."""
+    import tensorflow as tf
+
+    batch = int(_x_of(raw[0]).shape[0])
+    rows = tf.nest.map_structure(lambda *parts: tf.concat(parts, 0), *raw)
+    count = int(_x_of(rows).shape[0])
+    dataset = tf.data.Dataset.from_tensor_slices(rows).shuffle(count)
+    dataset = dataset.bucket_by_sequence_length(
+        lambda *parts: tf.shape(parts[0])[0], [steps + 1], [batch, batch]
+    )
+    return _prefetched(_shaped(dataset.repeat(), spec))
 
 
 def _mixed_lengths(

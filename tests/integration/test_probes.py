@@ -581,11 +581,16 @@ def test_the_length_probe_times_the_step_at_the_padded_length_and_at_half_of_it(
     assert paired.ratio > 1.0  # half the timesteps: a shorter step
     assert pr.length_mixed_error is None  # both lengths through one function: it trains
     # the half on a function traced for any length, as the fixes' datasets run, beside the half
-    # on its own function for 40 timesteps
+    # on its own function for 40 timesteps; arrays on a CPU: fed one sequence at a time through
+    # the fixes' kind of pipeline, whose per-sequence ops take the cores that run the step
     assert pr.length_any.value == 40 and pr.length_any.step_time_ms, pr.length_any_not_measured
     mixed = pr.length_any.paired
-    assert mixed.a == "40 timesteps" and mixed.b == "40 timesteps, traced for any length"
+    assert mixed.a == "40 timesteps"
+    assert mixed.b == "40 timesteps, traced for any length, fed per sequence"
     assert mixed.pairs >= 3 and mixed.ratio > 0
+    from rnndoctor.capture.probes import FIX_PIPELINE
+
+    assert pr.length_any_pipeline == FIX_PIPELINE
     # the other probes did not run (no rule of the selection reads them)
     from rnndoctor.facts import PROBE_UNREAD
 
@@ -594,14 +599,18 @@ def test_the_length_probe_times_the_step_at_the_padded_length_and_at_half_of_it(
     rows = {e.label: e.value for e in rd501.evidence}
     assert "share of the compute-only step that grows with the padded length" in rows
     assert "an upper bound" not in rd501.message
-    label = "train function traced for any length (the fix's), at the half length"
-    assert "x) the time of the one for 40 timesteps" in rows[label], rows[label]
-    # counted where its whole interval is a slowdown, else quoted and not counted
+    label = (
+        "the fix's tf.data pipeline, one sequence at a time, and its train function (traced "
+        "for any length), at the half length"
+    )
+    assert "x) the time of cached batches on the one for 40 timesteps" in rows[label], rows
+    # counted, from 1x where its interval reaches below it (a pipeline takes no work away)
     from rnndoctor.rules._measured import ratio_interval
 
-    counted = ratio_interval(report.facts, mixed).high < 1.0  # widened as the rule reads it
-    assert ("traced for any length" in rd501.gain) == counted, (rows[label], rd501.gain)
-    assert rows[label].endswith("not counted") != counted
+    whole = ratio_interval(report.facts, mixed).high < 1.0  # widened as the rule reads it
+    assert rows[label].endswith("counted from 1x (a pipeline takes no work away)") != whole
+    assert "fed one sequence at a time by its tf.data pipeline" in rd501.gain, rd501.gain
+    assert "does not count" not in rd501.gain  # the pipeline's cost is measured here
 
 
 def test_a_model_that_takes_one_length_only_leaves_the_estimate_an_upper_bound():
