@@ -2181,7 +2181,12 @@ def _any_length_arm(
     any_spec = _halved_spec(spec, steps, per_step, any_length=True)
     what = f"{point.value} timesteps, traced for any length"
     if _fix_pipeline_fed(session):
-        dataset = _fix_pipeline(half_raw, steps // 2, any_spec)
+        try:
+            dataset = _fix_pipeline(half_raw, steps // 2, any_spec)
+        except Exception as exc:  # parts that are not one row per sequence, say
+            point.stopped = f"the fix's pipeline failed: {error_gist(exc)}"[:300]
+            probes.length_any_not_measured = point.stopped
+            return None
         probes.length_any_pipeline = FIX_PIPELINE
         what += ", fed per sequence"
     else:

@@ -613,6 +613,29 @@ def test_the_length_probe_times_the_step_at_the_padded_length_and_at_half_of_it(
     assert "does not count" not in rd501.gain  # the pipeline's cost is measured here
 
 
+def test_a_fix_pipeline_that_cannot_be_built_leaves_its_cost_unmeasured_and_said(monkeypatch):
+    """Where the fix's kind of pipeline cannot be built from the sampled batches, the third arm
+    is not run, the probe says why, and the gains say the pipeline's cost is not counted."""
+    from rnndoctor.capture import probes as capture_probes
+
+    def fails(*args):
+        raise ValueError("Dimensions 16 and 3 are not compatible")
+
+    monkeypatch.setattr(capture_probes, "_fix_pipeline", fails)
+    model, x, y = _padded_tokens()
+    report = rnndoctor.diagnose(model, x, y=y, batch_size=16, select=["RD501"], **FAST)
+    pr = report.facts.probes
+    assert pr.length_any_not_measured == (
+        "the fix's pipeline failed: ValueError: Dimensions 16 and 3 are not compatible"
+    )
+    assert pr.length_any_pipeline is None and pr.length_any.step_time_ms is None
+    (rd501,) = [f for f in report.findings if f.rule_id == "RD501"]
+    assert "a cost this estimate does not count" in rd501.gain
+    rows = {e.label: e.value for e in rd501.evidence}
+    label = "train function traced for any length (the fix's), at the half length"
+    assert rows[label] == f"not measured: {pr.length_any_not_measured}"
+
+
 def test_a_model_that_takes_one_length_only_leaves_the_estimate_an_upper_bound():
     model, x, y = _padded_tokens(flatten=True)
     report = rnndoctor.diagnose(model, x, y=y, batch_size=16, select=["RD501"], **FAST)
