@@ -1045,6 +1045,8 @@ class ProbeFacts:
     the fix's own kind of ``tf.data`` pipeline, one sequence at a time (``fit`` took arrays and
     no GPU runs the step), its ops (``capture/probes.py: FIX_PIPELINE``); its ratio is then the
     slowdown of the pipeline and the function together. None where they were cached batches.
+    ``length_any_pipeline_error`` (since 1.9, optional): where that pipeline could not be built
+    from the sampled batches, the error (one line); the arm then timed cached batches.
     """
 
     input_only_ms: float | None = None
@@ -1080,6 +1082,7 @@ class ProbeFacts:
     length_any: ProbePoint | None = None
     length_any_not_measured: str | None = None
     length_any_pipeline: str | None = None
+    length_any_pipeline_error: str | None = None
 
 
 @dataclass

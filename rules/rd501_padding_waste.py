@@ -28,12 +28,11 @@ Why it slows training:
     (``rules/_sequences.py: StepEstimate``): ``1 / (1 - compute + slowdown (compute - share +
     share / padding ratio))``, below 1x where the slowdown takes back more than the padding
     saves. Where ``fit`` took arrays and no GPU runs the step, that arm feeds the function
-    through the fix's own kind of pipeline, one sequence at a time
+    through a pipeline of the fix's kind, one sequence at a time
     (``probes.length_any_pipeline``; ``capture/probes.py: _fix_pipeline``), whose ops take
     the cores that run the step: the slowdown then holds the pipeline's cost, counted from 1x
-    (a pipeline takes no work away), and that pipeline takes the place of the window's input
-    wait (tests/scripts/padded_lstm.py: 1.46-1.73x before, 1.31-1.62x with it, where the
-    script's model and its bucketed pipeline alone ran 1.25x faster).
+    (a pipeline takes no work away); the window's input wait still counts as staying
+    (tests/scripts/padded_lstm.py: 1.46-1.73x before, 1.31-1.62x with it).
 
     Severity: ``warning`` from ``min_padded_fraction``, an exact count of the sampled
     timesteps; ``error`` where the estimate's whole interval reaches 2x (``error_speedup``:
