@@ -16,10 +16,12 @@ from rnndoctor.facts import Facts, ModelCallStats
 # training step: the forecast divides the job by it instead of the training part.
 JOB_LEVEL_RULES = frozenset({"RD406"})
 # Rules whose ``speedup`` is a samples/s ratio, not a step-time one: a larger batch makes each
-# step longer and trains more samples a second (RD301). The forecast divides the training part by
-# it all the same (the samples to train stay the same); the words say samples/s, never "faster
+# step longer and trains more samples a second (RD301); bucketing makes an epoch's steps more and
+# smaller, each bucket ending in a partial batch, and its estimate is the epoch's (RD501:
+# rules/_sequences.py, StepEstimate.epoch_steps). The forecast divides the training part by it
+# all the same (the samples to train stay the same); the words say samples/s, never "faster
 # step" (issue 11: "faster step" is wrong wording when the step gets longer).
-THROUGHPUT_RULES = frozenset({"RD301"})
+THROUGHPUT_RULES = frozenset({"RD301", "RD501"})
 
 
 def training_per_call_s(facts: Facts) -> float | None:

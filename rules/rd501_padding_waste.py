@@ -32,7 +32,13 @@ Why it slows training:
     (``probes.length_any_pipeline``; ``capture/probes.py: _fix_pipeline``), whose ops take
     the cores that run the step: the slowdown then holds the pipeline's cost, counted from 1x
     (a pipeline takes no work away); the window's input wait still counts as staying
-    (tests/scripts/padded_lstm.py: 1.46-1.73x before, 1.31-1.62x with it).
+    (tests/scripts/padded_lstm.py: 1.46-1.73x before, 1.31-1.62x with it). Each bucket ends in
+    a partial batch, so an epoch takes more, smaller steps, each paying the part that does not
+    shrink: where ``fit`` counted its batches (``fit.batches_per_epoch``, with no
+    ``steps_per_epoch``) the estimate is the epoch's, a samples/s ratio
+    (``rules/_sequences.py: bucketed_steps``; padded_lstm.py: 16 -> 20 steps, its bucketed step
+    1.25x faster and its epoch 0.98-0.99x in ``--verify``; with the added steps the estimate
+    reads 1.12-1.61x from the same checks' facts).
 
     Severity: ``warning`` from ``min_padded_fraction``, an exact count of the sampled
     timesteps; ``error`` where the estimate's whole interval reaches 2x (``error_speedup``:

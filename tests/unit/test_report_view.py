@@ -104,6 +104,7 @@ def test_verdict_names_the_main_issue_or_the_profiles_top_op():
 
 def test_the_verdict_words_each_speedup_as_what_it_is_of():
     """RD301's speedup is a samples/s ratio: its step gets longer (issue 11: never "faster step");
+    RD501's too (bucketing adds partial batches to an epoch: its estimate is the epoch's);
     RD406's is of the fit loop's iteration; the rest, of the step."""
     facts = _facts()
 
@@ -113,7 +114,8 @@ def test_the_verdict_words_each_speedup_as_what_it_is_of():
 
     assert main("RD301").startswith("Main issue: RD301 n, an estimated 2.0x the samples/s.")
     assert "faster" not in main("RD301")
-    assert main("RD501").startswith("Main issue: RD501 n, an estimated 2.0x faster step.")
+    assert main("RD501").startswith("Main issue: RD501 n, an estimated 2.0x the samples/s.")
+    assert main("RD502").startswith("Main issue: RD502 n, an estimated 2.0x faster step.")
     assert main("RD406").startswith(
         "Main issue: RD406 n, an estimated 2.0x faster iteration of the fit loop."
     )

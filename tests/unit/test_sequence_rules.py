@@ -32,10 +32,14 @@ def _outcome(facts: Facts, rule_id: str):
     return outcome
 
 
-def _with_lengths(facts: Facts, lengths: list[int], padded: int, batch: int) -> Facts:
+def _with_lengths(
+    facts: Facts, lengths: list[int], padded: int, batch: int, epoch: int | None = None
+) -> Facts:
     """The fixture's input, re-measured as if these lengths had been sampled (right-padded,
-    every batch padded to ``padded``)."""
+    every batch padded to ``padded``); ``epoch``: ``fit``'s batches an epoch (None: not known,
+    so the estimates are per step: the steps bucketing adds have their own test)."""
     facts = copy.deepcopy(facts)
+    facts.fit.batches_per_epoch = epoch
     (record,) = facts.sequences.inputs
     dist = bk.LengthDistribution.of(lengths)
     record.length_values, record.length_counts = list(dist.values), list(dist.counts)
@@ -588,6 +592,61 @@ def test_with_no_gpu_the_fixs_pipeline_timed_by_the_probe_counts_from_1x():
         "--verify measures it (the probe could not build one: ValueError: Dimensions 16 and 3 "
         "are not compatible)"
     )
+
+
+def test_rd501_counts_the_partial_batches_bucketing_adds_to_an_epoch():
+    """Each bucket ends in a partial batch, so an epoch takes more steps, each paying the part
+    that does not shrink: tests/scripts/padded_lstm.py's 16 steps became 20, and its bucketed
+    step, 1.25x faster, made an epoch 0.98-0.99x (--verify, samples/s). The estimate is then
+    the epoch's: 1 / (steps (1 - share) + share / padding)."""
+    import bisect
+    import math
+
+    lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=64, batch=16)
+    _length_probe(facts, 50.0, 30.0, (1 / 0.6, 1 / 0.62, 1 / 0.58))  # 80% grows
+    (per_step,) = _findings(facts, "RD501")
+    padding = 1 / (1 / per_step.speedup - 0.2) * 0.8
+    rows = {e.label: e.value for e in per_step.evidence}
+    assert rows["steps an epoch, now / bucketed"] == "not counted: unknown"
+    facts.fit.batches_per_epoch = 4  # 64 sequences in batches of 16
+    (epoch,) = _findings(facts, "RD501")
+    boundaries = [int(v) for v in epoch.message.split("at [")[1].split("]")[0].split(", ")]
+    buckets = {bisect.bisect_right(boundaries, n) for n in lengths}
+    after = sum(math.ceil(sum(bisect.bisect_right(boundaries, n) == b for n in lengths) / 16)
+                for b in buckets)  # fmt: skip
+    assert after > 4
+    rows = {e.label: e.value for e in epoch.evidence}
+    assert rows["steps an epoch, now / bucketed"] == f"4 / {after}"
+    steps = after / 4
+    assert epoch.speedup == pytest.approx(1 / (steps * 0.2 + 0.8 / padding), abs=2e-3)
+    assert epoch.speedup < per_step.speedup
+    assert f"faster epoch (4 -> {after} steps)" in epoch.message
+    assert f"Bucketed, an epoch of 4 batches takes {after} steps" in epoch.gain
+    assert "the estimate is the epoch's, in samples/s" in epoch.gain
+    # a long epoch: the partial batches cost next to nothing
+    facts.fit.batches_per_epoch = 1000
+    (long,) = _findings(facts, "RD501")
+    assert long.speedup == pytest.approx(per_step.speedup, rel=0.01)
+    # an epoch of steps_per_epoch is not a pass over the data: not counted, and said
+    facts.fit.steps_per_epoch = 4
+    (given,) = _findings(facts, "RD501")
+    rows = {e.label: e.value for e in given.evidence}
+    assert rows["steps an epoch, now / bucketed"] == "not counted: steps_per_epoch given"
+    assert given.speedup == pytest.approx(per_step.speedup)
+    facts.fit.steps_per_epoch = None
+    # a share that gains per step, taken back by the added steps: info, saying why
+    facts.fit.batches_per_epoch = 4
+    _length_probe(facts, 50.0, 40.0, (1.25, 1.22, 1.28))  # 40% grows
+    (stepped,) = _findings(facts, "RD501")
+    assert stepped.severity is Severity.INFO and stepped.speedup is None
+    assert f"an epoch of 4 batches takes {after} steps" in stepped.message
+    # per-batch padding (RD502's fix, no boundaries) keeps the epoch's batches
+    from rnndoctor.rules import _sequences as sq
+
+    (record,) = facts.sequences.inputs
+    assert sq.bucketed_steps(facts, record, None) == (None, ())
+    assert sq.bucketed_steps(facts, record, tuple(boundaries))[0] == (4, after)
 
 
 def test_rd501_is_an_error_only_where_the_estimates_whole_interval_reaches_2x():
