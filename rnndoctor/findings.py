@@ -114,9 +114,9 @@ class Finding:
         gain: the estimated gain and the model behind it, or why it was not measured.
         speedup: the estimated speedup factor of the training once fixed, from the model in
             ``gain``: of the step (2.6 = 2.6x faster steps), except a samples/s ratio for the
-            rules whose fix lengthens the step (``rules/_outside.py: THROUGHPUT_RULES``, RD301's
-            larger batch) and of the whole job for ``JOB_LEVEL_RULES``; None when not
-            estimated.
+            rules whose fix changes the step's size (``rules/_outside.py: THROUGHPUT_RULES``,
+            RD301's larger batch, RD501's buckets with their partial batches) and of the whole
+            job for ``JOB_LEVEL_RULES``; None when not estimated.
         fast_path_after_fix: for RD1xx, whether the installed Keras would take the cuDNN kernel
             on a GPU once this fix (and only the fixes listed with it) is applied; None elsewhere.
         fast_path_caveat: a condition that verdict depends on and this run did not check (the

@@ -31,7 +31,7 @@ from rnndoctor.stats import Interval
 ERROR_SPEEDUP = Option(
     name="error_speedup",
     default=2.0,
-    unit="x (estimated step-time speedup)",
+    unit="x (estimated speedup: of the step, or of an epoch in samples/s)",
     source="rnndoctor's severity scale (rnndoctor/findings.py: Severity): error means the job "
     "runs at least 2x slower than it needs to",
     help="the speedup the estimate's whole interval must reach for an error (below: warning)",
@@ -186,7 +186,8 @@ def common_evidence(record: SequenceInput) -> list[Evidence]:
 
 @dataclass(frozen=True)
 class StepEstimate:
-    """A padding fix's estimated step-time speedup (RD501, RD502).
+    """A padding fix's estimated speedup (RD501, RD502): of the step, or of an epoch in samples/s
+    where bucketing adds steps (``epoch_steps``).
 
     ``padding``: padded timesteps now / after on the sampled sequences, with its 90% bootstrap
     interval (``padding_low`` / ``padding_high``; None where it cannot be formed). ``share``:
@@ -228,10 +229,14 @@ class StepEstimate:
     (:func:`bucketed_steps`). ``bucket_by_sequence_length`` ends each bucket in a partial batch,
     so an epoch takes more, smaller steps, and the part of each step that does not shrink with
     the length is paid per step: the estimate is then the epoch's (samples/s, as ``--verify``
-    measures), ``1 / (steps (1 - compute + slowdown (compute - share)) + slowdown share /
-    padding)`` with ``steps`` = bucketed / now. tests/scripts/padded_lstm.py: 16 -> 20 steps an
-    epoch (512 sequences in 9 buckets), its bucketed step 1.25x faster (the script's model
-    alone, 8 interleaved rounds) and its epoch 0.98x and 0.99x (``--verify``, samples/s).
+    measures), with ``steps`` = bucketed / now. A partial batch's step is taken to cost as much
+    as a full one of its length, ``1 / (steps (1 - compute + slowdown (compute - share /
+    padding)))`` (the estimate and its low end), and at most its rows' part of one, ``1 /
+    (steps (1 - compute + slowdown (compute - share)) + slowdown share / padding)`` (its high
+    end): tests/scripts/padded_lstm.py took 16 -> 20 steps an epoch (512 sequences in 9
+    buckets), its bucketed step ran 1.25x faster (the script's model alone, 8 interleaved
+    rounds) and its epoch 0.98x and 0.99x (``--verify``, samples/s): 1.25 / (20 / 16), a small
+    batch's step no shorter on 2 CPU cores.
     """
 
     padding: float
@@ -269,7 +274,8 @@ class StepEstimate:
 
     @property
     def speedup(self) -> float:
-        return amdahl(self.padding, self.share, self.compute, self.slowdown, self.steps)
+        return amdahl(self.padding, self.share, self.compute, self.slowdown, self.steps,
+                      self.steps)  # fmt: skip
 
     @property
     def low(self) -> float | None:
@@ -278,7 +284,7 @@ class StepEstimate:
         if self.share is None:
             return amdahl(self.padding_low, None)
         return amdahl(self.padding_low, self.share_low, self.compute, self.slowdown_high,
-                      self.steps)  # fmt: skip
+                      self.steps, self.steps)  # fmt: skip
 
     @property
     def high(self) -> float | None:
@@ -289,24 +295,28 @@ class StepEstimate:
         return amdahl(self.padding_high, self.share_high, self.compute, self.slowdown_low,
                       self.steps)  # fmt: skip
 
+    def _top(self, slowdown: bool, steps: bool) -> float:
+        """The interval's top with or without the slowdown and the epoch's added steps."""
+        return amdahl(self.padding_high or 0.0, self.share_high, self.compute,
+                      self.slowdown_low if slowdown else 1.0,
+                      self.steps if steps else 1.0)  # fmt: skip
+
     @property
     def slowed(self) -> bool:
-        """Whether the slowdown of the function for any length is what makes the estimate
-        negligible: the share alone would give a gain past :data:`NEGLIGIBLE_SPEEDUP` at the
-        interval's top."""
-        if self.share is None or self.slowdown_interval is None or self.padding_high is None:
+        """Whether the slowdown of the function for any length (and its pipeline) is what makes
+        the estimate negligible: without it, the added steps kept, the top of the interval
+        would reach :data:`NEGLIGIBLE_SPEEDUP`."""
+        if self.share is None or self.slowdown_interval is None:
             return False
-        unslowed = amdahl(self.padding_high, self.share_high, self.compute, 1.0, self.steps)
-        return unslowed >= NEGLIGIBLE_SPEEDUP
+        return self._top(slowdown=False, steps=True) >= NEGLIGIBLE_SPEEDUP
 
     @property
     def stepped(self) -> bool:
-        """Whether the epoch's added steps are what makes the estimate negligible: per step, it
-        would give a gain past :data:`NEGLIGIBLE_SPEEDUP` at the interval's top."""
-        if self.share is None or self.epoch_steps is None or self.padding_high is None:
+        """Whether the epoch's added steps are what makes the estimate negligible: per step,
+        the slowdown kept, the top of the interval would reach :data:`NEGLIGIBLE_SPEEDUP`."""
+        if self.share is None or self.epoch_steps is None:
             return False
-        per_step = amdahl(self.padding_high, self.share_high, self.compute, self.slowdown_low)
-        return per_step >= NEGLIGIBLE_SPEEDUP
+        return self._top(slowdown=True, steps=False) >= NEGLIGIBLE_SPEEDUP
 
     def interval(self) -> Interval | None:
         """The estimate and its interval as :func:`rnndoctor.decide.decide` reads them (the
@@ -359,8 +369,9 @@ class StepEstimate:
         return self.share is not None and (self.high or self.speedup) < NEGLIGIBLE_SPEEDUP
 
     def step_phrase(self) -> str:
-        """``an estimated 1.35x (interval 1.22–1.46x) faster step``; under 1x, ``no faster
-        step, an estimated 0.93x (interval 0.85–1.02x) of its speed now``."""
+        """``an estimated 1.35x (interval 1.22–1.46x) faster step`` (an epoch's, ``faster epoch
+        (16 -> 20 steps)``, where bucketing adds steps); under 1x, ``no faster step, an
+        estimated 0.93x (interval 0.85–1.02x) of its speed now``."""
         unit = "step"
         if self.steps > 1.0 and self.share is not None and self.epoch_steps is not None:
             now, after = self.epoch_steps
@@ -370,14 +381,27 @@ class StepEstimate:
         return f"no faster {unit}, an estimated {self.gain_head()} of its speed now"
 
     def negligible_reason(self) -> str:
-        """Why the estimate is negligible (:meth:`negligible`), in a sentence."""
-        if self.stepped and self.epoch_steps is not None:
+        """Why the estimate is negligible (:meth:`negligible`), in a sentence: the share, the
+        slowdown, the added steps, or the last two together."""
+        steps = ""
+        if self.epoch_steps is not None:
             now, after = self.epoch_steps
-            return (
-                f" Bucketed, an epoch of {now} batches takes {after} steps (each bucket ends in a "
-                "partial batch), and the part of each step that does not shrink with the length "
-                "is paid per step: that takes back what the shorter padding saves."
+            steps = (
+                f"bucketed, an epoch of {now} batches takes {after} steps (each bucket ends in a "
+                "partial batch), and the part of each step that does not shrink is paid per step"
             )
+        both = bool(steps) and self.share is not None and self.slowdown_interval is not None
+        if both and self.stepped == self.slowed:  # both needed, or either enough, to take it back
+            if self._top(slowdown=False, steps=False) >= NEGLIGIBLE_SPEEDUP:
+                fed = ", fed by a tf.data pipeline of its kind," if self.piped else ""
+                return (
+                    f" The train function the fix runs (traced for any length){fed} took "
+                    f"{self.slowdown:.2f}x the time of one for a fixed length, at half the "
+                    f"length, and {steps}: together they take back what the shorter padding "
+                    "saves."
+                )
+        if self.stepped:
+            return f" {steps[0].upper()}{steps[1:]}: that takes back what the padding saves."
         if self.slowed and self.piped:
             return (
                 " On this machine a tf.data pipeline of the fix's kind, batching one sequence at "
@@ -489,17 +513,19 @@ def amdahl(
     compute: float = 1.0,
     slowdown: float = 1.0,
     steps: float = 1.0,
+    length_steps: float = 1.0,
 ) -> float:
     """The speedup where ``share`` of the step (None: all) shrinks ``padding``-fold, the
     ``compute`` part of it (which holds ``share``) runs ``slowdown`` times slower after the fix,
     and an epoch takes ``steps`` times as many steps, each paying the part that does not
-    shrink (:class:`StepEstimate`)."""
+    shrink, and the part that does ``length_steps`` times (``steps``: a partial batch's step
+    as long as a full one of its length; 1: its rows' part of one) (:class:`StepEstimate`)."""
     if padding <= 0.0:
         return 0.0
     if share is None:
         return padding
     fixed = 1.0 - compute + slowdown * (compute - share)
-    return 1.0 / (steps * fixed + slowdown * share / padding)
+    return 1.0 / (steps * fixed + length_steps * slowdown * share / padding)
 
 
 def compute_part(facts: Facts) -> tuple[float, str]:

@@ -37,8 +37,9 @@ Why it slows training:
     shrink: where ``fit`` counted its batches (``fit.batches_per_epoch``, with no
     ``steps_per_epoch``) the estimate is the epoch's, a samples/s ratio
     (``rules/_sequences.py: bucketed_steps``; padded_lstm.py: 16 -> 20 steps, its bucketed step
-    1.25x faster and its epoch 0.98-0.99x in ``--verify``; with the added steps the estimate
-    reads 1.12-1.61x from the same checks' facts).
+    1.25x faster and its epoch 0.98-0.99x in ``--verify``, as if each partial batch's step cost
+    a full one: so the estimate takes it, and its interval's high end the rows' part of one;
+    1.06-1.38x from the same checks' facts).
 
     Severity: ``warning`` from ``min_padded_fraction``, an exact count of the sampled
     timesteps; ``error`` where the estimate's whole interval reaches 2x (``error_speedup``:
@@ -117,10 +118,10 @@ Options:
     ``min_padded_fraction`` = 0.3 (fraction of the timesteps): the measured padded fraction of
     the sampled batches' timesteps from which the rule reports. Source: rnndoctor's choice.
 
-    ``error_speedup`` = 2.0 (x (estimated step-time speedup)): the speedup the estimate's whole
-    interval must reach for an error (below it: warning). Source: rnndoctor's severity scale
-    (rnndoctor/findings.py: Severity): error means the job runs at least 2x slower than it needs
-    to.
+    ``error_speedup`` = 2.0 (x (estimated speedup: of the step, or of an epoch in samples/s)): the
+    speedup the estimate's whole interval must reach for an error (below it: warning). Source:
+    rnndoctor's severity scale (rnndoctor/findings.py: Severity): error means the job runs at
+    least 2x slower than it needs to.
 
 References:
     tf.data.Dataset.bucket_by_sequence_length (tensorflow/python/data/ops/dataset_ops.py, TF 2.21);

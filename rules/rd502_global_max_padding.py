@@ -81,10 +81,10 @@ Options:
     padding saves at least 5% of the step; of the timesteps where the sequence length probe
     did not measure the step's share). Source: rnndoctor's choice.
 
-    ``error_speedup`` = 2.0 (x (estimated step-time speedup)): the speedup the estimate's whole
-    interval must reach for an error (below it: warning). Source: rnndoctor's severity scale
-    (rnndoctor/findings.py: Severity): error means the job runs at least 2x slower than it needs
-    to.
+    ``error_speedup`` = 2.0 (x (estimated speedup: of the step, or of an epoch in samples/s)): the
+    speedup the estimate's whole interval must reach for an error (below it: warning). Source:
+    rnndoctor's severity scale (rnndoctor/findings.py: Severity): error means the job runs at
+    least 2x slower than it needs to.
 
 References:
     tf.data.Dataset.padded_batch (tensorflow/python/data/ops/dataset_ops.py, TF 2.21);

@@ -594,35 +594,39 @@ def test_with_no_gpu_the_fixs_pipeline_timed_by_the_probe_counts_from_1x():
     )
 
 
+def _estimate(finding) -> tuple[float, float, float]:
+    """The estimate in a padding finding's message and its interval."""
+    text = finding.message.split("an estimated ")[1]
+    value = float(text.split("x")[0])
+    low, high = (float(v) for v in text.split("(interval ")[1].split("x")[0].split("\u2013"))
+    return value, low, high
+
+
 def test_rd501_counts_the_partial_batches_bucketing_adds_to_an_epoch():
     """Each bucket ends in a partial batch, so an epoch takes more steps, each paying the part
     that does not shrink: tests/scripts/padded_lstm.py's 16 steps became 20, and its bucketed
-    step, 1.25x faster, made an epoch 0.98-0.99x (--verify, samples/s). The estimate is then
-    the epoch's: 1 / (steps (1 - share) + share / padding)."""
-    import bisect
-    import math
-
+    step, 1.25x faster, made an epoch 0.98-0.99x (--verify, samples/s), as if a partial
+    batch's step cost a full one. The estimate is the epoch's: the per-step estimate over the
+    steps' ratio, and at its high end the partial steps cost their rows' part only."""
     lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
     facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=64, batch=16)
     _length_probe(facts, 50.0, 30.0, (1 / 0.6, 1 / 0.62, 1 / 0.58))  # 80% grows
     (per_step,) = _findings(facts, "RD501")
-    padding = 1 / (1 / per_step.speedup - 0.2) * 0.8
     rows = {e.label: e.value for e in per_step.evidence}
     assert rows["steps an epoch, now / bucketed"] == "not counted: unknown"
     facts.fit.batches_per_epoch = 4  # 64 sequences in batches of 16
     (epoch,) = _findings(facts, "RD501")
-    boundaries = [int(v) for v in epoch.message.split("at [")[1].split("]")[0].split(", ")]
-    buckets = {bisect.bisect_right(boundaries, n) for n in lengths}
-    after = sum(math.ceil(sum(bisect.bisect_right(boundaries, n) == b for n in lengths) / 16)
-                for b in buckets)  # fmt: skip
-    assert after > 4
+    # boundaries (5, 6, 7, 8, 32, 41): buckets of 8, 8, 8, 8, 16, 8 and 8 sequences
+    assert "at [5, 6, 7, 8, 32, 41]" in epoch.message
     rows = {e.label: e.value for e in epoch.evidence}
-    assert rows["steps an epoch, now / bucketed"] == f"4 / {after}"
-    steps = after / 4
-    assert epoch.speedup == pytest.approx(1 / (steps * 0.2 + 0.8 / padding), abs=2e-3)
-    assert epoch.speedup < per_step.speedup
-    assert f"faster epoch (4 -> {after} steps)" in epoch.message
-    assert f"Bucketed, an epoch of 4 batches takes {after} steps" in epoch.gain
+    assert rows["steps an epoch, now / bucketed"] == "4 / 7"
+    value, low, high = _estimate(epoch)
+    assert value == pytest.approx(per_step.speedup / (7 / 4), abs=0.006)
+    # the high end: the partial steps at their rows' part, the fixed part paid 7 / 4 times
+    step_high = _estimate(per_step)[2]
+    assert step_high / (7 / 4) < high < step_high and low < value < high
+    assert "faster epoch (4 -> 7 steps)" in epoch.message or "no faster epoch" in epoch.message
+    assert "Bucketed, an epoch of 4 batches takes 7 steps" in epoch.gain
     assert "the estimate is the epoch's, in samples/s" in epoch.gain
     # a long epoch: the partial batches cost next to nothing
     facts.fit.batches_per_epoch = 1000
@@ -640,13 +644,60 @@ def test_rd501_counts_the_partial_batches_bucketing_adds_to_an_epoch():
     _length_probe(facts, 50.0, 40.0, (1.25, 1.22, 1.28))  # 40% grows
     (stepped,) = _findings(facts, "RD501")
     assert stepped.severity is Severity.INFO and stepped.speedup is None
-    assert f"an epoch of 4 batches takes {after} steps" in stepped.message
+    assert "Bucketed, an epoch of 4 batches takes 7 steps" in stepped.message
+    assert "that takes back what the padding saves" in stepped.message
     # per-batch padding (RD502's fix, no boundaries) keeps the epoch's batches
     from rnndoctor.rules import _sequences as sq
 
     (record,) = facts.sequences.inputs
     assert sq.bucketed_steps(facts, record, None) == (None, ())
-    assert sq.bucketed_steps(facts, record, tuple(boundaries))[0] == (4, after)
+    assert sq.bucketed_steps(facts, record, (5, 6, 7, 8, 32, 41))[0] == (4, 7)
+
+
+@pytest.mark.parametrize(
+    ("slowdown", "epoch"),
+    [(1.6, (10, 20)), (1.2, (10, 15))],  # either enough alone; both needed together
+)
+def test_a_negligible_gain_names_the_slowdown_and_the_steps_where_both_take_it_back(
+    slowdown, epoch
+):
+    """A share that gains 1.4x alone (half the step, 2x fewer timesteps): the slower function
+    for any length and the added steps, each enough alone or only together, take it under
+    1.05x. The message names both; the steps alone, or the slowdown alone, where only one."""
+    from rnndoctor.rules._sequences import StepEstimate
+    from rnndoctor.stats import Interval
+
+    spread = Interval(slowdown, slowdown - 0.05, slowdown + 0.05)
+    estimate = StepEstimate(2.0, 1.9, 2.1, 0.5, 0.45, 0.55, None, (), compute=1.0,
+                            slowdown_interval=spread, epoch_steps=epoch)  # fmt: skip
+    assert estimate.negligible()
+    reason = estimate.negligible_reason()
+    assert f"took {slowdown:.2f}x the time" in reason and f"takes {epoch[1]} steps" in reason
+    assert "together they take back" in reason
+    steps_only = StepEstimate(2.0, 1.9, 2.1, 0.5, 0.45, 0.55, None, (), compute=1.0,
+                              epoch_steps=(10, 20))  # fmt: skip
+    assert steps_only.negligible() and steps_only.stepped
+    assert steps_only.negligible_reason().startswith(" Bucketed, an epoch of 10 batches takes 20")
+    slowed_only = StepEstimate(2.0, 1.9, 2.1, 0.5, 0.45, 0.55, None, (), compute=1.0,
+                               slowdown_interval=Interval(1.6, 1.55, 1.65))  # fmt: skip
+    assert slowed_only.negligible() and "took 1.60x the time" in slowed_only.negligible_reason()
+    assert "steps" not in slowed_only.negligible_reason()
+
+
+def test_padded_lstm_lengths_make_20_steps_an_epoch_in_9_buckets():
+    """tests/scripts/padded_lstm.py's 512 lengths (0-30) at RD501's boundaries: 16 batches of
+    32 become 20 steps, as ``bucket_by_sequence_length`` makes them."""
+    import numpy as np
+
+    from rnndoctor.rules import _sequences as sq
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(2, 31, size=512)
+    lengths[::64] = 0
+    facts = _with_lengths(_facts("RD110-compliant"), [int(n) for n in lengths], 40, 32, 16)
+    (record,) = facts.sequences.inputs
+    boundaries = (5, 10, 14, 17, 19, 22, 25, 28)
+    assert sq.bucketed_steps(facts, record, boundaries)[0] == (16, 20)
 
 
 def test_rd501_is_an_error_only_where_the_estimates_whole_interval_reaches_2x():
