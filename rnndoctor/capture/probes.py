@@ -2180,19 +2180,19 @@ def _any_length_arm(
         return None
     model.train_function = None  # Keras traces one for the dataset's unknown length
     any_spec = _halved_spec(spec, steps, per_step, any_length=True)
-    what = f"{point.value} timesteps, traced for any length"
     dataset = None
     if _fix_pipeline_fed(session):
         try:
             dataset = _fix_pipeline(half_raw, steps // 2, any_spec)
         except Exception as exc:  # parts that are not one row per sequence, say: cached batches
             probes.length_any_pipeline_error = error_gist(exc)
-    if dataset is None:
+    piped = dataset is not None
+    if not piped:
         dataset = _cached_dataset(half_raw, any_spec)
-    else:
-        what += ", fed per sequence"
+    fed = ", fed per sequence" if piped else ""
+    what = f"{point.value} timesteps, traced for any length{fed}"
     arm = _time_point(session, model, point, dataset, budget, what, 1)
-    if arm is not None and what.endswith("per sequence"):
+    if arm is not None and piped:
         probes.length_any_pipeline = FIX_PIPELINE
     if arm is None:
         probes.length_any_not_measured = point.stopped or "no step timed"

@@ -260,8 +260,9 @@ def test_rd501_speedup_estimate_is_within_35_percent_of_real_bucketed_steps():
     keras.utils.clear_session()
     rng = np.random.default_rng(0)
     # Enough rows that each bucket's last, partial batch is a small share of the steps, as in a
-    # real epoch (the estimate counts rows x padded length; a partial batch's fixed costs are
-    # not modelled).
+    # real epoch (the estimate counts rows x padded length, and the partial batches' steps only
+    # where fit's batches an epoch are known, rules/_sequences.py: bucketed_steps; these facts
+    # hold no fit).
     steps, batch, rows = 120, 64, 8192
     ns = np.clip(rng.gamma(2.0, 18.0, size=rows).astype(int) + 4, 4, steps)
     x = keras.utils.pad_sequences(
