@@ -388,7 +388,7 @@ def test_rd501_scales_its_estimate_by_the_measured_share_of_the_step_that_grows_
     (finding,) = _findings(facts, "RD501")
     assert finding.speedup == pytest.approx(1 / (1 - 0.6 + 0.6 / padding), abs=2e-3)
     evidence = {e.label: e.value for e in finding.evidence}
-    assert evidence["compute-only step's part of the window's step"] == 0.75
+    assert evidence["compute-only step's part of the real step"] == 0.75
     facts.probes.breakdown = None
     # fewer than 3 pairs: no interval for the share, the upper bound again, saying why
     _length_probe(facts, 50.0, 30.0, (1 / 0.6, 1 / 0.6, 1 / 0.6), pairs=2)
@@ -400,6 +400,42 @@ def test_rd501_scales_its_estimate_by_the_measured_share_of_the_step_that_grows_
     (finding,) = _findings(facts, "RD501")
     assert finding.severity is Severity.INFO and finding.speedup is None
     assert "on the 0% " in finding.gain and "too little of the step" in finding.message
+
+
+def test_the_compute_part_comes_from_the_compute_only_probes_pairs_not_a_slow_window():
+    """A new user's tagger: its window's steps ran 11 ms, then 17-22 ms (median 16.9 ms), while
+    the compute-only probe timed the real step at 10.88 ms beside the compute-only 10.45 ms.
+    Of the window, the compute part read 0.62 and RD501 1.53x, where the next check read 2.32x;
+    from the pairs (as RD403 takes it), 10.45 / 10.88."""
+    from rnndoctor.facts import PairedRatio, StepBreakdown
+
+    lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=64, batch=16)
+    _length_probe(facts, 50.0, 30.0, (1 / 0.6, 1 / 0.62, 1 / 0.58))
+    facts.probes.breakdown = StepBreakdown(step_ms=16.9, input_ms=0.0, compute_ms=10.45,
+                                           host_ms=0.0, other_ms=6.45)  # fmt: skip
+    facts.probes.callback_ms = 0.0
+    (window,) = _findings(facts, "RD501")
+    rows = {e.label: e.value for e in window.evidence}
+    assert rows["compute-only step's part of the real step"] == round(10.45 / 16.9, 4)
+    facts.probes.compute_paired = PairedRatio(
+        ratio=10.88 / 10.45, low=1.02, high=1.06, level=0.9, pairs=5, median_a_ms=10.88,
+        median_b_ms=10.45, steps_a=20, steps_b=20, phase="compute-only probe",
+        a="real step", b="compute-only step",
+    )  # fmt: skip
+    (paired,) = _findings(facts, "RD501")
+    rows = {e.label: e.value for e in paired.evidence}
+    assert rows["compute-only step's part of the real step"] == round(10.45 / 10.88, 4)
+    sources = {e.label: e.source for e in paired.evidence}
+    assert sources["compute-only step's part of the real step"].startswith(
+        "the compute-only probe's 5 pairs: compute-only over the real step (10.45 / 10.88 ms)"
+    )
+    assert paired.speedup > window.speedup
+    # a probe at odds with the window (probes.inconsistent): neither, the whole step
+    facts.probes.inconsistent = "compute-only 406 ms > step 253 ms"
+    (odd,) = _findings(facts, "RD501")
+    rows = {e.label: e.value for e in odd.evidence}
+    assert rows["compute-only step's part of the real step"] == 1.0
 
 
 def _any_length(facts: Facts, half_ms: float, any_ms: float, ratio: tuple, pairs: int = 5):
