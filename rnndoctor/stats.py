@@ -24,8 +24,9 @@ of a batch is the expected maximum of those draws, computed exactly:
 
 over the bucket's sorted distinct lengths ``v_i..v_j`` with empirical CDF ``F``. The boundaries
 that minimise the expected padded timesteps are found exactly by dynamic programming over the
-sorted distinct lengths (buckets are intervals of lengths); the last bucket's partial batch is
-not modelled.
+sorted distinct lengths (buckets are intervals of lengths); each bucket's last, partial batch
+is not modelled in the padded timesteps, and counted as a step of its own by
+:func:`bucketed_batches`.
 """
 
 from __future__ import annotations
@@ -167,17 +168,45 @@ def expected_padded_steps(
     """
     if batch_size < 1:
         raise ValueError("batch_size must be >= 1")
+    return sum(
+        _bucket_cost([dist.values[k] for k in g], [dist.counts[k] for k in g], batch_size)
+        for g in _bucket_groups(dist, boundaries)
+        if g
+    )
+
+
+def _bucket_groups(dist: LengthDistribution, boundaries: Sequence[int]) -> list[list[int]]:
+    """The indices of ``dist.values`` in each bucket of ``boundaries``: length ``n`` in bucket
+    ``i`` where ``boundaries[i-1] <= n < boundaries[i]`` (``bucket_by_sequence_length``).
+
+    Raises:
+        ValueError: boundaries not strictly increasing.
+    """
     if any(b <= a for a, b in zip(boundaries, boundaries[1:], strict=False)):
         raise ValueError("boundaries must be strictly increasing")
     groups: list[list[int]] = [[] for _ in range(len(boundaries) + 1)]
     for index, value in enumerate(dist.values):
-        bucket = sum(1 for b in boundaries if value >= b)
-        groups[bucket].append(index)
-    return sum(
-        _bucket_cost([dist.values[k] for k in g], [dist.counts[k] for k in g], batch_size)
-        for g in groups
-        if g
-    )
+        groups[sum(1 for b in boundaries if value >= b)].append(index)
+    return groups
+
+
+def bucketed_batches(
+    dist: LengthDistribution, boundaries: Sequence[int], batch_size: int, sequences: int
+) -> tuple[int, int]:
+    """The batches of an epoch of ``sequences`` sequences, bucketed at ``boundaries``, and the
+    buckets that hold any: ``bucket_by_sequence_length`` batches each bucket on its own and ends
+    each in a partial batch (``tensorflow/python/data/experimental/ops/grouping.py``), so the
+    epoch takes ``sum over buckets of ceil(n_i / batch_size)`` steps, ``n_i`` the bucket's share
+    of ``dist`` times ``sequences``.
+
+    Raises:
+        ValueError: ``batch_size`` < 1 or boundaries not strictly increasing.
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be >= 1")
+    total = dist.sequences
+    shares = [sum(dist.counts[k] for k in g) / total for g in _bucket_groups(dist, boundaries) if g]
+    return sum(math.ceil(round(sequences * q, 6) / batch_size) for q in shares), len(shares)
 
 
 def _bucket_cost(values: Sequence[int], counts: Sequence[int], batch_size: int) -> float:

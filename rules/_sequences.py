@@ -9,9 +9,7 @@ and their cuDNN fast-path probe.
 from __future__ import annotations
 
 import ast
-import bisect
 import dataclasses
-import math
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -644,10 +642,8 @@ def bucketed_steps(
     """The steps of an epoch now and bucketed at ``boundaries`` (None: per-batch padding, whose
     steps do not change: None, no evidence), and its evidence row.
 
-    ``bucket_by_sequence_length`` batches each bucket on its own and ends each in a partial
-    batch (``tensorflow/python/data/experimental/ops/grouping.py``), so an epoch of ``N``
-    sequences takes ``sum over buckets of ceil(n_i / batch)`` steps, with ``n_i`` the bucket's
-    share of the sampled lengths times ``N``; ``N`` is ``fit``'s batches an epoch
+    Each bucket ends in a partial batch (:func:`rnndoctor.stats.bucketed_batches`, over the
+    sampled lengths), for an epoch of ``N`` sequences: ``fit``'s batches an epoch
     (``fit.batches_per_epoch``, Keras' count) times the batch size, at most a batch over.
     Not known (None, and a row that says so) where ``fit`` gave ``steps_per_epoch`` (an epoch
     is then not a pass over the data) or Keras did not count its batches."""
@@ -661,15 +657,11 @@ def bucketed_steps(
         why = "steps_per_epoch given" if fit is not None and fit.steps_per_epoch else "unknown"
         return None, (Evidence(label, f"not counted: {why}", "", source="fit"),)
     batch = batch_size(record)
-    per_bucket: dict[int, int] = {}
-    for value, count in zip(record.length_values, record.length_counts, strict=True):
-        bucket = bisect.bisect_right(boundaries, value)
-        per_bucket[bucket] = per_bucket.get(bucket, 0) + count
-    sequences = now * batch
-    after = sum(math.ceil(round(sequences * n / total, 6) / batch) for n in per_bucket.values())
+    dist = bk.LengthDistribution(tuple(record.length_values), tuple(record.length_counts))
+    after, buckets = bk.bucketed_batches(dist, boundaries, batch, now * batch)
     after = max(now, after)
     source = (
-        f"fit's {now} batches of {batch}; bucketed: each of {len(per_bucket)} buckets' share of "
+        f"fit's {now} batches of {batch}; bucketed: each of {buckets} buckets' share of "
         f"the {total} sampled sequences in batches of {batch}, its last one partial"
     )
     return (now, after), (Evidence(label, f"{now} / {after}", "steps", source=source),)

@@ -169,3 +169,15 @@ def test_the_training_batch_size_is_the_most_common_the_smallest_on_a_tie():
     assert bk.most_common_batch_size([16, 8, 8, 16]) == 8  # set order would not decide this
     with pytest.raises(ValueError, match="no batch sizes"):
         bk.most_common_batch_size([])
+
+
+def test_bucketed_batches_count_each_buckets_partial_batch():
+    """Buckets of 3, 5 and 8 sequences in batches of 4 take 1 + 2 + 2 batches where one batch
+    of 4 over the 16 would take 4; an epoch of twice the sequences doubles each bucket."""
+    dist = bk.LengthDistribution((2, 5, 9), (3, 5, 8))
+    assert bk.bucketed_batches(dist, (4, 8), 4, 16) == (5, 3)
+    assert bk.bucketed_batches(dist, (4, 8), 4, 32) == (2 + 3 + 4, 3)
+    assert bk.bucketed_batches(dist, (), 4, 16) == (4, 1)  # one bucket: the epoch's own batches
+    assert bk.bucketed_batches(dist, (20, 30), 4, 16) == (4, 1)  # empty buckets add nothing
+    with pytest.raises(ValueError):
+        bk.bucketed_batches(dist, (8, 4), 4, 16)
