@@ -1429,6 +1429,19 @@ class Facts:
         """Returns the JSON-serialisable dict (dataclasses recursively converted)."""
         return dataclasses.asdict(self)
 
+    def fix_pipeline_on_step_cores(self) -> bool:
+        """Whether a padding fix's per-sequence ``tf.data`` pipeline would run on the cores that
+        run the step, where today's input costs no per-sequence op: ``fit`` took arrays or
+        tensors (``fit.data_kind``), which Keras' array adapter batches by slicing whole
+        batches, and no GPU runs the step (``environment.gpu_count``). The length probe then
+        times that pipeline (``capture/probes.py: _fix_pipeline``), and the padding rules say
+        where it did not (``rules/_sequences.py: CPU_PIPELINE_CAVEAT``). A ``tf.data`` input
+        pays its per-sequence ops before the fix as after; with a GPU the pipeline runs on the
+        host beside the device's step."""
+        kind = self.fit.data_kind if self.fit is not None else None
+        env = self.environment
+        return DataKind.is_array(kind) and env is not None and not env.gpu_count
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Facts:
         """Restores typed facts from ``to_dict`` output.

@@ -18,7 +18,7 @@ from rnndoctor import dispatch
 from rnndoctor import rewrite as rw
 from rnndoctor import stats as bk
 from rnndoctor.decide import Decision, decide
-from rnndoctor.facts import DataKind, Facts, ProbePoint, RNNLayer, SequenceInput
+from rnndoctor.facts import Facts, ProbePoint, RNNLayer, SequenceInput
 from rnndoctor.findings import Evidence, Fix, FixSafety, Location
 from rnndoctor.paired import INTERVAL_PAIRS
 from rnndoctor.rules import Option
@@ -695,15 +695,10 @@ def _piped(facts: Facts, any_length: ProbePoint | None) -> bool:
 
 
 def _pipeline_unpriced(facts: Facts, any_length: ProbePoint | None) -> bool:
-    """Whether the fix puts a ``tf.data`` pipeline where Keras' array adapter fed ``fit``
-    (``fit.data_kind``: arrays or tensors) and no GPU runs the step (``environment.gpu_count``),
-    and the length probe did not time that pipeline (:func:`_piped`):
-    :data:`CPU_PIPELINE_CAVEAT`. An input that is a ``tf.data`` pipeline already pays for its
-    per-sequence ops before the fix as after it."""
-    kind = facts.fit.data_kind if facts.fit is not None else None
-    env = facts.environment
-    unfed = DataKind.is_array(kind) and env is not None and not env.gpu_count
-    return unfed and not _piped(facts, any_length)
+    """Whether the fix's ``tf.data`` pipeline would run on the cores that run the step
+    (``Facts.fix_pipeline_on_step_cores``: arrays fed ``fit`` and no GPU runs the step) and the
+    length probe did not time it (:func:`_piped`): :data:`CPU_PIPELINE_CAVEAT`."""
+    return facts.fix_pipeline_on_step_cores() and not _piped(facts, any_length)
 
 
 def _padding_interval(

@@ -2162,9 +2162,9 @@ def _any_length_arm(
     (0.93-1.11x, 3 pairs) at 30 timesteps. Run where the window's batches have
     one length (a per-batch padded input's function is for any length already) and the model
     trained on lengths mixed in one function. Where ``fit`` took arrays and no GPU runs the
-    step (:func:`_fix_pipeline_fed`), the batches come through a pipeline of the fix's kind,
-    one sequence at a time (:func:`_fix_pipeline`, ``probes.length_any_pipeline``), so that
-    the ratio holds that pipeline's cost on the cores that run the step as well; where that
+    step (``Facts.fix_pipeline_on_step_cores``), the batches come through a pipeline of the
+    fix's kind, one sequence at a time (:func:`_fix_pipeline`, ``probes.length_any_pipeline``),
+    so that the ratio holds that pipeline's cost on the cores that run the step as well; where that
     pipeline cannot be built (``probes.length_any_pipeline_error``), cached batches."""
     if steps is None or probes.length_mixed_error is not None:
         return None
@@ -2181,7 +2181,7 @@ def _any_length_arm(
     model.train_function = None  # Keras traces one for the dataset's unknown length
     any_spec = _halved_spec(spec, steps, per_step, any_length=True)
     dataset = None
-    if _fix_pipeline_fed(session):
+    if session.facts.fix_pipeline_on_step_cores():
         try:
             dataset = _fix_pipeline(half_raw, steps // 2, any_spec)
         except Exception as exc:  # parts that are not one row per sequence, say: cached batches
@@ -2205,19 +2205,6 @@ def _any_length_arm(
 FIX_PIPELINE = (
     "from_tensor_slices -> shuffle -> bucket_by_sequence_length (one bucket) -> prefetch(2)"
 )
-
-
-def _fix_pipeline_fed(session: CaptureSession) -> bool:
-    """Whether the length probe's third arm feeds its batches through the fix's own kind of
-    pipeline (:func:`_fix_pipeline`): ``fit`` took arrays or tensors, which Keras' array
-    adapter batched by slicing whole batches, and no GPU runs the step, so the fix's
-    per-sequence ``tf.data`` ops take the cores that run it (``rules/_sequences.py``:
-    ``StepEstimate``). A ``tf.data`` input pays its per-sequence ops before the fix as after;
-    with a GPU the pipeline runs on the host beside the device's step."""
-    fit = session.facts.fit
-    environment = session.facts.environment
-    kind = fit.data_kind if fit is not None else None
-    return DataKind.is_array(kind) and environment is not None and not environment.gpu_count
 
 
 def _fix_pipeline(raw: list[Any], steps: int, spec: Any) -> Any:
