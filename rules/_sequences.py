@@ -259,6 +259,16 @@ class StepEstimate:
         """Steps an epoch bucketed over now (1 where not known)."""
         return self.epoch_steps[1] / self.epoch_steps[0] if self.epoch_steps else 1.0
 
+    def _added_steps(self) -> str:
+        """``an epoch of 16 batches takes 20 steps (each bucket ends in a partial batch)``
+        where bucketing adds steps to a measured estimate; "" elsewhere."""
+        if self.epoch_steps is None or self.share is None or self.steps <= 1.0:
+            return ""
+        now, after = self.epoch_steps
+        return (
+            f"an epoch of {now} batches takes {after} steps (each bucket ends in a partial batch)"
+        )
+
     @property
     def slowdown(self) -> float:
         return self.slowdown_interval.value if self.slowdown_interval else 1.0
@@ -372,7 +382,7 @@ class StepEstimate:
         (16 -> 20 steps)``, where bucketing adds steps); under 1x, ``no faster step, an
         estimated 0.93x (interval 0.85–1.02x) of its speed now``."""
         unit = "step"
-        if self.steps > 1.0 and self.share is not None and self.epoch_steps is not None:
+        if self._added_steps() and self.epoch_steps is not None:
             now, after = self.epoch_steps
             unit = f"epoch ({now} -> {after} steps)"
         if self.speedup >= 1.0:
@@ -382,13 +392,12 @@ class StepEstimate:
     def negligible_reason(self) -> str:
         """Why the estimate is negligible (:meth:`negligible`), in a sentence: the share, the
         slowdown, the added steps, or the last two together."""
-        steps = ""
-        if self.epoch_steps is not None:
-            now, after = self.epoch_steps
-            steps = (
-                f"bucketed, an epoch of {now} batches takes {after} steps (each bucket ends in a "
-                "partial batch), and the part of each step that does not shrink is paid per step"
-            )
+        added = self._added_steps()
+        steps = (
+            f"bucketed, {added}, and the part of each step that does not shrink is paid per step"
+            if added
+            else ""
+        )
         both = bool(steps) and self.share is not None and self.slowdown_interval is not None
         if both and self.stepped == self.slowed:  # both needed, or either enough, to take it back
             if self._top(slowdown=False, steps=False) >= NEGLIGIBLE_SPEEDUP:
@@ -472,12 +481,10 @@ class StepEstimate:
                     f"{self.slowdown_high:.2f}x) the time of one for a fixed length. The interval "
                     "joins the three intervals' like bounds"
                 )
-        if self.epoch_steps is not None and self.share is not None and self.steps > 1.0:
-            now, after = self.epoch_steps
+        if self._added_steps():
             text += (
-                f". Bucketed, an epoch of {now} batches takes {after} steps (each bucket ends in "
-                "a partial batch), each paying the part of the step that does not shrink: the "
-                "estimate is the epoch's, in samples/s"
+                f". Bucketed, {self._added_steps()}, each paying the part of the step that does "
+                "not shrink: the estimate is the epoch's, in samples/s"
             )
         if not self.pipeline_unpriced:
             return text
