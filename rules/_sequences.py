@@ -730,12 +730,13 @@ def _slowdown(
     (``probes.length_any_pipeline``): the interval (None where not measured or not counted)
     and its evidence."""
     paired = any_length.paired if any_length is not None else None
-    label = "train function traced for any length (the fix's), at the half length"
-    if facts.probes is not None and facts.probes.length_any_pipeline is not None:
-        label = (
-            "a tf.data pipeline of the fix's kind, one sequence at a time, and its train "
-            "function (traced for any length), at the half length"
-        )
+    pipeline = facts.probes.length_any_pipeline if facts.probes is not None else None
+    label = (
+        "train function traced for any length (the fix's), at the half length"
+        if pipeline is None
+        else "a tf.data pipeline of the fix's kind, one sequence at a time, and its train "
+        "function (traced for any length), at the half length"
+    )
     if paired is None or paired.pairs < INTERVAL_PAIRS:
         why = unmeasured or (f"{paired.pairs} pairs" if paired is not None else None)
         if why is None:  # not run where it need not: the window's function is for any length
@@ -745,26 +746,13 @@ def _slowdown(
     source = (
         f"sequence length probe: {half.step_time_ms} / {any_length.step_time_ms} ms a "
         f"compute-only step, {paired.pairs} interleaved pairs"
-    )
-    if facts.probes.length_any_pipeline is not None:
-        source += f"; the fix's pipeline: {facts.probes.length_any_pipeline}"
-    cached = "cached batches on " if facts.probes.length_any_pipeline is not None else ""
+    ) + (f"; the fix's pipeline: {pipeline}" if pipeline is not None else "")
+    cached = "cached batches on " if pipeline is not None else ""
     figure = (
         f"{1.0 / ratio.value:.2f}x (90% interval {1.0 / ratio.high:.2f}\u2013"
         f"{1.0 / ratio.low:.2f}x) the time of {cached}the one for {half.value} timesteps"
     )
-    if facts.probes.length_any_pipeline is not None:
-        # The fix's pipeline adds work to the same batches cached, and takes none away: its
-        # ratio counts from 1x, its noise below 1x clipped (a faster function for any length
-        # is no gain of the padding fix either). Counted only where its whole interval is
-        # over 1x, as the function alone is (below), its intervals (from 0.85-0.96x) held 1x
-        # in three checks of tests/scripts/padded_lstm.py and left its RD501 at 1.46-1.73x;
-        # counted from 1x, 1.31-1.62x (--verify, samples/s: 0.98x and 0.99x).
-        slowdown = Interval(max(1.0, 1.0 / ratio.value), max(1.0, 1.0 / ratio.high),
-                            max(1.0, 1.0 / ratio.low), widen_factor=ratio.widen_factor)  # fmt: skip
-        said = "" if ratio.high < 1.0 else ": counted from 1x (a pipeline takes no work away)"
-        return slowdown, (Evidence(label, figure + said, "", source=source),)
-    if ratio.high >= 1.0:
+    if pipeline is None and ratio.high >= 1.0:
         # counted only where its whole interval is a slowdown: one whose interval holds 1x
         # (the function for any length no slower, within the probe's noise) would only widen
         # the estimate's interval by its noise (tests/scripts/padded_lstm.py: 0.96-1.15x, its
@@ -772,9 +760,17 @@ def _slowdown(
         # checks), and a faster one is no gain the padding fix can claim
         said = "faster: no gain of the padding fix" if ratio.low > 1.0 else "within its noise of 1x"
         return None, (Evidence(label, f"{figure}: {said}, not counted", "", source=source),)
-    slowdown = Interval(1.0 / ratio.value, 1.0 / ratio.high, 1.0 / ratio.low,
-                        widen_factor=ratio.widen_factor)  # fmt: skip
-    return slowdown, (Evidence(label, figure, "", source=source),)
+    # The fix's pipeline adds work to the same batches cached, and takes none away: its ratio
+    # counts from 1x, its noise below 1x clipped (a faster function for any length is no gain
+    # of the padding fix either). Counted only where its whole interval is over 1x, as the
+    # function alone is (above), its intervals (from 0.85-0.96x) held 1x in three checks of
+    # tests/scripts/padded_lstm.py and left its RD501 at 1.46-1.73x; counted from 1x,
+    # 1.31-1.62x (--verify, samples/s: 0.98x and 0.99x).
+    floor = 1.0 if pipeline is not None else 0.0
+    slowdown = Interval(max(floor, 1.0 / ratio.value), max(floor, 1.0 / ratio.high),
+                        max(floor, 1.0 / ratio.low), widen_factor=ratio.widen_factor)  # fmt: skip
+    said = ": counted from 1x (a pipeline takes no work away)" if ratio.high >= 1.0 else ""
+    return slowdown, (Evidence(label, figure + said, "", source=source),)
 
 
 def median(values: list[int]) -> float:
