@@ -582,14 +582,11 @@ def test_with_no_gpu_the_fixs_pipeline_timed_by_the_probe_counts_from_1x():
     _any_length(facts, 30.0, 34.5, (1 / 1.15, 1 / 1.4, 1 / 0.95))  # 1.15x (0.95-1.4x)
     (piped,) = _findings(facts, "RD501")
     assert piped.speedup == pytest.approx(1 / (1.15 * (0.2 + 0.8 / padding)), abs=2e-3)
-
-    def bounds(finding):
-        head = finding.message.split("(interval ")[1].split("x)")[0]
-        return tuple(float(v) for v in head.split("\u2013"))
-
     # the interval's high end as without the pipeline (taken at 1x, not 0.95x), its low end
     # at 1.4x
-    assert bounds(piped)[1] == bounds(fixed)[1] and bounds(piped)[0] < bounds(fixed)[0] / 1.3
+    _, piped_low, piped_high = _estimate(piped)
+    _, fixed_low, fixed_high = _estimate(fixed)
+    assert piped_high == fixed_high and piped_low < fixed_low / 1.3
     label = (
         "a tf.data pipeline of the fix's kind, one sequence at a time, and its train function "
         "(traced for any length), at the half length"
