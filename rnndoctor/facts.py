@@ -597,7 +597,8 @@ class StepTimes:
     consecutive gradient applications).
 
     Since 1.2: ``drifted`` / ``drift``: whether the measured steps drifted inside the window (the
-    halves differ beyond their noise, or a run of slow steps; ``rnndoctor.machine.drift``) and
+    halves differ beyond their noise, a run of slow steps, or a level shift
+    anywhere in the window; ``rnndoctor.machine.drift``) and
     the one-line description; ``final_loss``: the training loss ``fit`` logged at the window's
     last step (Keras' running mean over the epoch so far; None for a custom loop, or when the
     model logs no ``loss``), which ``--verify`` compares between the original and a fix.

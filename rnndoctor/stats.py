@@ -693,3 +693,61 @@ def relative_spread(values: Sequence[float]) -> float:
     if centre <= 0.0:
         raise ValueError(f"relative spread needs a positive median, not {centre}")
     return (percentile(values, 0.90) - percentile(values, 0.10)) / centre
+
+
+def _average_ranks(values: Sequence[float]) -> list[float]:
+    """The ranks of ``values`` (1 for the smallest), ties given their average rank."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ranks = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        for index in order[start : end + 1]:
+            ranks[index] = (start + end) / 2.0 + 1.0
+        start = end + 1
+    return ranks
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    """The most likely single change in level of a series (Pettitt's test).
+
+    Attributes:
+        split: how many values come before the change (the series' ``[:split]`` and
+            ``[split:]``), in ``[1, n - 1]``.
+        statistic: Pettitt's ``K = max_t |U_t|``.
+        p_value: its approximate significance, ``2 exp(-6 K^2 / (n^3 + n^2))``, at most 1.
+    """
+
+    split: int
+    statistic: float
+    p_value: float
+
+
+def pettitt_change_point(values: Sequence[float]) -> ChangePoint:
+    """Pettitt's non-parametric test for one change in level (Pettitt, "A non-parametric approach
+    to the change-point problem", Applied Statistics 28(2), 1979, 126-135).
+
+    ``U_t = sum_{i<=t} sum_{j>t} sign(x_j - x_i)``, computed from the ranks ``r`` as
+    ``U_t = 2 sum_{i<=t} r_i - t (n + 1)``; the change is at the ``t`` of the largest ``|U_t|``.
+    The p-value is Pettitt's approximation (his equation 2.5), conservative for p <= 0.5. It
+    corrects for the choice of ``t`` among the ``n - 1`` places a change could be, which a test
+    of the two parts at the chosen place (a bootstrap of their medians) does not.
+
+    Raises:
+        ValueError: fewer than 2 values.
+    """
+    n = len(values)
+    if n < 2:
+        raise ValueError(f"a change point needs 2 values at least, not {n}")
+    ranks = _average_ranks(values)
+    best, split, running = -1.0, 1, 0.0
+    for t in range(1, n):
+        running += ranks[t - 1]
+        u = abs(2.0 * running - t * (n + 1))
+        if u > best:
+            best, split = u, t
+    p_value = min(1.0, 2.0 * math.exp(-6.0 * best * best / (n**3 + n**2)))
+    return ChangePoint(split, best, p_value)

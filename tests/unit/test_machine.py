@@ -177,6 +177,56 @@ def test_too_few_steps_to_compare_halves():
     assert result.description == "no drift: 5 steps: too few to compare"
 
 
+# A new user's tagger (LSTM(32), batch 32, 2 CPU cores; issue 11): its window's first 16 steps
+# ran at 11.5 ms, the other 45 at 17.2 ms; the halves read 15.8 against 17.1 ms and no step was
+# above median + 3 MAD, so the check said "no drift" (the facts' step_time_ms, to 0.1 ms).
+TAGGER_STEPS_MS = [
+    16.8, 13.1, 12.4, 13.1, 11.1, 10.9, 11.8, 10.6, 11.0, 10.7, 11.6, 11.4, 13.4, 10.1, 10.1, 14.7,
+    17.2, 20.8, 20.6, 19.3, 22.2, 21.2, 20.5, 21.8, 22.9, 22.0, 22.5, 19.3, 18.7, 17.6, 17.1, 16.7,
+    17.2, 15.1, 16.1, 17.2, 15.7, 15.0, 17.3, 16.3, 17.2, 17.5, 16.7, 16.9, 17.1, 16.2, 16.6, 16.0,
+    17.2, 17.1, 16.9, 17.7, 19.2, 18.7, 18.7, 17.6, 16.1, 18.6, 17.5, 16.0, 15.7,
+]  # fmt: skip
+
+
+def test_a_level_shift_away_from_the_middle_is_drift():
+    result = drift(TAGGER_STEPS_MS)
+    assert not result.halves_differ and result.slow_run < 5  # what the check saw before
+    assert result.drifted and result.level_shift and result.shift_at == 16
+    assert result.shift_ratio == pytest.approx(17.2 / 11.5, rel=0.01)
+    assert result.shift_low > 1.05 and result.shift_p < 1e-4
+    assert re.search(
+        r"; a level shift at step 16: median 11\.5 before, 17\.2 from it on, 50% slower "
+        r"\(90% interval \d+–\d+%\); Pettitt's p 7e-06$",
+        result.description,
+    ), result.description
+
+
+def test_a_level_shift_late_in_the_window_is_drift_either_way():
+    for late, early in ((12.0, 10.0), (10.0, 12.0)):
+        values = _flat(48, 5, level=early) + _flat(12, 6, level=late)
+        result = drift(values)
+        assert not result.halves_differ, result.description
+        assert result.level_shift and abs(result.shift_at - 48) <= 1, result.description
+        word = "slower" if late > early else "faster"
+        assert f"a level shift at step {result.shift_at}: median " in result.description
+        assert f"% {word} (90% interval" in result.description
+
+
+def test_no_level_shift_on_flat_noise_or_below_the_margin():
+    for seed in range(20):
+        result = drift(_flat(60, seed))
+        assert not result.level_shift, result.description
+    # significant (p < 1e-6: 2% noise) but 3%: below the 5% margin, as for the halves
+    small = drift(_flat(40, 1) + _flat(20, 2, level=10.3, noise=0.002))
+    assert small.shift_p < 1e-6 and not small.level_shift and not small.drifted
+
+
+def test_a_midpoint_change_is_told_once_by_the_halves():
+    result = drift(_flat(30, 1) + _flat(30, 2, level=12.0))
+    assert result.halves_differ and result.level_shift and result.shift_at == 30
+    assert "level shift" not in result.description
+
+
 def test_drift_checks():
     for bad in ([], [1.0, 0.0, 1.0]):
         with pytest.raises(ValueError):
@@ -202,10 +252,10 @@ def test_peek_reads_the_load_so_far_and_goes_on_sampling():
 
 def test_a_bound_just_below_zero_reads_zero_not_minus_zero():
     """A fresh user's terminal read "second half 9% faster (90% interval -0–2%)"."""
-    from rnndoctor.machine import _halves_text
+    from rnndoctor.machine import _change_text
 
-    assert _halves_text(0.99, 0.98, 1.004, 0.9) == "second half 1% faster (90% interval 0–2%)"
-    assert _halves_text(1.05, 0.97, 1.1, 0.9) == "second half 5% slower (90% interval -3–10%)"
+    assert _change_text(0.99, 0.98, 1.004, 0.9) == "1% faster (90% interval 0–2%)"
+    assert _change_text(1.05, 0.97, 1.1, 0.9) == "5% slower (90% interval -3–10%)"
 
 
 def test_the_jobs_cpu_counts_other_processes_that_carry_its_marker(tmp_path):
