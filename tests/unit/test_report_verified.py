@@ -508,3 +508,36 @@ def test_an_inconclusive_estimate_says_so_in_the_table():
     assert estimate_cell(item) == "none"
     item.estimate = 2.5
     assert estimate_cell(item) == "2.50x"
+
+
+def test_the_verdict_follows_the_main_issues_estimate_with_what_verify_measured():
+    """A new user's headline read "an estimated 1.3x the samples/s" for RD501 where --verify had
+    measured 0.98x, "within noise", in the same report: the headline now gives both."""
+    from rnndoctor.reports.view import build_view, verdict
+
+    report = _report()
+    view = build_view(report)
+    first = report.findings[0]
+    assert first.rule_id == "RD301"
+    assert view.verdict.startswith(
+        f"Main issue: RD301 {first.name} at run_eagerly_fit.py:{first.location.line}, an "
+        "estimated 3.7x the samples/s. --verify measured the samples/s at 2.60x (90% interval "
+        "2.20–3.00x): confirmed."
+    ), view.verdict
+    # without --verify, the estimate alone, as before
+    assert build_view(evaluate(_facts())).verdict.startswith(
+        f"Main issue: RD301 {first.name} at run_eagerly_fit.py:{first.location.line}, an "
+        "estimated 3.7x the samples/s. "
+    )
+    assert "--verify" not in build_view(evaluate(_facts())).verdict
+    # a fix that was not measured says why; the HTML escapes the script's error line
+    failed = build_verify_view(_summary()).row_for("RD401")
+    text = verdict(report.facts, [first], None, failed)
+    assert f" --verify: failed: ValueError: {HOSTILE} at run_eagerly_fit.py:21." in text
+    within = build_verify_view(_summary()).row_for("RD101")
+    assert (
+        "samples/s. --verify measured the samples/s at 1.02x (90% interval 0.95–1.08x) (measured "
+        "on CPU: the cuDNN gain needs a GPU): within noise. In the profiled steps"
+    ) in verdict(report.facts, [first], None, within)
+    html = RENDERERS["html"](report)
+    assert "--verify measured the samples/s at 2.60x" in html
