@@ -337,9 +337,14 @@ class StepEstimate:
         if self.low is None or self.high is None:
             return None
         value = self.speedup
-        level = 0.90 if self.share is None else 0.81 if self.slowdown_interval is None else 0.70
-        return Interval(value, min(self.low, value), max(self.high, value), level=level,
+        return Interval(value, min(self.low, value), max(self.high, value), level=self.level,
                         widen_factor=self.widen_factor)  # fmt: skip
+
+    @property
+    def level(self) -> float:
+        """The coverage of the estimate's interval: the padding bootstrap's 90% where the probe
+        did not measure the share, else the floor of the joined intervals (:meth:`interval`)."""
+        return 0.90 if self.share is None else 0.81 if self.slowdown_interval is None else 0.70
 
     def decision(self, cutoff: float) -> Decision:
         """Where the estimate stands against a speedup ``cutoff`` (issue 11: a finding fires at
@@ -441,6 +446,11 @@ class StepEstimate:
         inside = "; ".join(p for p in (interval, bound) if p)
         return f"{self.speedup:.2f}x" + (f" ({inside})" if inside else "")
 
+    def _coverage(self) -> str:
+        """`` (at least 81% coverage)``: the joined interval's level (:attr:`level`), which its
+        quote beside the estimate does not give."""
+        return f" (at least {self.level:.0%} coverage)"
+
     def basis(self) -> str:
         """How the estimate was made, for the gain text."""
         padding = f"{self.padding:.2f}x fewer timesteps computed (padding included)"
@@ -463,7 +473,7 @@ class StepEstimate:
                 "sequence length probe); the rest does not shrink"
             )
             if self.slowdown_interval is None:
-                text += ". The interval joins both intervals' like bounds"
+                text += f". The interval joins both intervals' like bounds{self._coverage()}"
             elif self.piped:
                 text += (
                     "; and the compute-only part of the step taken as the fix runs it, fed one "
@@ -471,7 +481,7 @@ class StepEstimate:
                     f"traced for any length: {self.slowdown:.2f}x ({self.slowdown_low:.2f}"
                     f"\u2013{self.slowdown_high:.2f}x, the 90% interval clipped at 1x) the time "
                     "of cached batches on one for a fixed length. The interval joins the three "
-                    "intervals' like bounds"
+                    f"intervals' like bounds{self._coverage()}"
                 )
             else:
                 text += (
@@ -479,7 +489,7 @@ class StepEstimate:
                     "train function traced for any length, "
                     f"{self.slowdown:.2f}x (90% interval {self.slowdown_low:.2f}\u2013"
                     f"{self.slowdown_high:.2f}x) the time of one for a fixed length. The interval "
-                    "joins the three intervals' like bounds"
+                    f"joins the three intervals' like bounds{self._coverage()}"
                 )
         if self._added_steps():
             text += (
