@@ -227,9 +227,9 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
             finding(
                 severity=severity,
                 message=(
-                    f"Every sampled batch of input '{record.input}' is padded to {padded} steps, "
-                    f"the global maximum; padded per batch (batches of {batch}), a batch would "
-                    f"span {expected_length:.1f} steps on average: padding "
+                    f"Every sampled batch of input '{record.input}' is padded to {padded} "
+                    f"timesteps, the global maximum; padded per batch (batches of {batch}), a "
+                    f"batch would span {expected_length:.1f} timesteps on average: padding "
                     f"{fraction_now:.1%} -> {fraction_after:.1%}, {estimate.step_phrase()}"
                     + (f" ({doubt}; no speedup is counted for it)." if inconclusive else ".")
                 ),
