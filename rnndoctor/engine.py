@@ -112,6 +112,13 @@ class Forecast:
     after_note: str | None = None
     after_not_measured: str | None = None
 
+    @property
+    def after_label(self) -> str:
+        """The "after" row's name: ``after the fixes`` where ``--verify`` measured a copy with
+        the patch's fixes, ``after the largest fix`` where it rests on one finding's estimate
+        (Bounds: never a product of the findings' gains)."""
+        return "after the fixes" if self.after_basis == "measured" else "after the largest fix"
+
 
 @dataclass
 class Report:
@@ -159,7 +166,10 @@ class Report:
         if gains:
             best = min(gains, key=lambda f: _after(forecast, f.speedup or 1.0, f.rule_id))
             forecast.after_s = _after(forecast, best.speedup or 1.0, best.rule_id)
-            forecast.after_model = f"{best.rule_id}: {best.gain}"
+            forecast.after_model = (
+                f"{best.rule_id}'s estimate, {best.speedup:.2f}x, the largest single gain: the "
+                "findings' gains are not compounded, as their effects can overlap"
+            )
         elif refuted and any(f.speedup and f.speedup > 1 for f in self.findings):
             forecast.after_not_estimated = (
                 "--verify did not confirm the fixes whose findings estimated a gain"

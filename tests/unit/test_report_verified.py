@@ -153,6 +153,22 @@ def test_the_forecast_after_the_fixes_is_the_all_fixes_copy_measured_with_its_in
     assert "after the fixes (measured)" in RENDERERS["md"](report)
 
 
+def test_the_estimated_forecast_names_the_one_fix_it_rests_on_in_a_line():
+    """Before --verify the forecast takes the largest single estimate (never a product: the
+    effects overlap), so its row is "after the largest fix", not "after the fixes", and it
+    names that estimate instead of repeating the finding's gain text (about 120 words)."""
+    report = evaluate(_facts())
+    fc = report.forecast
+    assert fc.after_label == "after the largest fix"
+    assert fc.after_model == (
+        "RD301's estimate, 3.74x, the largest single gain: the findings' gains are not "
+        "compounded, as their effects can overlap"
+    )
+    for fmt in ("html", "md"):
+        text = RENDERERS[fmt](report)
+        assert "after the largest fix (estimated)" in text and "after the fixes" not in text
+
+
 def test_the_measured_forecast_is_what_fixes_patch_gives():
     """A fresh user's forecast read "after the fixes (measured) ... all fixes together (RD301,
     RD403, RD104), confirmed: 3.32x" while RD104 measured slower and fixes.patch left it out.
