@@ -90,6 +90,29 @@ def test_the_verdict_says_how_much_of_the_input_wait_the_input_only_probe_explai
     assert "55% is waiting for input, 45% compute" in build_view(evaluate(facts)).verdict
 
 
+def test_the_verdict_names_what_the_probes_leave_unexplained_and_a_drifting_window():
+    """A new user's verdict read "0% is waiting for input, 62% compute and 0% per-batch
+    callbacks (measured)" and left the other 38% unsaid; its window's first 16 steps ran at
+    11.5 ms, the rest at 17.2 ms."""
+    facts = _with_breakdown(
+        _facts(), step_ms=16.9, input_ms=0.0, compute_ms=10.5, host_ms=0.0, other_ms=6.4
+    )
+    text = build_view(evaluate(facts)).verdict
+    assert text.endswith(
+        "62% compute and 0% per-batch callbacks (measured); the other 38% is not explained by "
+        "the probes (Keras' per-step overhead, or the machine's pace between the window and "
+        "the probes)."
+    ), text
+    facts.steps.drifted, facts.steps.drift = True, "a level shift at step 16"
+    assert build_view(evaluate(facts)).verdict.endswith(
+        "the other 38% is not explained by the probes (the window's steps drifted: its median "
+        "step mixes two paces, and the probes were timed later, at one)."
+    )
+    # under the 10% that could hold a finding: the plain sentence
+    facts.probes.breakdown = StepBreakdown(16.9, 0.0, 15.4, 0.0, other_ms=1.5)
+    assert build_view(evaluate(facts)).verdict.endswith("0% per-batch callbacks (measured).")
+
+
 def test_verdict_names_the_main_issue_or_the_profiles_top_op():
     view = build_view(evaluate(_facts()))
     first = view.findings[0].finding
