@@ -19,17 +19,15 @@ from rnndoctor.findings import Finding, Severity
 from rnndoctor.reports import charts
 from rnndoctor.reports.shares import Breakdown, breakdown_shares
 from rnndoctor.reports.verified import VerifiedRow, VerifyView, build_verify_view
-from rnndoctor.rules._outside import JOB_LEVEL_RULES, THROUGHPUT_RULES
+from rnndoctor.rules._outside import gain_words
 from rnndoctor.verify.patch import fix_ids
+from rnndoctor.verify.result import Status as VerifyStatus
+from rnndoctor.verify.summary import ALL
 
 if TYPE_CHECKING:
     from rnndoctor.rules import Rule
 
 _PADDING_RULE = "RD501"  # the rule whose bucket boundaries the length histograms mark
-# The verdict names the part of the step the probes leave unexplained from this share (%): the
-# smallest cut-off of the timed rules (per-batch callbacks >= 10% of the step:
-# rules/rd404_slow_callbacks.py), so a smaller remainder could not hold a finding of its own.
-UNEXPLAINED_PCT = 10
 
 
 @dataclass(frozen=True)
@@ -117,22 +115,25 @@ def _measured_sentence(facts: Facts, breakdown: Breakdown | None) -> str:
 
 
 def _unexplained(facts: Facts, shares: dict[str, float]) -> str:
-    """The sentence's end: where the parts leave ``UNEXPLAINED_PCT`` or more of the step
-    (``other``, %), that remainder, and, where the window's steps drifted, that its median
-    mixes two paces (the probes each time one); else ".". A new user's verdict read "0% is
-    waiting for input, 62% compute and 0% per-batch callbacks" of a window whose first 16 steps
-    ran at 11.5 ms and the rest at 17.2 ms, and left the other 38% unsaid."""
-    other = shares["other"]
-    if round(other) < UNEXPLAINED_PCT:
+    """The sentence's end: where the parts fall short of the step by more than the window's
+    own noise (:meth:`rnndoctor.facts.StepTimes.noise_allowance`, the allowance by which the
+    capture's consistency check lets them exceed it), that remainder (``other``, %) and, where
+    the window's steps drifted, that they did; else ".". A new user's verdict read "0% is
+    waiting for input, 62% compute and 0% per-batch callbacks" of a window whose first 16
+    steps ran at 11.5 ms and the rest at 17.2 ms, and left the other 38% unsaid."""
+    other, steps = shares["other"], facts.steps
+    allowance = steps.noise_allowance() if steps is not None else None
+    if allowance is None or other <= (allowance - 1.0) * 100.0:
         return "."
-    steps = facts.steps
     why = (
-        " (the window's steps drifted: its median step mixes two paces, and the probes were "
-        "timed later, at one)"
-        if steps is not None and steps.drifted
-        else " (Keras' per-step overhead, or the machine's pace between the window and the probes)"
+        "the window's steps drifted (the noisy-machine line says how) and the probes ran after it"
+        if steps.drifted
+        else "Keras' per-step overhead, or the machine's pace between the window and the probes"
     )
-    return f"; the other {other:.0f}% is not explained by the probes{why}."
+    return (
+        f"; the other {other:.0f}% is not explained by the probes, beyond the window's own "
+        f"noise (p90 / median {allowance:.2f}): {why}."
+    )
 
 
 def _explained(facts: Facts, quoted: float) -> str:
@@ -151,30 +152,19 @@ def _explained(facts: Facts, quoted: float) -> str:
     )
 
 
-def gain_words(rule_id: str, speedup: float) -> str:
-    """A finding's estimated ``speedup`` in words of what it is of: a step-time speedup "2.2x
-    faster step", a job-level one (``JOB_LEVEL_RULES``) "faster iteration of the fit loop", a
-    samples/s ratio (``THROUGHPUT_RULES``: a larger batch, whose step gets longer; buckets,
-    whose partial batches add steps) "2.0x the samples/s"."""
-    if rule_id in THROUGHPUT_RULES:
-        return f"{speedup:.1f}x the samples/s"
-    unit = "iteration of the fit loop" if rule_id in JOB_LEVEL_RULES else "step"
-    return f"{speedup:.1f}x faster {unit}"
-
-
 def verdict(
     facts: Facts,
     findings: Sequence[Finding],
     breakdown: Breakdown | None,
-    verified: VerifiedRow | None = None,
+    verified: VerifyView | None = None,
 ) -> str:
     """The report's one-sentence headline, from the run's outcome, the findings (the first is
-    the main issue), the main issue's fix as ``--verify`` measured it (``verified``: its row, or
-    None where the check did not verify it) and the measured breakdown or profile.
+    the main issue), the main issue's fix as ``--verify`` measured it (``verified``: the
+    verification, None where the check did not verify) and the measured breakdown or profile.
 
-    After ``--verify`` the estimate is followed by the measurement and its status: a new user's
-    headline read "an estimated 1.3x the samples/s" for RD501 where ``--verify`` had measured
-    0.98x, "within noise", in the same report."""
+    After ``--verify`` the estimate is followed by the measurement and its status
+    (:func:`main_fix_row`): a new user's headline read "an estimated 1.3x the samples/s" for
+    RD501 where ``--verify`` had measured 0.98x, "within noise", in the same report."""
     run = facts.run
     if run.outcome != Outcome.COMPLETED:
         return f"The run ended early ({run.outcome}, during {run.phase}): {run.message or ''}"
@@ -189,19 +179,44 @@ def verdict(
         else ""
     )
     speed = f", an estimated {gain_words(first.rule_id, first.speedup)}" if first.speedup else ""
+    name = fix_ids(findings)[0]
+    row = main_fix_row(verified, name) if verified is not None else None
     return (
-        f"Main issue: {first.rule_id} {first.name}{where}{speed}." + _verified(verified) + measured
+        f"Main issue: {first.rule_id} {first.name}{where}{speed}." + _verified(row, name) + measured
     )
 
 
-def _verified(row: VerifiedRow | None) -> str:
-    """The main issue's fix as ``--verify`` measured it (B's samples/s over A's), with its
-    status, or why it was not measured; "" where the check did not verify it."""
+def main_fix_row(verified: VerifyView, name: str) -> VerifiedRow | None:
+    """The verification row that speaks for fix ``name`` (``RD301``, ``RD301-2``): where it was
+    confirmed as part of one rewrite with other fixes (one call's fixes merged,
+    ``RD301+RD401``), that rewrite's row, as the forecast and ``fixes.patch`` take it (alone,
+    the part may leave the layer off the cuDNN kernel: ``rnndoctor.engine._refuted``); else its
+    own row (None: not verified)."""
+    together = (
+        r for r in verified.rows
+        if r.item.fix != ALL and len(r.item.rules) > 1 and name in r.item.rules
+        and r.item.status == VerifyStatus.CONFIRMED
+    )  # fmt: skip
+    return next(together, None) or verified.row_for(name)
+
+
+def _verified(row: VerifiedRow | None, name: str) -> str:
+    """The main issue's fix as ``--verify`` measured it (B's samples/s over A's: "1.02x the
+    samples/s (90% interval 0.95–1.08x)"), with its status, or why it was not measured; ""
+    where the check did not verify it."""
     if row is None:
         return ""
-    if row.item.measured is None:
-        return f" --verify: {row.status_text}."
-    return f" --verify measured the samples/s at {row.measured_text}: {row.status_text}."
+    item = row.item
+    together = [r for r in item.rules if r != name] if len(item.rules) > 1 else []
+    with_ = f" with {', '.join(together)} (one rewrite)" if together else ""
+    if item.measured is None:
+        return f" --verify{with_}: {row.status_text}."
+    inside = [f"90% interval {item.low:.2f}–{item.high:.2f}x"] if item.low and item.high else []
+    inside += [item.cpu_label] if item.cpu_label else []
+    bounds = f" ({'; '.join(inside)})" if inside else ""
+    return (
+        f" --verify measured{with_} {item.measured:.2f}x the samples/s{bounds}: {row.status_text}."
+    )
 
 
 def _forecast_gap(facts: Facts) -> str:
@@ -443,18 +458,17 @@ def build_view(report: Report) -> ReportView:
     fired = [o.rule for o in outcomes if o.status == Status.FIRED]
     breakdown = breakdown_shares(facts.probes.breakdown if facts.probes else None)
     verified = build_verify_view(report.verification) if report.verification else None
-    views = _finding_views(findings, verified)
     return ReportView(
         report=report,
         facts=facts,
-        findings=views,
+        findings=_finding_views(findings, verified),
         outcomes=outcomes,
         rules=tuple(o.rule for o in outcomes),
         docs=tuple(fired + [o.rule for o in outcomes if o.status != Status.FIRED]),
         docs_open=len({f.rule_id for f in findings}),
         counts={s.label: sum(f.severity == s for f in findings) for s in Severity},
         tally=_tally(outcomes),
-        verdict=verdict(facts, findings, breakdown, views[0].verified if views else None),
+        verdict=verdict(facts, findings, breakdown, verified),
         forecast=report.forecast,
         forecast_gap=_forecast_gap(facts),
         breakdown=breakdown,

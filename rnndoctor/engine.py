@@ -114,10 +114,12 @@ class Forecast:
 
     @property
     def after_label(self) -> str:
-        """The "after" row's name: ``after the fixes`` where ``--verify`` measured a copy with
-        the patch's fixes, ``after the largest fix`` where it rests on one finding's estimate
-        (Bounds: never a product of the findings' gains)."""
-        return "after the fixes" if self.after_basis == "measured" else "after the largest fix"
+        """The "after" row's name: ``after the largest fix`` where it rests on one finding's
+        estimate (Bounds: never a product of the findings' gains), else ``after the fixes``
+        (``--verify`` measured a copy with the patch's fixes, or nothing was estimated)."""
+        if self.after_basis == "measured" or self.after_s is None:
+            return "after the fixes"
+        return "after the largest fix"
 
 
 @dataclass
@@ -167,8 +169,9 @@ class Report:
             best = min(gains, key=lambda f: _after(forecast, f.speedup or 1.0, f.rule_id))
             forecast.after_s = _after(forecast, best.speedup or 1.0, best.rule_id)
             forecast.after_model = (
-                f"{best.rule_id}'s estimate, {best.speedup:.2f}x, the largest single gain: the "
-                "findings' gains are not compounded, as their effects can overlap"
+                f"{best.rule_id}'s estimate, {outside_facts.gain_words(best.rule_id, best.speedup)}"
+                ", the largest single gain: the findings' gains are not compounded, as their "
+                "effects can overlap"
             )
         elif refuted and any(f.speedup and f.speedup > 1 for f in self.findings):
             forecast.after_not_estimated = (

@@ -76,6 +76,11 @@ def save_leftovers(folder: str | Path) -> list[Path]:
 
 
 SCHEMA_VERSION = "1.9"
+# The consistency checks' smallest noise allowance, relative (StepTimes.noise_allowance): a
+# window with a p90 within 5% of its median still allows 5% (half the smallest cut-off of the
+# timed rules, RD404's 10%), so that a tight window does not turn ordinary probe jitter into
+# "inconsistent".
+CONSISTENCY_FLOOR = 0.05
 
 
 class Outcome(enum.StrEnum):
@@ -624,6 +629,16 @@ class StepTimes:
     drift: str | None = None
     final_loss: float | None = None
     final_loss_step: int | None = None
+
+    def noise_allowance(self) -> float:
+        """The window's noise allowance, relative: p90 / median step time, at least
+        ``1 + CONSISTENCY_FLOOR`` (the median alone where the p90 is missing): how far a probe's
+        figure may stray from the window's step before the two disagree (issue 11, item 3;
+        ``rnndoctor.capture.probes.inconsistency``), and the verdict's remainder too."""
+        step = self.median_step_time_ms
+        if not step:
+            return 1.0 + CONSISTENCY_FLOOR
+        return max((self.p90_step_time_ms or step) / step, 1.0 + CONSISTENCY_FLOOR)
 
 
 @dataclass

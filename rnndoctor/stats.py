@@ -730,8 +730,10 @@ def pettitt_change_point(values: Sequence[float]) -> ChangePoint:
     """Pettitt's non-parametric test for one change in level (Pettitt, "A non-parametric approach
     to the change-point problem", Applied Statistics 28(2), 1979, 126-135).
 
-    ``U_t = sum_{i<=t} sum_{j>t} sign(x_j - x_i)``, computed from the ranks ``r`` as
+    ``U_t = sum_{i<=t} sum_{j>t} sign(x_i - x_j)``, computed from the ranks ``r`` as
     ``U_t = 2 sum_{i<=t} r_i - t (n + 1)``; the change is at the ``t`` of the largest ``|U_t|``.
+    The test takes the values as independent: correlated neighbours (a wandering pace) make
+    small p-values more frequent than their level.
     The p-value is Pettitt's approximation (his equation 2.5), conservative for p <= 0.5. It
     corrects for the choice of ``t`` among the ``n - 1`` places a change could be, which a test
     of the two parts at the chosen place (a bootstrap of their medians) does not.

@@ -24,6 +24,17 @@ JOB_LEVEL_RULES = frozenset({"RD406"})
 THROUGHPUT_RULES = frozenset({"RD301", "RD501"})
 
 
+def gain_words(rule_id: str, speedup: float) -> str:
+    """A finding's estimated ``speedup`` in words of what it is of: a step-time speedup "2.2x
+    faster step", a job-level one (``JOB_LEVEL_RULES``) "faster iteration of the fit loop", a
+    samples/s ratio (``THROUGHPUT_RULES``: a larger batch, whose step gets longer; buckets,
+    whose partial batches add steps) "2.0x the samples/s"."""
+    if rule_id in THROUGHPUT_RULES:
+        return f"{speedup:.1f}x the samples/s"
+    unit = "iteration of the fit loop" if rule_id in JOB_LEVEL_RULES else "step"
+    return f"{speedup:.1f}x faster {unit}"
+
+
 def training_per_call_s(facts: Facts) -> float | None:
     """One ``fit`` call's training steps: median step x steps per epoch x epochs."""
     steps, fit = facts.steps, facts.fit

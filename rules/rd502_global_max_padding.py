@@ -44,7 +44,8 @@ Evidence:
     formed, never above ``info``.
 
 Example:
-    ``x = pad_sequences(seqs, maxlen=200)`` where most batches' longest sequence has 120 steps.
+    ``x = pad_sequences(seqs, maxlen=200)`` where most batches' longest sequence has 120
+    timesteps.
 
 Use instead:
     ``tf.data.Dataset.from_tensor_slices((x, y)).map(unpad).shuffle(n).padded_batch(64)``;

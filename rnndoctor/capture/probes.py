@@ -60,6 +60,7 @@ from rnndoctor.capture.pairs import Burst
 from rnndoctor.capture.sampling import Batches
 from rnndoctor.capture.step_window import read_back
 from rnndoctor.facts import (
+    CONSISTENCY_FLOOR,
     PROBE_NOT_MEASURED_FIELDS,
     PROBE_UNREAD,
     PROBES_NOT_RUN,
@@ -100,10 +101,6 @@ _PAIR_BURST_S = 0.2
 # untimed warm-up step) took this long: buffers filling, an adapter converting arrays. Its wall
 # time alone would stop long steps after one round (3 steps of the demo's 0.7 s under load).
 _PAIR_SLOW_START_S = 2.0
-# The consistency checks' smallest noise allowance, relative: a window with a p90 within 5% of
-# its median still allows 5% (half the smallest cut-off of the timed rules, RD404's 10%), so
-# that a tight window does not turn ordinary probe jitter into "inconsistent".
-_CONSISTENCY_FLOOR = 0.05
 _PAIR_MAX_ARRAY_BYTES = 256 * 2**20  # arrays above this are not re-adapted by a second fit
 # The compute-only probe interleaves the real and the cached step in one fit only where the
 # input-only probe produced a batch in at most this share of the window's step (see
@@ -1009,14 +1006,13 @@ def _record_compute(
 
 
 def _window_noise(session: CaptureSession) -> tuple[float | None, float, str]:
-    """The window's median step (ms), its noise allowance (p90 / median, at least
-    ``1 + _CONSISTENCY_FLOOR``) and that allowance in words."""
+    """The window's median step (ms), its noise allowance
+    (:meth:`rnndoctor.facts.StepTimes.noise_allowance`) and that allowance in words."""
     steps = session.facts.steps
     step = steps.median_step_time_ms if steps else None
     if not step:
-        return None, 1.0 + _CONSISTENCY_FLOOR, ""
-    p90 = steps.p90_step_time_ms or step
-    noise = max(p90 / step, 1.0 + _CONSISTENCY_FLOOR)
+        return None, 1.0 + CONSISTENCY_FLOOR, ""
+    noise = steps.noise_allowance()
     return step, noise, f"p90 / median = {noise:.2f}"
 
 

@@ -11,11 +11,11 @@ from rnndoctor.stats import pettitt_change_point
 
 
 def _brute_force(values: list[float]) -> tuple[int, float]:
-    """Pettitt's U_t = sum_{i<=t} sum_{j>t} sign(x_j - x_i), straight from the paper's sum."""
+    """Pettitt's U_t = sum_{i<=t} sum_{j>t} sign(x_i - x_j), straight from the paper's sum."""
     n, best, split = len(values), -1.0, 1
     for t in range(1, n):
         u = sum(
-            (values[j] > values[i]) - (values[j] < values[i]) for i in range(t) for j in range(t, n)
+            (values[i] > values[j]) - (values[i] < values[j]) for i in range(t) for j in range(t, n)
         )
         if abs(u) > best:
             best, split = abs(u), t

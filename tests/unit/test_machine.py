@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import re
 
@@ -178,7 +179,7 @@ def test_too_few_steps_to_compare_halves():
 
 
 # A new user's tagger (LSTM(32), batch 32, 2 CPU cores; issue 11): its window's first 16 steps
-# ran at 11.5 ms, the other 45 at 17.2 ms; the halves read 15.8 against 17.1 ms and no step was
+# ran at 11.5 ms, the other 45 at 17.2 ms; the halves read 15.8 against 17.0 ms and no step was
 # above median + 3 MAD, so the check said "no drift" (the facts' step_time_ms, to 0.1 ms).
 TAGGER_STEPS_MS = [
     16.8, 13.1, 12.4, 13.1, 11.1, 10.9, 11.8, 10.6, 11.0, 10.7, 11.6, 11.4, 13.4, 10.1, 10.1, 14.7,
@@ -196,7 +197,7 @@ def test_a_level_shift_away_from_the_middle_is_drift():
     assert result.shift_low > 1.05 and result.shift_p < 1e-4
     assert re.search(
         r"; a level shift at step 16: median 11\.5 before, 17\.2 from it on, 50% slower "
-        r"\(90% interval \d+–\d+%\); Pettitt's p 7e-06$",
+        r"\(90% interval \d+–\d+%\); Pettitt's p < 0\.001$",
         result.description,
     ), result.description
 
@@ -216,6 +217,14 @@ def test_no_level_shift_on_flat_noise_or_below_the_margin():
     for seed in range(20):
         result = drift(_flat(60, seed))
         assert not result.level_shift, result.description
+    # steps of independent, skewed noise as a shared machine gives (log-normal, 30% spread):
+    # the test alone marks about 1% of them; 60 windows of 60 steps allow 2
+    rng = random.Random(11)
+    shifts = sum(
+        drift([10.0 * math.exp(0.3 * rng.gauss(0.0, 1.0)) for _ in range(60)]).level_shift
+        for _ in range(60)
+    )
+    assert shifts <= 2
     # significant (p < 1e-6: 2% noise) but 3%: below the 5% margin, as for the halves
     small = drift(_flat(40, 1) + _flat(20, 2, level=10.3, noise=0.002))
     assert small.shift_p < 1e-6 and not small.level_shift and not small.drifted

@@ -93,24 +93,28 @@ def test_the_verdict_says_how_much_of_the_input_wait_the_input_only_probe_explai
 def test_the_verdict_names_what_the_probes_leave_unexplained_and_a_drifting_window():
     """A new user's verdict read "0% is waiting for input, 62% compute and 0% per-batch
     callbacks (measured)" and left the other 38% unsaid; its window's first 16 steps ran at
-    11.5 ms, the rest at 17.2 ms."""
+    11.5 ms, the rest at 17.2 ms (p90 21.2 ms)."""
     facts = _with_breakdown(
         _facts(), step_ms=16.9, input_ms=0.0, compute_ms=10.5, host_ms=0.0, other_ms=6.4
     )
+    facts.steps.median_step_time_ms, facts.steps.p90_step_time_ms = 16.9, 21.2
     text = build_view(evaluate(facts)).verdict
     assert text.endswith(
         "62% compute and 0% per-batch callbacks (measured); the other 38% is not explained by "
-        "the probes (Keras' per-step overhead, or the machine's pace between the window and "
-        "the probes)."
+        "the probes, beyond the window's own noise (p90 / median 1.25): Keras' per-step "
+        "overhead, or the machine's pace between the window and the probes."
     ), text
     facts.steps.drifted, facts.steps.drift = True, "a level shift at step 16"
     assert build_view(evaluate(facts)).verdict.endswith(
-        "the other 38% is not explained by the probes (the window's steps drifted: its median "
-        "step mixes two paces, and the probes were timed later, at one)."
+        "(p90 / median 1.25): the window's steps drifted (the noisy-machine line says how) and "
+        "the probes ran after it."
     )
-    # under the 10% that could hold a finding: the plain sentence
-    facts.probes.breakdown = StepBreakdown(16.9, 0.0, 15.4, 0.0, other_ms=1.5)
+    # a remainder within the window's noise: the plain sentence, as when the parts add up
+    facts.steps.p90_step_time_ms = 16.9 * 1.40
     assert build_view(evaluate(facts)).verdict.endswith("0% per-batch callbacks (measured).")
+    facts.steps.p90_step_time_ms = 17.0  # the 5% floor: 9% is beyond it
+    facts.probes.breakdown = StepBreakdown(16.9, 0.0, 15.4, 0.0, other_ms=1.5)
+    assert "the other 9% is not explained" in build_view(evaluate(facts)).verdict
 
 
 def test_verdict_names_the_main_issue_or_the_profiles_top_op():

@@ -179,6 +179,11 @@ def test_rd502_fires_when_per_batch_padding_would_be_shorter():
     after = bk.expected_padded_steps(bk.LengthDistribution.of(lengths), (), 16)
     assert finding.speedup == round(40 * 64 / after, 3)
     assert ".padded_batch(16)" in finding.fix.code
+    # timesteps, not steps: the report's "steps" are training steps
+    assert (
+        "is padded to 40 timesteps, the global maximum; padded per batch (batches of 16), a "
+        f"batch would span {after / 64:.1f} timesteps on average"
+    ) in finding.message
     # the message and evidence quote the recorded fractions (the sequences table's), not a
     # recomputation: stand-in values show which one is quoted
     (record,) = facts.sequences.inputs
@@ -501,6 +506,8 @@ def test_the_slowdown_is_at_least_1_and_needs_3_pairs_and_rd502_counts_it_too():
     _length_probe(facts, 50.0, 30.0, (1 / 0.6, 1 / 0.62, 1 / 0.58))
     (fixed,) = _findings(facts, "RD501")
     (fixed502,) = _findings(facts, "RD502")
+    # the joined interval's coverage, which the quote beside the estimate does not give
+    assert "The interval joins both intervals' like bounds (at least 81% coverage)" in fixed.gain
     _any_length(facts, 30.0, 27.0, (1.11, 1.05, 1.15))  # faster for any length: not counted
     (faster,) = _findings(facts, "RD501")
     assert faster.speedup == pytest.approx(fixed.speedup) and faster.speedup <= 1 / (1 - 0.8)
@@ -526,6 +533,7 @@ def test_the_slowdown_is_at_least_1_and_needs_3_pairs_and_rd502_counts_it_too():
     assert fixed502.message.split("an estimated ")[1].startswith("1.09x (interval 1.06")
     assert slowed502.message.split("an estimated ")[1].startswith("1.06x (interval 1.02")
     assert "traced for any length" in slowed502.gain and slowed502.speedup is None
+    assert "joins the three intervals' like bounds (at least 70% coverage)" in slowed502.gain
     _any_length(facts, 30.0, 37.5, (0.8, 0.78, 0.82))  # takes back RD502's whole gain
     assert _findings(facts, "RD502") == []
 
