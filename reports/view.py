@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rnndoctor.engine import Forecast, Report, RuleOutcome, Status
-from rnndoctor.facts import PROBE_NOT_MEASURED_FIELDS, Facts, Outcome, PairedRatio, SequenceInput
+from rnndoctor.facts import (
+    PROBE_NOT_MEASURED_FIELDS,
+    Facts,
+    Outcome,
+    PairedRatio,
+    SequenceInput,
+    StepTimes,
+)
 from rnndoctor.findings import Finding, Severity
 from rnndoctor.reports import charts
 from rnndoctor.reports.shares import Breakdown, breakdown_shares
@@ -41,12 +48,14 @@ class ContextLine:
 
 @dataclass(frozen=True)
 class FindingView:
-    """A finding with its source context numbered, and its fix's verification (``--verify``;
-    None when it was not verified)."""
+    """A finding with its source context numbered, its fix's verification (``--verify``; None
+    when it was not verified) and that of the rewrite merging the fix with other fixes of its
+    call (:func:`merged_row`; None: none measured)."""
 
     finding: Finding
     context: tuple[ContextLine, ...]
     verified: VerifiedRow | None = None
+    together: VerifiedRow | None = None
 
 
 def _context(finding: Finding) -> tuple[ContextLine, ...]:
@@ -116,14 +125,20 @@ def _measured_sentence(facts: Facts, breakdown: Breakdown | None) -> str:
 
 def _unexplained(facts: Facts, shares: dict[str, float]) -> str:
     """The sentence's end: where the parts fall short of the step by more than the window's
-    own noise (:meth:`rnndoctor.facts.StepTimes.noise_allowance`, the allowance by which the
-    capture's consistency check lets them exceed it), that remainder (``other``, %) and, where
-    the window's steps drifted, that they did; else ".". A new user's verdict read "0% is
-    waiting for input, 62% compute and 0% per-batch callbacks" of a window whose first 16
-    steps ran at 11.5 ms and the rest at 17.2 ms, and left the other 38% unsaid."""
+    own noise allows, that remainder (``other``, %) and, where the window's steps drifted,
+    that they did; else ".". The capture's consistency check lets the parts exceed the step
+    by the window's noise allowance ``a`` (:meth:`rnndoctor.facts.StepTimes.noise_allowance`:
+    p90 / median, at least ``1 + CONSISTENCY_FLOOR``); the same pace difference the other way
+    leaves ``1 - 1 / a`` of the step unexplained, the share below which the remainder is not
+    named. A new user's verdict read "0% is waiting for input, 62% compute and 0% per-batch
+    callbacks" of a window whose first 16 steps ran at 11.5 ms and the rest at 17.2 ms, and
+    left the other 38% unsaid."""
     other, steps = shares["other"], facts.steps
-    allowance = steps.noise_allowance() if steps is not None else None
-    if allowance is None or other <= (allowance - 1.0) * 100.0:
+    if steps is None:
+        return "."
+    allowance = steps.noise_allowance()
+    allowed = (1.0 - 1.0 / allowance) * 100.0
+    if other <= allowed:
         return "."
     why = (
         "the window's steps drifted (the noisy-machine line says how) and the probes ran after it"
@@ -131,9 +146,20 @@ def _unexplained(facts: Facts, shares: dict[str, float]) -> str:
         else "Keras' per-step overhead, or the machine's pace between the window and the probes"
     )
     return (
-        f"; the other {other:.0f}% is not explained by the probes, beyond the window's own "
-        f"noise (p90 / median {allowance:.2f}): {why}."
+        f"; the other {other:.0f}% is not explained by the probes (more than the {allowed:.0f}% "
+        f"the window's own noise allows: {_noise_words(steps, allowance)}): {why}."
     )
+
+
+def _noise_words(steps: StepTimes, allowance: float) -> str:
+    """The window's noise allowance in words: its p90 / median, or, where that is under the
+    consistency checks' least allowance (``rnndoctor.facts.CONSISTENCY_FLOOR``) or was not
+    measured, that least allowance."""
+    step, p90 = steps.median_step_time_ms, steps.p90_step_time_ms
+    if step and p90 and p90 / step >= allowance:
+        return f"p90 / median {allowance:.2f}"
+    measured = f"p90 / median {p90 / step:.2f}, " if step and p90 else ""
+    return f"{measured}the least allowance {allowance:.2f}"
 
 
 def _explained(facts: Facts, quoted: float) -> str:
@@ -186,18 +212,28 @@ def verdict(
     )
 
 
-def main_fix_row(verified: VerifyView, name: str) -> VerifiedRow | None:
-    """The verification row that speaks for fix ``name`` (``RD301``, ``RD301-2``): where it was
-    confirmed as part of one rewrite with other fixes (one call's fixes merged,
-    ``RD301+RD401``), that rewrite's row, as the forecast and ``fixes.patch`` take it (alone,
-    the part may leave the layer off the cuDNN kernel: ``rnndoctor.engine._refuted``); else its
-    own row (None: not verified)."""
-    together = (
+def merged_row(verified: VerifyView, name: str) -> VerifiedRow | None:
+    """The row of the rewrite that merged fix ``name`` (``RD301``, ``RD301-2``) with other
+    fixes of its call (``RD301+RD401``: :func:`rnndoctor.verify.patch.merge_same_call`), where
+    ``--verify`` measured one; the one ``fixes.patch`` holds first. None: no such rewrite."""
+    rows = [
         r for r in verified.rows
         if r.item.fix != ALL and len(r.item.rules) > 1 and name in r.item.rules
-        and r.item.status == VerifyStatus.CONFIRMED
-    )  # fmt: skip
-    return next(together, None) or verified.row_for(name)
+        and r.item.measured is not None
+    ]  # fmt: skip
+    rows.sort(key=lambda r: not (r.item.in_patch and r.item.status == VerifyStatus.CONFIRMED))
+    return rows[0] if rows else None
+
+
+def main_fix_row(verified: VerifyView, name: str) -> VerifiedRow | None:
+    """The verification row that speaks for fix ``name``: the rewrite that merged it with
+    other fixes of its call, where that rewrite was confirmed and ``fixes.patch`` holds it (as
+    the forecast takes it; alone, the part may leave the layer off the cuDNN kernel:
+    ``rnndoctor.engine._refuted``); else its own row (None: not verified)."""
+    together = merged_row(verified, name)
+    if together is not None and together.item.in_patch:
+        return together  # merged_row puts the confirmed rewrite in fixes.patch first
+    return verified.row_for(name)
 
 
 def _verified(row: VerifiedRow | None, name: str) -> str:
@@ -207,16 +243,23 @@ def _verified(row: VerifiedRow | None, name: str) -> str:
     if row is None:
         return ""
     item = row.item
-    together = [r for r in item.rules if r != name] if len(item.rules) > 1 else []
-    with_ = f" with {', '.join(together)} (one rewrite)" if together else ""
     if item.measured is None:
-        return f" --verify{with_}: {row.status_text}."
+        return f" --verify: {_sentence(row.status_text)}"
+    others = [r for r in item.rules if r != name]
+    what = f"its rewrite together with {', '.join(others)} (one call)" if others else ""
     inside = [f"90% interval {item.low:.2f}–{item.high:.2f}x"] if item.low and item.high else []
     inside += [item.cpu_label] if item.cpu_label else []
     bounds = f" ({'; '.join(inside)})" if inside else ""
-    return (
-        f" --verify measured{with_} {item.measured:.2f}x the samples/s{bounds}: {row.status_text}."
-    )
+    measured = f"{item.measured:.2f}x the samples/s{bounds}"
+    if what:
+        return f" --verify measured {what}: {measured}: {_sentence(row.status_text)}"
+    return f" --verify measured {measured}: {_sentence(row.status_text)}"
+
+
+def _sentence(text: str) -> str:
+    """``text`` ended with one full stop (a status or an error line may end with its own)."""
+    text = text.rstrip()
+    return text if text.endswith((".", "!", "?")) else text + "."
 
 
 def _forecast_gap(facts: Facts) -> str:
@@ -445,7 +488,12 @@ def _finding_views(
     fix names the verification gave them: :func:`rnndoctor.verify.patch.fix_ids`)."""
     names = fix_ids(findings)
     return tuple(
-        FindingView(f, _context(f), verified.row_for(name) if verified else None)
+        FindingView(
+            f,
+            _context(f),
+            verified.row_for(name) if verified else None,
+            merged_row(verified, name) if verified else None,
+        )
         for f, name in zip(findings, names, strict=True)
     )
 

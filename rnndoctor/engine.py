@@ -114,12 +114,13 @@ class Forecast:
 
     @property
     def after_label(self) -> str:
-        """The "after" row's name: ``after the largest fix`` where it rests on one finding's
-        estimate (Bounds: never a product of the findings' gains), else ``after the fixes``
-        (``--verify`` measured a copy with the patch's fixes, or nothing was estimated)."""
-        if self.after_basis == "measured" or self.after_s is None:
+        """The "after" row's name: ``after the fixes`` where ``--verify`` measured a copy with
+        the patch's fixes, ``after the largest fix`` where it rests on one finding's estimate
+        (Bounds: never a product of the findings' gains), ``after a fix`` where nothing was
+        estimated (the row then says why, with no basis)."""
+        if self.after_basis == "measured":
             return "after the fixes"
-        return "after the largest fix"
+        return "after a fix" if self.after_s is None else "after the largest fix"
 
 
 @dataclass

@@ -28,11 +28,13 @@ def gain_words(rule_id: str, speedup: float) -> str:
     """A finding's estimated ``speedup`` in words of what it is of: a step-time speedup "2.2x
     faster step", a job-level one (``JOB_LEVEL_RULES``) "faster iteration of the fit loop", a
     samples/s ratio (``THROUGHPUT_RULES``: a larger batch, whose step gets longer; buckets,
-    whose partial batches add steps) "2.0x the samples/s"."""
+    whose partial batches add steps) "2.0x the samples/s". One decimal, two under 1.1x (1.03x
+    is not "1.0x")."""
+    figure = f"{speedup:.2f}x" if speedup < 1.1 else f"{speedup:.1f}x"
     if rule_id in THROUGHPUT_RULES:
-        return f"{speedup:.1f}x the samples/s"
+        return f"{figure} the samples/s"
     unit = "iteration of the fit loop" if rule_id in JOB_LEVEL_RULES else "step"
-    return f"{speedup:.1f}x faster {unit}"
+    return f"{figure} faster {unit}"
 
 
 def training_per_call_s(facts: Facts) -> float | None:

@@ -218,7 +218,7 @@ def test_no_level_shift_on_flat_noise_or_below_the_margin():
         result = drift(_flat(60, seed))
         assert not result.level_shift, result.description
     # steps of independent, skewed noise as a shared machine gives (log-normal, 30% spread):
-    # the test alone marks about 1% of them; 60 windows of 60 steps allow 2
+    # Pettitt's test at p < 0.01 marks under 1% of such windows; 60 windows allow 2
     rng = random.Random(11)
     shifts = sum(
         drift([10.0 * math.exp(0.3 * rng.gauss(0.0, 1.0)) for _ in range(60)]).level_shift

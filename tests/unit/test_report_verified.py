@@ -202,6 +202,11 @@ def test_an_estimated_forecast_never_rests_on_a_fix_verify_did_not_confirm():
     assert fc.after_not_estimated == (
         "--verify did not confirm the fixes whose findings estimated a gain"
     )
+    # nothing estimated: the row claims neither a basis nor "the fixes" (review of 89096da)
+    html = RENDERERS["html"](_report(summary))
+    assert fc.after_label == "after a fix" and "<th>after a fix</th>" in html
+    assert "(estimated)" not in html[html.index('id="forecast"') :][:3000]
+    assert "; after a fix: not estimated: --verify did not" in RENDERERS["md"](_report(summary))
     nothing = _summary()
     for item in nothing.items:
         item.in_patch = False
@@ -560,6 +565,10 @@ def test_the_verdict_follows_the_main_issues_estimate_with_what_verify_measured(
     failed = _report(summary)
     text = build_view(failed).verdict
     assert f" --verify: failed: ValueError: {HOSTILE} at run_eagerly_fit.py:21. " in text
+    rd301.error = "ValueError: bad shape."  # an error line with its own full stop: not doubled
+    text = build_view(_report(summary)).verdict
+    assert " --verify: failed: ValueError: bad shape. " in text and ".." not in text
+    rd301.error = f"ValueError: {HOSTILE} at run_eagerly_fit.py:21"
     html = RENDERERS["html"](failed)  # the script's error line, escaped in the headline
     verdict_html = html[html.index('class="banner verdict"') :][:2000]
     assert HOSTILE not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in verdict_html
@@ -579,7 +588,17 @@ def test_the_verdict_quotes_the_rewrite_that_holds_the_main_fix_as_the_forecast_
     by_fix["RD301"].status, by_fix["RD301"].measured = Status.WITHIN_NOISE, 1.02
     by_fix["RD301"].in_patch = by_fix["RD401"].in_patch = True
     report = _report(summary)
-    assert " --verify measured with RD401 (one rewrite) 3.10x the samples/s (90% interval " in (
-        build_view(report).verdict
-    )
+    view = build_view(report)
+    assert (
+        " --verify measured its rewrite together with RD401 (one call): 3.10x the samples/s "
+        "(90% interval 2.80–3.40x): confirmed. "
+    ) in view.verdict
     assert report.forecast.after_model.startswith("RD301 and RD401 together")
+    # the main finding's card gives both: its own copy within noise, the rewrite confirmed
+    card = view.findings[0]
+    assert card.verified.item.fix == "RD301" and card.together.item.fix == "RD301+RD401"
+    html = RENDERERS["html"](report)
+    assert "Verified in one rewrite of the call (" in html and 'href="#verify-RD301+RD401"' in html
+    # a rewrite confirmed but kept out of fixes.patch (it overlaps another): the part's own row
+    group.in_patch = False
+    assert " --verify measured 1.02x the samples/s" in build_view(_report(summary)).verdict
