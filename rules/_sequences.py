@@ -1046,6 +1046,14 @@ def _fit_notes(
     return notes, exact
 
 
+def any_length_input(record: SequenceInput) -> str:
+    """The comment that the model's ``Input`` must take any length, with the shape for the
+    input's rank: ``(None,)`` for token ids (rank 2), ``(None, n_features)`` for features
+    (rank 3: the feature count is not recorded), ``(None, ...)`` where the rank is unknown."""
+    shape = {2: "(None,)", 3: "(None, n_features)"}.get(record.input_rank, "(None, ...)")
+    return f"# The model's Input must take any length: keras.Input(shape={shape})."
+
+
 def pad_step_code(record: SequenceInput, module: str = "tf") -> str:
     """The pad step as code: the value (``-1``, ``0.0``), or the one-hot vector
     (``tf.one_hot(3, 40)`` / ``np.eye(40)[3]``)."""
@@ -1072,9 +1080,10 @@ def valid_steps_expr(record: SequenceInput, var: str) -> tuple[str, str]:
             else f"tf.not_equal({var}, {pad})"
         )
         reverse = ", reverse=True" if record.pad_side != "left" else ""
+        side = "start" if record.pad_side == "left" else "end"
         return (
             f"tf.cumsum(tf.cast({real}, tf.int32){reverse}) > 0",
-            f"the run of the pad step ({record.pad_value}) at the end is padding",
+            f"the run of the pad step ({record.pad_value}) at the {side} is padding",
         )
     value = record.mask_value if record.mask_value is not None else 0
     if record.input_rank is not None and record.input_rank >= 3:

@@ -195,7 +195,7 @@ def bucket_code(
         "    .prefetch(tf.data.AUTOTUNE)",
         ")",
         *data.notes,
-        "# The model's Input must take any length: keras.Input(shape=(None, ...)).",
+        sq.any_length_input(record),
     ]
     if not record.mask_used:
         advice, lines = sq.mask_advice(record, sq.embedding_call(facts))

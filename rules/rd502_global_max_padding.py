@@ -136,7 +136,7 @@ def _code(facts: Facts, record: SequenceInput, batch: int) -> tuple[str, FixSafe
             padded,
             "    .prefetch(tf.data.AUTOTUNE)",
             ")",
-            "# The model's Input must take any length: keras.Input(shape=(None, ...)).",
+            sq.any_length_input(record),
         ]
         return "\n".join(lines), FixSafety.DISPLAY_ONLY
     data = sq.fit_data(facts)
@@ -152,7 +152,7 @@ def _code(facts: Facts, record: SequenceInput, batch: int) -> tuple[str, FixSafe
         "    .prefetch(tf.data.AUTOTUNE)",
         ")",
         *data.notes,
-        "# The model's Input must take any length: keras.Input(shape=(None, ...)).",
+        sq.any_length_input(record),
     ]
     rewritable = kind in (None, "numpy") and record.input_rank in (2, 3) and data.exact
     safety = FixSafety.UNSAFE if rewritable else FixSafety.DISPLAY_ONLY

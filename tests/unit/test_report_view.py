@@ -147,12 +147,12 @@ def test_the_verdict_words_each_speedup_as_what_it_is_of():
         finding = Finding(rule_id, "n", Severity.WARNING, "m", speedup=2.04)
         return verdict(facts, [finding], None)
 
-    assert main("RD301").startswith("Main issue: RD301 n, an estimated 2.0x the samples/s.")
+    assert main("RD301").startswith("Main issue: RD301 n, an estimated 2.04x the samples/s.")
     assert "faster" not in main("RD301")
-    assert main("RD501").startswith("Main issue: RD501 n, an estimated 2.0x the samples/s.")
-    assert main("RD502").startswith("Main issue: RD502 n, an estimated 2.0x faster step.")
+    assert main("RD501").startswith("Main issue: RD501 n, an estimated 2.04x the samples/s.")
+    assert main("RD502").startswith("Main issue: RD502 n, an estimated 2.04x faster step.")
     assert main("RD406").startswith(
-        "Main issue: RD406 n, an estimated 2.0x faster iteration of the fit loop."
+        "Main issue: RD406 n, an estimated 2.04x faster iteration of the fit loop."
     )
 
 

@@ -243,6 +243,33 @@ def test_the_one_hot_pad_remap_snippet_runs_and_zeroes_only_the_padded_end(side)
                       else [True, True, False, False, False])  # fmt: skip
 
 
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_the_unpad_code_finds_the_pad_run_at_the_side_the_data_pads_and_says_which(side):
+    """A new user's left-padded ids (pad_sequences' default) got the right code with the
+    comment "the run of the pad step (0) at the end is padding"; the Input comment said
+    ``shape=(None, ...)`` for token ids, a placeholder that does not run."""
+    import numpy as np
+    import tensorflow as tf
+
+    from rnndoctor.facts import SequenceInput
+    from rnndoctor.rules._sequences import any_length_input, valid_steps_expr
+
+    record = SequenceInput(input="ids", length_source="pad_value", mask_used=False,
+                           pad_side=side, input_rank=2, pad_value="0")  # fmt: skip
+    expr, comment = valid_steps_expr(record, "x")
+    assert (
+        comment
+        == f"the run of the pad step (0) at the {'start' if side == 'left' else 'end'} is padding"
+    )
+    row = [5, 0, 7, 0, 0] if side == "right" else [0, 0, 5, 0, 7]  # a 0 inside is data
+    valid = eval(expr, {"tf": tf, "x": tf.constant(row)})
+    assert list(np.asarray(valid)) == ([True] * 3 + [False] * 2 if side == "right"
+                                      else [False] * 2 + [True] * 3)  # fmt: skip
+    assert any_length_input(record).endswith("keras.Input(shape=(None,)).")
+    record.input_rank = 3
+    assert "keras.Input(shape=(None, n_features))" in any_length_input(record)
+
+
 def _fit_on_arrays(facts: Facts, call: str, prefix: str = "", y_kind: str = "array") -> Facts:
     """The facts as if the user's own ``fit`` line (``call``, at line 40) had run them, with
     ``y`` of ``y_kind`` (``array``: one target array)."""
