@@ -64,7 +64,10 @@ Use instead:
 
 Fix safety:
     unsafe: the batch size changes the optimisation (gradient noise, steps per epoch). Scale
-    the learning rate with it (the linear scaling rule) and check the validation metric.
+    the learning rate with it and check the validation metric: by the compiled optimizer
+    (``fit.optimizer``; :func:`learning_rate_advice`), x the batch factor for SGD (the linear
+    scaling rule, Goyal et al. 2017), about x its square root for Adam and RMSprop (Malladi et
+    al. 2022), both named for another optimizer.
     display-only when an RNN layer is ``stateful=True``: its state row i carries over to row i
     of the next batch, so a new batch size changes the state layout (and the model's fixed
     batch shape). The rewrite is made where the value is written: the pipeline's ``batch`` call
@@ -759,6 +762,29 @@ def _basis(point: ProbePoint) -> str:
     )
 
 
+# Optimizers that scale each step by a running estimate of the gradient's second moment, for
+# which the square-root scaling rule holds (Malladi, Lyu, Panigrahi and Arora, "On the SDEs and
+# Scaling Rules for Adaptive Gradient Algorithms", NeurIPS 2022: RMSprop and Adam), matched on
+# the optimizer's name as Keras gives it (``fit.optimizer``: "adam", "Adam", "adamw" ...).
+ADAPTIVE_OPTIMIZERS = ("adam", "adamw", "nadam", "adamax", "rmsprop")
+
+
+def learning_rate_advice(optimizer: str | None, factor: float) -> str:
+    """How the learning rate goes with a batch ``factor`` times larger, for the compiled
+    ``optimizer``'s name: SGD, the linear scaling rule (x factor: Goyal et al., "Accurate, Large
+    Minibatch SGD", 2017); Adam and RMSprop (:data:`ADAPTIVE_OPTIMIZERS`), the square-root rule
+    (x sqrt(factor)); another or an unknown optimizer, both, to choose from. Advice only: the
+    fix changes the batch size alone."""
+    name = (optimizer or "").lower()
+    linear = f"x{factor:g}, the linear scaling rule for SGD"
+    root = f"about x{factor**0.5:.1f}, the square-root rule for Adam and RMSprop"
+    if name in ("sgd", "sgdw"):
+        return f"scale the learning rate with it ({linear})"
+    if name in ADAPTIVE_OPTIMIZERS:
+        return f"scale the learning rate with it ({root}; {optimizer} is adaptive)"
+    return f"retune the learning rate for it ({linear}; {root})"
+
+
 def _eager_note(facts: Facts) -> str:
     """Where the model ran with ``run_eagerly=True``, that the probe measured eager steps: an
     eager step pays Python's dispatch of every op once per step, whatever the batch, so a larger
@@ -827,8 +853,8 @@ def _measured_finding(
             evidence=evidence,
             fix=_batch_fix(
                 facts,
-                f"Use batch size {best.value}, and scale the learning rate with it "
-                f"(x{best.value // base.value}, the linear scaling rule) in your "
+                f"Use batch size {best.value}, and "
+                f"{learning_rate_advice(facts.fit.optimizer, best.value / base.value)} in your "
                 "optimizer: the code below changes the batch size only",
                 change,
             ),

@@ -71,6 +71,10 @@ def test_every_output_shows_the_same_shares():
     assert "| input (waiting for the next batch) | 25.00 | 50.0 % |" in md
     assert "| host overhead (per-batch callbacks) | 5.00 | 10.0 % |" in md
     assert f"**Verdict:** {view.verdict}" in md.replace("\\_", "_")
+    # the parts exceed the step by 10 ms: every output says so beside its table (report.md
+    # showed "compute 17.14 ms, 100%" of a 14.47 ms step with no word why)
+    note = "The parts add up to 10.00 ms more than the 40.00 ms median step (the probes ran"
+    assert note in md and "The parts add up to 10 ms more than the median step" in html
 
 
 def test_the_verdict_says_how_much_of_the_input_wait_the_input_only_probe_explains():

@@ -473,6 +473,26 @@ def test_rd301_fires_with_the_samples_per_second_of_each_batch_size():
     assert "learning rate" in finding.fix.title
 
 
+@pytest.mark.parametrize(
+    ("optimizer", "advice"),
+    [
+        ("SGD", "scale the learning rate with it (x4, the linear scaling rule for SGD)"),
+        ("adam", "scale the learning rate with it (about x2.0, the square-root rule for Adam "
+                 "and RMSprop; adam is adaptive)"),
+        (None, "retune the learning rate for it (x4, the linear scaling rule for SGD; about "
+               "x2.0, the square-root rule for Adam and RMSprop)"),
+    ],
+)  # fmt: skip
+def test_rd301_advises_the_learning_rate_by_the_compiled_optimizer(optimizer, advice):
+    """A new user compiled with "adam" and read "scale the learning rate with it (x4, the
+    linear scaling rule)": a rule for SGD (Goyal et al. 2017); Adam's is the square root
+    (Malladi et al. 2022)."""
+    f = with_batch_probe(facts(), [(4, 2.0, None), (8, 2.2, None), (16, 2.6, None)])
+    f.fit.optimizer = optimizer
+    _, (finding,) = run(f, "RD301")
+    assert f"Use batch size 16, and {advice} in your optimizer" in finding.fix.title
+
+
 def test_rd301_shows_the_first_point_timed_again_beside_the_real_step():
     """Where the first point disagreed with the window and was timed again beside the real step
     in the probe's phase (``probes.batch_real_paired``), the finding says so, with both
