@@ -136,8 +136,19 @@ def test_verdict_names_the_main_issue_or_the_profiles_top_op():
     facts = _facts("RD101-compliant")
     facts.profile = ProfileSummary("profile", top_op_types=[OpStat("MatMul", "Host", 420.0, 0.42)])
     clean = build_view(evaluate(facts, select=["RD101"]))
-    assert (
-        clean.verdict == "No finding. In the profiled steps, MatMul took 42% of the host op time."
+    assert clean.verdict == (
+        "No finding. In the profiled steps, the op type MatMul took 42% of the host's op time "
+        "(xprof's op statistics)."
+    )
+    # the compute-only probe skipped, the input-only probe run: the input wait's bound first
+    facts.probes = ProbeFacts(input_only_ms=0.36)
+    facts.steps.median_step_time_ms = 196.6
+    bounded = build_view(evaluate(facts, select=["RD101"]))
+    assert bounded.verdict == (
+        "No finding. Of the 196.6 ms median step, at most 0.18% is waiting for input (the "
+        "input-only probe produced a batch in 0.36 ms); the rest is not split further (the "
+        "compute-only probe did not run). In the profiled steps, the op type MatMul took 42% of "
+        "the host's op time (xprof's op statistics)."
     )
 
 
