@@ -221,7 +221,11 @@ def verdict(
         if first.location
         else ""
     )
-    speed = f", an estimated {gain_words(first.rule_id, first.speedup)}" if first.speedup else ""
+    speed = (
+        f", an estimated {gain_words(first.rule_id, first.speedup)}{_bracketed(first)}"
+        if first.speedup
+        else ""
+    )
     name = fix_ids(findings)[0]
     row = main_fix_row(verified, name) if verified is not None else None
     return (
@@ -240,6 +244,12 @@ def merged_row(verified: VerifyView, name: str) -> VerifiedRow | None:
     ]  # fmt: skip
     rows.sort(key=lambda r: not (r.item.in_patch and r.item.status == VerifyStatus.CONFIRMED))
     return rows[0] if rows else None
+
+
+def _bracketed(finding: Finding) -> str:
+    """`` (90% interval 2.16–2.22x; an upper bound)``: the speedup's interval and basis as the
+    finding quotes them (:attr:`rnndoctor.findings.Finding.speedup_interval`), else ""."""
+    return f" ({finding.speedup_interval})" if finding.speedup_interval else ""
 
 
 def main_fix_row(verified: VerifyView, name: str) -> VerifiedRow | None:

@@ -115,12 +115,16 @@ def format_ratio(evidence: Interval | PairedResult, *, digits: int = 1) -> str:
     ``3.8x (no interval: 2 pairs)`` where the bounds are no measured interval
     (``Interval.no_interval``)."""
     i = as_interval(evidence)
+    return f"{i.value:.{digits}f}x ({ratio_interval_words(i, digits=digits)})"
+
+
+def ratio_interval_words(evidence: Interval | PairedResult, *, digits: int = 1) -> str:
+    """A ratio's interval alone, as :func:`format_ratio` quotes it in brackets: ``90% interval
+    1.2–1.9x`` (``, widened 2.00x for the noisy machine``), or why there is none."""
+    i = as_interval(evidence)
     if i.no_interval is not None:
-        return f"{i.value:.{digits}f}x ({i.no_interval})"
-    return (
-        f"{i.value:.{digits}f}x ({_level_text(i.level)} interval "
-        f"{i.low:.{digits}f}–{i.high:.{digits}f}x{_widened(i)})"
-    )
+        return i.no_interval
+    return f"{_level_text(i.level)} interval {i.low:.{digits}f}–{i.high:.{digits}f}x{_widened(i)}"
 
 
 def _widened(i: Interval) -> str:

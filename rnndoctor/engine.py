@@ -171,7 +171,8 @@ class Report:
             forecast.after_s = _after(forecast, best.speedup or 1.0, best.rule_id)
             forecast.after_model = (
                 f"{best.rule_id}'s estimate, {outside_facts.gain_words(best.rule_id, best.speedup)}"
-                ", the largest single gain: the findings' gains are not compounded, as their "
+                + (f" ({best.speedup_interval})" if best.speedup_interval else "")
+                + ", the largest single gain: the findings' gains are not compounded, as their "
                 "effects can overlap"
             )
         elif refuted and any(f.speedup and f.speedup > 1 for f in self.findings):

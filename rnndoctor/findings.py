@@ -117,6 +117,10 @@ class Finding:
             rules whose fix changes the step's size (``rules/_outside.py: THROUGHPUT_RULES``,
             RD301's larger batch, RD501's buckets with their partial batches) and of the whole
             job for ``JOB_LEVEL_RULES``; None when not estimated.
+        speedup_interval: the speedup's interval and basis in words, as the finding quotes them
+            beside it ("90% interval 2.16–2.22x; an upper bound"), for the verdict and the
+            forecast, which quote the speedup alone otherwise; None where the rule gives them in
+            ``gain`` only.
         fast_path_after_fix: for RD1xx, whether the installed Keras would take the cuDNN kernel
             on a GPU once this fix (and only the fixes listed with it) is applied; None elsewhere.
         fast_path_caveat: a condition that verdict depends on and this run did not check (the
@@ -135,6 +139,7 @@ class Finding:
     fix: Fix | None = None
     gain: str | None = None
     speedup: float | None = None
+    speedup_interval: str | None = None
     fast_path_after_fix: bool | None = None
     fast_path_caveat: str | None = None
     bucket_plan: BucketPlan | None = None

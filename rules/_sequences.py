@@ -446,6 +446,17 @@ class StepEstimate:
         inside = "; ".join(p for p in (interval, bound) if p)
         return f"{self.speedup:.2f}x" + (f" ({inside})" if inside else "")
 
+    def interval_words(self) -> str | None:
+        """The estimate's interval and basis for the verdict and the forecast: ``interval
+        1.03–1.73x, at least 70% coverage`` where the probe measured the share (:attr:`level`),
+        ``90% interval 1.61–1.86x; an upper bound`` where it did not; None without one."""
+        if self.low is None or self.high is None:
+            return "an upper bound" if self.share is None else None
+        bounds = f"{self.low:.2f}–{self.high:.2f}x"
+        if self.share is None:
+            return f"90% interval {bounds}; an upper bound"
+        return f"interval {bounds}, at least {self.level:.0%} coverage"
+
     def _coverage(self) -> str:
         """`` (at least 81% coverage)``: the joined interval's level (:attr:`level`), which its
         quote beside the estimate does not give."""

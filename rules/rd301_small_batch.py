@@ -144,7 +144,7 @@ from typing import NamedTuple
 
 from rnndoctor import dispatch
 from rnndoctor import rewrite as rw
-from rnndoctor.decide import Decision, decide, describe
+from rnndoctor.decide import Decision, decide, describe, ratio_interval_words
 from rnndoctor.facts import DataKind, Facts, ProbePoint, SourceLocation
 from rnndoctor.findings import Evidence, Finding, Fix, FixSafety, Location, Severity
 from rnndoctor.rules import NotEvaluated, Option, OptionValues, finding, rule
@@ -865,6 +865,7 @@ def _measured_finding(
                 f"the time, if the input pipeline keeps up (see RD201){_eager_note(facts)}"
             ),
             speedup=round(ratio, 2) if decision is Decision.CLEARS else None,
+            speedup_interval=ratio_interval_words(gain, digits=2),
         )
     ]
 

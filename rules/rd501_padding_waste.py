@@ -480,6 +480,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                     f"distribution): {estimate.basis()}"
                 ),
                 speedup=None if negligible or uncertain else round(estimate.speedup, 3),
+                speedup_interval=estimate.interval_words(),
                 bucket_plan=BucketPlan(
                     boundaries=tuple(result.boundaries), batch_sizes=tuple(result.batch_sizes)
                 ),

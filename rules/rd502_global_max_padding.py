@@ -249,6 +249,7 @@ def check(facts: Facts, options: OptionValues) -> list[Finding]:
                     "(RD501) saves more"
                 ),
                 speedup=None if inconclusive else round(estimate.speedup, 3),
+                speedup_interval=estimate.interval_words(),
             )
         )
     return findings

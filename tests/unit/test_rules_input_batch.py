@@ -469,6 +469,7 @@ def test_rd301_fires_with_the_samples_per_second_of_each_batch_size():
     assert rows["batch 4"] == (2000.0, "samples/s")
     assert rows["batch 16"][1] == "samples/s" and rows["batch 16"][0] == pytest.approx(6153.8, 0.01)
     assert finding.speedup == pytest.approx(6153.8 / 2000.0, rel=0.01)
+    assert finding.speedup_interval == "90% interval 3.08–3.08x"  # beside it in the verdict
     assert finding.fix.code == "ds.batch(16)" and finding.location.line == 24
     assert "learning rate" in finding.fix.title
 

@@ -400,6 +400,11 @@ def test_rd501_scales_its_estimate_by_the_measured_share_of_the_step_that_grows_
     (upper,) = _findings(facts, "RD501")
     padding = upper.speedup
     assert "an upper bound" in upper.message and "was not measured" in upper.gain
+    # the verdict and the forecast quote the speedup with its interval and basis (a new user's
+    # verdict said "an estimated 2.2x" of a finding's "2.18x (...; an upper bound)")
+    assert upper.speedup_interval.startswith("90% interval ")
+    assert upper.speedup_interval.endswith("x; an upper bound")
+    assert upper.speedup_interval in upper.message
     # half the length takes 0.6 of the step: (1 - 1 / (1 / 0.6)) / 0.5 = 80% grows with it
     _length_probe(facts, 50.0, 30.0, (1 / 0.6, 1 / 0.62, 1 / 0.58))
     (finding,) = _findings(facts, "RD501")
@@ -535,6 +540,8 @@ def test_the_slowdown_is_at_least_1_and_needs_3_pairs_and_rd502_counts_it_too():
     (fixed502,) = _findings(facts, "RD502")
     # the joined interval's coverage, which the quote beside the estimate does not give
     assert "The interval joins both intervals' like bounds (at least 81% coverage)" in fixed.gain
+    assert fixed.speedup_interval.startswith("interval ")
+    assert fixed.speedup_interval.endswith("x, at least 81% coverage")
     _any_length(facts, 30.0, 27.0, (1.11, 1.05, 1.15))  # faster for any length: not counted
     (faster,) = _findings(facts, "RD501")
     assert faster.speedup == pytest.approx(fixed.speedup) and faster.speedup <= 1 / (1 - 0.8)
