@@ -34,7 +34,7 @@ class Breakdown:
     ``total_ms`` is the larger of the median step and the sum of the positive parts: the probes
     run after the window, under the machine load of their own moment, so when their parts add up
     to more than the step the shares are of that sum. ``over_ms`` is how much they exceed the step
-    (a negative ``other_ms``), else 0.
+    (a negative ``other_ms``), else 0 (also under 0.005 ms: rounding, not a note).
     """
 
     step_ms: float
@@ -68,4 +68,6 @@ def breakdown_shares(breakdown: StepBreakdown | None) -> Breakdown | None:
         Part(key, label, times[key], times[key] / total if total else None)
         for key, label in BREAKDOWN_PARTS
     )
-    return Breakdown(breakdown.step_ms, total, parts, max(0.0, -breakdown.other_ms))
+    over = -breakdown.other_ms
+    # under 0.005 ms, the paired breakdown's rounding: no "0.00 ms more" note
+    return Breakdown(breakdown.step_ms, total, parts, over if over >= 0.005 else 0.0)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from rnndoctor.engine import Forecast, Report, RuleOutcome, Status
 from rnndoctor.facts import (
+    COMPUTE_SKIPPED_FOR_INPUT_BOUND,
     PROBE_NOT_MEASURED_FIELDS,
     Facts,
     Outcome,
@@ -124,19 +125,22 @@ def _measured_sentence(facts: Facts, breakdown: Breakdown | None) -> str:
 
 
 def _input_bound(facts: Facts) -> str:
-    """Where the compute-only probe did not run but the input-only probe did: the input wait's
-    bound, its time per batch over the median step (a fresh iterator over the user's data, no
-    model: the step can wait no longer for a batch than one takes to produce), "" else. A new
-    user's demo verdict named only "_MklMatMul took 39% of the host op time"."""
+    """Where the compute-only probe was not run because the input-only probe bounds the input
+    wait (``COMPUTE_SKIPPED_FOR_INPUT_BOUND``: data in memory, where a fresh iterator's time
+    per batch, no model, is a bound on the window's wait), that bound over the median step;
+    "" else. A new user's demo verdict named only "_MklMatMul took 39% of the host op time"."""
     probes, steps = facts.probes, facts.steps
     step = steps.median_step_time_ms if steps is not None else None
-    if probes is None or probes.input_only_ms is None or not step:
+    skipped = (probes.compute_only_not_measured or "") if probes is not None else ""
+    if not skipped.startswith(COMPUTE_SKIPPED_FOR_INPUT_BOUND) or not step:
+        return ""
+    if probes.input_only_ms is None:
         return ""
     share = probes.input_only_ms / step * 100
     return (
-        f" Of the {step:.1f} ms median step, at most {share:.2g}% is waiting for input (the "
-        f"input-only probe produced a batch in {probes.input_only_ms:.2f} ms); the rest is not "
-        "split further (the compute-only probe did not run)."
+        f" Of the {step:.1f} ms median step, at most {share:.2f}% is waiting for input (the "
+        f"input-only probe produced a batch in {probes.input_only_ms:.2f} ms, from data in "
+        "memory); the rest is not split further (the compute-only probe was not needed)."
     )
 
 

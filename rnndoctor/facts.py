@@ -83,6 +83,12 @@ SCHEMA_VERSION = "1.9"
 CONSISTENCY_FLOOR = 0.05
 
 
+# How ``ProbeFacts.compute_only_not_measured`` begins where the compute-only probe was not run
+# because the input-only probe bounds the input wait (data in memory, under 1% of the step:
+# ``rnndoctor.capture.probes._compute_skip``); the verdict quotes that bound only then.
+COMPUTE_SKIPPED_FOR_INPUT_BOUND = "not run: the input-only probe produced a batch in"
+
+
 class Outcome(enum.StrEnum):
     """How a capture ended (``RunInfo.outcome``); the values are what ``facts.json`` holds."""
 

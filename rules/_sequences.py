@@ -450,9 +450,14 @@ class StepEstimate:
         """The estimate's interval and basis for the verdict and the forecast: ``interval
         1.03–1.73x, at least 70% coverage`` where the probe measured the share (:attr:`level`),
         ``90% interval 1.61–1.86x; an upper bound`` where it did not; None without one."""
-        if self.low is None or self.high is None:
+        interval = self.interval()  # the bounds taken to hold the estimate, as decided on
+        if interval is None:
             return "an upper bound" if self.share is None else None
-        bounds = f"{self.low:.2f}–{self.high:.2f}x"
+        bounds = f"{interval.low:.2f}–{interval.high:.2f}x"
+        if interval.widen_factor > 1.0:
+            bounds += (
+                f", the probe's interval widened {interval.widen_factor:.2f}x for the noisy machine"
+            )
         if self.share is None:
             return f"90% interval {bounds}; an upper bound"
         return f"interval {bounds}, at least {self.level:.0%} coverage"

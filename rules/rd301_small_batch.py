@@ -140,6 +140,7 @@ References:
 from __future__ import annotations
 
 import ast
+import re
 from typing import NamedTuple
 
 from rnndoctor import dispatch
@@ -764,9 +765,20 @@ def _basis(point: ProbePoint) -> str:
 
 # Optimizers that scale each step by a running estimate of the gradient's second moment, for
 # which the square-root scaling rule holds (Malladi, Lyu, Panigrahi and Arora, "On the SDEs and
-# Scaling Rules for Adaptive Gradient Algorithms", NeurIPS 2022: RMSprop and Adam), matched on
-# the optimizer's name as Keras gives it (``fit.optimizer``: "adam", "Adam", "adamw" ...).
+# Scaling Rules for Adaptive Gradient Algorithms", NeurIPS 2022: RMSprop and Adam; the rule
+# also moves the betas and epsilon, hence "about"), matched on the optimizer's name as Keras
+# gives it (``fit.optimizer``), normalised by :func:`optimizer_kind`.
 ADAPTIVE_OPTIMIZERS = ("adam", "adamw", "nadam", "adamax", "rmsprop")
+
+
+def optimizer_kind(name: str | None) -> str:
+    """The optimizer's kind from its recorded name: lower case, without a trailing ``_N`` and
+    without underscores. Keras 3 names an optimizer ``to_snake_case`` of its class plus a
+    uniquifier (``keras/src/optimizers/base_optimizer.py``: ``auto_name``): ``rm_sprop``,
+    ``adam_w``, ``adam_1``; tf_keras uses the class's name (``Adam``, ``RMSprop``). A name the
+    user set, or a loss-scale wrapper (``loss_scale_optimizer``), matches no kind: ""."""
+    text = re.sub(r"_\d+$", "", (name or "").lower())
+    return text.replace("_", "")
 
 
 def learning_rate_advice(optimizer: str | None, factor: float) -> str:
@@ -775,7 +787,7 @@ def learning_rate_advice(optimizer: str | None, factor: float) -> str:
     Minibatch SGD", 2017); Adam and RMSprop (:data:`ADAPTIVE_OPTIMIZERS`), the square-root rule
     (x sqrt(factor)); another or an unknown optimizer, both, to choose from. Advice only: the
     fix changes the batch size alone."""
-    name = (optimizer or "").lower()
+    name = optimizer_kind(optimizer)
     linear = f"x{factor:g}, the linear scaling rule for SGD"
     root = f"about x{factor**0.5:.1f}, the square-root rule for Adam and RMSprop"
     if name in ("sgd", "sgdw"):
@@ -865,7 +877,9 @@ def _measured_finding(
                 f"the time, if the input pipeline keeps up (see RD201){_eager_note(facts)}"
             ),
             speedup=round(ratio, 2) if decision is Decision.CLEARS else None,
-            speedup_interval=ratio_interval_words(gain, digits=2),
+            speedup_interval=(
+                ratio_interval_words(gain) if best.paired is not None else None
+            ),  # as the finding quotes it; unpaired points (facts before 1.2) have none
         )
     ]
 

@@ -60,6 +60,7 @@ from rnndoctor.capture.pairs import Burst
 from rnndoctor.capture.sampling import Batches
 from rnndoctor.capture.step_window import read_back
 from rnndoctor.facts import (
+    COMPUTE_SKIPPED_FOR_INPUT_BOUND,
     CONSISTENCY_FLOOR,
     PROBE_NOT_MEASURED_FIELDS,
     PROBE_UNREAD,
@@ -1133,7 +1134,7 @@ def _compute_skip(session: CaptureSession, model: Any, probes: ProbeFacts) -> st
     if train_ms < 2.0 * _SPE_PROBE_MAX_STEP_MS:
         return None
     return (
-        f"not run: the input-only probe produced a batch in {produced:.2f} ms, "
+        f"{COMPUTE_SKIPPED_FOR_INPUT_BOUND} {produced:.2f} ms, "
         f"{produced / step:.2%} of the {step:.1f} ms step, so the input wait is at most that "
         f"(under {_INPUT_BOUND_SKIP_SHARE:.0%}, below RD201's default cut-off of 5%), and at a "
         f"{train_ms:.0f} ms step the steps_per_execution probe, which needs it, is not run "

@@ -13,6 +13,7 @@ import pytest
 from rnndoctor.compare import compare_facts
 from rnndoctor.engine import RuleOutcome, Status, evaluate
 from rnndoctor.facts import (
+    COMPUTE_SKIPPED_FOR_INPUT_BOUND,
     Facts,
     OpStat,
     ProbeFacts,
@@ -141,15 +142,19 @@ def test_verdict_names_the_main_issue_or_the_profiles_top_op():
         "(xprof's op statistics)."
     )
     # the compute-only probe skipped, the input-only probe run: the input wait's bound first
-    facts.probes = ProbeFacts(input_only_ms=0.36)
+    skip = f"{COMPUTE_SKIPPED_FOR_INPUT_BOUND} 0.36 ms, 0.18% of the 196.6 ms step, ..."
+    facts.probes = ProbeFacts(input_only_ms=0.36, compute_only_not_measured=skip)
     facts.steps.median_step_time_ms = 196.6
     bounded = build_view(evaluate(facts, select=["RD101"]))
     assert bounded.verdict == (
         "No finding. Of the 196.6 ms median step, at most 0.18% is waiting for input (the "
-        "input-only probe produced a batch in 0.36 ms); the rest is not split further (the "
-        "compute-only probe did not run). In the profiled steps, the op type MatMul took 42% of "
-        "the host's op time (xprof's op statistics)."
+        "input-only probe produced a batch in 0.36 ms, from data in memory); the rest is not "
+        "split further (the compute-only probe was not needed). In the profiled steps, the op "
+        "type MatMul took 42% of the host's op time (xprof's op statistics)."
     )
+    # the compute-only probe failed (or the data is not in memory): no bound claimed
+    facts.probes.compute_only_not_measured = "failed: ValueError: no batch"
+    assert build_view(evaluate(facts, select=["RD101"])).verdict == clean.verdict
 
 
 def test_the_verdict_words_each_speedup_as_what_it_is_of():
