@@ -180,6 +180,7 @@ def bucket_code(
             bucket,
             "    .prefetch(tf.data.AUTOTUNE)",
             ")",
+            sq.any_length_input(record),
         ]
         return "\n".join(head + body), FixSafety.DISPLAY_ONLY
     unpad = sq.unpad_function(record, per_step, weights=data.weights is not None)

@@ -270,6 +270,20 @@ def test_the_unpad_code_finds_the_pad_run_at_the_side_the_data_pads_and_says_whi
     assert "keras.Input(shape=(None, n_features))" in any_length_input(record)
 
 
+def test_rd501_on_a_tf_data_pipeline_says_the_input_must_take_any_length():
+    """The tf.data sketch (display-only) carries the same Input comment as the rewrite, with
+    the shape for the input's rank (review of ae2c1af: it had none)."""
+    lengths = [4, 5, 6, 7] * 8 + [30, 31, 40, 60] * 8
+    facts = _with_lengths(_facts("RD110-compliant"), lengths, padded=64, batch=16)
+    facts.fit.data_kind = "tf.data"
+    facts.sequences.inputs[0].input_rank = 2
+    (finding,) = _findings(facts, "RD501")
+    assert finding.fix.safety == "display-only"
+    assert "in place of batch/padded_batch" in finding.fix.code
+    assert finding.fix.code.endswith("# The model's Input must take any length: "
+                                     "keras.Input(shape=(None,)).")  # fmt: skip
+
+
 def _fit_on_arrays(facts: Facts, call: str, prefix: str = "", y_kind: str = "array") -> Facts:
     """The facts as if the user's own ``fit`` line (``call``, at line 40) had run them, with
     ``y`` of ``y_kind`` (``array``: one target array)."""
