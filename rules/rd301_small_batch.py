@@ -66,8 +66,8 @@ Fix safety:
     unsafe: the batch size changes the optimisation (gradient noise, steps per epoch). Scale
     the learning rate with it and check the validation metric: by the compiled optimizer
     (``fit.optimizer``; :func:`learning_rate_advice`), x the batch factor for SGD (the linear
-    scaling rule, Goyal et al. 2017), about x its square root for Adam and RMSprop (Malladi et
-    al. 2022), both named for another optimizer.
+    scaling rule, Goyal et al. 2017), about x sqrt(factor) for Adam and RMSprop (the
+    square-root rule, Malladi et al. 2022), both named for another optimizer.
     display-only when an RNN layer is ``stateful=True``: its state row i carries over to row i
     of the next batch, so a new batch size changes the state layout (and the model's fixed
     batch shape). The rewrite is made where the value is written: the pipeline's ``batch`` call
