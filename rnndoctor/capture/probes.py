@@ -128,6 +128,11 @@ _SPE_MAX_CALL_S = 1.0
 # (RD201's min_input_share, 5%: xprof's kModeratelyInfeedBoundThresholdInPercent), so that no
 # input finding can rest on what the probe would have measured.
 _INPUT_BOUND_SKIP_SHARE = 0.01
+# ... and only where the window timed at least this many steps: its median is what says the
+# train step is long. Issue 11's floor for an arm of a comparison (10 timed steps); a corpus
+# case's 3 steps (--steps 3), timed beside the corpus's other cases, read 63 ms where the
+# batch-size probe then timed 1.8 ms a step at the same batch, and the probe was skipped.
+_SKIP_MIN_STEPS = 10
 
 
 # on keras.callbacks.Callback (and tf_keras.callbacks.Callback), once hooked
@@ -1115,7 +1120,8 @@ def _compute_skip(session: CaptureSession, model: Any, probes: ProbeFacts) -> st
       fresh iterator, no model) a bound on the window's input wait: a PyDataset's workers and
       queue, a generator's conversion and its contention for the GIL, and files read from a
       warm page cache all cost the window more than the probe sees;
-    - it bounds the input wait under :data:`_INPUT_BOUND_SKIP_SHARE` of the window's step;
+    - it bounds the input wait under :data:`_INPUT_BOUND_SKIP_SHARE` of the window's step, a
+      window of at least :data:`_SKIP_MIN_STEPS` measured steps;
     - the model runs one step per call with a train step over twice
       :data:`_SPE_PROBE_MAX_STEP_MS` (the compute-only step is at least the train step less
       the input wait), so the steps_per_execution probe would not run either;
@@ -1126,6 +1132,8 @@ def _compute_skip(session: CaptureSession, model: Any, probes: ProbeFacts) -> st
     produced = probes.input_only_ms
     if not step or produced is None or produced > _INPUT_BOUND_SKIP_SHARE * step:
         return None
+    if steps.measured_steps < _SKIP_MIN_STEPS:
+        return None  # too few steps to vouch for a long train step
     if not _in_memory(session.facts.data) or _distributed(session, model):
         return None
     train_ms = (steps.median_train_function_ms or step) - produced

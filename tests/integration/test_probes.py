@@ -397,9 +397,9 @@ def test_the_compute_only_probe_is_skipped_only_where_the_input_only_bound_decid
     monkeypatch.delenv("TF_CONFIG", raising=False)
     monkeypatch.delenv(cluster.TRACE_DONE_VAR, raising=False)
 
-    def skip(produced=0.36, step=280.0, spe=1, data=None):
+    def skip(produced=0.36, step=280.0, spe=1, data=None, measured=20):
         facts = Facts(run=RunInfo(script="x.py", argv=[], cwd="."))
-        facts.steps = StepTimes(warmup_steps=2, measured_steps=20, median_step_time_ms=step,
+        facts.steps = StepTimes(warmup_steps=2, measured_steps=measured, median_step_time_ms=step,
                                 median_train_function_ms=step - 1.0)  # fmt: skip
         facts.data = data or DataFacts(kind="numpy")
         session = CaptureSession(facts, WindowOptions(), None)
@@ -410,6 +410,9 @@ def test_the_compute_only_probe_is_skipped_only_where_the_input_only_bound_decid
 
     reason, pr = skip()
     assert reason.startswith("not run: the input-only probe produced a batch in 0.36 ms, 0.13%")
+    # 3 measured steps cannot vouch for a long train step (a corpus case: 63 ms over 3 steps,
+    # 1.8 ms in the batch-size probe at the same batch): the probe runs
+    assert skip(measured=3)[0] is None and skip(measured=10)[0] == reason
     assert probes._spe_skip(pr, 1, True) == reason  # a 279 ms step: not run either, for its cost
     assert probes._spe_skip(ProbeFacts(compute_only_not_measured="failed: x"), 1, False) == (
         "the compute-only probe did not run: failed: x"
