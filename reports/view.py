@@ -27,7 +27,7 @@ from rnndoctor.findings import Finding, Severity
 from rnndoctor.reports import charts
 from rnndoctor.reports.shares import Breakdown, breakdown_shares
 from rnndoctor.reports.verified import VerifiedRow, VerifyView, build_verify_view
-from rnndoctor.rules._outside import gain_words
+from rnndoctor.rules._outside import estimate_words
 from rnndoctor.verify.patch import fix_ids
 from rnndoctor.verify.result import Status as VerifyStatus
 from rnndoctor.verify.summary import ALL
@@ -134,7 +134,7 @@ def _input_bound(facts: Facts) -> str:
     skipped = (probes.compute_only_not_measured or "") if probes is not None else ""
     if not skipped.startswith(COMPUTE_SKIPPED_FOR_INPUT_BOUND) or not step:
         return ""
-    if probes.input_only_ms is None:
+    if probes.input_only_ms is None:  # never with that reason, which quotes it
         return ""
     share = probes.input_only_ms / step * 100
     return (
@@ -225,11 +225,7 @@ def verdict(
         if first.location
         else ""
     )
-    speed = (
-        f", an estimated {gain_words(first.rule_id, first.speedup)}{_bracketed(first)}"
-        if first.speedup
-        else ""
-    )
+    speed = f", an estimated {estimate_words(first)}" if first.speedup else ""
     name = fix_ids(findings)[0]
     row = main_fix_row(verified, name) if verified is not None else None
     return (
@@ -248,12 +244,6 @@ def merged_row(verified: VerifyView, name: str) -> VerifiedRow | None:
     ]  # fmt: skip
     rows.sort(key=lambda r: not (r.item.in_patch and r.item.status == VerifyStatus.CONFIRMED))
     return rows[0] if rows else None
-
-
-def _bracketed(finding: Finding) -> str:
-    """`` (90% interval 2.16–2.22x; an upper bound)``: the speedup's interval and basis as the
-    finding quotes them (:attr:`rnndoctor.findings.Finding.speedup_interval`), else ""."""
-    return f" ({finding.speedup_interval})" if finding.speedup_interval else ""
 
 
 def main_fix_row(verified: VerifyView, name: str) -> VerifiedRow | None:

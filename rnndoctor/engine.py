@@ -170,10 +170,8 @@ class Report:
             best = min(gains, key=lambda f: _after(forecast, f.speedup or 1.0, f.rule_id))
             forecast.after_s = _after(forecast, best.speedup or 1.0, best.rule_id)
             forecast.after_model = (
-                f"{best.rule_id}'s estimate, {outside_facts.gain_words(best.rule_id, best.speedup)}"
-                + (f" ({best.speedup_interval})" if best.speedup_interval else "")
-                + ", the largest single gain: the findings' gains are not compounded, as their "
-                "effects can overlap"
+                f"{best.rule_id}'s estimate, {outside_facts.estimate_words(best)}, the largest "
+                "single gain: the findings' gains are not compounded, as their effects can overlap"
             )
         elif refuted and any(f.speedup and f.speedup > 1 for f in self.findings):
             forecast.after_not_estimated = (
